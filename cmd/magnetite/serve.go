@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/magnetite-io/magnetite/internal/api"
+	"github.com/magnetite-io/magnetite/internal/auth"
+	"github.com/magnetite-io/magnetite/internal/config"
+	"github.com/magnetite-io/magnetite/internal/store"
+)
+
+func serveCommand(g *globalFlags) *cobra.Command {
+	var listen string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the Magnum v1 API (SQLite and noauth unless configured otherwise)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(g)
+			if err != nil {
+				return err
+			}
+			if listen != "" {
+				cfg.Override("api", "listen", listen, "flag --listen")
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return serve(ctx, cfg, nil)
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "", "address:port to listen on (overrides [api] listen)")
+	return cmd
+}
+
+func newLogger(cfg *config.Config) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.String("log", "level")))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.String("log", "format") == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
+
+// openStore opens the configured database.
+func openStore(ctx context.Context, cfg *config.Config) (*store.DB, string, error) {
+	conn := cfg.String("database", "connection")
+	if conn == "" {
+		path := filepath.Join(cfg.StateDir(), "magnetite.db")
+		st, err := store.OpenSQLite(ctx, path)
+		return st, "sqlite " + path, err
+	}
+	switch {
+	case strings.HasPrefix(conn, "sqlite://"):
+		path := strings.TrimPrefix(conn, "sqlite://")
+		st, err := store.OpenSQLite(ctx, path)
+		return st, "sqlite " + path, err
+	}
+	return nil, "", fmt.Errorf("config: [database] connection has an unsupported scheme; use sqlite:///path/to/magnetite.db")
+}
+
+// serve runs the API until ctx ends. ready, when not nil, receives the bound
+// address once the listener is open.
+func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
+	log := newLogger(cfg)
+	st, where, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	log.Info("database ready", "backend", where)
+
+	var authn api.Authenticator
+	switch cfg.String("auth", "strategy") {
+	case "noauth":
+		var roles []string
+		for _, r := range strings.Split(cfg.String("auth", "noauth_roles"), ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				roles = append(roles, r)
+			}
+		}
+		authn = auth.NoAuth{DefaultProject: cfg.String("auth", "noauth_project"), DefaultUser: cfg.String("auth", "noauth_user"), DefaultRoles: roles}
+	default:
+		return fmt.Errorf("config: [auth] strategy %q is not available in this build; use noauth", cfg.String("auth", "strategy"))
+	}
+	handler := api.New(api.Options{
+		Store: st, Auth: authn, Log: log,
+		MaxLimit:                      cfg.Int("api", "max_limit"),
+		MaxBodyBytes:                  int64(cfg.Int("api", "max_body_bytes")),
+		DefaultClusterQuota:           cfg.Int("quotas", "max_clusters_per_project"),
+		ServiceDownAfter:              cfg.Duration("services", "down_after"),
+		ReplaceLabelsByDefault:        !cfg.Bool("api", "merge_labels_by_default"),
+		DefaultCreateTimeout:          cfg.Int("cluster", "create_timeout"),
+		DefaultBareMetalCreateTimeout: cfg.Int("cluster", "bm_create_timeout"),
+	})
+
+	ln, err := net.Listen("tcp", cfg.String("api", "listen"))
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.String("api", "listen"), err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
+	host := cfg.String("DEFAULT", "host")
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	go reportAlive(ctx, st, log, host, "magnetite-api", cfg.Duration("services", "report_interval"))
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("Magnum v1 API listening", "address", "http://"+ln.Addr().String(), "auth", cfg.String("auth", "strategy"))
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// reportAlive records this process in the services table until ctx ends.
+func reportAlive(ctx context.Context, st *store.DB, log *slog.Logger, host, binary string, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if err := st.ReportService(ctx, host, binary); err != nil && ctx.Err() == nil {
+			log.Warn("could not record service heartbeat", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,200 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/magnetite-io/magnetite/internal/apitypes"
+	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/store"
+)
+
+var resizeSchema = newSchema("cluster_resize_req",
+	integer("node_count", 0, 0),
+	field{name: "nodes_to_remove", kind: kStringList},
+	str("nodegroup", 1, 255),
+)
+
+var upgradeSchema = newSchema("cluster_upgrade_req",
+	integer("max_batch_size", 1, 0),
+	str("nodegroup", 1, 255),
+	str("cluster_template", 1, 255),
+)
+
+// resolveNodeGroup finds the node group an action names, or default-worker.
+func (s *Server) resolveNodeGroup(r *http.Request, c *model.Cluster, ident any) (*model.NodeGroup, error) {
+	name, _ := ident.(string)
+	if name == "" {
+		ngs, err := s.st.NodeGroupsOf(r.Context(), []string{c.UUID})
+		if err != nil {
+			return nil, err
+		}
+		if ng := defaultWorker(ngs[c.UUID]); ng != nil {
+			return ng, nil
+		}
+		return nil, conflict("Cluster %s has no default worker node group; name the nodegroup to act on.", c.Name)
+	}
+	ng, err := s.st.GetNodeGroup(r.Context(), c.UUID, name)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, notFound("Nodegroup %s could not be found in cluster %s.", name, c.Name)
+		}
+		return nil, err
+	}
+	return ng, nil
+}
+
+func (s *Server) resizeCluster(w http.ResponseWriter, r *http.Request) error {
+	if err := requireVersion(r, 7, "resize"); err != nil {
+		return err
+	}
+	v := versionOf(r.Context())
+	c, err := s.lookupCluster(r, "cluster:resize")
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	raw, aerr := decodeBody(body)
+	if aerr != nil {
+		return aerr
+	}
+	vals, aerr := resizeSchema.coerceAll(raw, v, false)
+	if aerr != nil {
+		return aerr
+	}
+	n, ok := vals["node_count"].(int)
+	if !ok {
+		return badRequest("Invalid input for field/attribute node_count. Value: null. Mandatory field missing.")
+	}
+	if n == 0 && !v.AtLeast(10) {
+		return zeroNodesRefused(v)
+	}
+	if err := refuseWhileDeleting(c); err != nil {
+		return err
+	}
+	ng, err := s.resolveNodeGroup(r, c, vals["nodegroup"])
+	if err != nil {
+		return err
+	}
+	if err := checkBounds(ng, n); err != nil {
+		return err
+	}
+	remove, _ := vals["nodes_to_remove"].([]string)
+	if len(remove) > 0 && ng.Role == model.RoleMaster {
+		return badRequest("nodes_to_remove is not supported for the control plane; Cluster API replaces control plane machines itself.")
+	}
+	if len(remove) > ng.NodeCount {
+		return badRequest("nodes_to_remove names %d nodes but node group %s has only %d.", len(remove), ng.Name, ng.NodeCount)
+	}
+	t := time.Now().UTC()
+	ng.NodeCount = n
+	ng.Status = nextStatus(ng.Status)
+	ng.UpdatedAt = &t
+	c.Status = nextStatus(c.Status)
+	c.UpdatedAt = &t
+	if remove == nil {
+		remove = []string{}
+	}
+	op := s.newOperation(r, model.OpClusterResize, c, ng.UUID, map[string]any{
+		"node_count": n, "nodes_to_remove": remove, "nodegroup": ng.Name,
+	})
+	if err := s.st.ApplyClusterChange(r.Context(), store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, apitypes.ClusterID{UUID: c.UUID})
+	return nil
+}
+
+func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request) error {
+	if err := requireVersion(r, 7, "upgrade"); err != nil {
+		return err
+	}
+	v := versionOf(r.Context())
+	if !v.AtLeast(8) {
+		return badRequest("Cluster upgrade is not supported in microversion 1.7; use container-infra 1.8 or newer.")
+	}
+	c, err := s.lookupCluster(r, "cluster:upgrade")
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	raw, aerr := decodeBody(body)
+	if aerr != nil {
+		return aerr
+	}
+	vals, aerr := upgradeSchema.coerceAll(raw, v, false)
+	if aerr != nil {
+		return aerr
+	}
+	ident, _ := vals["cluster_template"].(string)
+	if ident == "" {
+		return badRequest("Invalid input for field/attribute cluster_template. Value: null. Mandatory field missing.")
+	}
+	if err := refuseWhileDeleting(c); err != nil {
+		return err
+	}
+	ct, err := s.lookupTemplate(r, ident)
+	if err != nil {
+		return err
+	}
+	cur, err := s.st.GetClusterTemplateByUUID(r.Context(), c.ClusterTemplateID)
+	if err != nil {
+		return err
+	}
+	if ct.COE != cur.COE {
+		return badRequest("Cannot upgrade cluster %s from a %s template to a %s template.", c.Name, cur.COE, ct.COE)
+	}
+	ng, err := s.resolveNodeGroup(r, c, vals["nodegroup"])
+	if err != nil {
+		return err
+	}
+	_, named := vals["nodegroup"].(string)
+	if named && ct.UUID != c.ClusterTemplateID && !ng.IsDefault {
+		return badRequest("Nodegroup %s can be upgraded only to match cluster's template (%s).", ng.Name, cur.Name)
+	}
+	t := time.Now().UTC()
+	ch := store.ClusterChange{Cluster: c}
+	ngs, err := s.st.NodeGroupsOf(r.Context(), []string{c.UUID})
+	if err != nil {
+		return err
+	}
+	if !named || ng.IsDefault {
+		// The whole cluster moves to the new template; node groups still
+		// on the old template's image follow it.
+		c.ClusterTemplateID = ct.UUID
+		for _, g := range ngs[c.UUID] {
+			if g.ImageID != nil && *g.ImageID == cur.ImageID {
+				img := ct.ImageID
+				g.ImageID = &img
+				g.Status = nextStatus(g.Status)
+				g.UpdatedAt = &t
+				ch.NodeGroups = append(ch.NodeGroups, g)
+			}
+		}
+	} else {
+		img := ct.ImageID
+		ng.ImageID = &img
+		ng.Status = nextStatus(ng.Status)
+		ng.UpdatedAt = &t
+		ch.NodeGroups = append(ch.NodeGroups, ng)
+	}
+	c.Status = nextStatus(c.Status)
+	c.UpdatedAt = &t
+	payload := map[string]any{"cluster_template": ct.UUID, "nodegroup": ng.Name}
+	if mbs, ok := vals["max_batch_size"].(int); ok {
+		payload["max_batch_size"] = mbs
+	}
+	ch.Operation = s.newOperation(r, model.OpClusterUpgrade, c, ng.UUID, payload)
+	if err := s.st.ApplyClusterChange(r.Context(), ch); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, apitypes.ClusterID{UUID: c.UUID})
+	return nil
+}

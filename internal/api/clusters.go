@@ -1,0 +1,647 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/magnetite-io/magnetite/internal/apitypes"
+	"github.com/magnetite-io/magnetite/internal/auth"
+	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/store"
+)
+
+var healthValues = []string{string(model.Healthy), string(model.Unhealthy), string(model.Unknown)}
+
+var clusterSchema = newSchema("cluster",
+	field{name: "name", kind: kString, min: 1, max: 242, pattern: clusterNameRE,
+		patternH: "A cluster name must start with a letter and contain only letters, digits, '_', '.' and '-'."},
+	str("cluster_template_id", 1, 255),
+	str("keypair", 1, 255),
+	integer("node_count", 0, 0),
+	integer("master_count", 1, 0),
+	integer("docker_volume_size", 1, 0),
+	field{name: "labels", kind: kLabels},
+	str("master_flavor_id", 1, 255),
+	str("flavor_id", 1, 255),
+	integer("create_timeout", 0, 0),
+	str("discovery_url", 1, 255),
+	str("fixed_network", 1, 255),
+	str("fixed_subnet", 1, 255),
+	boolean("floating_ip_enabled"),
+	boolean("merge_labels"),
+	boolean("master_lb_enabled"),
+	readOnly("uuid"), readOnly("links"), readOnly("stack_id"), readOnly("cluster_id"), readOnly("status"),
+	readOnly("status_reason"), readOnly("health_status"), readOnly("health_status_reason"),
+	readOnly("api_address"), readOnly("coe_version"), readOnly("container_version"), readOnly("project_id"),
+	readOnly("user_id"), readOnly("node_addresses"), readOnly("master_addresses"), readOnly("faults"),
+	readOnly("labels_overridden"), readOnly("labels_added"), readOnly("labels_skipped"),
+	readOnly("created_at"), readOnly("updated_at"),
+)
+
+// clusterUpdatable are the only cluster properties PATCH may change
+// (Magnum's cluster_update_allowed_properties).
+var clusterUpdatable = map[string]field{
+	"node_count":           integer("node_count", 0, 0),
+	"health_status":        {name: "health_status", kind: kEnum, enum: healthValues},
+	"health_status_reason": {name: "health_status_reason", kind: kStringMap},
+}
+
+var clusterInternalAttrs = append([]string{"/api_address", "/node_addresses", "/master_addresses", "/stack_id",
+	"/cluster_id", "/ca_cert_ref", "/magnum_cert_ref", "/etcd_ca_cert_ref", "/front_proxy_ca_cert_ref"}, internalAttrs...)
+
+// clusterShape aggregates node group facts into the cluster fields Magnum
+// reports (node_count, master_count and addresses).
+type clusterShape struct {
+	nodeCount, masterCount int
+	nodeAddrs, masterAddrs []string
+	faults                 map[string]string
+}
+
+func shapeOf(ngs []*model.NodeGroup) clusterShape {
+	sh := clusterShape{nodeAddrs: []string{}, masterAddrs: []string{}}
+	for _, ng := range ngs {
+		if ng.Role == model.RoleMaster {
+			sh.masterCount += ng.NodeCount
+			sh.masterAddrs = append(sh.masterAddrs, ng.NodeAddresses...)
+		} else {
+			sh.nodeCount += ng.NodeCount
+			sh.nodeAddrs = append(sh.nodeAddrs, ng.NodeAddresses...)
+		}
+		if ng.Status.Failed() && ng.StatusReason != nil {
+			if sh.faults == nil {
+				sh.faults = map[string]string{}
+			}
+			sh.faults[ng.Name] = *ng.StatusReason
+		}
+	}
+	return sh
+}
+
+func (s *Server) clusterSummary(r *http.Request, c *model.Cluster, sh clusterShape) apitypes.ClusterSummary {
+	labels := c.Labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	out := apitypes.ClusterSummary{
+		UUID: c.UUID, Name: c.Name, ClusterTemplateID: c.ClusterTemplateID, Keypair: c.Keypair,
+		DockerVolumeSize: c.DockerVolumeSize, Labels: labels, NodeCount: sh.nodeCount, MasterCount: sh.masterCount,
+		Status: string(c.Status), MasterFlavorID: c.MasterFlavorID, FlavorID: c.FlavorID, CreateTimeout: c.CreateTimeout,
+		Links: toAPILinks(resourceLinks(baseURL(r), "clusters", c.UUID)),
+	}
+	if c.HealthStatus != nil {
+		h := string(*c.HealthStatus)
+		out.HealthStatus = &h
+	}
+	if versionOf(r.Context()).AtLeast(13) {
+		out.ClusterID = &apitypes.OptionalString{Value: c.StackID}
+	} else {
+		out.StackID = &apitypes.OptionalString{Value: c.StackID}
+	}
+	return out
+}
+
+func (s *Server) clusterDetail(r *http.Request, c *model.Cluster, sh clusterShape, parentLabels map[string]string) apitypes.Cluster {
+	over, added, skipped := labelsDiff(parentLabels, c.Labels)
+	hsr := c.HealthStatusReason
+	if hsr == nil {
+		hsr = map[string]string{}
+	}
+	out := apitypes.Cluster{
+		ClusterSummary: s.clusterSummary(r, c, sh),
+		StatusReason:   c.StatusReason, HealthStatusReason: hsr, DiscoveryURL: c.DiscoveryURL,
+		APIAddress: c.APIAddress, COEVersion: c.COEVersion, ContainerVersion: c.ContainerVersion,
+		ProjectID: c.ProjectID, UserID: c.UserID, NodeAddresses: sh.nodeAddrs, MasterAddresses: sh.masterAddrs,
+		FixedNetwork: c.FixedNetwork, FixedSubnet: c.FixedSubnet, FloatingIPEnabled: c.FloatingIPEnabled,
+		MasterLBEnabled: c.MasterLBEnabled, MergeLabels: c.MergeLabels, LabelsOverridden: over,
+		LabelsAdded: added, LabelsSkipped: skipped, CreatedAt: timeString(c.CreatedAt), UpdatedAt: timePtrString(c.UpdatedAt),
+	}
+	if c.Status.Failed() {
+		out.Faults = sh.faults
+		if out.Faults == nil {
+			out.Faults = map[string]string{}
+		}
+	}
+	return out
+}
+
+// labelsDiff is Magnum's get_labels_diff: overridden holds the parent's
+// value of keys the child changed, added the child's new keys, skipped the
+// parent's keys the child does not have.
+func labelsDiff(parent, child map[string]string) (overridden, added, skipped map[string]string) {
+	overridden, added, skipped = map[string]string{}, map[string]string{}, map[string]string{}
+	for k, v := range parent {
+		if _, ok := child[k]; !ok {
+			skipped[k] = v
+		}
+	}
+	for k, v := range child {
+		pv, ok := parent[k]
+		switch {
+		case !ok:
+			added[k] = v
+		case pv != v:
+			overridden[k] = pv
+		}
+	}
+	return overridden, added, skipped
+}
+
+func (s *Server) listClusters(detail bool) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		action := "cluster:get_all"
+		if detail {
+			action = "cluster:detail"
+		}
+		if err := s.authorize(r, action, nil); err != nil {
+			return err
+		}
+		p, err := s.parseList(r, "id")
+		if err != nil {
+			return err
+		}
+		ctx := r.Context()
+		cs, err := s.st.ListClusters(ctx, s.scope(r), p.ListOptions)
+		if err != nil {
+			return err
+		}
+		ids := make([]string, len(cs))
+		for i, c := range cs {
+			ids[i] = c.UUID
+		}
+		ngs, err := s.st.NodeGroupsOf(ctx, ids)
+		if err != nil {
+			return err
+		}
+		path := "clusters"
+		next := ""
+		if len(cs) > 0 {
+			if detail {
+				path += "/detail"
+			}
+			next = nextLink(r, path, p, len(cs), cs[len(cs)-1].UUID)
+		}
+		if !detail {
+			out := apitypes.ClusterList[apitypes.ClusterSummary]{Clusters: make([]apitypes.ClusterSummary, 0, len(cs)), Next: next}
+			for _, c := range cs {
+				out.Clusters = append(out.Clusters, s.clusterSummary(r, c, shapeOf(ngs[c.UUID])))
+			}
+			writeJSON(w, http.StatusOK, out)
+			return nil
+		}
+		templates := map[string]map[string]string{}
+		out := apitypes.ClusterList[apitypes.Cluster]{Clusters: make([]apitypes.Cluster, 0, len(cs)), Next: next}
+		for _, c := range cs {
+			parent, ok := templates[c.ClusterTemplateID]
+			if !ok {
+				parent = s.templateLabels(ctx, c.ClusterTemplateID)
+				templates[c.ClusterTemplateID] = parent
+			}
+			out.Clusters = append(out.Clusters, s.clusterDetail(r, c, shapeOf(ngs[c.UUID]), parent))
+		}
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
+}
+
+func (s *Server) templateLabels(ctx context.Context, uuid string) map[string]string {
+	ct, err := s.st.GetClusterTemplateByUUID(ctx, uuid)
+	if err != nil || ct.Labels == nil {
+		return map[string]string{}
+	}
+	return ct.Labels
+}
+
+// lookupCluster resolves a cluster the caller may act on.
+func (s *Server) lookupCluster(r *http.Request, action string) (*model.Cluster, error) {
+	ident := r.PathValue("ident")
+	c, err := s.st.GetCluster(r.Context(), s.scope(r), ident)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, notFound("Cluster %s could not be found.", ident)
+		}
+		return nil, err
+	}
+	if err := s.authorize(r, action, &auth.Target{ProjectID: c.ProjectID}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.lookupCluster(r, "cluster:get")
+	if err != nil {
+		return err
+	}
+	ngs, err := s.st.NodeGroupsOf(r.Context(), []string{c.UUID})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.clusterDetail(r, c, shapeOf(ngs[c.UUID]), s.templateLabels(r.Context(), c.ClusterTemplateID)))
+	return nil
+}
+
+func zeroNodesRefused(v APIVersion) *apiError {
+	return badRequest("Resizing a nodegroup to zero is not supported in the provided microversion (%s); node_count 0 needs container-infra 1.10 or newer.", v)
+}
+
+func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
+	if err := s.authorize(r, "cluster:create", nil); err != nil {
+		return err
+	}
+	v := versionOf(r.Context())
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	raw, aerr := decodeBody(body)
+	if aerr != nil {
+		return aerr
+	}
+	vals, aerr := clusterSchema.coerceAll(raw, v, false)
+	if aerr != nil {
+		return aerr
+	}
+	if vals["cluster_template_id"] == nil {
+		return badRequest("Invalid input for field/attribute cluster_template_id. Value: null. Mandatory field missing.")
+	}
+	nodeCount, masterCount := 1, 1
+	if n, ok := vals["node_count"].(int); ok {
+		nodeCount = n
+	}
+	if n, ok := vals["master_count"].(int); ok {
+		masterCount = n
+	}
+	if nodeCount == 0 && !v.AtLeast(10) {
+		return zeroNodesRefused(v)
+	}
+	ctx := r.Context()
+	ctIdent := vals["cluster_template_id"].(string)
+	ct, err := s.lookupTemplate(r, ctIdent)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) || isNotFound(err) {
+			if !v.AtLeast(10) {
+				return badRequest("ClusterTemplate %s could not be found.", ctIdent)
+			}
+			return notFound("ClusterTemplate %s could not be found.", ctIdent)
+		}
+		return err
+	}
+	id := identity(r)
+	if ct.Hidden && !id.IsAdmin() {
+		return forbidden("Not authorized: cluster template %s is hidden; ask an administrator for a visible template.", ct.Name)
+	}
+	c := &model.Cluster{}
+	if err := into(vals, c); err != nil {
+		return badRequest("The cluster is invalid: %v", err)
+	}
+	c.UUID = uuid.NewString()
+	c.ProjectID, c.UserID = id.ProjectID, id.UserID
+	c.ClusterTemplateID = ct.UUID
+	if c.Name == "" {
+		c.Name = generateName("cluster")
+	}
+	if c.Keypair == nil {
+		c.Keypair = ct.KeypairID
+	}
+	merge := !s.opts.ReplaceLabelsByDefault
+	if m, ok := vals["merge_labels"].(bool); ok {
+		merge = m
+	}
+	c.MergeLabels = merge
+	switch {
+	case len(c.Labels) == 0:
+		c.Labels = copyLabels(ct.Labels)
+	case merge:
+		merged := copyLabels(ct.Labels)
+		for k, val := range c.Labels {
+			merged[k] = val
+		}
+		c.Labels = merged
+	}
+	if vals["floating_ip_enabled"] == nil {
+		c.FloatingIPEnabled = ct.FloatingIPEnabled
+	}
+	if vals["master_lb_enabled"] == nil {
+		c.MasterLBEnabled = ct.MasterLBEnabled
+	}
+	if c.DockerVolumeSize == nil {
+		c.DockerVolumeSize = ct.DockerVolumeSize
+	}
+	if c.MasterFlavorID == nil {
+		c.MasterFlavorID = ct.MasterFlavorID
+	}
+	if c.FlavorID == nil {
+		c.FlavorID = ct.FlavorID
+	}
+	if c.FixedNetwork == nil {
+		c.FixedNetwork = ct.FixedNetwork
+	}
+	if c.FixedSubnet == nil {
+		c.FixedSubnet = ct.FixedSubnet
+	}
+	if vals["create_timeout"] == nil {
+		c.CreateTimeout = s.opts.DefaultCreateTimeout
+		if ct.ServerType == model.ServerTypeBM {
+			c.CreateTimeout = s.opts.DefaultBareMetalCreateTimeout
+		}
+	}
+	if masterCount > 1 && !c.MasterLBEnabled {
+		return badRequest("master_count must be 1 when master_lb_enabled is False; enable master_lb_enabled to run %d control plane nodes.", masterCount)
+	}
+	if ct.DockerStorageDriver != nil && *ct.DockerStorageDriver == "devicemapper" && (c.DockerVolumeSize == nil || *c.DockerVolumeSize < 3) {
+		return badRequest("docker volume size %s GB is not valid, expecting minimum value 3GB for devicemapper storage", intString(c.DockerVolumeSize))
+	}
+	minNodes, maxNodes, err := nodeBoundsFromLabels(c.Labels)
+	if err != nil {
+		return err
+	}
+	if nodeCount < minNodes || (maxNodes != nil && nodeCount > *maxNodes) {
+		return badRequest("node_count %d is outside the range set by the labels min_node_count=%d and max_node_count=%s.", nodeCount, minNodes, intString(maxNodes))
+	}
+	if err := s.validateClusterLabels(ct, c); err != nil {
+		return err
+	}
+	t := time.Now().UTC()
+	sn := stackName(c.Name, c.UUID)
+	c.StackID = &sn
+	c.Status = model.CreateInProgress
+	reason := "Waiting for a conductor to start provisioning"
+	c.StatusReason = &reason
+	c.HealthStatusReason = map[string]string{}
+	c.CreatedAt = t
+	master := s.newNodeGroup(c, model.DefaultMasterNodeGroup, model.RoleMaster, masterCount, c.MasterFlavorID, ct.ImageID, t)
+	master.MinNodeCount = 1
+	worker := s.newNodeGroup(c, model.DefaultWorkerNodeGroup, model.RoleWorker, nodeCount, c.FlavorID, ct.ImageID, t)
+	worker.MinNodeCount, worker.MaxNodeCount = minNodes, maxNodes
+	op := s.newOperation(r, model.OpClusterCreate, c, "", map[string]any{
+		"master_count": masterCount, "node_count": nodeCount, "create_timeout": c.CreateTimeout,
+	})
+	err = s.st.ApplyClusterChange(ctx, store.ClusterChange{
+		Cluster: c, Create: true, QuotaLimit: s.opts.DefaultClusterQuota,
+		NodeGroups: []*model.NodeGroup{master, worker}, Operation: op,
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, apitypes.ClusterID{UUID: c.UUID})
+	return nil
+}
+
+func isNotFound(err error) bool {
+	var ae *apiError
+	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
+}
+
+func intString(p *int) string {
+	if p == nil {
+		return "null"
+	}
+	return strconv.Itoa(*p)
+}
+
+func copyLabels(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// nodeBoundsFromLabels reads the autoscaling bounds Magnum takes from the
+// min_node_count and max_node_count labels.
+func nodeBoundsFromLabels(l map[string]string) (int, *int, error) {
+	minN := 0
+	var maxN *int
+	if v, ok := l["min_node_count"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return 0, nil, badRequest("Label min_node_count must be a whole number >= 0, got %q.", v)
+		}
+		minN = n
+	}
+	if v, ok := l["max_node_count"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return 0, nil, badRequest("Label max_node_count must be a whole number >= 0, got %q.", v)
+		}
+		if n < minN {
+			return 0, nil, badRequest("Label max_node_count (%d) must be >= min_node_count (%d).", n, minN)
+		}
+		maxN = &n
+	}
+	return minN, maxN, nil
+}
+
+func (s *Server) newNodeGroup(c *model.Cluster, name, role string, count int, flavor *string, image string, t time.Time) *model.NodeGroup {
+	img := image
+	return &model.NodeGroup{
+		UUID: uuid.NewString(), Name: name, ClusterID: c.UUID, ProjectID: c.ProjectID,
+		DockerVolumeSize: c.DockerVolumeSize, Labels: copyLabels(c.Labels), FlavorID: flavor, ImageID: &img,
+		NodeAddresses: []string{}, NodeCount: count, Role: role, IsDefault: name == model.DefaultMasterNodeGroup || name == model.DefaultWorkerNodeGroup,
+		StackID: c.StackID, Status: model.CreateInProgress, NodeLabels: map[string]string{}, NodeTaints: []model.Taint{},
+		CreatedAt: t,
+	}
+}
+
+func (s *Server) newOperation(r *http.Request, typ model.OperationType, c *model.Cluster, ngID string, payload map[string]any) *model.Operation {
+	return &model.Operation{
+		UUID: uuid.NewString(), Type: typ, ClusterID: c.UUID, NodeGroupID: ngID, ProjectID: c.ProjectID,
+		RequestID: requestID(r.Context()), Payload: payload, State: model.OpPending,
+	}
+}
+
+// nextStatus is the status a cluster moves to when new work is queued: a
+// cluster still being created keeps CREATE_IN_PROGRESS (the conductor
+// converges on the latest desired state), anything else starts an update.
+func nextStatus(cur model.Status) model.Status {
+	if cur == model.CreateInProgress {
+		return cur
+	}
+	return model.UpdateInProgress
+}
+
+func refuseWhileDeleting(c *model.Cluster) error {
+	if c.Status == model.DeleteInProgress {
+		return conflict("Cluster %s is being deleted (DELETE_IN_PROGRESS); it can no longer be changed.", c.Name)
+	}
+	return nil
+}
+
+func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.lookupCluster(r, "cluster:update")
+	if err != nil {
+		return err
+	}
+	v := versionOf(r.Context())
+	if r.URL.Query().Get("rollback") != "" {
+		if _, err := toBool(r.URL.Query().Get("rollback")); err != nil {
+			return badRequest("Invalid input for query parameter rollback: expected true or false.")
+		}
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	ops, err := parsePatch(body, clusterInternalAttrs, []string{"/cluster_template_id", "/name"})
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	ngs, err := s.st.NodeGroupsOf(ctx, []string{c.UUID})
+	if err != nil {
+		return err
+	}
+	view := s.clusterDetail(r, c, shapeOf(ngs[c.UUID]), nil)
+	updSchema := newSchema("cluster")
+	for k := range clusterSchema.fields {
+		updSchema.fields[k] = field{name: k, readOnly: true}
+	}
+	for k, f := range clusterUpdatable {
+		updSchema.fields[k] = f
+	}
+	var patched struct {
+		NodeCount          int               `json:"node_count"`
+		HealthStatus       *string           `json:"health_status"`
+		HealthStatusReason map[string]string `json:"health_status_reason"`
+	}
+	for _, o := range ops {
+		top := o.Path[1:]
+		if i := indexByte(top, '/'); i >= 0 {
+			top = top[:i]
+		}
+		if _, ok := clusterUpdatable[top]; !ok {
+			if _, known := clusterSchema.fields[top]; known {
+				return badRequest("cannot change cluster property(ies) %s. Only node_count, health_status and health_status_reason can be updated; use actions/resize or actions/upgrade for the rest.", top)
+			}
+			return badRequest("Couldn't apply patch: the cluster has no attribute '/%s'.", top)
+		}
+	}
+	changed, err := applyPatch(view, ops, updSchema, v, &patched)
+	if err != nil {
+		return err
+	}
+	if err := refuseWhileDeleting(c); err != nil {
+		return err
+	}
+	t := time.Now().UTC()
+	ch := store.ClusterChange{Cluster: c}
+	var needsOp bool
+	for _, f := range changed {
+		switch f {
+		case "health_status":
+			if patched.HealthStatus != nil {
+				h := model.Health(*patched.HealthStatus)
+				c.HealthStatus = &h
+			} else {
+				c.HealthStatus = nil
+			}
+		case "health_status_reason":
+			c.HealthStatusReason = patched.HealthStatusReason
+		case "node_count":
+			if patched.NodeCount == 0 && !v.AtLeast(10) {
+				return zeroNodesRefused(v)
+			}
+			worker := defaultWorker(ngs[c.UUID])
+			if worker == nil {
+				return conflict("Cluster %s has no default-worker node group to resize; use actions/resize with a nodegroup.", c.Name)
+			}
+			if err := checkBounds(worker, patched.NodeCount); err != nil {
+				return err
+			}
+			worker.NodeCount = patched.NodeCount
+			worker.Status = nextStatus(worker.Status)
+			worker.UpdatedAt = &t
+			ch.NodeGroups = append(ch.NodeGroups, worker)
+			needsOp = true
+		}
+	}
+	if len(changed) == 0 {
+		writeJSON(w, http.StatusAccepted, apitypes.ClusterID{UUID: c.UUID})
+		return nil
+	}
+	c.UpdatedAt = &t
+	if needsOp {
+		c.Status = nextStatus(c.Status)
+		ch.Operation = s.newOperation(r, model.OpClusterUpdate, c, "", map[string]any{"node_count": patched.NodeCount})
+	}
+	if err := s.st.ApplyClusterChange(ctx, ch); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, apitypes.ClusterID{UUID: c.UUID})
+	return nil
+}
+
+func indexByte(s string, b byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == b {
+			return i
+		}
+	}
+	return -1
+}
+
+func defaultWorker(ngs []*model.NodeGroup) *model.NodeGroup {
+	for _, ng := range ngs {
+		if ng.Name == model.DefaultWorkerNodeGroup {
+			return ng
+		}
+	}
+	for _, ng := range ngs {
+		if ng.IsDefault && ng.Role != model.RoleMaster {
+			return ng
+		}
+	}
+	return nil
+}
+
+func checkBounds(ng *model.NodeGroup, n int) error {
+	if ng.Role == model.RoleMaster {
+		if n < 1 {
+			return badRequest("The control plane node group %s needs at least one node; got %d.", ng.Name, n)
+		}
+		return nil
+	}
+	if n < ng.MinNodeCount || (ng.MaxNodeCount != nil && *ng.MaxNodeCount > 0 && n > *ng.MaxNodeCount) {
+		return badRequest("Resizing %s outside the allowed range: min_node_count = %d, max_node_count = %s", ng.Name, ng.MinNodeCount, intString(ng.MaxNodeCount))
+	}
+	return nil
+}
+
+func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.lookupCluster(r, "cluster:delete")
+	if err != nil {
+		return err
+	}
+	if c.Status == model.DeleteInProgress {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	t := time.Now().UTC()
+	c.Status = model.DeleteInProgress
+	reason := "Deletion requested"
+	c.StatusReason = &reason
+	c.UpdatedAt = &t
+	op := s.newOperation(r, model.OpClusterDelete, c, "", nil)
+	if err := s.st.ApplyClusterChange(r.Context(), store.ClusterChange{Cluster: c, Operation: op}); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// validateClusterLabels is the hook where the typed label schema checks the
+// merged labels of a new cluster.
+func (s *Server) validateClusterLabels(ct *model.ClusterTemplate, c *model.Cluster) error {
+	if s.opts.ValidateLabels == nil {
+		return nil
+	}
+	if err := s.opts.ValidateLabels(ct, c.Labels); err != nil {
+		return badRequest("%v", err)
+	}
+	return nil
+}

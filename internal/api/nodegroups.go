@@ -1,0 +1,425 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/magnetite-io/magnetite/internal/apitypes"
+	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/store"
+)
+
+var nodeGroupNameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+
+var nodeGroupSchema = newSchema("nodegroup",
+	field{name: "name", kind: kString, min: 1, max: 255, pattern: nodeGroupNameRE,
+		patternH: "A node group name must start with a letter or digit and contain only letters, digits, '_', '.' and '-'."},
+	integer("docker_volume_size", 1, 0),
+	field{name: "labels", kind: kLabels},
+	str("flavor_id", 1, 255),
+	str("image_id", 1, 255),
+	integer("node_count", 0, 0),
+	str("role", 1, 255),
+	integer("min_node_count", 0, 0),
+	integer("max_node_count", 0, 0),
+	boolean("merge_labels"),
+	field{name: "node_labels", kind: kStringMap, minVersion: 14},
+	field{name: "node_taints", kind: kTaints, minVersion: 14},
+	readOnly("id"), readOnly("uuid"), readOnly("cluster_id"), readOnly("project_id"), readOnly("links"),
+	readOnly("node_addresses"), readOnly("is_default"), readOnly("stack_id"), readOnly("status"),
+	readOnly("status_reason"), readOnly("version"), readOnly("labels_overridden"), readOnly("labels_added"),
+	readOnly("labels_skipped"), readOnly("created_at"), readOnly("updated_at"),
+)
+
+var nodeGroupInternalAttrs = append([]string{"/name", "/cluster_id", "/project_id", "/docker_volume_size", "/labels",
+	"/flavor_id", "/image_id", "/node_addresses", "/node_count", "/role", "/is_default", "/stack_id", "/status",
+	"/status_reason", "/version"}, internalAttrs...)
+
+func nodeGroupSummary(ng *model.NodeGroup) apitypes.NodeGroupSummary {
+	return apitypes.NodeGroupSummary{
+		UUID: ng.UUID, Name: ng.Name, FlavorID: ng.FlavorID, ImageID: ng.ImageID, NodeCount: ng.NodeCount,
+		Role: ng.Role, IsDefault: ng.IsDefault, Status: string(ng.Status), StackID: ng.StackID,
+	}
+}
+
+func (s *Server) nodeGroupView(r *http.Request, c *model.Cluster, ng *model.NodeGroup) apitypes.NodeGroup {
+	over, added, skipped := labelsDiff(c.Labels, ng.Labels)
+	labels := ng.Labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	addrs := ng.NodeAddresses
+	if addrs == nil {
+		addrs = []string{}
+	}
+	base := baseURL(r)
+	path := "clusters/" + c.UUID + "/nodegroups/" + ng.UUID
+	out := apitypes.NodeGroup{
+		NodeGroupSummary: nodeGroupSummary(ng), ID: ng.ID, ClusterID: ng.ClusterID, ProjectID: ng.ProjectID,
+		DockerVolumeSize: ng.DockerVolumeSize, Labels: labels, NodeAddresses: addrs, MinNodeCount: ng.MinNodeCount,
+		MaxNodeCount: ng.MaxNodeCount, StatusReason: ng.StatusReason, Version: ng.Version, MergeLabels: ng.MergeLabels,
+		LabelsOverridden: over, LabelsAdded: added, LabelsSkipped: skipped,
+		CreatedAt: timeString(ng.CreatedAt), UpdatedAt: timePtrString(ng.UpdatedAt),
+		Links: []apitypes.Link{{Href: base + "/v1/" + path, Rel: "self"}, {Href: base + "/" + path, Rel: "bookmark"}},
+	}
+	if versionOf(r.Context()).AtLeast(14) {
+		nl := ng.NodeLabels
+		if nl == nil {
+			nl = map[string]string{}
+		}
+		taints := make([]apitypes.Taint, 0, len(ng.NodeTaints))
+		for _, t := range ng.NodeTaints {
+			taints = append(taints, apitypes.Taint(t))
+		}
+		out.NodeLabels, out.NodeTaints = &nl, &taints
+	}
+	return out
+}
+
+// nodeGroupCluster resolves the cluster in the path for a node group call.
+func (s *Server) nodeGroupCluster(r *http.Request, action string) (*model.Cluster, error) {
+	if err := requireVersion(r, 9, "nodegroups"); err != nil {
+		return nil, err
+	}
+	return s.lookupCluster(r, action)
+}
+
+func (s *Server) lookupNodeGroup(r *http.Request, c *model.Cluster) (*model.NodeGroup, error) {
+	ident := r.PathValue("ng")
+	ng, err := s.st.GetNodeGroup(r.Context(), c.UUID, ident)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, notFound("Nodegroup %s could not be found in cluster %s.", ident, c.Name)
+		}
+		return nil, err
+	}
+	return ng, nil
+}
+
+func (s *Server) listNodeGroups(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.nodeGroupCluster(r, "nodegroup:get_all")
+	if err != nil {
+		return err
+	}
+	p, err := s.parseList(r, "id")
+	if err != nil {
+		return err
+	}
+	ngs, err := s.st.ListNodeGroups(r.Context(), c.UUID, store.NodeGroupFilter{Role: r.URL.Query().Get("role")}, p.ListOptions)
+	if err != nil {
+		return err
+	}
+	out := apitypes.NodeGroupList{NodeGroups: make([]apitypes.NodeGroupSummary, 0, len(ngs))}
+	for _, ng := range ngs {
+		out.NodeGroups = append(out.NodeGroups, nodeGroupSummary(ng))
+	}
+	if len(ngs) > 0 {
+		out.Next = nextLink(r, "clusters/"+c.UUID+"/nodegroups", p, len(ngs), ngs[len(ngs)-1].UUID)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getNodeGroup(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.nodeGroupCluster(r, "nodegroup:get")
+	if err != nil {
+		return err
+	}
+	ng, err := s.lookupNodeGroup(r, c)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.nodeGroupView(r, c, ng))
+	return nil
+}
+
+func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.nodeGroupCluster(r, "nodegroup:create")
+	if err != nil {
+		return err
+	}
+	v := versionOf(r.Context())
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	raw, aerr := decodeBody(body)
+	if aerr != nil {
+		return aerr
+	}
+	vals, aerr := nodeGroupSchema.coerceAll(raw, v, false)
+	if aerr != nil {
+		return aerr
+	}
+	if vals["name"] == nil {
+		return badRequest("Invalid input for field/attribute name. Value: null. Mandatory field missing.")
+	}
+	if err := refuseWhileDeleting(c); err != nil {
+		return err
+	}
+	ng := &model.NodeGroup{NodeCount: 1, Role: model.RoleWorker}
+	if err := into(vals, ng); err != nil {
+		return badRequest("The node group is invalid: %v", err)
+	}
+	if vals["node_count"] == nil {
+		ng.NodeCount = 1
+	}
+	if vals["role"] == nil {
+		ng.Role = model.RoleWorker
+	}
+	if ng.NodeCount == 0 && !v.AtLeast(10) {
+		return zeroNodesRefused(v)
+	}
+	if ng.Role == model.RoleMaster {
+		return badRequest("Creating master nodegroups is currently not supported.")
+	}
+	if err := validateNodeGroup(ng); err != nil {
+		return err
+	}
+	ct, err := s.st.GetClusterTemplateByUUID(r.Context(), c.ClusterTemplateID)
+	if err != nil {
+		return err
+	}
+	if ng.ImageID == nil {
+		img := ct.ImageID
+		ng.ImageID = &img
+	}
+	if ng.FlavorID == nil {
+		ng.FlavorID = c.FlavorID
+	}
+	if ng.DockerVolumeSize == nil {
+		ng.DockerVolumeSize = c.DockerVolumeSize
+	}
+	merge := !s.opts.ReplaceLabelsByDefault
+	if m, ok := vals["merge_labels"].(bool); ok {
+		merge = m
+	}
+	ng.MergeLabels = merge
+	switch {
+	case vals["labels"] == nil:
+		ng.Labels = copyLabels(c.Labels)
+	case merge:
+		merged := copyLabels(c.Labels)
+		for k, val := range ng.Labels {
+			merged[k] = val
+		}
+		ng.Labels = merged
+	}
+	if ng.NodeLabels == nil {
+		ng.NodeLabels = map[string]string{}
+	}
+	if ng.NodeTaints == nil {
+		ng.NodeTaints = []model.Taint{}
+	}
+	t := time.Now().UTC()
+	ng.UUID = uuid.NewString()
+	ng.ClusterID, ng.ProjectID = c.UUID, c.ProjectID
+	ng.NodeAddresses = []string{}
+	ng.IsDefault = false
+	ng.StackID = c.StackID
+	ng.Status = model.CreateInProgress
+	ng.CreatedAt = t
+	c.UpdatedAt = &t
+	if c.Status != model.CreateInProgress {
+		c.Status = model.UpdateInProgress
+	}
+	op := s.newOperation(r, model.OpNodeGroupCreate, c, ng.UUID, map[string]any{"nodegroup": ng.Name})
+	if err := s.st.ApplyClusterChange(r.Context(), store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return conflict("A node group with name %s already exists in the cluster %s.", ng.Name, c.Name)
+		}
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, s.nodeGroupView(r, c, ng))
+	return nil
+}
+
+func (s *Server) updateNodeGroup(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.nodeGroupCluster(r, "nodegroup:update")
+	if err != nil {
+		return err
+	}
+	ng, err := s.lookupNodeGroup(r, c)
+	if err != nil {
+		return err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	ops, err := parsePatch(body, nodeGroupInternalAttrs, nil)
+	if err != nil {
+		return err
+	}
+	updated := &model.NodeGroup{}
+	changed, err := applyPatch(ng, ops, nodeGroupSchema, versionOf(r.Context()), updated)
+	if err != nil {
+		return err
+	}
+	if err := refuseWhileDeleting(c); err != nil {
+		return err
+	}
+	if ng.Status == model.DeleteInProgress {
+		return conflict("Nodegroup %s is being deleted; it can no longer be changed.", ng.Name)
+	}
+	if err := validateNodeGroup(updated); err != nil {
+		return err
+	}
+	if len(changed) == 0 {
+		writeJSON(w, http.StatusAccepted, s.nodeGroupView(r, c, ng))
+		return nil
+	}
+	if updated.NodeLabels == nil {
+		updated.NodeLabels = map[string]string{}
+	}
+	if updated.NodeTaints == nil {
+		updated.NodeTaints = []model.Taint{}
+	}
+	t := time.Now().UTC()
+	updated.ID, updated.UUID, updated.ClusterID, updated.ProjectID, updated.CreatedAt = ng.ID, ng.UUID, ng.ClusterID, ng.ProjectID, ng.CreatedAt
+	updated.Status = nextStatus(ng.Status)
+	updated.UpdatedAt = &t
+	c.Status = nextStatus(c.Status)
+	c.UpdatedAt = &t
+	op := s.newOperation(r, model.OpNodeGroupUpdate, c, ng.UUID, map[string]any{"nodegroup": ng.Name, "changed": changed})
+	if err := s.st.ApplyClusterChange(r.Context(), store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{updated}, Operation: op}); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, s.nodeGroupView(r, c, updated))
+	return nil
+}
+
+func (s *Server) deleteNodeGroup(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.nodeGroupCluster(r, "nodegroup:delete")
+	if err != nil {
+		return err
+	}
+	ng, err := s.lookupNodeGroup(r, c)
+	if err != nil {
+		return err
+	}
+	if ng.IsDefault {
+		return badRequest("Deleting a default nodegroup is not supported.")
+	}
+	if err := refuseWhileDeleting(c); err != nil {
+		return err
+	}
+	if ng.Status == model.DeleteInProgress {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	t := time.Now().UTC()
+	ng.Status = model.DeleteInProgress
+	ng.UpdatedAt = &t
+	c.Status = nextStatus(c.Status)
+	c.UpdatedAt = &t
+	op := s.newOperation(r, model.OpNodeGroupDelete, c, ng.UUID, map[string]any{"nodegroup": ng.Name})
+	if err := s.st.ApplyClusterChange(r.Context(), store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func invalidNodeGroup(attr, name, expl string) *apiError {
+	return conflict("%s for %s is invalid (%s).", attr, name, expl)
+}
+
+// validateNodeGroup applies Magnum's node group rules: count bounds, no
+// labels or taints on masters, and node labels the kubelet will accept.
+func validateNodeGroup(ng *model.NodeGroup) error {
+	if ng.MaxNodeCount != nil && *ng.MaxNodeCount > 0 {
+		if *ng.MaxNodeCount < ng.MinNodeCount {
+			return invalidNodeGroup("max_node_count", ng.Name, fmt.Sprintf("min_node_count (%d) should be less or equal to max_node_count (%d)", ng.MinNodeCount, *ng.MaxNodeCount))
+		}
+		if ng.NodeCount > *ng.MaxNodeCount {
+			return invalidNodeGroup("max_node_count", ng.Name, fmt.Sprintf("node_count (%d) should be less or equal to max_node_count (%d)", ng.NodeCount, *ng.MaxNodeCount))
+		}
+	}
+	if ng.MinNodeCount > ng.NodeCount {
+		return invalidNodeGroup("min_node_count", ng.Name, fmt.Sprintf("min_node_count (%d) should be less or equal to node_count (%d)", ng.MinNodeCount, ng.NodeCount))
+	}
+	if ng.Role == model.RoleMaster {
+		if len(ng.NodeLabels) > 0 {
+			return invalidNodeGroup("node_labels", ng.Name, "node_labels may not be set on master nodegroups")
+		}
+		if len(ng.NodeTaints) > 0 {
+			return invalidNodeGroup("node_taints", ng.Name, "node_taints may not be set on master nodegroups")
+		}
+	}
+	for k, v := range ng.NodeLabels {
+		if err := checkNodeLabel(k, v); err != "" {
+			return invalidNodeGroup("node_labels", ng.Name, err)
+		}
+	}
+	for i, t := range ng.NodeTaints {
+		if err := checkQualifiedName(t.Key); err != "" {
+			return invalidNodeGroup("node_taints", ng.Name, fmt.Sprintf("node_taints[%d] key: %s", i, err))
+		}
+		if t.Value != "" && !labelValueRE.MatchString(t.Value) {
+			return invalidNodeGroup("node_taints", ng.Name, fmt.Sprintf("node_taints[%d] value %q must be at most 63 letters, digits, '-', '_' or '.'", i, t.Value))
+		}
+	}
+	return nil
+}
+
+var (
+	labelNameRE    = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
+	labelValueRE   = regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$`)
+	dnsSubdomainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+)
+
+var (
+	kubeletAllowedNamespaces = []string{"kubelet.kubernetes.io", "node.kubernetes.io"}
+	kubeletAllowedLabels     = []string{
+		"beta.kubernetes.io/arch", "beta.kubernetes.io/instance-type", "beta.kubernetes.io/os",
+		"failure-domain.beta.kubernetes.io/region", "failure-domain.beta.kubernetes.io/zone",
+		"kubernetes.io/arch", "kubernetes.io/hostname", "kubernetes.io/os", "node.kubernetes.io/instance-type",
+		"topology.kubernetes.io/region", "topology.kubernetes.io/zone",
+	}
+)
+
+// checkQualifiedName validates a Kubernetes label or taint key.
+func checkQualifiedName(k string) string {
+	name := k
+	if i := strings.LastIndex(k, "/"); i >= 0 {
+		prefix := k[:i]
+		name = k[i+1:]
+		if len(prefix) > 253 || !dnsSubdomainRE.MatchString(prefix) {
+			return fmt.Sprintf("key %q has an invalid prefix; it must be a DNS subdomain such as example.com", k)
+		}
+	}
+	if !labelNameRE.MatchString(name) {
+		return fmt.Sprintf("key %q must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit", k)
+	}
+	return ""
+}
+
+func checkNodeLabel(k, v string) string {
+	if msg := checkQualifiedName(k); msg != "" {
+		return msg
+	}
+	if !labelValueRE.MatchString(v) {
+		return fmt.Sprintf("value %q of node label %q must be at most 63 letters, digits, '-', '_' or '.'", v, k)
+	}
+	if strings.HasPrefix(k, "magnetite.io/") {
+		return fmt.Sprintf("node label %q is reserved: Magnetite sets the magnetite.io/ labels itself", k)
+	}
+	prefix, _, hasPrefix := strings.Cut(k, "/")
+	if !hasPrefix {
+		return ""
+	}
+	restricted := prefix == "kubernetes.io" || prefix == "k8s.io" || strings.HasSuffix(prefix, ".kubernetes.io") || strings.HasSuffix(prefix, ".k8s.io")
+	if !restricted || slices.Contains(kubeletAllowedNamespaces, prefix) || slices.Contains(kubeletAllowedLabels, k) {
+		return ""
+	}
+	return fmt.Sprintf("node label '%s' is in a restricted Kubernetes namespace; the kubelet will refuse to start. Labels in the kubernetes.io/ and k8s.io/ namespaces must use one of the allowed prefixes (%s) or be one of the allowed labels (%s).",
+		k, strings.Join(kubeletAllowedNamespaces, ", "), strings.Join(kubeletAllowedLabels, ", "))
+}

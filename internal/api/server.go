@@ -1,0 +1,257 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/magnetite-io/magnetite/internal/auth"
+	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/store"
+)
+
+// Authenticator identifies the caller of a request.
+type Authenticator interface {
+	Identify(r *http.Request) (auth.Identity, error)
+}
+
+// Options configure the API server.
+type Options struct {
+	Store  *store.DB
+	Auth   Authenticator
+	Policy auth.Policy
+	Log    *slog.Logger
+	// MaxLimit caps page sizes (Magnum's [api] max_limit, 1000).
+	MaxLimit int
+	// DefaultClusterQuota is the per-project cluster limit when a project has
+	// no quota row (Magnum's [quotas] max_clusters_per_project).
+	DefaultClusterQuota int
+	// ServiceDownAfter marks an mservice "down" when it has not reported for
+	// this long.
+	ServiceDownAfter time.Duration
+	// MaxBodyBytes bounds request bodies.
+	MaxBodyBytes int64
+	// ReplaceLabelsByDefault restores Magnum's behaviour of cluster labels
+	// replacing the template's when merge_labels is not sent. Magnetite merges
+	// by default, because dropping kube_tag and friends silently is the
+	// field's most common label mistake.
+	ReplaceLabelsByDefault bool
+	// DefaultCreateTimeout and DefaultBareMetalCreateTimeout (minutes) apply
+	// when a cluster create does not set create_timeout.
+	DefaultCreateTimeout          int
+	DefaultBareMetalCreateTimeout int
+	// ValidateLabels checks a cluster's merged labels against the typed label
+	// schema; nil accepts any labels.
+	ValidateLabels func(ct *model.ClusterTemplate, labels map[string]string) error
+}
+
+// Server is the Magnum v1 API.
+type Server struct {
+	opts Options
+	st   *store.DB
+	log  *slog.Logger
+	mux  *http.ServeMux
+}
+
+// New builds the API handler.
+func New(opts Options) *Server {
+	if opts.MaxLimit <= 0 {
+		opts.MaxLimit = 1000
+	}
+	if opts.DefaultClusterQuota <= 0 {
+		opts.DefaultClusterQuota = 20
+	}
+	if opts.ServiceDownAfter <= 0 {
+		opts.ServiceDownAfter = 60 * time.Second
+	}
+	if opts.DefaultCreateTimeout <= 0 {
+		opts.DefaultCreateTimeout = 60
+	}
+	if opts.DefaultBareMetalCreateTimeout <= 0 {
+		opts.DefaultBareMetalCreateTimeout = 180
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 1 << 20
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.Auth == nil {
+		opts.Auth = auth.NoAuth{DefaultProject: "default", DefaultUser: "admin", DefaultRoles: []string{"admin"}}
+	}
+	s := &Server{opts: opts, st: opts.Store, log: opts.Log, mux: http.NewServeMux()}
+	s.routes()
+	return s
+}
+
+// handlerFunc is an API handler that returns an error instead of writing one.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) handle(pattern string, h handlerFunc) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("GET /{$}", s.rootVersions)
+	s.handle("GET /v1", s.v1Root)
+	s.handle("GET /v1/{$}", s.v1Root)
+
+	s.handle("GET /v1/clustertemplates", s.listClusterTemplates(false))
+	s.handle("GET /v1/clustertemplates/detail", s.listClusterTemplates(true))
+	s.handle("GET /v1/clustertemplates/{ident}", s.getClusterTemplate)
+	s.handle("POST /v1/clustertemplates", s.createClusterTemplate)
+	s.handle("PATCH /v1/clustertemplates/{ident}", s.updateClusterTemplate)
+	s.handle("DELETE /v1/clustertemplates/{ident}", s.deleteClusterTemplate)
+
+	s.handle("GET /v1/clusters", s.listClusters(false))
+	s.handle("GET /v1/clusters/detail", s.listClusters(true))
+	s.handle("GET /v1/clusters/{ident}", s.getCluster)
+	s.handle("POST /v1/clusters", s.createCluster)
+	s.handle("PATCH /v1/clusters/{ident}", s.updateCluster)
+	s.handle("DELETE /v1/clusters/{ident}", s.deleteCluster)
+	s.handle("POST /v1/clusters/{ident}/actions/resize", s.resizeCluster)
+	s.handle("POST /v1/clusters/{ident}/actions/upgrade", s.upgradeCluster)
+
+	s.handle("GET /v1/clusters/{ident}/nodegroups", s.listNodeGroups)
+	s.handle("GET /v1/clusters/{ident}/nodegroups/{ng}", s.getNodeGroup)
+	s.handle("POST /v1/clusters/{ident}/nodegroups", s.createNodeGroup)
+	s.handle("PATCH /v1/clusters/{ident}/nodegroups/{ng}", s.updateNodeGroup)
+	s.handle("DELETE /v1/clusters/{ident}/nodegroups/{ng}", s.deleteNodeGroup)
+
+	s.handle("GET /v1/quotas", s.listQuotas)
+	s.handle("GET /v1/quotas/detail", s.listQuotas)
+	s.handle("GET /v1/quotas/{project}/{resource}", s.getQuota)
+	s.handle("POST /v1/quotas", s.createQuota)
+	s.handle("PATCH /v1/quotas/{project}/{resource}", s.updateQuota)
+	s.handle("DELETE /v1/quotas/{project}/{resource}", s.deleteQuota)
+
+	s.handle("GET /v1/stats", s.getStats)
+	s.handle("GET /v1/mservices", s.listServices)
+
+	// Anything else under the API is a Magnum-format 404 (or 405).
+	s.handle("/", func(w http.ResponseWriter, r *http.Request) error {
+		return notFound("The resource could not be found: %s %s", r.Method, r.URL.Path)
+	})
+}
+
+// ServeHTTP runs the middleware chain: request id, version headers, body
+// limit, authentication, panic recovery, access log.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rid := "req-" + uuid.NewString()
+	ctx := context.WithValue(r.Context(), requestIDKey{}, rid)
+	w.Header().Set("X-Openstack-Request-Id", rid)
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	r = r.WithContext(ctx)
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.ErrorContext(ctx, "panic serving request", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			if !rec.wrote {
+				s.writeError(rec, r, fmt.Errorf("panic: %v", p))
+			}
+		}
+		s.log.InfoContext(ctx, "request", "request_id", rid, "method", r.Method, "path", r.URL.Path,
+			"status", rec.status, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+	}()
+
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(rec, r.Body, s.opts.MaxBodyBytes)
+	}
+	if r.URL.Path != "/" && !strings.HasPrefix(r.URL.Path, "/v1") {
+		s.writeError(rec, r, notFound("The resource could not be found: %s", r.URL.Path))
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/v1") {
+		v, verr := negotiateVersion(r.Header)
+		h := rec.Header()
+		h.Set(minVersionHeader, serviceType+" "+MinVersion.String())
+		h.Set(maxVersionHeader, serviceType+" "+MaxVersion.String())
+		h.Add("Vary", versionHeader)
+		if verr != nil {
+			s.writeError(rec, r, verr)
+			return
+		}
+		h.Set(versionHeader, serviceType+" "+v.String())
+		ctx = withVersion(ctx, v)
+		id, err := s.opts.Auth.Identify(r)
+		if err != nil {
+			if ae, ok := err.(*apiError); ok {
+				s.writeError(rec, r, ae)
+				return
+			}
+			rec.Header().Set("WWW-Authenticate", "Keystone uri='keystone'")
+			s.writeError(rec, r, &apiError{Status: http.StatusUnauthorized, Title: "Unauthorized",
+				Detail: "The request you have made requires authentication: " + err.Error()})
+			return
+		}
+		ctx = auth.WithIdentity(ctx, id)
+		r = r.WithContext(ctx)
+	}
+	s.mux.ServeHTTP(rec, r)
+}
+
+type requestIDKey struct{}
+
+func requestID(ctx context.Context) string {
+	rid, _ := ctx.Value(requestIDKey{}).(string)
+	return rid
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if !s.wrote {
+		s.status, s.wrote = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	s.wrote = true
+	return s.ResponseWriter.Write(b)
+}
+
+// readBody reads a bounded request body.
+func readBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if ok := asMaxBytes(err, &mbe); ok {
+			return nil, &apiError{Status: http.StatusRequestEntityTooLarge, Title: "Request Entity Too Large",
+				Detail: fmt.Sprintf("The request body is larger than %d bytes.", mbe.Limit)}
+		}
+		return nil, badRequest("The request body could not be read: %v", err)
+	}
+	return b, nil
+}
+
+func identity(r *http.Request) auth.Identity {
+	id, _ := auth.FromContext(r.Context())
+	return id
+}
+
+// authorize asks the one policy decision point.
+func (s *Server) authorize(r *http.Request, action string, target *auth.Target) error {
+	return s.opts.Policy.Authorize(identity(r), action, target)
+}
+
+// scope is the project filter for the caller: admins see every project.
+func (s *Server) scope(r *http.Request) store.Scope {
+	id := identity(r)
+	return store.Scope{ProjectID: id.ProjectID, AllProjects: id.IsAdmin()}
+}

@@ -1,0 +1,215 @@
+package apitypes
+
+// Link is a resource link.
+type Link struct {
+	Href string `json:"href"`
+	Rel  string `json:"rel"`
+	Type string `json:"type,omitempty"`
+}
+
+// ClusterTemplate is a cluster template as returned by the API.
+type ClusterTemplate struct {
+	UUID                string            `json:"uuid"`
+	Name                string            `json:"name"`
+	COE                 string            `json:"coe"`
+	ImageID             string            `json:"image_id"`
+	FlavorID            *string           `json:"flavor_id"`
+	MasterFlavorID      *string           `json:"master_flavor_id"`
+	DNSNameserver       *string           `json:"dns_nameserver"`
+	KeypairID           *string           `json:"keypair_id"`
+	ExternalNetworkID   *string           `json:"external_network_id"`
+	FixedNetwork        *string           `json:"fixed_network"`
+	FixedSubnet         *string           `json:"fixed_subnet"`
+	NetworkDriver       *string           `json:"network_driver"`
+	VolumeDriver        *string           `json:"volume_driver"`
+	APIServerPort       *int              `json:"apiserver_port"`
+	DockerVolumeSize    *int              `json:"docker_volume_size"`
+	DockerStorageDriver *string           `json:"docker_storage_driver"`
+	ClusterDistro       *string           `json:"cluster_distro"`
+	Labels              map[string]string `json:"labels"`
+	HTTPProxy           *string           `json:"http_proxy"`
+	HTTPSProxy          *string           `json:"https_proxy"`
+	NoProxy             *string           `json:"no_proxy"`
+	RegistryEnabled     bool              `json:"registry_enabled"`
+	TLSDisabled         bool              `json:"tls_disabled"`
+	Public              bool              `json:"public"`
+	Hidden              bool              `json:"hidden"`
+	ServerType          string            `json:"server_type"`
+	InsecureRegistry    *string           `json:"insecure_registry"`
+	MasterLBEnabled     bool              `json:"master_lb_enabled"`
+	FloatingIPEnabled   bool              `json:"floating_ip_enabled"`
+	Tags                *string           `json:"tags"`
+	Driver              *string           `json:"driver"`
+	ProjectID           string            `json:"project_id"`
+	UserID              string            `json:"user_id"`
+	CreatedAt           string            `json:"created_at"`
+	UpdatedAt           *string           `json:"updated_at"`
+	Links               []Link            `json:"links"`
+}
+
+// ClusterTemplateList is GET /v1/clustertemplates.
+type ClusterTemplateList struct {
+	ClusterTemplates []ClusterTemplate `json:"clustertemplates"`
+	Next             string            `json:"next,omitempty"`
+}
+
+// ClusterID is the body of 202 responses for cluster operations.
+type ClusterID struct {
+	UUID string `json:"uuid"`
+}
+
+// ClusterSummary is the short form of a cluster in GET /v1/clusters.
+type ClusterSummary struct {
+	UUID              string            `json:"uuid"`
+	Name              string            `json:"name"`
+	ClusterTemplateID string            `json:"cluster_template_id"`
+	Keypair           *string           `json:"keypair"`
+	DockerVolumeSize  *int              `json:"docker_volume_size"`
+	Labels            map[string]string `json:"labels"`
+	NodeCount         int               `json:"node_count"`
+	MasterCount       int               `json:"master_count"`
+	Status            string            `json:"status"`
+	MasterFlavorID    *string           `json:"master_flavor_id"`
+	FlavorID          *string           `json:"flavor_id"`
+	CreateTimeout     int               `json:"create_timeout"`
+	HealthStatus      *string           `json:"health_status"`
+	// Exactly one of StackID (before 1.13) and ClusterID (1.13 on) is set.
+	StackID   *OptionalString `json:"stack_id,omitempty"`
+	ClusterID *OptionalString `json:"cluster_id,omitempty"`
+	Links     []Link          `json:"links"`
+}
+
+// OptionalString is a field that is present (possibly null) or absent.
+type OptionalString struct {
+	Value *string
+}
+
+// MarshalJSON writes the value or null.
+func (o OptionalString) MarshalJSON() ([]byte, error) {
+	if o.Value == nil {
+		return []byte("null"), nil
+	}
+	return marshalString(*o.Value), nil
+}
+
+// Cluster is the full form of a cluster.
+type Cluster struct {
+	ClusterSummary
+	StatusReason       *string           `json:"status_reason"`
+	HealthStatusReason map[string]string `json:"health_status_reason"`
+	DiscoveryURL       *string           `json:"discovery_url"`
+	APIAddress         *string           `json:"api_address"`
+	COEVersion         *string           `json:"coe_version"`
+	ContainerVersion   *string           `json:"container_version"`
+	ProjectID          string            `json:"project_id"`
+	UserID             string            `json:"user_id"`
+	NodeAddresses      []string          `json:"node_addresses"`
+	MasterAddresses    []string          `json:"master_addresses"`
+	Faults             map[string]string `json:"faults,omitempty"`
+	FixedNetwork       *string           `json:"fixed_network"`
+	FixedSubnet        *string           `json:"fixed_subnet"`
+	FloatingIPEnabled  bool              `json:"floating_ip_enabled"`
+	MasterLBEnabled    bool              `json:"master_lb_enabled"`
+	MergeLabels        bool              `json:"merge_labels"`
+	LabelsOverridden   map[string]string `json:"labels_overridden"`
+	LabelsAdded        map[string]string `json:"labels_added"`
+	LabelsSkipped      map[string]string `json:"labels_skipped"`
+	CreatedAt          string            `json:"created_at"`
+	UpdatedAt          *string           `json:"updated_at"`
+}
+
+// ClusterList is GET /v1/clusters (summaries) or /v1/clusters/detail.
+type ClusterList[T any] struct {
+	Clusters []T    `json:"clusters"`
+	Next     string `json:"next,omitempty"`
+}
+
+// Taint is a node taint (1.14).
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
+}
+
+// NodeGroupSummary is the short form in node group listings.
+type NodeGroupSummary struct {
+	UUID      string  `json:"uuid"`
+	Name      string  `json:"name"`
+	FlavorID  *string `json:"flavor_id"`
+	ImageID   *string `json:"image_id"`
+	NodeCount int     `json:"node_count"`
+	Role      string  `json:"role"`
+	IsDefault bool    `json:"is_default"`
+	Status    string  `json:"status"`
+	StackID   *string `json:"stack_id"`
+}
+
+// NodeGroup is the full form of a node group.
+type NodeGroup struct {
+	NodeGroupSummary
+	ID               int64             `json:"id"`
+	ClusterID        string            `json:"cluster_id"`
+	ProjectID        string            `json:"project_id"`
+	DockerVolumeSize *int              `json:"docker_volume_size"`
+	Labels           map[string]string `json:"labels"`
+	NodeAddresses    []string          `json:"node_addresses"`
+	MinNodeCount     int               `json:"min_node_count"`
+	MaxNodeCount     *int              `json:"max_node_count"`
+	StatusReason     *string           `json:"status_reason"`
+	Version          *string           `json:"version"`
+	MergeLabels      bool              `json:"merge_labels"`
+	LabelsOverridden map[string]string `json:"labels_overridden"`
+	LabelsAdded      map[string]string `json:"labels_added"`
+	LabelsSkipped    map[string]string `json:"labels_skipped"`
+	// Present from microversion 1.14.
+	NodeLabels *map[string]string `json:"node_labels,omitempty"`
+	NodeTaints *[]Taint           `json:"node_taints,omitempty"`
+	CreatedAt  string             `json:"created_at"`
+	UpdatedAt  *string            `json:"updated_at"`
+	Links      []Link             `json:"links"`
+}
+
+// NodeGroupList is GET /v1/clusters/{id}/nodegroups.
+type NodeGroupList struct {
+	NodeGroups []NodeGroupSummary `json:"nodegroups"`
+	Next       string             `json:"next,omitempty"`
+}
+
+// Quota is a per-project limit.
+type Quota struct {
+	ID        int64   `json:"id,omitempty"`
+	ProjectID string  `json:"project_id"`
+	Resource  string  `json:"resource"`
+	HardLimit int     `json:"hard_limit"`
+	CreatedAt *string `json:"created_at"`
+	UpdatedAt *string `json:"updated_at"`
+}
+
+// QuotaList is GET /v1/quotas.
+type QuotaList struct {
+	Quotas []Quota `json:"quotas"`
+	Next   string  `json:"next,omitempty"`
+}
+
+// Stats is GET /v1/stats.
+type Stats struct {
+	Clusters int `json:"clusters"`
+	Nodes    int `json:"nodes"`
+}
+
+// Service is one entry of GET /v1/mservices.
+type Service struct {
+	ID             int64   `json:"id"`
+	Host           string  `json:"host"`
+	Binary         string  `json:"binary"`
+	State          string  `json:"state"`
+	ReportCount    int64   `json:"report_count"`
+	DisabledReason *string `json:"disabled_reason"`
+	CreatedAt      string  `json:"created_at"`
+	UpdatedAt      *string `json:"updated_at"`
+}
+
+// ServiceList is GET /v1/mservices.
+type ServiceList struct {
+	MServices []Service `json:"mservices"`
+}

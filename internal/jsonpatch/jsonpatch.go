@@ -1,0 +1,191 @@
+package jsonpatch
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Operation is one parsed patch step.
+type Operation struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value,omitempty"`
+	// HasValue is false when the request carried no value or null.
+	HasValue bool `json:"-"`
+}
+
+// ErrInvalid marks a patch document that is malformed; the message says how.
+var ErrInvalid = errors.New("invalid patch")
+
+var pathRE = regexp.MustCompile(`^(/[\w-]+)+$`)
+
+// Parse decodes and checks a patch body: a JSON array of objects with a
+// known op, a well-formed path and, for add and replace, a value.
+func Parse(body []byte) ([]Operation, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var raw []map[string]any
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("%w: the body must be a JSON array of patch operations ({\"op\", \"path\", \"value\"}): %v", ErrInvalid, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: unexpected data after the patch array", ErrInvalid)
+	}
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("%w: the patch is empty; send at least one operation", ErrInvalid)
+	}
+	ops := make([]Operation, 0, len(raw))
+	for i, r := range raw {
+		if r == nil {
+			return nil, fmt.Errorf("%w: operation %d is not an object", ErrInvalid, i)
+		}
+		for k := range r {
+			if k != "op" && k != "path" && k != "value" {
+				return nil, fmt.Errorf("%w: operation %d has unknown member %q (allowed: op, path, value)", ErrInvalid, i, k)
+			}
+		}
+		op, ok := r["op"].(string)
+		if !ok {
+			return nil, fmt.Errorf("%w: operation %d needs \"op\": one of add, replace, remove", ErrInvalid, i)
+		}
+		if op != "add" && op != "replace" && op != "remove" {
+			return nil, fmt.Errorf("%w: operation %d has op %q; Magnum accepts add, replace and remove", ErrInvalid, i, op)
+		}
+		path, ok := r["path"].(string)
+		if !ok || !pathRE.MatchString(path) {
+			return nil, fmt.Errorf("%w: operation %d needs a \"path\" like /node_count or /labels/key (got %v)", ErrInvalid, i, r["path"])
+		}
+		v, present := r["value"]
+		o := Operation{Op: op, Path: path, Value: v, HasValue: present && v != nil}
+		if op != "remove" && !o.HasValue {
+			return nil, fmt.Errorf("%w: 'add' and 'replace' operations need a value (operation %d on %s)", ErrInvalid, i, path)
+		}
+		if op == "remove" {
+			o.Value, o.HasValue = nil, false
+		}
+		ops = append(ops, o)
+	}
+	return ops, nil
+}
+
+// Apply returns a copy of doc with ops applied. doc must be a JSON object
+// decoded into map[string]any (nested objects as map[string]any).
+func Apply(doc map[string]any, ops []Operation) (map[string]any, error) {
+	out := deepCopy(doc).(map[string]any)
+	for _, o := range ops {
+		parts := strings.Split(o.Path[1:], "/")
+		if err := applyOne(out, parts, o); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func applyOne(doc map[string]any, parts []string, o Operation) error {
+	if len(parts) == 1 {
+		attr := parts[0]
+		cur, exists := doc[attr]
+		switch o.Op {
+		case "add":
+			if !exists {
+				return fmt.Errorf("%w: Adding a new attribute %s to the root of the resource is not allowed.", ErrInvalid, o.Path)
+			}
+			if cur != nil {
+				return fmt.Errorf("%w: The attribute %s has existed, please use 'replace' operation instead.", ErrInvalid, o.Path)
+			}
+			doc[attr] = o.Value
+		case "replace":
+			if !exists {
+				return fmt.Errorf("%w: can't replace %s: the resource has no such attribute", ErrInvalid, o.Path)
+			}
+			doc[attr] = o.Value
+		case "remove":
+			if !exists {
+				return fmt.Errorf("%w: can't remove %s: the resource has no such attribute", ErrInvalid, o.Path)
+			}
+			delete(doc, attr)
+		}
+		return nil
+	}
+	// Nested paths walk objects (for example /labels/kube_tag); the
+	// container is created by add when it is null.
+	parent := parts[0]
+	child, ok := doc[parent].(map[string]any)
+	if !ok {
+		if doc[parent] == nil && o.Op == "add" {
+			if _, exists := doc[parent]; !exists {
+				return fmt.Errorf("%w: can't add %s: the resource has no attribute /%s", ErrInvalid, o.Path, parent)
+			}
+			child = map[string]any{}
+			doc[parent] = child
+		} else {
+			return fmt.Errorf("%w: can't %s %s: /%s is not an object", ErrInvalid, o.Op, o.Path, parent)
+		}
+	}
+	return applyNested(child, parts[1:], o)
+}
+
+func applyNested(doc map[string]any, parts []string, o Operation) error {
+	key := parts[0]
+	if len(parts) > 1 {
+		child, ok := doc[key].(map[string]any)
+		if !ok {
+			return fmt.Errorf("%w: can't %s %s: member %q is not an object", ErrInvalid, o.Op, o.Path, key)
+		}
+		return applyNested(child, parts[1:], o)
+	}
+	_, exists := doc[key]
+	switch o.Op {
+	case "add":
+		doc[key] = o.Value
+	case "replace":
+		if !exists {
+			return fmt.Errorf("%w: can't replace %s: no such member", ErrInvalid, o.Path)
+		}
+		doc[key] = o.Value
+	case "remove":
+		if !exists {
+			return fmt.Errorf("%w: can't remove %s: no such member", ErrInvalid, o.Path)
+		}
+		delete(doc, key)
+	}
+	return nil
+}
+
+func deepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			m[k] = deepCopy(x)
+		}
+		return m
+	case []any:
+		s := make([]any, len(t))
+		for i, x := range t {
+			s[i] = deepCopy(x)
+		}
+		return s
+	default:
+		return v
+	}
+}
+
+// ToDoc converts a struct into the generic document a patch applies to.
+func ToDoc(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var doc map[string]any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}

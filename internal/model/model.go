@@ -1,0 +1,185 @@
+package model
+
+import "time"
+
+// ClusterTemplate is a reusable cluster definition. JSON tags match Magnum's
+// field names; the store keeps the object as JSON beside indexed columns.
+type ClusterTemplate struct {
+	ID                  int64             `json:"-"`
+	UUID                string            `json:"uuid"`
+	Name                string            `json:"name"`
+	ProjectID           string            `json:"project_id"`
+	UserID              string            `json:"user_id"`
+	COE                 string            `json:"coe"`
+	ImageID             string            `json:"image_id"`
+	FlavorID            *string           `json:"flavor_id"`
+	MasterFlavorID      *string           `json:"master_flavor_id"`
+	DNSNameserver       *string           `json:"dns_nameserver"`
+	KeypairID           *string           `json:"keypair_id"`
+	ExternalNetworkID   *string           `json:"external_network_id"`
+	FixedNetwork        *string           `json:"fixed_network"`
+	FixedSubnet         *string           `json:"fixed_subnet"`
+	NetworkDriver       *string           `json:"network_driver"`
+	VolumeDriver        *string           `json:"volume_driver"`
+	APIServerPort       *int              `json:"apiserver_port"`
+	DockerVolumeSize    *int              `json:"docker_volume_size"`
+	DockerStorageDriver *string           `json:"docker_storage_driver"`
+	ClusterDistro       *string           `json:"cluster_distro"`
+	Labels              map[string]string `json:"labels"`
+	HTTPProxy           *string           `json:"http_proxy"`
+	HTTPSProxy          *string           `json:"https_proxy"`
+	NoProxy             *string           `json:"no_proxy"`
+	RegistryEnabled     bool              `json:"registry_enabled"`
+	TLSDisabled         bool              `json:"tls_disabled"`
+	Public              bool              `json:"public"`
+	Hidden              bool              `json:"hidden"`
+	ServerType          ServerType        `json:"server_type"`
+	InsecureRegistry    *string           `json:"insecure_registry"`
+	MasterLBEnabled     bool              `json:"master_lb_enabled"`
+	FloatingIPEnabled   bool              `json:"floating_ip_enabled"`
+	Tags                *string           `json:"tags"`
+	Driver              *string           `json:"driver"`
+	CreatedAt           time.Time         `json:"created_at"`
+	UpdatedAt           *time.Time        `json:"updated_at"`
+}
+
+// Cluster is a Kubernetes cluster a project asked for. Node and master counts
+// live on its node groups; the cluster carries the desired shape and the
+// status the conductor reports.
+type Cluster struct {
+	ID                 int64             `json:"-"`
+	UUID               string            `json:"uuid"`
+	Name               string            `json:"name"`
+	ProjectID          string            `json:"project_id"`
+	UserID             string            `json:"user_id"`
+	ClusterTemplateID  string            `json:"cluster_template_id"`
+	Keypair            *string           `json:"keypair"`
+	DockerVolumeSize   *int              `json:"docker_volume_size"`
+	Labels             map[string]string `json:"labels"`
+	MasterFlavorID     *string           `json:"master_flavor_id"`
+	FlavorID           *string           `json:"flavor_id"`
+	CreateTimeout      int               `json:"create_timeout"`
+	StackID            *string           `json:"stack_id"`
+	Status             Status            `json:"status"`
+	StatusReason       *string           `json:"status_reason"`
+	HealthStatus       *Health           `json:"health_status"`
+	HealthStatusReason map[string]string `json:"health_status_reason"`
+	DiscoveryURL       *string           `json:"discovery_url"`
+	APIAddress         *string           `json:"api_address"`
+	COEVersion         *string           `json:"coe_version"`
+	ContainerVersion   *string           `json:"container_version"`
+	FixedNetwork       *string           `json:"fixed_network"`
+	FixedSubnet        *string           `json:"fixed_subnet"`
+	FloatingIPEnabled  bool              `json:"floating_ip_enabled"`
+	MasterLBEnabled    bool              `json:"master_lb_enabled"`
+	// MergeLabels records whether the cluster's labels were merged over the
+	// template's at create time.
+	MergeLabels bool       `json:"merge_labels"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   *time.Time `json:"updated_at"`
+}
+
+// Taint is a Kubernetes node taint requested for a node group (API 1.14).
+type Taint struct {
+	Key    string `json:"key"`
+	Value  string `json:"value,omitempty"`
+	Effect string `json:"effect"`
+}
+
+// NodeGroup is a set of identical nodes in a cluster.
+type NodeGroup struct {
+	ID               int64             `json:"id"`
+	UUID             string            `json:"uuid"`
+	Name             string            `json:"name"`
+	ClusterID        string            `json:"cluster_id"`
+	ProjectID        string            `json:"project_id"`
+	DockerVolumeSize *int              `json:"docker_volume_size"`
+	Labels           map[string]string `json:"labels"`
+	FlavorID         *string           `json:"flavor_id"`
+	ImageID          *string           `json:"image_id"`
+	NodeAddresses    []string          `json:"node_addresses"`
+	NodeCount        int               `json:"node_count"`
+	Role             string            `json:"role"`
+	MinNodeCount     int               `json:"min_node_count"`
+	MaxNodeCount     *int              `json:"max_node_count"`
+	IsDefault        bool              `json:"is_default"`
+	StackID          *string           `json:"stack_id"`
+	Status           Status            `json:"status"`
+	StatusReason     *string           `json:"status_reason"`
+	Version          *string           `json:"version"`
+	MergeLabels      bool              `json:"merge_labels"`
+	NodeLabels       map[string]string `json:"node_labels"`
+	NodeTaints       []Taint           `json:"node_taints"`
+	CreatedAt        time.Time         `json:"created_at"`
+	UpdatedAt        *time.Time        `json:"updated_at"`
+}
+
+// Quota is a per-project hard limit on a resource (only "Cluster" today).
+type Quota struct {
+	ID        int64      `json:"id"`
+	ProjectID string     `json:"project_id"`
+	Resource  string     `json:"resource"`
+	HardLimit int        `json:"hard_limit"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt *time.Time `json:"updated_at"`
+}
+
+// QuotaResourceCluster is the only resource Magnum quotas cover.
+const QuotaResourceCluster = "Cluster"
+
+// Service is one running Magnetite process, reported by /v1/mservices.
+type Service struct {
+	ID             int64      `json:"id"`
+	Host           string     `json:"host"`
+	Binary         string     `json:"binary"`
+	Disabled       bool       `json:"disabled"`
+	DisabledReason *string    `json:"disabled_reason"`
+	ReportCount    int64      `json:"report_count"`
+	LastSeen       time.Time  `json:"-"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      *time.Time `json:"updated_at"`
+}
+
+// OperationType names the provisioning work an API call asked for.
+type OperationType string
+
+const (
+	OpClusterCreate   OperationType = "cluster_create"
+	OpClusterUpdate   OperationType = "cluster_update"
+	OpClusterResize   OperationType = "cluster_resize"
+	OpClusterUpgrade  OperationType = "cluster_upgrade"
+	OpClusterDelete   OperationType = "cluster_delete"
+	OpNodeGroupCreate OperationType = "nodegroup_create"
+	OpNodeGroupUpdate OperationType = "nodegroup_update"
+	OpNodeGroupDelete OperationType = "nodegroup_delete"
+)
+
+// OperationState is where an operation is in its life.
+type OperationState string
+
+const (
+	OpPending   OperationState = "pending"
+	OpRunning   OperationState = "running"
+	OpSucceeded OperationState = "succeeded"
+	OpFailed    OperationState = "failed"
+)
+
+// Operation is a unit of provisioning work written in the same transaction
+// as the desired-state change that needs it; the conductor executes it.
+type Operation struct {
+	ID           int64          `json:"id"`
+	UUID         string         `json:"uuid"`
+	Type         OperationType  `json:"type"`
+	ClusterID    string         `json:"cluster_id"`
+	NodeGroupID  string         `json:"nodegroup_id,omitempty"`
+	ProjectID    string         `json:"project_id"`
+	RequestID    string         `json:"request_id,omitempty"`
+	Payload      map[string]any `json:"payload,omitempty"`
+	State        OperationState `json:"state"`
+	Attempts     int            `json:"attempts"`
+	LeaseOwner   string         `json:"lease_owner,omitempty"`
+	LeaseExpires *time.Time     `json:"lease_expires,omitempty"`
+	LastError    string         `json:"last_error,omitempty"`
+	CreatedAt    time.Time      `json:"created_at"`
+	UpdatedAt    time.Time      `json:"updated_at"`
+}

@@ -1,0 +1,385 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/magnetite-io/magnetite/internal/model"
+)
+
+var clusterSortable = map[string]bool{
+	"id": true, "uuid": true, "name": true, "project_id": true, "user_id": true,
+	"cluster_template_id": true, "status": true, "health_status": true, "stack_id": true,
+	"created_at": true, "updated_at": true,
+}
+
+var nodeGroupSortable = map[string]bool{
+	"id": true, "uuid": true, "name": true, "role": true, "is_default": true, "status": true,
+	"node_count": true, "created_at": true, "updated_at": true,
+}
+
+// ClusterChange is one atomic change of a cluster's desired state: the
+// cluster row, the node groups it touches and the operation that asks the
+// conductor to converge. Either all of it is written or none.
+type ClusterChange struct {
+	Cluster *model.Cluster
+	// Create inserts Cluster instead of updating it; QuotaLimit then caps the
+	// number of clusters in the project (checked inside the transaction).
+	Create     bool
+	QuotaLimit int
+	// NodeGroups are inserted when their ID is 0 and updated otherwise.
+	NodeGroups []*model.NodeGroup
+	// DeleteNodeGroups removes node group rows by UUID.
+	DeleteNodeGroups []string
+	Operation        *model.Operation
+}
+
+// ApplyClusterChange writes ch in one transaction.
+func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if ch.Cluster != nil {
+		if ch.Create {
+			if err := quotaCheck(ctx, tx, ch.Cluster.ProjectID, ch.QuotaLimit); err != nil {
+				return rollback(tx, err)
+			}
+			if err := insertCluster(ctx, tx, ch.Cluster); err != nil {
+				return rollback(tx, err)
+			}
+		} else if err := updateCluster(ctx, tx, ch.Cluster); err != nil {
+			return rollback(tx, err)
+		}
+	}
+	for _, ng := range ch.NodeGroups {
+		if err := saveNodeGroup(ctx, tx, ng); err != nil {
+			return rollback(tx, err)
+		}
+	}
+	for _, id := range ch.DeleteNodeGroups {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM nodegroups WHERE uuid = ?`, id); err != nil {
+			return rollback(tx, err)
+		}
+	}
+	if ch.Operation != nil {
+		if err := insertOperation(ctx, tx, ch.Operation); err != nil {
+			return rollback(tx, err)
+		}
+	}
+	return tx.Commit()
+}
+
+func quotaCheck(ctx context.Context, tx *sql.Tx, projectID string, defaultLimit int) error {
+	limit := defaultLimit
+	var hard sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT hard_limit FROM quotas WHERE project_id = ? AND resource = ?`,
+		projectID, model.QuotaResourceCluster).Scan(&hard)
+	switch {
+	case err == nil:
+		limit = int(hard.Int64)
+	case !errors.Is(err, sql.ErrNoRows):
+		return err
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM clusters WHERE project_id = ?`, projectID).Scan(&n); err != nil {
+		return err
+	}
+	if n >= limit {
+		return fmt.Errorf("%w: You have reached the maximum clusters per project, %d. You may delete a cluster to make room for a new one.", ErrQuotaExceeded, limit)
+	}
+	return nil
+}
+
+func insertCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster) error {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO clusters (uuid, name, project_id, user_id, cluster_template_id, status,
+		health_status, stack_id, created_at, updated_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.UUID, c.Name, c.ProjectID, c.UserID, c.ClusterTemplateID, string(c.Status), healthCol(c.HealthStatus),
+		c.StackID, formatTime(c.CreatedAt), formatTimePtr(c.UpdatedAt), string(data))
+	if err != nil {
+		if isUniqueViolation(err) {
+			return fmt.Errorf("%w: a cluster named %q already exists in this project", ErrConflict, c.Name)
+		}
+		return err
+	}
+	c.ID, _ = res.LastInsertId()
+	return nil
+}
+
+func updateCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster) error {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE clusters SET name = ?, cluster_template_id = ?, status = ?, health_status = ?,
+		stack_id = ?, updated_at = ?, data = ? WHERE uuid = ?`,
+		c.Name, c.ClusterTemplateID, string(c.Status), healthCol(c.HealthStatus), c.StackID,
+		formatTimePtr(c.UpdatedAt), string(data), c.UUID)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: cluster %s", ErrNotFound, c.UUID)
+	}
+	return nil
+}
+
+func healthCol(h *model.Health) any {
+	if h == nil {
+		return nil
+	}
+	return string(*h)
+}
+
+func saveNodeGroup(ctx context.Context, tx *sql.Tx, ng *model.NodeGroup) error {
+	if ng.ID == 0 {
+		// The id is part of the wire object, so insert first and then write
+		// the JSON that carries it.
+		res, err := tx.ExecContext(ctx, `INSERT INTO nodegroups (uuid, name, cluster_id, project_id, role, is_default,
+			status, node_count, created_at, updated_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			ng.UUID, ng.Name, ng.ClusterID, ng.ProjectID, ng.Role, ng.IsDefault, string(ng.Status), ng.NodeCount,
+			formatTime(ng.CreatedAt), formatTimePtr(ng.UpdatedAt), "{}")
+		if err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("%w: A node group with name %s already exists in the cluster %s.", ErrConflict, ng.Name, ng.ClusterID)
+			}
+			return err
+		}
+		ng.ID, _ = res.LastInsertId()
+	}
+	data, err := json.Marshal(ng)
+	if err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE nodegroups SET name = ?, role = ?, is_default = ?, status = ?, node_count = ?,
+		updated_at = ?, data = ? WHERE uuid = ?`,
+		ng.Name, ng.Role, ng.IsDefault, string(ng.Status), ng.NodeCount, formatTimePtr(ng.UpdatedAt), string(data), ng.UUID)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: node group %s", ErrNotFound, ng.UUID)
+	}
+	return nil
+}
+
+func scanCluster(row interface{ Scan(...any) error }) (*model.Cluster, error) {
+	var id int64
+	var data string
+	if err := row.Scan(&id, &data); err != nil {
+		return nil, err
+	}
+	c := &model.Cluster{}
+	if err := json.Unmarshal([]byte(data), c); err != nil {
+		return nil, fmt.Errorf("store: decode cluster %d: %w", id, err)
+	}
+	c.ID = id
+	return c, nil
+}
+
+func (sc Scope) filter(q *pageQuery) {
+	if !sc.AllProjects {
+		q.filter("project_id = ?", sc.ProjectID)
+	}
+}
+
+// GetCluster finds a cluster by UUID or name within the scope.
+func (s *DB) GetCluster(ctx context.Context, sc Scope, ident string) (*model.Cluster, error) {
+	q := pageQuery{}
+	sc.filter(&q)
+	q.filter("(uuid = ? OR name = ?)", ident, ident)
+	rows, err := s.db.QueryContext(ctx, "SELECT id, data FROM clusters WHERE "+joinWhere(q.where), q.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var found []*model.Cluster
+	for rows.Next() {
+		c, err := scanCluster(rows)
+		if err != nil {
+			return nil, err
+		}
+		if c.UUID == ident {
+			return c, nil
+		}
+		found = append(found, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("%w: cluster %s", ErrNotFound, ident)
+	case 1:
+		return found[0], nil
+	default:
+		return nil, fmt.Errorf("%w: cluster %s", ErrAmbiguousName, ident)
+	}
+}
+
+// ListClusters pages through the clusters in the scope.
+func (s *DB) ListClusters(ctx context.Context, sc Scope, opts ListOptions) ([]*model.Cluster, error) {
+	q := pageQuery{table: "clusters", sortable: clusterSortable}
+	sc.filter(&q)
+	rows, err := s.queryPage(ctx, q, "id, data", opts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*model.Cluster
+	for rows.Next() {
+		c, err := scanCluster(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// DeleteCluster removes a cluster and its node groups; the conductor calls it
+// once the management cluster holds nothing of the cluster any more.
+func (s *DB) DeleteCluster(ctx context.Context, uuid string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM nodegroups WHERE cluster_id = ?`, uuid); err != nil {
+		return rollback(tx, err)
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM clusters WHERE uuid = ?`, uuid)
+	if err != nil {
+		return rollback(tx, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return rollback(tx, fmt.Errorf("%w: cluster %s", ErrNotFound, uuid))
+	}
+	return tx.Commit()
+}
+
+func scanNodeGroup(row interface{ Scan(...any) error }) (*model.NodeGroup, error) {
+	var id int64
+	var data string
+	if err := row.Scan(&id, &data); err != nil {
+		return nil, err
+	}
+	ng := &model.NodeGroup{}
+	if err := json.Unmarshal([]byte(data), ng); err != nil {
+		return nil, fmt.Errorf("store: decode node group %d: %w", id, err)
+	}
+	ng.ID = id
+	return ng, nil
+}
+
+// NodeGroupFilter narrows a node group listing.
+type NodeGroupFilter struct {
+	Role string
+}
+
+// ListNodeGroups pages through a cluster's node groups.
+func (s *DB) ListNodeGroups(ctx context.Context, clusterUUID string, f NodeGroupFilter, opts ListOptions) ([]*model.NodeGroup, error) {
+	q := pageQuery{table: "nodegroups", sortable: nodeGroupSortable}
+	q.filter("cluster_id = ?", clusterUUID)
+	if f.Role != "" {
+		q.filter("role = ?", f.Role)
+	}
+	rows, err := s.queryPage(ctx, q, "id, data", opts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*model.NodeGroup
+	for rows.Next() {
+		ng, err := scanNodeGroup(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ng)
+	}
+	return out, rows.Err()
+}
+
+// NodeGroupsOf returns every node group of the clusters given, keyed by
+// cluster UUID, in creation order (one query for a whole page of clusters).
+func (s *DB) NodeGroupsOf(ctx context.Context, clusterUUIDs []string) (map[string][]*model.NodeGroup, error) {
+	out := make(map[string][]*model.NodeGroup, len(clusterUUIDs))
+	if len(clusterUUIDs) == 0 {
+		return out, nil
+	}
+	for start := 0; start < len(clusterUUIDs); start += 500 {
+		end := min(start+500, len(clusterUUIDs))
+		chunk := clusterUUIDs[start:end]
+		args := make([]any, len(chunk))
+		marks := make([]byte, 0, 2*len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+			if i > 0 {
+				marks = append(marks, ',')
+			}
+			marks = append(marks, '?')
+		}
+		rows, err := s.db.QueryContext(ctx, "SELECT id, data FROM nodegroups WHERE cluster_id IN ("+string(marks)+") ORDER BY id", args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			ng, err := scanNodeGroup(rows)
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[ng.ClusterID] = append(out[ng.ClusterID], ng)
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		rows.Close()
+	}
+	return out, nil
+}
+
+// GetNodeGroup finds a node group of a cluster by UUID, name or numeric id.
+func (s *DB) GetNodeGroup(ctx context.Context, clusterUUID, ident string) (*model.NodeGroup, error) {
+	ng, err := scanNodeGroup(s.db.QueryRowContext(ctx,
+		`SELECT id, data FROM nodegroups WHERE cluster_id = ? AND (uuid = ? OR name = ? OR CAST(id AS CHAR) = ?) ORDER BY id LIMIT 1`,
+		clusterUUID, ident, ident, ident))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: node group %s in cluster %s", ErrNotFound, ident, clusterUUID)
+	}
+	return ng, err
+}
+
+// ClusterStats counts clusters and nodes (masters included) in the scope.
+func (s *DB) ClusterStats(ctx context.Context, sc Scope) (Stats, error) {
+	var st Stats
+	q := pageQuery{}
+	sc.filter(&q)
+	where := ""
+	if len(q.where) > 0 {
+		where = " WHERE " + joinWhere(q.where)
+	}
+	if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM clusters"+where, q.args...).Scan(&st.Clusters); err != nil {
+		return st, err
+	}
+	var nodes sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, "SELECT SUM(node_count) FROM nodegroups"+where, q.args...).Scan(&nodes); err != nil {
+		return st, err
+	}
+	st.Nodes = int(nodes.Int64)
+	return st, nil
+}
+
+// CountClusters counts a project's clusters.
+func (s *DB) CountClusters(ctx context.Context, projectID string) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM clusters WHERE project_id = ?`, projectID).Scan(&n)
+	return n, err
+}

@@ -1,0 +1,101 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/magnetite-io/magnetite/internal/model"
+)
+
+var quotaSortable = map[string]bool{
+	"id": true, "project_id": true, "resource": true, "hard_limit": true, "created_at": true, "updated_at": true,
+}
+
+func scanQuota(row interface{ Scan(...any) error }) (*model.Quota, error) {
+	var q model.Quota
+	var created string
+	var updated sql.NullString
+	if err := row.Scan(&q.ID, &q.ProjectID, &q.Resource, &q.HardLimit, &created, &updated); err != nil {
+		return nil, err
+	}
+	q.CreatedAt = parseTime(created)
+	if updated.Valid {
+		t := parseTime(updated.String)
+		q.UpdatedAt = &t
+	}
+	return &q, nil
+}
+
+const quotaCols = "id, project_id, resource, hard_limit, created_at, updated_at"
+
+// CreateQuota inserts a quota; one per project and resource.
+func (s *DB) CreateQuota(ctx context.Context, q *model.Quota) error {
+	res, err := s.db.ExecContext(ctx, `INSERT INTO quotas (project_id, resource, hard_limit, created_at) VALUES (?, ?, ?, ?)`,
+		q.ProjectID, q.Resource, q.HardLimit, formatTime(q.CreatedAt))
+	if err != nil {
+		if isUniqueViolation(err) {
+			return fmt.Errorf("%w: Quota for project %s already exists for resource %s.", ErrConflict, q.ProjectID, q.Resource)
+		}
+		return err
+	}
+	q.ID, _ = res.LastInsertId()
+	return nil
+}
+
+// GetQuota reads the quota of a project for a resource.
+func (s *DB) GetQuota(ctx context.Context, projectID, resource string) (*model.Quota, error) {
+	q, err := scanQuota(s.db.QueryRowContext(ctx, "SELECT "+quotaCols+" FROM quotas WHERE project_id = ? AND resource = ?", projectID, resource))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: Quota %s could not be found for project %s", ErrNotFound, resource, projectID)
+	}
+	return q, err
+}
+
+// UpdateQuota changes a quota's hard limit.
+func (s *DB) UpdateQuota(ctx context.Context, q *model.Quota) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE quotas SET hard_limit = ?, updated_at = ? WHERE project_id = ? AND resource = ?`,
+		q.HardLimit, formatTimePtr(q.UpdatedAt), q.ProjectID, q.Resource)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: Quota %s could not be found for project %s", ErrNotFound, q.Resource, q.ProjectID)
+	}
+	return nil
+}
+
+// DeleteQuota removes a quota.
+func (s *DB) DeleteQuota(ctx context.Context, projectID, resource string) error {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM quotas WHERE project_id = ? AND resource = ?`, projectID, resource)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("%w: Quota %s could not be found for project %s", ErrNotFound, resource, projectID)
+	}
+	return nil
+}
+
+// ListQuotas pages through quotas; an empty projectID lists every project.
+func (s *DB) ListQuotas(ctx context.Context, projectID string, opts ListOptions) ([]*model.Quota, error) {
+	q := pageQuery{table: "quotas", sortable: quotaSortable, markerCol: "id"}
+	if projectID != "" {
+		q.filter("project_id = ?", projectID)
+	}
+	rows, err := s.queryPage(ctx, q, quotaCols, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*model.Quota
+	for rows.Next() {
+		qt, err := scanQuota(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, qt)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,191 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+//go:embed migrations
+var migrationFS embed.FS
+
+// Dialect names a supported SQL backend.
+type Dialect string
+
+const (
+	SQLite Dialect = "sqlite"
+	MySQL  Dialect = "mysql"
+)
+
+// DB is the SQL store shared by every backend.
+type DB struct {
+	db      *sql.DB
+	dialect Dialect
+}
+
+// OpenSQLite opens (creating if needed) the SQLite database at path, in WAL
+// mode with a busy timeout, and applies pending migrations.
+func OpenSQLite(ctx context.Context, path string) (*DB, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store: create state directory: %w", err)
+	}
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open sqlite: %w", err)
+	}
+	// One writer at a time is SQLite's model; readers share the pool in WAL.
+	db.SetMaxOpenConns(8)
+	s := &DB{db: db, dialect: SQLite}
+	if err := s.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// OpenSQL wraps an already opened database of the given dialect and applies
+// pending migrations.
+func OpenSQL(ctx context.Context, db *sql.DB, dialect Dialect) (*DB, error) {
+	s := &DB{db: db, dialect: dialect}
+	if err := s.Migrate(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close releases the database.
+func (s *DB) Close() error { return s.db.Close() }
+
+// SQL exposes the handle for health checks and pool statistics.
+func (s *DB) SQL() *sql.DB { return s.db }
+
+// Dialect reports the backend in use.
+func (s *DB) Dialect() Dialect { return s.dialect }
+
+type migration struct {
+	version int
+	name    string
+	body    string
+}
+
+func loadMigrations(dialect Dialect) ([]migration, error) {
+	dir := "migrations/" + string(dialect)
+	entries, err := fs.ReadDir(migrationFS, dir)
+	if err != nil {
+		return nil, fmt.Errorf("store: no migrations for %s: %w", dialect, err)
+	}
+	var out []migration
+	for _, e := range entries {
+		n := e.Name()
+		v, err := strconv.Atoi(strings.SplitN(n, "_", 2)[0])
+		if err != nil {
+			return nil, fmt.Errorf("store: migration %s has no numeric prefix", n)
+		}
+		body, err := migrationFS.ReadFile(dir + "/" + n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: n, body: string(body)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	return out, nil
+}
+
+// LatestVersion is the newest schema version embedded in this binary.
+func LatestVersion(dialect Dialect) int {
+	ms, _ := loadMigrations(dialect)
+	if len(ms) == 0 {
+		return 0
+	}
+	return ms[len(ms)-1].version
+}
+
+// SchemaVersion reports the version the database is migrated to.
+func (s *DB) SchemaVersion(ctx context.Context) (int, error) {
+	var v sql.NullInt64
+	err := s.db.QueryRowContext(ctx, `SELECT MAX(version) FROM schema_migrations`).Scan(&v)
+	if err != nil {
+		return 0, err
+	}
+	return int(v.Int64), nil
+}
+
+// Migrate applies every embedded migration newer than the database's version,
+// each in its own transaction where the backend allows DDL in transactions.
+func (s *DB) Migrate(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER NOT NULL PRIMARY KEY, name VARCHAR(255) NOT NULL, applied_at VARCHAR(32) NOT NULL)`); err != nil {
+		return fmt.Errorf("store: create schema_migrations: %w", err)
+	}
+	ms, err := loadMigrations(s.dialect)
+	if err != nil {
+		return err
+	}
+	current, err := s.SchemaVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("store: read schema version: %w", err)
+	}
+	for _, m := range ms {
+		if m.version <= current {
+			continue
+		}
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		for _, stmt := range splitStatements(m.body) {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("store: migration %s: %w", m.name, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+			m.version, m.name, formatTime(now())); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("store: record migration %s: %w", m.name, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func splitStatements(body string) []string {
+	var out []string
+	for _, part := range strings.Split(body, ";") {
+		if p := strings.TrimSpace(part); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// isUniqueViolation recognises unique-constraint errors of both backends
+// without importing driver-specific error types.
+func isUniqueViolation(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "Duplicate entry") ||
+		strings.Contains(msg, "Error 1062")
+}
+
+func rollback(tx *sql.Tx, err error) error {
+	if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
+		return errors.Join(err, rbErr)
+	}
+	return err
+}

@@ -1,0 +1,206 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/magnetite-io/magnetite/internal/model"
+)
+
+var templateSortable = map[string]bool{
+	"id": true, "uuid": true, "name": true, "project_id": true, "user_id": true, "coe": true,
+	"server_type": true, "public": true, "hidden": true, "created_at": true, "updated_at": true,
+}
+
+// TemplateScope is Magnum's template visibility: a project sees its own
+// templates and public ones that are not hidden; admins see everything.
+type TemplateScope struct {
+	ProjectID string
+	IsAdmin   bool
+}
+
+func (sc TemplateScope) filter(q *pageQuery) {
+	if sc.IsAdmin {
+		return
+	}
+	q.filter("(project_id = ? OR (public = 1 AND hidden = 0))", sc.ProjectID)
+}
+
+// CreateClusterTemplate inserts a template; ID is filled in.
+func (s *DB) CreateClusterTemplate(ctx context.Context, ct *model.ClusterTemplate) error {
+	data, err := json.Marshal(ct)
+	if err != nil {
+		return err
+	}
+	res, err := s.db.ExecContext(ctx, `INSERT INTO cluster_templates
+		(uuid, name, project_id, user_id, coe, server_type, public, hidden, created_at, updated_at, data)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		ct.UUID, ct.Name, ct.ProjectID, ct.UserID, ct.COE, string(ct.ServerType), ct.Public, ct.Hidden,
+		formatTime(ct.CreatedAt), formatTimePtr(ct.UpdatedAt), string(data))
+	if err != nil {
+		if isUniqueViolation(err) {
+			return fmt.Errorf("%w: cluster template %s", ErrConflict, ct.UUID)
+		}
+		return err
+	}
+	ct.ID, _ = res.LastInsertId()
+	return nil
+}
+
+func scanTemplate(row interface{ Scan(...any) error }) (*model.ClusterTemplate, error) {
+	var id int64
+	var data string
+	if err := row.Scan(&id, &data); err != nil {
+		return nil, err
+	}
+	ct := &model.ClusterTemplate{}
+	if err := json.Unmarshal([]byte(data), ct); err != nil {
+		return nil, fmt.Errorf("store: decode cluster template %d: %w", id, err)
+	}
+	ct.ID = id
+	return ct, nil
+}
+
+// GetClusterTemplate finds a template by UUID or name within the scope. A
+// name shared by several visible templates is ErrAmbiguousName.
+func (s *DB) GetClusterTemplate(ctx context.Context, sc TemplateScope, ident string) (*model.ClusterTemplate, error) {
+	q := pageQuery{table: "cluster_templates"}
+	sc.filter(&q)
+	q.filter("(uuid = ? OR name = ?)", ident, ident)
+	rows, err := s.db.QueryContext(ctx, "SELECT id, data FROM cluster_templates WHERE "+joinWhere(q.where), q.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var found []*model.ClusterTemplate
+	for rows.Next() {
+		ct, err := scanTemplate(rows)
+		if err != nil {
+			return nil, err
+		}
+		if ct.UUID == ident {
+			return ct, nil
+		}
+		found = append(found, ct)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("%w: cluster template %s", ErrNotFound, ident)
+	case 1:
+		return found[0], nil
+	default:
+		return nil, fmt.Errorf("%w: cluster template %s", ErrAmbiguousName, ident)
+	}
+}
+
+// GetClusterTemplateByUUID reads a template regardless of project, for
+// internal use (a cluster always resolves its own template).
+func (s *DB) GetClusterTemplateByUUID(ctx context.Context, uuid string) (*model.ClusterTemplate, error) {
+	ct, err := scanTemplate(s.db.QueryRowContext(ctx, "SELECT id, data FROM cluster_templates WHERE uuid = ?", uuid))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: cluster template %s", ErrNotFound, uuid)
+	}
+	return ct, err
+}
+
+// ListClusterTemplates pages through the templates visible in the scope.
+func (s *DB) ListClusterTemplates(ctx context.Context, sc TemplateScope, opts ListOptions) ([]*model.ClusterTemplate, error) {
+	q := pageQuery{table: "cluster_templates", sortable: templateSortable}
+	sc.filter(&q)
+	rows, err := s.queryPage(ctx, q, "id, data", opts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*model.ClusterTemplate
+	for rows.Next() {
+		ct, err := scanTemplate(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ct)
+	}
+	return out, rows.Err()
+}
+
+// UpdateClusterTemplate saves ct. While clusters use the template only a
+// rename or a change of public/hidden/tags alone is allowed (Magnum's rule),
+// checked in the same transaction as the write.
+func (s *DB) UpdateClusterTemplate(ctx context.Context, ct *model.ClusterTemplate, changed []string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	var inUse int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM clusters WHERE cluster_template_id = ?`, ct.UUID).Scan(&inUse); err != nil {
+		return rollback(tx, err)
+	}
+	if inUse > 0 && !publishingOrRename(changed) {
+		return rollback(tx, fmt.Errorf("%w: cluster template %s is used by %d cluster(s)", ErrReferenced, ct.UUID, inUse))
+	}
+	data, err := json.Marshal(ct)
+	if err != nil {
+		return rollback(tx, err)
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE cluster_templates SET name = ?, coe = ?, server_type = ?, public = ?, hidden = ?,
+		updated_at = ?, data = ? WHERE uuid = ?`,
+		ct.Name, ct.COE, string(ct.ServerType), ct.Public, ct.Hidden, formatTimePtr(ct.UpdatedAt), string(data), ct.UUID)
+	if err != nil {
+		return rollback(tx, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return rollback(tx, fmt.Errorf("%w: cluster template %s", ErrNotFound, ct.UUID))
+	}
+	return tx.Commit()
+}
+
+func publishingOrRename(changed []string) bool {
+	if len(changed) != 1 {
+		return len(changed) == 0
+	}
+	switch changed[0] {
+	case "name", "public", "hidden", "tags":
+		return true
+	}
+	return false
+}
+
+// DeleteClusterTemplate removes a template no cluster uses.
+func (s *DB) DeleteClusterTemplate(ctx context.Context, uuid string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	var inUse int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM clusters WHERE cluster_template_id = ?`, uuid).Scan(&inUse); err != nil {
+		return rollback(tx, err)
+	}
+	if inUse > 0 {
+		return rollback(tx, fmt.Errorf("%w: cluster template %s is used by %d cluster(s)", ErrReferenced, uuid, inUse))
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM cluster_templates WHERE uuid = ?`, uuid)
+	if err != nil {
+		return rollback(tx, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return rollback(tx, fmt.Errorf("%w: cluster template %s", ErrNotFound, uuid))
+	}
+	return tx.Commit()
+}
+
+func joinWhere(w []string) string {
+	out := ""
+	for i, c := range w {
+		if i > 0 {
+			out += " AND "
+		}
+		out += c
+	}
+	return out
+}
