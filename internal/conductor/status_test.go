@@ -1,0 +1,216 @@
+package conductor
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/magnetite-io/magnetite/internal/model"
+)
+
+func cond(typ, status, reason, msg string) map[string]any {
+	return map[string]any{"type": typ, "status": status, "reason": reason, "message": msg}
+}
+
+func clusterObj(apiVersion string, gen, observed int64, conds ...map[string]any) map[string]any {
+	cs := make([]any, len(conds))
+	for i, c := range conds {
+		cs[i] = c
+	}
+	status := map[string]any{"observedGeneration": observed, "conditions": cs}
+	if strings.HasSuffix(apiVersion, "v1beta1") {
+		status = map[string]any{"observedGeneration": observed, "v1beta2": map[string]any{"conditions": cs}}
+	}
+	return map[string]any{
+		"apiVersion": apiVersion, "kind": "Cluster",
+		"metadata": map[string]any{"name": "demo-1234", "generation": gen},
+		"spec":     map[string]any{"controlPlaneEndpoint": map[string]any{"host": "10.0.0.5", "port": int64(6443)}},
+		"status":   status,
+	}
+}
+
+func kcp(desired, ready, upToDate int64, version string) map[string]any {
+	return map[string]any{
+		"metadata": map[string]any{"name": "demo-1234-cp"},
+		"spec":     map[string]any{"replicas": desired, "version": version},
+		"status":   map[string]any{"readyReplicas": ready, "upToDateReplicas": upToDate, "version": version},
+	}
+}
+
+func md(topoName string, desired, ready, upToDate int64) map[string]any {
+	return map[string]any{
+		"metadata": map[string]any{"name": "demo-1234-" + topoName + "-x", "labels": map[string]any{labelTopologyMDName: topoName}},
+		"spec":     map[string]any{"replicas": desired},
+		"status":   map[string]any{"readyReplicas": ready, "upToDateReplicas": upToDate},
+	}
+}
+
+func machine(nameStr string, cp bool, topoName, ip string, conds ...map[string]any) map[string]any {
+	labels := map[string]any{}
+	if cp {
+		labels[labelControlPlane] = ""
+	} else {
+		labels[labelTopologyMDName] = topoName
+	}
+	cs := make([]any, len(conds))
+	for i, c := range conds {
+		cs[i] = c
+	}
+	return map[string]any{
+		"metadata": map[string]any{"name": nameStr, "labels": labels},
+		"status": map[string]any{"conditions": cs,
+			"addresses": []any{map[string]any{"type": "InternalIP", "address": ip}}},
+	}
+}
+
+func identityGroup(n string) string { return n }
+
+func availableCluster(apiVersion string) Observed {
+	return Observed{
+		Cluster: clusterObj(apiVersion, 2, 2, cond("Available", "True", "Available", ""),
+			cond("ControlPlaneInitialized", "True", "Initialized", ""), cond("TopologyReconciled", "True", "ReconcileSucceeded", ""),
+			cond("InfrastructureReady", "True", "Ready", ""), cond("ControlPlaneAvailable", "True", "Available", "")),
+		ControlPlane:       kcp(1, 1, 1, "v1.31.2"),
+		MachineDeployments: []map[string]any{md("default-worker", 2, 2, 2)},
+		Machines: []map[string]any{
+			machine("cp-0", true, "", "10.0.0.10", cond("NodeHealthy", "True", "", "")),
+			machine("w-0", false, "default-worker", "10.0.0.11", cond("NodeHealthy", "True", "", "")),
+			machine("w-1", false, "default-worker", "10.0.0.12", cond("NodeHealthy", "True", "", "")),
+		},
+	}
+}
+
+func TestSummarizeReadsConvergedClusterAtEitherServedVersion(t *testing.T) {
+	for _, v := range []string{"cluster.x-k8s.io/v1beta2", "cluster.x-k8s.io/v1beta1"} {
+		t.Run(v, func(t *testing.T) {
+			s := Summarize(availableCluster(v), identityGroup)
+			if !s.Converged() {
+				t.Fatalf("want converged, got %+v", s)
+			}
+			if s.Health != model.Healthy {
+				t.Errorf("health = %s, reasons %v", s.Health, s.HealthReasons)
+			}
+			if s.APIAddress != "https://10.0.0.5:6443" || s.Version != "v1.31.2" {
+				t.Errorf("api %q version %q", s.APIAddress, s.Version)
+			}
+			if got := s.NodeGroups["default-worker"].Addresses; len(got) != 2 || got[0] != "10.0.0.11" {
+				t.Errorf("worker addresses %v", got)
+			}
+			if got := s.ControlPlane.Addresses; len(got) != 1 || got[0] != "10.0.0.10" {
+				t.Errorf("control plane addresses %v", got)
+			}
+		})
+	}
+}
+
+func TestSummarizeQuotesMachineInfrastructureFailure(t *testing.T) {
+	obs := availableCluster("cluster.x-k8s.io/v1beta2")
+	obs.MachineDeployments = []map[string]any{md("gpu", 1, 0, 1)}
+	obs.Machines = append(obs.Machines, machine("gpu-0", false, "gpu", "10.0.0.20",
+		cond("InfrastructureReady", "False", "InstanceCreateFailed", "No valid host was found. There are not enough hosts available.")))
+	s := Summarize(obs, identityGroup)
+	if s.Converged() {
+		t.Fatal("a node group with 0/1 ready must not be converged")
+	}
+	if !strings.Contains(s.Problem, "InstanceCreateFailed") || !strings.Contains(s.Problem, "No valid host") || !strings.Contains(s.Problem, "gpu") {
+		t.Errorf("problem %q does not quote the Cluster API reason", s.Problem)
+	}
+	if s.Health != model.Unhealthy {
+		t.Errorf("health = %s", s.Health)
+	}
+}
+
+func TestSummarizeWithoutClusterIsUnknown(t *testing.T) {
+	s := Summarize(Observed{}, identityGroup)
+	if s.Exists || s.Health != model.Unknown || s.Converged() {
+		t.Errorf("got %+v", s)
+	}
+}
+
+func TestSummarizeStaleGenerationIsNotConverged(t *testing.T) {
+	obs := availableCluster("cluster.x-k8s.io/v1beta2")
+	obs.Cluster["metadata"].(map[string]any)["generation"] = int64(3)
+	if Summarize(obs, identityGroup).Converged() {
+		t.Error("a topology change Cluster API has not observed yet must not count as converged")
+	}
+}
+
+func testCluster(status model.Status, created time.Time) (*model.Cluster, []*model.NodeGroup) {
+	c := &model.Cluster{UUID: "u1", Name: "demo", Status: status, CreateTimeout: 60, CreatedAt: created}
+	ngs := []*model.NodeGroup{
+		{UUID: "m", Name: "default-master", Role: model.RoleMaster, NodeCount: 1, Status: status},
+		{UUID: "w", Name: "default-worker", Role: model.RoleWorker, NodeCount: 2, Status: status},
+	}
+	return c, ngs
+}
+
+func TestDecideCompletesOnlyWhenConvergedAndNothingPending(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	snap := Summarize(availableCluster("cluster.x-k8s.io/v1beta2"), identityGroup)
+	cases := []struct {
+		name    string
+		status  model.Status
+		pending bool
+		want    model.Status
+	}{
+		{"create converged", model.CreateInProgress, false, model.CreateComplete},
+		{"create converged but work queued", model.CreateInProgress, true, model.CreateInProgress},
+		{"update converged", model.UpdateInProgress, false, model.UpdateComplete},
+		{"complete stays complete", model.CreateComplete, false, model.CreateComplete},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ngs := testCluster(tc.status, now.Add(-time.Minute))
+			d := Decide(c, ngs, snap, tc.pending, now)
+			if d.Cluster.Status != tc.want {
+				t.Errorf("status = %s, want %s (reason %q)", d.Cluster.Status, tc.want, derefOr(d.Cluster.StatusReason, ""))
+			}
+			if *d.Cluster.APIAddress != "https://10.0.0.5:6443" || *d.Cluster.COEVersion != "v1.31.2" {
+				t.Errorf("api/version not copied: %v %v", d.Cluster.APIAddress, d.Cluster.COEVersion)
+			}
+		})
+	}
+}
+
+func TestDecideEnforcesCreateTimeoutWithLastReason(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	obs := availableCluster("cluster.x-k8s.io/v1beta2")
+	obs.MachineDeployments = []map[string]any{md("default-worker", 2, 0, 2)}
+	obs.Machines = append(obs.Machines[:1], machine("w-0", false, "default-worker", "10.0.0.11",
+		cond("InfrastructureReady", "False", "InstanceCreateFailed", "flavor bm.large has no free Ironic node")))
+	snap := Summarize(obs, identityGroup)
+	c, ngs := testCluster(model.CreateInProgress, now.Add(-61*time.Minute))
+	d := Decide(c, ngs, snap, false, now)
+	if d.Cluster.Status != model.CreateFailed {
+		t.Fatalf("status = %s", d.Cluster.Status)
+	}
+	if r := *d.Cluster.StatusReason; !strings.Contains(r, "Timed out after 60 minutes") || !strings.Contains(r, "InstanceCreateFailed") {
+		t.Errorf("reason %q", r)
+	}
+	c2, ngs2 := testCluster(model.CreateInProgress, now.Add(-59*time.Minute))
+	if d := Decide(c2, ngs2, snap, false, now); d.Cluster.Status != model.CreateInProgress || !strings.Contains(*d.Cluster.StatusReason, "InstanceCreateFailed") {
+		t.Errorf("before the timeout: status %s reason %q", d.Cluster.Status, *d.Cluster.StatusReason)
+	}
+}
+
+func TestDecideReportsNoChangeTwice(t *testing.T) {
+	now := time.Now()
+	snap := Summarize(availableCluster("cluster.x-k8s.io/v1beta2"), identityGroup)
+	c, ngs := testCluster(model.CreateInProgress, now)
+	d := Decide(c, ngs, snap, false, now)
+	if !d.Changed {
+		t.Fatal("first decision must change the cluster")
+	}
+	merged := map[string]*model.NodeGroup{}
+	for _, ng := range d.NodeGroups {
+		merged[ng.UUID] = ng
+	}
+	for i, ng := range ngs {
+		if m, ok := merged[ng.UUID]; ok {
+			ngs[i] = m
+		}
+	}
+	if again := Decide(d.Cluster, ngs, snap, false, now); again.Changed {
+		t.Errorf("a second decision on the same snapshot must not write: %+v", again.Cluster)
+	}
+}
