@@ -112,6 +112,18 @@ func (s *Server) listNodeGroups(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if p.Marker != "" {
+		// Magnum takes a node group's id, UUID or name as the marker
+		// (gophercloud sends the numeric id); pages are keyed by UUID.
+		m, err := s.st.GetNodeGroup(r.Context(), c.UUID, p.Marker)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("%w: %s", store.ErrInvalidMarker, p.Marker)
+		}
+		if err != nil {
+			return err
+		}
+		p.Marker = m.UUID
+	}
 	ngs, err := s.st.ListNodeGroups(r.Context(), c.UUID, store.NodeGroupFilter{Role: r.URL.Query().Get("role")}, p.ListOptions)
 	if err != nil {
 		return err

@@ -6,18 +6,22 @@ import (
 
 const apiDescription = "Magnetite serves the OpenStack Magnum v1 API and builds every cluster with Cluster API."
 
+// versions is the version list of GET /.
+func versions(base string) []map[string]any {
+	return []map[string]any{{
+		"id":          "v1",
+		"status":      "CURRENT",
+		"min_version": MinVersion.String(),
+		"max_version": MaxVersion.String(),
+		"links":       []Link{{Href: base + "/v1/", Rel: "self"}},
+	}}
+}
+
 func (s *Server) rootVersions(w http.ResponseWriter, r *http.Request) {
-	base := baseURL(r)
 	writeJSON(w, http.StatusOK, map[string]any{
 		"name":        "OpenStack Magnum API",
 		"description": apiDescription,
-		"versions": []map[string]any{{
-			"id":          "v1",
-			"status":      "CURRENT",
-			"min_version": MinVersion.String(),
-			"max_version": MaxVersion.String(),
-			"links":       []Link{{Href: base + "/v1/", Rel: "self"}},
-		}},
+		"versions":    versions(baseURL(r)),
 	})
 }
 
@@ -43,6 +47,9 @@ func (s *Server) v1Root(w http.ResponseWriter, r *http.Request) error {
 		"stats":            coll("stats"),
 		"federations":      coll("federations"),
 		"nodegroups":       coll("nodegroups"),
+		// Not in Magnum's v1 document, but gophercloud's apiversions.Get
+		// reads the version (and its microversion range) from here.
+		"versions": versions(base),
 	})
 	return nil
 }
