@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# Builds, from pinned Go modules, the real binaries Magnetite's tests run
+# (kube-apiserver, etcd, kubectl, the Cluster API managers and CAPD with its
+# in-memory backend) and copies the CRDs and webhook manifests they need.
+#
+# Everything lands in ${MAGNETITE_TESTBIN:-<repo>/.testbin}, in one folder per
+# version, and anything already there is kept: a warm run only checks files.
+# The module definitions live in hack/testbin/<name>/ (go.mod, go.sum,
+# tools.go); see hack/testbin/README.md.
+#
+# Usage: hack/build-testbin.sh [--only k8s|capi]
+set -euo pipefail
+
+# Keep these in step with hack/testbin/*/go.mod; the script refuses to build
+# if they disagree.
+K8S_VERSION=v1.36.3
+ETCD_VERSION=v3.6.16
+CAPI_VERSION=v1.14.2
+# The proxy refuses sigs.k8s.io/cluster-api/test v1.14.2; v1.14.0 is the
+# newest it serves, and CAPD is built from it against cluster-api v1.14.2.
+CAPI_TEST_VERSION=v1.14.0
+
+usage() {
+	echo "usage: $0 [--only k8s|capi]" >&2
+	exit 2
+}
+
+only=""
+while [[ $# -gt 0 ]]; do
+	case "$1" in
+	--only)
+		[[ $# -ge 2 ]] || usage
+		only="$2"
+		shift 2
+		;;
+	--only=*)
+		only="${1#--only=}"
+		shift
+		;;
+	-h | --help) usage ;;
+	*) usage ;;
+	esac
+done
+case "$only" in
+"" | k8s | capi) ;;
+*) usage ;;
+esac
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+modules="$repo/hack/testbin"
+testbin="${MAGNETITE_TESTBIN:-$repo/.testbin}"
+k8s_dir="$testbin/k8s-$K8S_VERSION"
+capi_dir="$testbin/capi-$CAPI_VERSION"
+
+log() { echo "build-testbin: $*" >&2; }
+
+# go_env is set up on first use so a fully cached run never starts the go tool.
+go_ready=""
+go_env() {
+	[[ -n "$go_ready" ]] && return
+	command -v go >/dev/null || {
+		log "go is not on PATH"
+		exit 1
+	}
+	# The throwaway modules must not be pulled into a go.work the repo may have.
+	export GOWORK=off
+	# Two packages at a time keeps a cold kube-apiserver build near 2-3 GB.
+	export GOFLAGS="-p=${MAGNETITE_TESTBIN_JOBS:-2} -mod=readonly ${GOFLAGS:-}"
+	export CGO_ENABLED=0
+	gomodcache="$(go env GOMODCACHE)"
+	go_ready=1
+}
+
+# module_version <module dir> <module path> prints the version the module
+# definition in hack/testbin resolves <module path> to.
+module_version() {
+	(cd "$1" && go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' "$2")
+}
+
+check_pin() {
+	local dir="$1" mod="$2" want="$3" got
+	got="$(module_version "$dir" "$mod")"
+	if [[ "$got" != "$want" ]]; then
+		log "$dir/go.mod resolves $mod to $got, this script pins $want"
+		exit 1
+	fi
+}
+
+# build <module dir> <package> <output> [go build args...] builds into a
+# temporary file and renames it, so an interrupted build leaves nothing behind
+# that a later run would mistake for a finished binary.
+build() {
+	local dir="$1" pkg="$2" out="$3"
+	shift 3
+	if [[ -x "$out" ]]; then
+		return
+	fi
+	go_env
+	mkdir -p "$(dirname "$out")"
+	log "building $(basename "$out") from $pkg"
+	local start=$SECONDS
+	(cd "$dir" && go build -trimpath -o "$out.tmp.$$" "$@" "$pkg") || {
+		rm -f "$out.tmp.$$"
+		exit 1
+	}
+	mv -f "$out.tmp.$$" "$out"
+	log "built $(basename "$out") in $((SECONDS - start))s"
+}
+
+# copy_tree <source folder> <target folder> copies the YAML files of a folder
+# from the module cache (read-only there) into a folder that appears whole.
+copy_tree() {
+	local src="$1" dst="$2"
+	[[ -d "$dst" ]] && return
+	[[ -d "$src" ]] || {
+		log "missing $src"
+		exit 1
+	}
+	mkdir -p "$(dirname "$dst")"
+	rm -rf "$dst.tmp.$$"
+	mkdir "$dst.tmp.$$"
+	cp "$src"/*.yaml "$dst.tmp.$$/"
+	chmod 0644 "$dst.tmp.$$"/*.yaml
+	mv "$dst.tmp.$$" "$dst"
+}
+
+copy_file() {
+	local src="$1" dst="$2"
+	[[ -f "$dst" ]] && return
+	[[ -f "$src" ]] || {
+		log "missing $src"
+		exit 1
+	}
+	mkdir -p "$(dirname "$dst")"
+	cp "$src" "$dst.tmp.$$"
+	chmod 0644 "$dst.tmp.$$"
+	mv "$dst.tmp.$$" "$dst"
+}
+
+# version_ldflags <package> <version> prints the -X flags Kubernetes' own build
+# sets, so the binaries report the real version instead of v0.0.0-master.
+version_ldflags() {
+	local pkg="$1" version="$2" major minor
+	major="${version#v}"
+	major="${major%%.*}"
+	minor="${version#v*.}"
+	minor="${minor%%.*}"
+	printf -- '-X %s.gitVersion=%s -X %s.gitMajor=%s -X %s.gitMinor=%s -X %s.gitTreeState=clean ' \
+		"$pkg" "$version" "$pkg" "$major" "$pkg" "$minor" "$pkg"
+}
+
+build_k8s() {
+	local want=("$k8s_dir/kube-apiserver" "$k8s_dir/kubectl" "$k8s_dir/etcd")
+	local f missing=""
+	for f in "${want[@]}"; do [[ -x "$f" ]] || missing=1; done
+	[[ -n "$missing" ]] || return 0
+
+	go_env
+	check_pin "$modules/k8s" k8s.io/kubernetes "$K8S_VERSION"
+	check_pin "$modules/etcd" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
+
+	local ldflags
+	ldflags="-s -w $(version_ldflags k8s.io/component-base/version "$K8S_VERSION")$(version_ldflags k8s.io/client-go/pkg/version "$K8S_VERSION")"
+	# Quickest first, so a broken toolchain or module cache shows up early.
+	build "$modules/etcd" go.etcd.io/etcd/server/v3 "$k8s_dir/etcd" -ldflags "-s -w"
+	build "$modules/k8s" k8s.io/kubernetes/cmd/kubectl "$k8s_dir/kubectl" -ldflags "$ldflags"
+	build "$modules/k8s" k8s.io/kubernetes/cmd/kube-apiserver "$k8s_dir/kube-apiserver" -ldflags "$ldflags"
+}
+
+build_capi() {
+	local want=(
+		"$capi_dir/capi-manager"
+		"$capi_dir/kubeadm-bootstrap-manager"
+		"$capi_dir/kubeadm-control-plane-manager"
+		"$capi_dir/capd-manager"
+	)
+	local providers=(core kubeadm-bootstrap kubeadm-control-plane capd)
+	local f p missing=""
+	for f in "${want[@]}"; do [[ -x "$f" ]] || missing=1; done
+	for p in "${providers[@]}"; do
+		[[ -d "$capi_dir/crds/$p" && -f "$capi_dir/webhooks/$p.yaml" ]] || missing=1
+	done
+	[[ -n "$missing" ]] || return 0
+
+	go_env
+	check_pin "$modules/capi" sigs.k8s.io/cluster-api "$CAPI_VERSION"
+	check_pin "$modules/capi" sigs.k8s.io/cluster-api/api "$CAPI_VERSION"
+	check_pin "$modules/capi" sigs.k8s.io/cluster-api/test "$CAPI_TEST_VERSION"
+
+	# Sources (and the CRDs among them) come from the module cache; download
+	# is a no-op when they are there already.
+	(cd "$modules/capi" && go mod download sigs.k8s.io/cluster-api sigs.k8s.io/cluster-api/test)
+	local core="$gomodcache/sigs.k8s.io/cluster-api@$CAPI_VERSION"
+	local capd="$gomodcache/sigs.k8s.io/cluster-api/test@$CAPI_TEST_VERSION/infrastructure/docker"
+
+	copy_tree "$core/core/config/crd/bases" "$capi_dir/crds/core"
+	copy_tree "$core/bootstrap/kubeadm/config/crd/bases" "$capi_dir/crds/kubeadm-bootstrap"
+	copy_tree "$core/controlplane/kubeadm/config/crd/bases" "$capi_dir/crds/kubeadm-control-plane"
+	copy_tree "$capd/config/crd/bases" "$capi_dir/crds/capd"
+	copy_file "$core/core/config/webhook/manifests.yaml" "$capi_dir/webhooks/core.yaml"
+	copy_file "$core/bootstrap/kubeadm/config/webhook/manifests.yaml" "$capi_dir/webhooks/kubeadm-bootstrap.yaml"
+	copy_file "$core/controlplane/kubeadm/config/webhook/manifests.yaml" "$capi_dir/webhooks/kubeadm-control-plane.yaml"
+	copy_file "$capd/config/webhook/manifests.yaml" "$capi_dir/webhooks/capd.yaml"
+
+	local ldflags
+	ldflags="-s -w $(version_ldflags sigs.k8s.io/cluster-api/version "$CAPI_VERSION")"
+	build "$modules/capi" sigs.k8s.io/cluster-api/bootstrap/kubeadm "$capi_dir/kubeadm-bootstrap-manager" -ldflags "$ldflags"
+	build "$modules/capi" sigs.k8s.io/cluster-api/controlplane/kubeadm "$capi_dir/kubeadm-control-plane-manager" -ldflags "$ldflags"
+	build "$modules/capi" sigs.k8s.io/cluster-api/core "$capi_dir/capi-manager" -ldflags "$ldflags"
+	build "$modules/capi" sigs.k8s.io/cluster-api/test/infrastructure/docker "$capi_dir/capd-manager" -ldflags "$ldflags"
+}
+
+case "$only" in
+k8s) build_k8s ;;
+capi) build_capi ;;
+*)
+	build_k8s
+	build_capi
+	;;
+esac
+
+case "$only" in
+k8s | "") echo "$k8s_dir" ;;
+esac
+case "$only" in
+capi | "") echo "$capi_dir" ;;
+esac
