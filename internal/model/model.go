@@ -179,7 +179,9 @@ type Operation struct {
 	Attempts     int            `json:"attempts"`
 	LeaseOwner   string         `json:"lease_owner,omitempty"`
 	LeaseExpires *time.Time     `json:"lease_expires,omitempty"`
-	LastError    string         `json:"last_error,omitempty"`
-	CreatedAt    time.Time      `json:"created_at"`
-	UpdatedAt    time.Time      `json:"updated_at"`
+	// NextAttemptAt holds a transiently failed operation back until then.
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+	LastError     string     `json:"last_error,omitempty"`
+	CreatedAt     time.Time  `json:"created_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
 }

@@ -50,14 +50,18 @@ func nullString(s string) any {
 
 const operationCols = `id, uuid, type, cluster_id, COALESCE(nodegroup_id, ''), project_id, COALESCE(request_id, ''),
 	COALESCE(payload, ''), state, attempts, COALESCE(lease_owner, ''), COALESCE(lease_expires, ''),
-	COALESCE(last_error, ''), created_at, updated_at`
+	COALESCE(next_attempt_at, ''), COALESCE(last_error, ''), created_at, updated_at`
 
 func scanOperation(row interface{ Scan(...any) error }) (*model.Operation, error) {
 	var op model.Operation
-	var typ, state, payload, leaseExpires, created, updated string
+	var typ, state, payload, leaseExpires, nextAttempt, created, updated string
 	if err := row.Scan(&op.ID, &op.UUID, &typ, &op.ClusterID, &op.NodeGroupID, &op.ProjectID, &op.RequestID,
-		&payload, &state, &op.Attempts, &op.LeaseOwner, &leaseExpires, &op.LastError, &created, &updated); err != nil {
+		&payload, &state, &op.Attempts, &op.LeaseOwner, &leaseExpires, &nextAttempt, &op.LastError, &created, &updated); err != nil {
 		return nil, err
+	}
+	if nextAttempt != "" {
+		t := parseTime(nextAttempt)
+		op.NextAttemptAt = &t
 	}
 	op.Type = model.OperationType(typ)
 	op.State = model.OperationState(state)

@@ -31,6 +31,7 @@ const (
 type DB struct {
 	db      *sql.DB
 	dialect Dialect
+	retry   RetryPolicy
 }
 
 // OpenSQLite opens (creating if needed) the SQLite database at path, in WAL
