@@ -487,7 +487,8 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ops, err := parsePatch(body, clusterInternalAttrs, []string{"/cluster_template_id", "/name"})
+	// Removing node_count would scale the workers to zero unasked.
+	ops, err := parsePatch(body, clusterInternalAttrs, []string{"/cluster_template_id", "/name", "/node_count"})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -149,6 +150,9 @@ func (s *Server) listClusterTemplates(detail bool) handlerFunc {
 // other projects are invisible to non-admins.
 func (s *Server) lookupTemplate(r *http.Request, ident string) (*model.ClusterTemplate, error) {
 	ct, err := s.st.GetClusterTemplate(r.Context(), s.templateScope(r), ident)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFound("ClusterTemplate %s could not be found.", ident)
+	}
 	if err != nil {
 		return nil, err
 	}

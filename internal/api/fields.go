@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"regexp"
 	"slices"
@@ -77,7 +78,7 @@ func decodeBody(body []byte) (map[string]any, *apiError) {
 	if err := dec.Decode(&m); err != nil {
 		return nil, badRequest("The request body is not a valid JSON object: %v", err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, badRequest("The request body has data after the JSON object.")
 	}
 	if m == nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 )
@@ -32,7 +33,7 @@ func Parse(body []byte) ([]Operation, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return nil, fmt.Errorf("%w: the body must be a JSON array of patch operations ({\"op\", \"path\", \"value\"}): %v", ErrInvalid, err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("%w: unexpected data after the patch array", ErrInvalid)
 	}
 	if len(raw) == 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -46,7 +47,7 @@ func ParseValue(v any) (map[string]string, error) {
 		dec := json.NewDecoder(strings.NewReader(s))
 		dec.UseNumber()
 		var m map[string]any
-		if err := dec.Decode(&m); err == nil && !dec.More() {
+		if err := dec.Decode(&m); err == nil && atEOF(dec) {
 			return fromMap(m)
 		}
 		m, err := parsePythonDict(s)
@@ -56,6 +57,12 @@ func ParseValue(v any) (map[string]string, error) {
 		return fromMap(m)
 	}
 	return nil, fmt.Errorf("labels must be an object of key/value pairs")
+}
+
+// atEOF reports whether only whitespace follows the decoded value.
+func atEOF(dec *json.Decoder) bool {
+	_, err := dec.Token()
+	return err == io.EOF
 }
 
 func fromMap(m map[string]any) (map[string]string, error) {
