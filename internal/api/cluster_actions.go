@@ -94,6 +94,7 @@ func (s *Server) resizeCluster(w http.ResponseWriter, r *http.Request) error {
 	ng.NodeCount = n
 	ng.Status = nextStatus(ng.Status)
 	ng.UpdatedAt = &t
+	before := c.Status
 	c.Status = nextStatus(c.Status)
 	c.UpdatedAt = &t
 	if remove == nil {
@@ -102,7 +103,7 @@ func (s *Server) resizeCluster(w http.ResponseWriter, r *http.Request) error {
 	op := s.newOperation(r, model.OpClusterResize, c, ng.UUID, map[string]any{
 		"node_count": n, "nodes_to_remove": remove, "nodegroup": ng.Name,
 	})
-	if err := s.st.ApplyClusterChange(r.Context(), store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}); err != nil {
+	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusAccepted, apitypes.ClusterID{UUID: c.UUID})
@@ -185,6 +186,7 @@ func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request) error {
 		ng.UpdatedAt = &t
 		ch.NodeGroups = append(ch.NodeGroups, ng)
 	}
+	before := c.Status
 	c.Status = nextStatus(c.Status)
 	c.UpdatedAt = &t
 	payload := map[string]any{"cluster_template": ct.UUID, "nodegroup": ng.Name}
@@ -192,7 +194,7 @@ func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request) error {
 		payload["max_batch_size"] = mbs
 	}
 	ch.Operation = s.newOperation(r, model.OpClusterUpgrade, c, ng.UUID, payload)
-	if err := s.st.ApplyClusterChange(r.Context(), ch); err != nil {
+	if err := s.applyClusterChange(r, before, ch); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusAccepted, apitypes.ClusterID{UUID: c.UUID})

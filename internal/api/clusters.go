@@ -279,7 +279,6 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	if nodeCount == 0 && !v.AtLeast(10) {
 		return zeroNodesRefused(v)
 	}
-	ctx := r.Context()
 	ctIdent := vals["cluster_template_id"].(string)
 	ct, err := s.lookupTemplate(r, ctIdent)
 	if err != nil {
@@ -381,7 +380,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	op := s.newOperation(r, model.OpClusterCreate, c, "", map[string]any{
 		"master_count": masterCount, "node_count": nodeCount, "create_timeout": c.CreateTimeout,
 	})
-	err = s.st.ApplyClusterChange(ctx, store.ClusterChange{
+	err = s.applyClusterChange(r, "", store.ClusterChange{
 		Cluster: c, Create: true, QuotaLimit: s.opts.DefaultClusterQuota,
 		NodeGroups: []*model.NodeGroup{master, worker}, Operation: op,
 	})
@@ -565,12 +564,13 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusAccepted, apitypes.ClusterID{UUID: c.UUID})
 		return nil
 	}
+	before := c.Status
 	c.UpdatedAt = &t
 	if needsOp {
 		c.Status = nextStatus(c.Status)
 		ch.Operation = s.newOperation(r, model.OpClusterUpdate, c, "", map[string]any{"node_count": patched.NodeCount})
 	}
-	if err := s.st.ApplyClusterChange(ctx, ch); err != nil {
+	if err := s.applyClusterChange(r, before, ch); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusAccepted, apitypes.ClusterID{UUID: c.UUID})
@@ -623,12 +623,13 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	t := time.Now().UTC()
+	before := c.Status
 	c.Status = model.DeleteInProgress
 	reason := "Deletion requested"
 	c.StatusReason = &reason
 	c.UpdatedAt = &t
 	op := s.newOperation(r, model.OpClusterDelete, c, "", nil)
-	if err := s.st.ApplyClusterChange(r.Context(), store.ClusterChange{Cluster: c, Operation: op}); err != nil {
+	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, Operation: op}); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -239,11 +239,12 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	ng.Status = model.CreateInProgress
 	ng.CreatedAt = t
 	c.UpdatedAt = &t
+	before := c.Status
 	if c.Status != model.CreateInProgress {
 		c.Status = model.UpdateInProgress
 	}
 	op := s.newOperation(r, model.OpNodeGroupCreate, c, ng.UUID, map[string]any{"nodegroup": ng.Name})
-	if err := s.st.ApplyClusterChange(r.Context(), store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}); err != nil {
+	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return conflict("A node group with name %s already exists in the cluster %s.", ng.Name, c.Name)
 		}
@@ -298,10 +299,11 @@ func (s *Server) updateNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	updated.ID, updated.UUID, updated.ClusterID, updated.ProjectID, updated.CreatedAt = ng.ID, ng.UUID, ng.ClusterID, ng.ProjectID, ng.CreatedAt
 	updated.Status = nextStatus(ng.Status)
 	updated.UpdatedAt = &t
+	before := c.Status
 	c.Status = nextStatus(c.Status)
 	c.UpdatedAt = &t
 	op := s.newOperation(r, model.OpNodeGroupUpdate, c, ng.UUID, map[string]any{"nodegroup": ng.Name, "changed": changed})
-	if err := s.st.ApplyClusterChange(r.Context(), store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{updated}, Operation: op}); err != nil {
+	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{updated}, Operation: op}); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusAccepted, s.nodeGroupView(r, c, updated))
@@ -330,10 +332,11 @@ func (s *Server) deleteNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	t := time.Now().UTC()
 	ng.Status = model.DeleteInProgress
 	ng.UpdatedAt = &t
+	before := c.Status
 	c.Status = nextStatus(c.Status)
 	c.UpdatedAt = &t
 	op := s.newOperation(r, model.OpNodeGroupDelete, c, ng.UUID, map[string]any{"nodegroup": ng.Name})
-	if err := s.st.ApplyClusterChange(r.Context(), store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}); err != nil {
+	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

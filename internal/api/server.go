@@ -122,6 +122,7 @@ func (s *Server) routes() {
 	s.handle("DELETE /v1/clusters/{ident}", s.deleteCluster)
 	s.handle("POST /v1/clusters/{ident}/actions/resize", s.resizeCluster)
 	s.handle("POST /v1/clusters/{ident}/actions/upgrade", s.upgradeCluster)
+	s.handle("GET /v1/clusters/{ident}/events", s.listClusterEvents)
 
 	s.handle("GET /v1/clusters/{ident}/nodegroups", s.listNodeGroups)
 	s.handle("GET /v1/clusters/{ident}/nodegroups/{ng}", s.getNodeGroup)

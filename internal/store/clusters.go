@@ -254,6 +254,9 @@ func (s *DB) DeleteCluster(ctx context.Context, uuid string) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM nodegroups WHERE cluster_id = ?`, uuid); err != nil {
 		return rollback(tx, err)
 	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM cluster_events WHERE cluster_id = ?`, uuid); err != nil {
+		return rollback(tx, err)
+	}
 	res, err := tx.ExecContext(ctx, `DELETE FROM clusters WHERE uuid = ?`, uuid)
 	if err != nil {
 		return rollback(tx, err)
