@@ -19,6 +19,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/config"
+	"github.com/magnetite-io/magnetite/internal/logging"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
 
@@ -44,14 +45,10 @@ func serveCommand(g *globalFlags) *cobra.Command {
 	return cmd
 }
 
-func newLogger(cfg *config.Config) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.String("log", "level")))
-	opts := &slog.HandlerOptions{Level: level}
-	if cfg.String("log", "format") == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+// newLogger builds the [log] logger; lines logged while serving a request
+// carry its request_id.
+func newLogger(cfg *config.Config) (*slog.Logger, error) {
+	return logging.New(os.Stderr, cfg.String("log", "format"), cfg.String("log", "level"))
 }
 
 // openStore opens the configured database.
@@ -74,7 +71,10 @@ func openStore(ctx context.Context, cfg *config.Config) (*store.DB, string, erro
 // serve runs the API until ctx ends. ready, when not nil, receives the bound
 // address once the listener is open.
 func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
-	log := newLogger(cfg)
+	log, err := newLogger(cfg)
+	if err != nil {
+		return err
+	}
 	st, where, err := openStore(ctx, cfg)
 	if err != nil {
 		return err

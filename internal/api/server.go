@@ -13,6 +13,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/magnetite-io/magnetite/internal/auth"
+	"github.com/magnetite-io/magnetite/internal/logging"
+	"github.com/magnetite-io/magnetite/internal/metrics"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
@@ -38,6 +40,9 @@ type Options struct {
 	ServiceDownAfter time.Duration
 	// MaxBodyBytes bounds request bodies.
 	MaxBodyBytes int64
+	// Metrics receives request observations and is served on /metrics; nil
+	// means a registry of the API's own over Store.
+	Metrics *metrics.Registry
 	// ReplaceLabelsByDefault restores Magnum's behaviour of cluster labels
 	// replacing the template's when merge_labels is not sent. Magnetite merges
 	// by default, because dropping kube_tag and friends silently is the
@@ -54,10 +59,11 @@ type Options struct {
 
 // Server is the Magnum v1 API.
 type Server struct {
-	opts Options
-	st   *store.DB
-	log  *slog.Logger
-	mux  *http.ServeMux
+	opts    Options
+	st      *store.DB
+	log     *slog.Logger
+	mux     *http.ServeMux
+	metrics *metrics.Registry
 }
 
 // New builds the API handler.
@@ -83,10 +89,14 @@ func New(opts Options) *Server {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
+	opts.Log = logging.Contextual(opts.Log)
+	if opts.Metrics == nil {
+		opts.Metrics = metrics.New(opts.Store, opts.Store.SQL(), opts.Log)
+	}
 	if opts.Auth == nil {
 		opts.Auth = auth.NoAuth{DefaultProject: "default", DefaultUser: "admin", DefaultRoles: []string{"admin"}}
 	}
-	s := &Server{opts: opts, st: opts.Store, log: opts.Log, mux: http.NewServeMux()}
+	s := &Server{opts: opts, st: opts.Store, log: opts.Log, mux: http.NewServeMux(), metrics: opts.Metrics}
 	s.routes()
 	return s
 }
@@ -96,6 +106,9 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) handle(pattern string, h handlerFunc) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if rec, ok := w.(*statusRecorder); ok {
+			rec.route = r.Pattern
+		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
 		}
@@ -147,11 +160,11 @@ func (s *Server) routes() {
 }
 
 // ServeHTTP runs the middleware chain: request id, version headers, body
-// limit, authentication, panic recovery, access log.
+// limit, authentication, panic recovery, access log, request metrics.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rid := "req-" + uuid.NewString()
-	ctx := context.WithValue(r.Context(), requestIDKey{}, rid)
+	ctx := logging.WithRequestID(r.Context(), rid)
 	w.Header().Set("X-Openstack-Request-Id", rid)
 	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
 	r = r.WithContext(ctx)
@@ -162,12 +175,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				s.writeError(rec, r, fmt.Errorf("panic: %v", p))
 			}
 		}
-		s.log.InfoContext(ctx, "request", "request_id", rid, "method", r.Method, "path", r.URL.Path,
-			"status", rec.status, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+		d := time.Since(start)
+		s.log.InfoContext(ctx, "request", "method", r.Method, "path", r.URL.Path,
+			"status", rec.status, "duration_ms", float64(d.Microseconds())/1000)
+		s.observeRequest(r, rec, d)
 	}()
 
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(rec, r.Body, s.opts.MaxBodyBytes)
+	}
+	if s.serveOperator(rec, r) {
+		return
 	}
 	if r.URL.Path != "/" && !strings.HasPrefix(r.URL.Path, "/v1") {
 		s.writeError(rec, r, notFound("The resource could not be found: %s", r.URL.Path))
@@ -202,17 +220,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(rec, r)
 }
 
-type requestIDKey struct{}
-
-func requestID(ctx context.Context) string {
-	rid, _ := ctx.Value(requestIDKey{}).(string)
-	return rid
-}
+func requestID(ctx context.Context) string { return logging.RequestID(ctx) }
 
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
 	wrote  bool
+	route  string // the pattern of the handler that answered, if any
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
