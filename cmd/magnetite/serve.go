@@ -92,11 +92,24 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 			}
 		}
 		authn = auth.NoAuth{DefaultProject: cfg.String("auth", "noauth_project"), DefaultUser: cfg.String("auth", "noauth_user"), DefaultRoles: roles}
+	case "keystone":
+		ks, err := auth.NewKeystone(keystoneConfig(cfg, log))
+		if err != nil {
+			return err
+		}
+		authn = ks
 	default:
-		return fmt.Errorf("config: [auth] strategy %q is not available in this build; use noauth", cfg.String("auth", "strategy"))
+		return fmt.Errorf("config: [auth] strategy %q is not available in this build; use noauth or keystone", cfg.String("auth", "strategy"))
+	}
+	var policy auth.Policy
+	if f := cfg.String("auth", "policy_file"); f != "" {
+		if policy, err = auth.LoadPolicyFile(f); err != nil {
+			return err
+		}
+		log.Info("policy file loaded", "path", f)
 	}
 	handler := api.New(api.Options{
-		Store: st, Auth: authn, Log: log,
+		Store: st, Auth: authn, Policy: policy, Log: log,
 		MaxLimit:                      cfg.Int("api", "max_limit"),
 		MaxBodyBytes:                  int64(cfg.Int("api", "max_body_bytes")),
 		DefaultClusterQuota:           cfg.Int("quotas", "max_clusters_per_project"),
@@ -135,6 +148,20 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+func keystoneConfig(cfg *config.Config, log *slog.Logger) auth.KeystoneConfig {
+	ks := func(name string) string { return cfg.String("keystone_authtoken", name) }
+	return auth.KeystoneConfig{
+		AuthURL: ks("auth_url"), WWWAuthenticateURI: ks("www_authenticate_uri"),
+		Username: ks("username"), Password: ks("password"), ProjectName: ks("project_name"),
+		UserDomainName: ks("user_domain_name"), ProjectDomainName: ks("project_domain_name"),
+		RegionName: ks("region_name"), CAFile: ks("cafile"),
+		CacheSize: cfg.Int("keystone_authtoken", "token_cache_size"),
+		CacheTime: cfg.Duration("keystone_authtoken", "token_cache_time"),
+		Timeout:   cfg.Duration("keystone_authtoken", "http_timeout"),
+		Log:       log,
+	}
 }
 
 // reportAlive records this process in the services table until ctx ends.

@@ -291,7 +291,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := identity(r)
-	if ct.Hidden && !id.IsAdmin() {
+	if ct.Hidden && !s.isAdmin(r) {
 		return forbidden("Not authorized: cluster template %s is hidden; ask an administrator for a visible template.", ct.Name)
 	}
 	c := &model.Cluster{}

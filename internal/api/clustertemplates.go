@@ -110,7 +110,7 @@ func toAPILinks(ls []Link) []apitypes.Link {
 
 func (s *Server) templateScope(r *http.Request) store.TemplateScope {
 	id := identity(r)
-	return store.TemplateScope{ProjectID: id.ProjectID, IsAdmin: id.IsAdmin()}
+	return store.TemplateScope{ProjectID: id.ProjectID, IsAdmin: s.isAdmin(r)}
 }
 
 func (s *Server) listClusterTemplates(detail bool) handlerFunc {
@@ -157,7 +157,7 @@ func (s *Server) lookupTemplate(r *http.Request, ident string) (*model.ClusterTe
 		return nil, err
 	}
 	id := identity(r)
-	if ct.Hidden && !id.IsAdmin() && ct.ProjectID != id.ProjectID {
+	if ct.Hidden && !s.isAdmin(r) && ct.ProjectID != id.ProjectID {
 		return nil, notFound("ClusterTemplate %s could not be found.", ident)
 	}
 	return ct, nil

@@ -78,6 +78,12 @@ func toAPIError(err error) *apiError {
 		return badRequest("The marker %s does not name an object in this listing.", strings.TrimPrefix(msg, "marker not found: "))
 	case errors.Is(err, auth.ErrForbidden):
 		return forbidden("Policy doesn't allow this operation: %s", msg)
+	case errors.Is(err, auth.ErrUnauthenticated):
+		return &apiError{Status: http.StatusUnauthorized, Title: "Unauthorized",
+			Detail: "The request you have made requires authentication: " + msg + "."}
+	case errors.Is(err, auth.ErrIdentityUnavailable):
+		return &apiError{Status: http.StatusServiceUnavailable, Title: "Service Unavailable",
+			Detail: "The identity service could not validate the token (" + msg + "); try again shortly."}
 	}
 	return &apiError{Status: http.StatusInternalServerError, Title: "Internal Server Error",
 		Detail: "The server hit an unexpected error; the request id identifies it in the service logs."}
@@ -89,7 +95,7 @@ func cleanMessage(err error) string {
 	msg := err.Error()
 	for _, p := range []string{"store: not found: ", "store: conflicts with an existing object: ",
 		"store: object is referenced by clusters: ", "store: project quota exceeded: ", "store: ",
-		"auth: forbidden: "} {
+		"auth: forbidden: ", "auth: authentication required: ", "auth: identity service unavailable: "} {
 		if strings.HasPrefix(msg, p) {
 			return strings.TrimPrefix(msg, p)
 		}

@@ -44,7 +44,7 @@ func (s *Server) listQuotas(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return badRequest("Invalid input for query parameter all_tenants: expected true or false.")
 		}
-		if all && id.IsAdmin() {
+		if all && s.isAdmin(r) {
 			project = ""
 		}
 	}
@@ -69,7 +69,7 @@ func (s *Server) getQuota(w http.ResponseWriter, r *http.Request) error {
 	}
 	project, resource := r.PathValue("project"), r.PathValue("resource")
 	id := identity(r)
-	if !id.IsAdmin() && project != id.ProjectID {
+	if !s.isAdmin(r) && project != id.ProjectID {
 		return forbidden("Not authorized to read the quotas of project %s.", project)
 	}
 	q, err := s.st.GetQuota(r.Context(), project, resource)
@@ -178,7 +178,7 @@ func (s *Server) getStats(w http.ResponseWriter, r *http.Request) error {
 	project := q.Get("project_id")
 	sc := store.Scope{ProjectID: project}
 	switch {
-	case !id.IsAdmin():
+	case !s.isAdmin(r):
 		if project == "" {
 			sc.ProjectID = id.ProjectID
 		} else if project != id.ProjectID {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -203,21 +204,47 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.Set(versionHeader, serviceType+" "+v.String())
 		ctx = withVersion(ctx, v)
-		id, err := s.opts.Auth.Identify(r)
-		if err != nil {
-			if ae, ok := err.(*apiError); ok {
-				s.writeError(rec, r, ae)
+		if !publicRoute(r.URL.Path) {
+			id, err := s.opts.Auth.Identify(r)
+			if err != nil {
+				s.refuseCaller(rec, r, err)
 				return
 			}
-			rec.Header().Set("WWW-Authenticate", "Keystone uri='keystone'")
-			s.writeError(rec, r, &apiError{Status: http.StatusUnauthorized, Title: "Unauthorized",
-				Detail: "The request you have made requires authentication: " + err.Error()})
-			return
+			ctx = auth.WithIdentity(ctx, id)
 		}
-		ctx = auth.WithIdentity(ctx, id)
 		r = r.WithContext(ctx)
 	}
 	s.mux.ServeHTTP(rec, r)
+}
+
+// publicRoute reports the paths served without authentication, as Magnum's
+// public_api_routes: the version documents.
+func publicRoute(p string) bool { return p == "/v1" || p == "/v1/" }
+
+// refuseCaller answers a request whose caller could not be identified: 401
+// with the authenticator's challenge, or 503 when the identity service could
+// not be asked.
+func (s *Server) refuseCaller(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		s.writeError(w, r, ae)
+		return
+	}
+	if errors.Is(err, auth.ErrIdentityUnavailable) {
+		s.writeError(w, r, err)
+		return
+	}
+	challenge := "Keystone uri='keystone'"
+	if c, ok := s.opts.Auth.(interface{ Challenge() string }); ok {
+		challenge = c.Challenge()
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	if errors.Is(err, auth.ErrUnauthenticated) {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeError(w, r, &apiError{Status: http.StatusUnauthorized, Title: "Unauthorized",
+		Detail: "The request you have made requires authentication: " + err.Error()})
 }
 
 func requestID(ctx context.Context) string { return logging.RequestID(ctx) }
@@ -265,8 +292,12 @@ func (s *Server) authorize(r *http.Request, action string, target *auth.Target) 
 	return s.opts.Policy.Authorize(identity(r), action, target)
 }
 
+// isAdmin asks the policy whether the caller sees every project's objects.
+func (s *Server) isAdmin(r *http.Request) bool {
+	return s.opts.Policy.IsAdmin(identity(r))
+}
+
 // scope is the project filter for the caller: admins see every project.
 func (s *Server) scope(r *http.Request) store.Scope {
-	id := identity(r)
-	return store.Scope{ProjectID: id.ProjectID, AllProjects: id.IsAdmin()}
+	return store.Scope{ProjectID: identity(r).ProjectID, AllProjects: s.isAdmin(r)}
 }

@@ -1,0 +1,484 @@
+// Package testkeystone runs a real Keystone (Debian's keystone package,
+// served by uwsgi) on loopback for one test: SQLite under the test's temp
+// directory, fernet tokens, an in-memory cache and cheap password hashing so
+// logins are fast. It also has the few identity calls tests need: projects,
+// users, role grants, tokens and revocation.
+//
+// The packages come from hack/ci-packages.txt (bash hack/ci-deps.sh as root).
+package testkeystone
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Python is Debian's interpreter; another python3 may come first on PATH.
+const Python = "/usr/bin/python3"
+
+const (
+	keystoneManage = "/usr/bin/keystone-manage"
+	wsgiPublic     = "/usr/bin/keystone-wsgi-public"
+	// AdminPassword is the bootstrap admin's password.
+	AdminPassword = "keystone-admin-test-password"
+	// Region is the region bootstrap creates.
+	Region = "RegionOne"
+)
+
+// Keystone is a running Keystone.
+type Keystone struct {
+	// URL is the service root, http://127.0.0.1:PORT; the v3 API is URL+"/v3".
+	URL string
+
+	t          testing.TB
+	dir        string
+	client     *http.Client
+	adminToken string
+	proc       *exec.Cmd
+	exited     chan struct{}
+
+	mu    sync.Mutex
+	roles map[string]string // name -> id
+}
+
+// Option adjusts the Keystone configuration.
+type Option func(*settings)
+
+type settings struct {
+	tokenExpiration time.Duration
+}
+
+// WithTokenExpiration sets Keystone's [token] expiration (whole seconds).
+func WithTokenExpiration(d time.Duration) Option {
+	return func(s *settings) { s.tokenExpiration = d }
+}
+
+// Start runs Keystone for the test and stops it at cleanup. Under -short it
+// skips the test: Keystone is a real external service that takes a minute to
+// set up.
+func Start(t testing.TB, opts ...Option) *Keystone {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a real Keystone (Debian's keystone and uwsgi packages) and about a minute to set it up; runs in the full suite")
+	}
+	var set settings
+	for _, o := range opts {
+		o(&set)
+	}
+	for _, bin := range []string{Python, keystoneManage, wsgiPublic} {
+		if _, err := os.Stat(bin); err != nil {
+			t.Fatalf("%s is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)", bin)
+		}
+	}
+	uwsgi, err := exec.LookPath("uwsgi")
+	if err != nil {
+		t.Fatalf("uwsgi is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)")
+	}
+	dir := t.TempDir()
+	k := &Keystone{t: t, dir: dir, client: &http.Client{Timeout: 60 * time.Second}, roles: map[string]string{}}
+	conf := k.writeConfig(set)
+	k.setup(conf)
+	k.serve(uwsgi, conf)
+	k.adminToken = k.Token("admin", AdminPassword, "admin")
+	return k
+}
+
+func (k *Keystone) writeConfig(set settings) string {
+	k.t.Helper()
+	for _, d := range []string{"fernet", "credential", "policy.d"} {
+		if err := os.MkdirAll(filepath.Join(k.dir, d), 0o700); err != nil {
+			k.t.Fatal(err)
+		}
+	}
+	expiration := ""
+	if set.tokenExpiration > 0 {
+		expiration = fmt.Sprintf("expiration = %d\n", int(set.tokenExpiration.Seconds()))
+	}
+	conf := filepath.Join(k.dir, "keystone.conf")
+	body := fmt.Sprintf(`[DEFAULT]
+log_file = %[1]s/keystone.log
+[database]
+connection = sqlite:///%[1]s/keystone.db
+[fernet_tokens]
+key_repository = %[1]s/fernet
+[fernet_receipts]
+key_repository = %[1]s/fernet
+[credential]
+key_repository = %[1]s/credential
+[token]
+provider = fernet
+%[2]s[cache]
+enabled = true
+backend = dogpile.cache.memory
+[identity]
+password_hash_rounds = 4
+[oslo_policy]
+policy_dirs = %[1]s/policy.d
+`, k.dir, expiration)
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		k.t.Fatal(err)
+	}
+	return conf
+}
+
+// setup creates the database and keys: the key repositories are made while
+// the schema is created, then bootstrap adds the admin, roles and region.
+func (k *Keystone) setup(conf string) {
+	k.t.Helper()
+	owner, group := "root", "root"
+	if u, err := user.Current(); err == nil {
+		owner = u.Username
+		if g, err := user.LookupGroupId(u.Gid); err == nil {
+			group = g.Name
+		}
+	}
+	steps := [][]string{
+		{"db_sync"},
+		{"fernet_setup", "--keystone-user", owner, "--keystone-group", group},
+		{"credential_setup", "--keystone-user", owner, "--keystone-group", group},
+	}
+	errs := make([]error, len(steps))
+	var wg sync.WaitGroup
+	for i, s := range steps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = k.manage(conf, s...)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			k.t.Fatal(err)
+		}
+	}
+	if err := k.manage(conf, "bootstrap", "--bootstrap-password", AdminPassword,
+		"--bootstrap-region-id", Region); err != nil {
+		k.t.Fatal(err)
+	}
+}
+
+func (k *Keystone) manage(conf string, args ...string) error {
+	cmd := exec.Command(Python, append([]string{keystoneManage, "--config-file", conf}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("keystone-manage %s: %v\n%s", args[0], err, out)
+	}
+	return nil
+}
+
+// serve starts uwsgi on a free loopback port (trying again if another
+// process takes the port first) and waits until Keystone answers.
+func (k *Keystone) serve(uwsgi, conf string) {
+	k.t.Helper()
+	k.t.Cleanup(k.stop)
+	for attempt := 1; ; attempt++ {
+		port := freePort(k.t)
+		err := k.startUWSGI(uwsgi, conf, port)
+		if err == nil {
+			return
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "Address already in use") {
+			k.t.Fatal(err)
+		}
+	}
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func (k *Keystone) startUWSGI(uwsgi, conf string, port int) error {
+	ini := filepath.Join(k.dir, "uwsgi.ini")
+	body := fmt.Sprintf(`[uwsgi]
+plugins = python3
+http-socket = 127.0.0.1:%d
+wsgi-file = %s
+; SQLite allows one writer: one process, one thread.
+processes = 1
+threads = 1
+master = true
+die-on-term = true
+need-app = true
+add-header = Connection: close
+buffer-size = 65535
+env = OS_KEYSTONE_CONFIG_FILES=%s
+`, port, wsgiPublic, conf)
+	if err := os.WriteFile(ini, []byte(body), 0o600); err != nil {
+		return err
+	}
+	logPath := filepath.Join(k.dir, "uwsgi.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(uwsgi, "--ini", ini)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start uwsgi: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		logFile.Close()
+		close(exited)
+	}()
+	k.proc, k.exited = cmd, exited
+	k.URL = "http://127.0.0.1:" + strconv.Itoa(port)
+
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		select {
+		case <-exited:
+			out, _ := os.ReadFile(logPath)
+			return fmt.Errorf("uwsgi serving Keystone exited during start:\n%s", tail(out))
+		default:
+		}
+		if k.answers() {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			out, _ := os.ReadFile(logPath)
+			return fmt.Errorf("keystone did not answer on %s within 2 minutes:\n%s", k.URL, tail(out))
+		}
+		select {
+		case <-exited:
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (k *Keystone) answers() bool {
+	c := &http.Client{Timeout: 2 * time.Second}
+	res, err := c.Get(k.URL + "/v3")
+	if err != nil {
+		return false
+	}
+	res.Body.Close()
+	return res.StatusCode == http.StatusOK
+}
+
+// stop ends uwsgi (the process group this helper started) and waits for it.
+func (k *Keystone) stop() {
+	if k.proc == nil || k.proc.Process == nil {
+		return
+	}
+	pid := k.proc.Process.Pid
+	select {
+	case <-k.exited:
+		return
+	default:
+	}
+	syscall.Kill(-pid, syscall.SIGTERM)
+	select {
+	case <-k.exited:
+	case <-time.After(15 * time.Second):
+		syscall.Kill(-pid, syscall.SIGKILL)
+		<-k.exited
+	}
+}
+
+// Stop ends Keystone before the test does, to see how clients behave when
+// the identity service goes away.
+func (k *Keystone) Stop() { k.stop() }
+
+func tail(b []byte) string {
+	const n = 4000
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+
+// AuthURL is the identity v3 endpoint.
+func (k *Keystone) AuthURL() string { return k.URL + "/v3" }
+
+// AdminToken is a token of the bootstrap admin scoped to project admin.
+func (k *Keystone) AdminToken() string { return k.adminToken }
+
+// call sends an admin request and decodes the answer into out (when not
+// nil); the status must be want.
+func (k *Keystone) call(method, path string, body any, want int, out any) http.Header {
+	k.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			k.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(context.Background(), method, k.AuthURL()+path, rd)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if k.adminToken != "" {
+		req.Header.Set("X-Auth-Token", k.adminToken)
+	}
+	return k.do(req, want, out)
+}
+
+func (k *Keystone) do(req *http.Request, want int, out any) http.Header {
+	k.t.Helper()
+	res, err := k.client.Do(req)
+	if err != nil {
+		k.t.Fatalf("keystone %s %s: %v", req.Method, req.URL.Path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != want {
+		k.t.Fatalf("keystone %s %s: status %d, want %d: %s", req.Method, req.URL.Path, res.StatusCode, want, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			k.t.Fatalf("keystone %s %s: %v: %s", req.Method, req.URL.Path, err, b)
+		}
+	}
+	return res.Header
+}
+
+// CreateProject creates a project in the Default domain and returns its id.
+func (k *Keystone) CreateProject(name string) string {
+	k.t.Helper()
+	var out struct {
+		Project struct{ ID string } `json:"project"`
+	}
+	k.call("POST", "/projects", map[string]any{"project": map[string]any{"name": name, "domain_id": "default"}}, http.StatusCreated, &out)
+	return out.Project.ID
+}
+
+// CreateUser creates a user in the Default domain and returns its id.
+func (k *Keystone) CreateUser(name, password string) string {
+	k.t.Helper()
+	var out struct {
+		User struct{ ID string } `json:"user"`
+	}
+	k.call("POST", "/users", map[string]any{"user": map[string]any{"name": name, "password": password, "domain_id": "default"}}, http.StatusCreated, &out)
+	return out.User.ID
+}
+
+// RoleID returns the id of a role, creating the role when it does not exist.
+func (k *Keystone) RoleID(name string) string {
+	k.t.Helper()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if id, ok := k.roles[name]; ok {
+		return id
+	}
+	var list struct {
+		Roles []struct{ ID, Name string } `json:"roles"`
+	}
+	k.call("GET", "/roles?name="+name, nil, http.StatusOK, &list)
+	if len(list.Roles) > 0 {
+		k.roles[name] = list.Roles[0].ID
+		return list.Roles[0].ID
+	}
+	var out struct {
+		Role struct{ ID string } `json:"role"`
+	}
+	k.call("POST", "/roles", map[string]any{"role": map[string]any{"name": name}}, http.StatusCreated, &out)
+	k.roles[name] = out.Role.ID
+	return out.Role.ID
+}
+
+// Grant gives a user a role on a project.
+func (k *Keystone) Grant(userID, projectID, role string) {
+	k.t.Helper()
+	k.call("PUT", "/projects/"+projectID+"/users/"+userID+"/roles/"+k.RoleID(role), nil, http.StatusNoContent, nil)
+}
+
+// Token logs a user in with a password and returns a token scoped to the
+// named project (both in the Default domain).
+func (k *Keystone) Token(userName, password, projectName string) string {
+	k.t.Helper()
+	body := map[string]any{"auth": map[string]any{
+		"identity": map[string]any{"methods": []string{"password"}, "password": map[string]any{
+			"user": map[string]any{"name": userName, "domain": map[string]string{"name": "Default"}, "password": password}}},
+		"scope": map[string]any{"project": map[string]any{"name": projectName, "domain": map[string]string{"name": "Default"}}},
+	}}
+	b, _ := json.Marshal(body)
+	req, err := http.NewRequest("POST", k.AuthURL()+"/auth/tokens", bytes.NewReader(b))
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	tok := k.do(req, http.StatusCreated, nil).Get("X-Subject-Token")
+	if tok == "" {
+		k.t.Fatal("keystone issued no X-Subject-Token")
+	}
+	return tok
+}
+
+// Revoke revokes a token (DELETE /v3/auth/tokens).
+func (k *Keystone) Revoke(token string) {
+	k.t.Helper()
+	req, err := http.NewRequest("DELETE", k.AuthURL()+"/auth/tokens", nil)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	req.Header.Set("X-Auth-Token", k.adminToken)
+	req.Header.Set("X-Subject-Token", token)
+	k.do(req, http.StatusNoContent, nil)
+}
+
+// ServiceUser creates a user holding the service role on project "service"
+// (creating the project on first use), as a deployment registers a service
+// such as Magnetite, and returns the user's id.
+func (k *Keystone) ServiceUser(name, password string) string {
+	k.t.Helper()
+	project := k.projectID("service")
+	if project == "" {
+		project = k.CreateProject("service")
+	}
+	id := k.CreateUser(name, password)
+	k.Grant(id, project, "service")
+	return id
+}
+
+func (k *Keystone) projectID(name string) string {
+	k.t.Helper()
+	var list struct {
+		Projects []struct{ ID string } `json:"projects"`
+	}
+	k.call("GET", "/projects?name="+name, nil, http.StatusOK, &list)
+	if len(list.Projects) == 0 {
+		return ""
+	}
+	return list.Projects[0].ID
+}
+
+// RegisterService adds a service and its public endpoint in Region to the
+// catalog, as `openstack service create` and `openstack endpoint create` do.
+func (k *Keystone) RegisterService(serviceType, name, url string) {
+	k.t.Helper()
+	var svc struct {
+		Service struct{ ID string } `json:"service"`
+	}
+	k.call("POST", "/services", map[string]any{"service": map[string]any{"type": serviceType, "name": name, "enabled": true}}, http.StatusCreated, &svc)
+	k.call("POST", "/endpoints", map[string]any{"endpoint": map[string]any{
+		"service_id": svc.Service.ID, "interface": "public", "region_id": Region, "url": url, "enabled": true,
+	}}, http.StatusCreated, nil)
+}
