@@ -64,8 +64,11 @@ func openStore(ctx context.Context, cfg *config.Config) (*store.DB, string, erro
 		path := strings.TrimPrefix(conn, "sqlite://")
 		st, err := store.OpenSQLite(ctx, path)
 		return st, "sqlite " + path, err
+	case strings.HasPrefix(conn, "mysql://"), strings.HasPrefix(conn, "mysql+pymysql://"), strings.HasPrefix(conn, "mariadb://"):
+		st, err := store.OpenMySQL(ctx, conn)
+		return st, "mysql", err
 	}
-	return nil, "", fmt.Errorf("config: [database] connection has an unsupported scheme; use sqlite:///path/to/magnetite.db")
+	return nil, "", fmt.Errorf("config: [database] connection has an unsupported scheme; use sqlite:///path/to/magnetite.db or mysql://user:password@host:port/db")
 }
 
 // serve runs the API until ctx ends. ready, when not nil, receives the bound

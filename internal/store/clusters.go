@@ -37,43 +37,57 @@ type ClusterChange struct {
 	Operation        *model.Operation
 }
 
-// ApplyClusterChange writes ch in one transaction.
+// ApplyClusterChange writes ch in one transaction. On MariaDB a transaction
+// that lost a deadlock (two creates racing for one project's quota) runs
+// again from the start.
 func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
+	inserted := make([]bool, len(ch.NodeGroups))
+	for i, ng := range ch.NodeGroups {
+		inserted[i] = ng.ID == 0
 	}
-	if ch.Cluster != nil {
-		if ch.Create {
-			if err := quotaCheck(ctx, tx, ch.Cluster.ProjectID, ch.QuotaLimit); err != nil {
-				return rollback(tx, err)
+	return s.retryTx(ctx, func(tx *sql.Tx) error {
+		// A retried attempt inserts again what the rolled-back one did.
+		for i, ng := range ch.NodeGroups {
+			if inserted[i] {
+				ng.ID = 0
 			}
-			if err := insertCluster(ctx, tx, ch.Cluster); err != nil {
-				return rollback(tx, err)
+		}
+		if ch.Cluster != nil {
+			if ch.Create {
+				if err := s.quotaCheck(ctx, tx, ch.Cluster.ProjectID, ch.QuotaLimit); err != nil {
+					return err
+				}
+				if err := insertCluster(ctx, tx, ch.Cluster); err != nil {
+					return err
+				}
+			} else if err := updateCluster(ctx, tx, ch.Cluster); err != nil {
+				return err
 			}
-		} else if err := updateCluster(ctx, tx, ch.Cluster); err != nil {
-			return rollback(tx, err)
 		}
-	}
-	for _, ng := range ch.NodeGroups {
-		if err := saveNodeGroup(ctx, tx, ng); err != nil {
-			return rollback(tx, err)
+		for _, ng := range ch.NodeGroups {
+			if err := saveNodeGroup(ctx, tx, ng); err != nil {
+				return err
+			}
 		}
-	}
-	for _, id := range ch.DeleteNodeGroups {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM nodegroups WHERE uuid = ?`, id); err != nil {
-			return rollback(tx, err)
+		for _, id := range ch.DeleteNodeGroups {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM nodegroups WHERE uuid = ?`, id); err != nil {
+				return err
+			}
 		}
-	}
-	if ch.Operation != nil {
-		if err := insertOperation(ctx, tx, ch.Operation); err != nil {
-			return rollback(tx, err)
+		if ch.Operation != nil {
+			if err := insertOperation(ctx, tx, ch.Operation); err != nil {
+				return err
+			}
 		}
-	}
-	return tx.Commit()
+		return nil
+	})
 }
 
-func quotaCheck(ctx context.Context, tx *sql.Tx, projectID string, defaultLimit int) error {
+// quotaCheck counts the project's clusters with a locking read on MariaDB,
+// so two creates racing for the last free slot cannot both pass: the second
+// waits for (or deadlocks with, and is retried after) the first.
+func (s *DB) quotaCheck(ctx context.Context, tx *sql.Tx, projectID string, defaultLimit int) error {
+
 	limit := defaultLimit
 	var hard sql.NullInt64
 	err := tx.QueryRowContext(ctx, `SELECT hard_limit FROM quotas WHERE project_id = ? AND resource = ?`,
@@ -85,7 +99,7 @@ func quotaCheck(ctx context.Context, tx *sql.Tx, projectID string, defaultLimit 
 		return err
 	}
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM clusters WHERE project_id = ?`, projectID).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM clusters WHERE project_id = ?`+s.forUpdate(), projectID).Scan(&n); err != nil {
 		return err
 	}
 	if n >= limit {

@@ -24,6 +24,11 @@ func (q *pageQuery) filter(clause string, args ...any) {
 	q.args = append(q.args, args...)
 }
 
+// numericColumns are the sortable columns holding numbers (all NOT NULL).
+var numericColumns = map[string]bool{
+	"id": true, "hard_limit": true, "node_count": true, "is_default": true, "public": true, "hidden": true,
+}
+
 func (s *DB) queryPage(ctx context.Context, q pageQuery, cols string, opts ListOptions) (*sql.Rows, error) {
 	key := opts.SortKey
 	if key == "" {
@@ -37,10 +42,14 @@ func (s *DB) queryPage(ctx context.Context, q pageQuery, cols string, opts ListO
 	if strings.EqualFold(opts.SortDir, "desc") {
 		dir, cmp = "DESC", "<"
 	}
+	// Nullable text columns sort with NULL as ''. Numeric columns are never
+	// NULL and must not go through COALESCE: MariaDB would turn them into
+	// strings and sort 10 before 9.
 	sortExpr := "COALESCE(" + key + ", '')"
-	if key == "id" {
-		sortExpr = "id"
+	if numericColumns[key] {
+		sortExpr = key
 	}
+
 	where := append([]string(nil), q.where...)
 	args := append([]any(nil), q.args...)
 	if opts.Marker != "" {

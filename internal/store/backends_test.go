@@ -1,0 +1,511 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/store"
+	"github.com/magnetite-io/magnetite/internal/testmariadb"
+)
+
+// backend opens fresh databases of one kind; reopen opens the database the
+// last fresh call made, as a second process would.
+type backend struct {
+	name  string
+	fresh func(t *testing.T) (db *store.DB, reopen func() (*store.DB, error))
+}
+
+// TestStoreOnEveryBackend runs the store's behaviour cases against SQLite and,
+// in the full suite, against a real MariaDB server started for the test.
+func TestStoreOnEveryBackend(t *testing.T) {
+	backends := []func(t *testing.T) backend{
+		func(*testing.T) backend {
+			return backend{name: "sqlite", fresh: func(t *testing.T) (*store.DB, func() (*store.DB, error)) {
+				path := filepath.Join(t.TempDir(), "magnetite.db")
+				open := func() (*store.DB, error) { return store.OpenSQLite(context.Background(), path) }
+				return mustOpen(t, open), open
+			}}
+		},
+		func(t *testing.T) backend {
+			srv := testmariadb.Start(t)
+			return backend{name: "mysql", fresh: func(t *testing.T) (*store.DB, func() (*store.DB, error)) {
+				dsn := srv.NewDatabase()
+				open := func() (*store.DB, error) { return store.OpenMySQL(context.Background(), dsn) }
+				return mustOpen(t, open), open
+			}}
+		},
+	}
+	for i, mk := range backends {
+		t.Run([]string{"sqlite", "mysql"}[i], func(t *testing.T) {
+			b := mk(t)
+			for _, c := range storeCases {
+				t.Run(c.name, func(t *testing.T) {
+					db, reopen := b.fresh(t)
+					c.run(t, db, reopen)
+				})
+			}
+		})
+	}
+}
+
+func mustOpen(t *testing.T, open func() (*store.DB, error)) *store.DB {
+	t.Helper()
+	db, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+var ctx = context.Background()
+
+type storeCase struct {
+	name string
+	run  func(t *testing.T, db *store.DB, reopen func() (*store.DB, error))
+}
+
+func template(project, name string, public, hidden bool) *model.ClusterTemplate {
+	return &model.ClusterTemplate{UUID: uuid.NewString(), Name: name, ProjectID: project, UserID: "u", COE: "kubernetes",
+		ImageID: "img", ServerType: model.ServerTypeVM, Public: public, Hidden: hidden, Labels: map[string]string{},
+		CreatedAt: time.Now().UTC()}
+}
+
+func createTemplate(t *testing.T, db *store.DB, ct *model.ClusterTemplate) *model.ClusterTemplate {
+	t.Helper()
+	if err := db.CreateClusterTemplate(ctx, ct); err != nil {
+		t.Fatal(err)
+	}
+	return ct
+}
+
+// clusterChange is a cluster create with its two default node groups and the
+// operation that asks for it, as the API writes it.
+func clusterChange(project, name, templateUUID string, workers int) store.ClusterChange {
+	c := &model.Cluster{UUID: uuid.NewString(), Name: name, ProjectID: project, UserID: "u", ClusterTemplateID: templateUUID,
+		Status: model.CreateInProgress, Labels: map[string]string{"kube_tag": "v1.31.1"}, CreatedAt: time.Now().UTC()}
+	ngs := []*model.NodeGroup{
+		{UUID: uuid.NewString(), Name: "default-master", ClusterID: c.UUID, ProjectID: project, Role: "master", IsDefault: true, NodeCount: 1, Status: model.CreateInProgress, CreatedAt: c.CreatedAt},
+		{UUID: uuid.NewString(), Name: "default-worker", ClusterID: c.UUID, ProjectID: project, Role: "worker", IsDefault: true, NodeCount: workers, Status: model.CreateInProgress, CreatedAt: c.CreatedAt},
+	}
+	op := &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterCreate, ClusterID: c.UUID, ProjectID: project}
+	return store.ClusterChange{Cluster: c, Create: true, QuotaLimit: 1000, NodeGroups: ngs, Operation: op}
+}
+
+func createCluster(t *testing.T, db *store.DB, project, name, templateUUID string, workers int) store.ClusterChange {
+	t.Helper()
+	ch := clusterChange(project, name, templateUUID, workers)
+	if err := db.ApplyClusterChange(ctx, ch); err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+func names[T any](items []T, name func(T) string) string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = name(it)
+	}
+	return strings.Join(out, ",")
+}
+
+func clusterName(c *model.Cluster) string          { return c.Name }
+func templateName(c *model.ClusterTemplate) string { return c.Name }
+
+func wantErr(t *testing.T, err, sentinel error) {
+	t.Helper()
+	if !errors.Is(err, sentinel) {
+		t.Fatalf("got %v, want %v", err, sentinel)
+	}
+}
+
+var storeCases = []storeCase{
+	{"migrations are applied once and reopening is a no-op", func(t *testing.T, db *store.DB, reopen func() (*store.DB, error)) {
+		v, err := db.SchemaVersion(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := store.LatestVersion(db.Dialect()); v != want || want < 1 {
+			t.Fatalf("schema version %d, want %d", v, want)
+		}
+		again, err := reopen()
+		if err != nil {
+			t.Fatalf("reopening a migrated database: %v", err)
+		}
+		defer again.Close()
+		if v2, _ := again.SchemaVersion(ctx); v2 != v {
+			t.Fatalf("version after reopen %d, want %d", v2, v)
+		}
+	}},
+
+	{"processes opening a new database together migrate it once", func(t *testing.T, db *store.DB, reopen func() (*store.DB, error)) {
+		// db already migrated its own database; reopen targets the same one,
+		// so this checks concurrent opens of an up-to-date schema do not
+		// trip over each other either.
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d, err := reopen()
+				if err == nil {
+					d.Close()
+				}
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}},
+
+	{"templates: visibility follows project, public and hidden", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		own := createTemplate(t, db, template("alpha", "own", false, false))
+		createTemplate(t, db, template("ops", "shared", true, false))
+		createTemplate(t, db, template("ops", "retired", true, true))
+		createTemplate(t, db, template("beta", "theirs", false, false))
+		list := func(sc store.TemplateScope) string {
+			cts, err := db.ListClusterTemplates(ctx, sc, store.ListOptions{SortKey: "name"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return names(cts, templateName)
+		}
+		if got := list(store.TemplateScope{ProjectID: "alpha"}); got != "own,shared" {
+			t.Fatalf("alpha sees %s", got)
+		}
+		if got := list(store.TemplateScope{IsAdmin: true}); got != "own,retired,shared,theirs" {
+			t.Fatalf("admin sees %s", got)
+		}
+		got, err := db.GetClusterTemplate(ctx, store.TemplateScope{ProjectID: "alpha"}, "own")
+		if err != nil || got.UUID != own.UUID {
+			t.Fatalf("by name: %v %v", got, err)
+		}
+		_, err = db.GetClusterTemplate(ctx, store.TemplateScope{ProjectID: "alpha"}, "theirs")
+		wantErr(t, err, store.ErrNotFound)
+	}},
+
+	{"templates: a name shared by two visible templates is ambiguous", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		a := createTemplate(t, db, template("alpha", "k8s", false, false))
+		createTemplate(t, db, template("ops", "k8s", true, false))
+		_, err := db.GetClusterTemplate(ctx, store.TemplateScope{ProjectID: "alpha"}, "k8s")
+		wantErr(t, err, store.ErrAmbiguousName)
+		got, err := db.GetClusterTemplate(ctx, store.TemplateScope{ProjectID: "alpha"}, a.UUID)
+		if err != nil || got.Name != "k8s" {
+			t.Fatalf("by uuid: %v %v", got, err)
+		}
+	}},
+
+	{"templates: a template in use only changes name, public, hidden or tags, and is not deleted", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		ct := createTemplate(t, db, template("alpha", "k8s", false, false))
+		createCluster(t, db, "alpha", "c1", ct.UUID, 1)
+		ct.Name = "renamed"
+		if err := db.UpdateClusterTemplate(ctx, ct, []string{"name"}); err != nil {
+			t.Fatal(err)
+		}
+		ct.COE = "swarm"
+		wantErr(t, db.UpdateClusterTemplate(ctx, ct, []string{"coe"}), store.ErrReferenced)
+		wantErr(t, db.DeleteClusterTemplate(ctx, ct.UUID), store.ErrReferenced)
+		got, err := db.GetClusterTemplateByUUID(ctx, ct.UUID)
+		if err != nil || got.Name != "renamed" || got.COE != "kubernetes" {
+			t.Fatalf("after updates: %+v %v", got, err)
+		}
+	}},
+
+	{"templates: names keep case and full Unicode", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		long := strings.Repeat("ß", 255)
+		for _, n := range []string{"Prod", "prod", "クラスタ-🚀", long} {
+			createTemplate(t, db, template("alpha", n, false, false))
+		}
+		for _, n := range []string{"Prod", "prod", "クラスタ-🚀", long} {
+			got, err := db.GetClusterTemplate(ctx, store.TemplateScope{ProjectID: "alpha"}, n)
+			if err != nil || got.Name != n {
+				t.Fatalf("%q: got %v, %v", n, got, err)
+			}
+		}
+	}},
+
+	{"clusters: a create writes cluster, node groups and operation together", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		ct := createTemplate(t, db, template("alpha", "k8s", false, false))
+		ch := createCluster(t, db, "alpha", "c1", ct.UUID, 3)
+		c, err := db.GetCluster(ctx, store.Scope{ProjectID: "alpha"}, "c1")
+		if err != nil || c.UUID != ch.Cluster.UUID || c.Labels["kube_tag"] != "v1.31.1" {
+			t.Fatalf("get: %+v %v", c, err)
+		}
+		ngs, err := db.NodeGroupsOf(ctx, []string{c.UUID})
+		if err != nil || len(ngs[c.UUID]) != 2 || ngs[c.UUID][1].NodeCount != 3 || ngs[c.UUID][0].ID == 0 {
+			t.Fatalf("node groups: %+v %v", ngs[c.UUID], err)
+		}
+		ops, err := db.OperationsForCluster(ctx, c.UUID)
+		if err != nil || len(ops) != 1 || ops[0].Type != model.OpClusterCreate || ops[0].State != model.OpPending {
+			t.Fatalf("operations: %+v %v", ops, err)
+		}
+	}},
+
+	{"clusters: a failed create leaves nothing behind", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		ct := createTemplate(t, db, template("alpha", "k8s", false, false))
+		createCluster(t, db, "alpha", "c1", ct.UUID, 1)
+		dup := clusterChange("alpha", "c1", ct.UUID, 1)
+		wantErr(t, db.ApplyClusterChange(ctx, dup), store.ErrConflict)
+		ops, _ := db.OperationsForCluster(ctx, dup.Cluster.UUID)
+		ngs, _ := db.NodeGroupsOf(ctx, []string{dup.Cluster.UUID})
+		if len(ops) != 0 || len(ngs[dup.Cluster.UUID]) != 0 {
+			t.Fatalf("a refused create left %d operations and %d node groups", len(ops), len(ngs[dup.Cluster.UUID]))
+		}
+		// The same name in another project is fine.
+		createCluster(t, db, "beta", "c1", ct.UUID, 1)
+	}},
+
+	{"clusters: scope hides other projects and admins see all", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		ct := createTemplate(t, db, template("ops", "k8s", true, false))
+		createCluster(t, db, "alpha", "a1", ct.UUID, 1)
+		b := createCluster(t, db, "beta", "b1", ct.UUID, 1)
+		_, err := db.GetCluster(ctx, store.Scope{ProjectID: "alpha"}, b.Cluster.UUID)
+		wantErr(t, err, store.ErrNotFound)
+		all, err := db.ListClusters(ctx, store.Scope{AllProjects: true}, store.ListOptions{SortKey: "name"})
+		if err != nil || names(all, clusterName) != "a1,b1" {
+			t.Fatalf("admin list: %s %v", names(all, clusterName), err)
+		}
+		mine, err := db.ListClusters(ctx, store.Scope{ProjectID: "alpha"}, store.ListOptions{})
+		if err != nil || names(mine, clusterName) != "a1" {
+			t.Fatalf("alpha list: %s %v", names(mine, clusterName), err)
+		}
+	}},
+
+	{"clusters: pages follow the sort key and marker in both directions", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		ct := createTemplate(t, db, template("alpha", "k8s", false, false))
+		for _, n := range []string{"delta", "alpha", "echo", "charlie", "bravo"} {
+			createCluster(t, db, "alpha", n, ct.UUID, 1)
+		}
+		sc := store.Scope{ProjectID: "alpha"}
+		page := func(dir, marker string) []*model.Cluster {
+			cs, err := db.ListClusters(ctx, sc, store.ListOptions{SortKey: "name", SortDir: dir, Limit: 2, Marker: marker})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return cs
+		}
+		var got []string
+		for marker := ""; ; {
+			cs := page("asc", marker)
+			if len(cs) == 0 {
+				break
+			}
+			got = append(got, names(cs, clusterName))
+			marker = cs[len(cs)-1].UUID
+		}
+		if strings.Join(got, "|") != "alpha,bravo|charlie,delta|echo" {
+			t.Fatalf("ascending pages %v", got)
+		}
+		first := page("desc", "")
+		if names(first, clusterName) != "echo,delta" || names(page("desc", first[1].UUID), clusterName) != "charlie,bravo" {
+			t.Fatal("descending pages out of order")
+		}
+		_, err := db.ListClusters(ctx, sc, store.ListOptions{Marker: uuid.NewString()})
+		wantErr(t, err, store.ErrInvalidMarker)
+		_, err = db.ListClusters(ctx, sc, store.ListOptions{SortKey: "data"})
+		wantErr(t, err, store.ErrInvalidSort)
+	}},
+
+	{"node groups: numeric columns sort as numbers", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		ct := createTemplate(t, db, template("alpha", "k8s", false, false))
+		ch := createCluster(t, db, "alpha", "c1", ct.UUID, 10)
+		extra := &model.NodeGroup{UUID: uuid.NewString(), Name: "gpu", ClusterID: ch.Cluster.UUID, ProjectID: "alpha", Role: "gpu", NodeCount: 9, Status: model.CreateInProgress, CreatedAt: time.Now().UTC()}
+		if err := db.ApplyClusterChange(ctx, store.ClusterChange{NodeGroups: []*model.NodeGroup{extra}}); err != nil {
+			t.Fatal(err)
+		}
+		ngs, err := db.ListNodeGroups(ctx, ch.Cluster.UUID, store.NodeGroupFilter{}, store.ListOptions{SortKey: "node_count"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var counts []string
+		for _, ng := range ngs {
+			counts = append(counts, fmt.Sprint(ng.NodeCount))
+		}
+		if strings.Join(counts, ",") != "1,9,10" {
+			t.Fatalf("node_count order %v, want 1,9,10", counts)
+		}
+		byID, err := db.GetNodeGroup(ctx, ch.Cluster.UUID, fmt.Sprint(extra.ID))
+		if err != nil || byID.UUID != extra.UUID {
+			t.Fatalf("node group by numeric id: %v %v", byID, err)
+		}
+		workers, err := db.ListNodeGroups(ctx, ch.Cluster.UUID, store.NodeGroupFilter{Role: "worker"}, store.ListOptions{})
+		if err != nil || len(workers) != 1 || !workers[0].IsDefault {
+			t.Fatalf("role filter: %+v %v", workers, err)
+		}
+	}},
+
+	{"clusters: delete removes the cluster and its node groups", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		ct := createTemplate(t, db, template("alpha", "k8s", false, false))
+		ch := createCluster(t, db, "alpha", "c1", ct.UUID, 2)
+		if err := db.DeleteCluster(ctx, ch.Cluster.UUID); err != nil {
+			t.Fatal(err)
+		}
+		wantErr(t, db.DeleteCluster(ctx, ch.Cluster.UUID), store.ErrNotFound)
+		ngs, _ := db.NodeGroupsOf(ctx, []string{ch.Cluster.UUID})
+		if len(ngs[ch.Cluster.UUID]) != 0 {
+			t.Fatal("node groups outlived their cluster")
+		}
+		if err := db.DeleteClusterTemplate(ctx, ct.UUID); err != nil {
+			t.Fatalf("the template is free again: %v", err)
+		}
+	}},
+
+	{"quotas: one per project and resource, listed per project or all", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		for i, p := range []string{"alpha", "beta", "gamma"} {
+			if err := db.CreateQuota(ctx, &model.Quota{ProjectID: p, Resource: model.QuotaResourceCluster, HardLimit: 9 + i, CreatedAt: time.Now().UTC()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wantErr(t, db.CreateQuota(ctx, &model.Quota{ProjectID: "alpha", Resource: model.QuotaResourceCluster, HardLimit: 1, CreatedAt: time.Now().UTC()}), store.ErrConflict)
+		q, err := db.GetQuota(ctx, "beta", model.QuotaResourceCluster)
+		if err != nil || q.HardLimit != 10 {
+			t.Fatalf("get: %+v %v", q, err)
+		}
+		now := time.Now().UTC()
+		q.HardLimit, q.UpdatedAt = 100, &now
+		if err := db.UpdateQuota(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		all, err := db.ListQuotas(ctx, "", store.ListOptions{SortKey: "hard_limit", SortDir: "desc"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var limits []string
+		for _, q := range all {
+			limits = append(limits, fmt.Sprint(q.HardLimit))
+		}
+		if strings.Join(limits, ",") != "100,11,9" {
+			t.Fatalf("hard_limit desc %v, want 100,11,9", limits)
+		}
+		own, err := db.ListQuotas(ctx, "gamma", store.ListOptions{})
+		if err != nil || len(own) != 1 {
+			t.Fatalf("own list: %v %v", own, err)
+		}
+		if err := db.DeleteQuota(ctx, "gamma", model.QuotaResourceCluster); err != nil {
+			t.Fatal(err)
+		}
+		wantErr(t, db.DeleteQuota(ctx, "gamma", model.QuotaResourceCluster), store.ErrNotFound)
+		_, err = db.GetQuota(ctx, "gamma", model.QuotaResourceCluster)
+		wantErr(t, err, store.ErrNotFound)
+	}},
+
+	{"quotas: the project's quota row overrides the default limit", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		ct := createTemplate(t, db, template("alpha", "k8s", false, false))
+		if err := db.CreateQuota(ctx, &model.Quota{ProjectID: "alpha", Resource: model.QuotaResourceCluster, HardLimit: 2, CreatedAt: time.Now().UTC()}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			ch := clusterChange("alpha", fmt.Sprint("c", i), ct.UUID, 1)
+			ch.QuotaLimit = 50
+			err := db.ApplyClusterChange(ctx, ch)
+			if i < 2 && err != nil {
+				t.Fatal(err)
+			}
+			if i == 2 {
+				wantErr(t, err, store.ErrQuotaExceeded)
+			}
+		}
+		ch := clusterChange("beta", "b", ct.UUID, 1)
+		ch.QuotaLimit = 0
+		wantErr(t, db.ApplyClusterChange(ctx, ch), store.ErrQuotaExceeded)
+	}},
+
+	{"quotas: concurrent creates never exceed the limit", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		ct := createTemplate(t, db, template("alpha", "k8s", false, false))
+		const limit, tries = 5, 24
+		var wg sync.WaitGroup
+		results := make(chan error, tries)
+		start := make(chan struct{})
+		for i := range tries {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ch := clusterChange("alpha", fmt.Sprint("c", i), ct.UUID, 1)
+				ch.QuotaLimit = limit
+				<-start
+				results <- db.ApplyClusterChange(ctx, ch)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(results)
+		created, refused := 0, 0
+		for err := range results {
+			switch {
+			case err == nil:
+				created++
+			case errors.Is(err, store.ErrQuotaExceeded):
+				refused++
+			default:
+				t.Errorf("unexpected error: %v", err)
+			}
+		}
+		n, err := db.CountClusters(ctx, "alpha")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if created != limit || refused != tries-limit || n != limit {
+			t.Fatalf("created %d, refused %d, %d clusters stored; want %d created and stored", created, refused, n, limit)
+		}
+	}},
+
+	{"stats count clusters and nodes per scope", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		ct := createTemplate(t, db, template("ops", "k8s", true, false))
+		createCluster(t, db, "alpha", "a1", ct.UUID, 2)
+		createCluster(t, db, "alpha", "a2", ct.UUID, 4)
+		createCluster(t, db, "beta", "b1", ct.UUID, 10)
+		st, err := db.ClusterStats(ctx, store.Scope{ProjectID: "alpha"})
+		if err != nil || st.Clusters != 2 || st.Nodes != 8 {
+			t.Fatalf("alpha stats %+v %v, want 2 clusters 8 nodes", st, err)
+		}
+		st, err = db.ClusterStats(ctx, store.Scope{AllProjects: true})
+		if err != nil || st.Clusters != 3 || st.Nodes != 19 {
+			t.Fatalf("all stats %+v %v, want 3 clusters 19 nodes", st, err)
+		}
+		st, err = db.ClusterStats(ctx, store.Scope{ProjectID: "empty"})
+		if err != nil || st != (store.Stats{}) {
+			t.Fatalf("empty project stats %+v %v", st, err)
+		}
+	}},
+
+	{"services: reports of many replicas make one row each", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		var wg sync.WaitGroup
+		for range 8 {
+			for _, host := range []string{"api-0", "api-1"} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := db.ReportService(ctx, host, "magnetite-api"); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		svcs, err := db.ListServices(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(svcs) != 2 || svcs[0].ReportCount != 8 || svcs[1].ReportCount != 8 || svcs[0].Disabled {
+			t.Fatalf("services %+v", svcs)
+		}
+		if !store.ServiceUp(svcs[0], time.Minute) {
+			t.Fatal("a service that just reported is down")
+		}
+	}},
+}
