@@ -87,7 +87,6 @@ func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
 // so two creates racing for the last free slot cannot both pass: the second
 // waits for (or deadlocks with, and is retried after) the first.
 func (s *DB) quotaCheck(ctx context.Context, tx *sql.Tx, projectID string, defaultLimit int) error {
-
 	limit := defaultLimit
 	var hard sql.NullInt64
 	err := tx.QueryRowContext(ctx, `SELECT hard_limit FROM quotas WHERE project_id = ? AND resource = ?`,

@@ -49,7 +49,6 @@ func (s *DB) queryPage(ctx context.Context, q pageQuery, cols string, opts ListO
 	if numericColumns[key] {
 		sortExpr = key
 	}
-
 	where := append([]string(nil), q.where...)
 	args := append([]any(nil), q.args...)
 	if opts.Marker != "" {
