@@ -118,8 +118,15 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			code = "server"
 		}
 	}
-	item := errorItem{RequestID: rid, Code: code, Status: ae.Status, Title: ae.Title, Detail: ae.Detail, Links: []interface{}{}}
+	// magnumclient, and so `openstack coe`, prints only the title; Magnum
+	// fills it from the message, so the message goes there too.
+	title := ae.Detail
+	if title == "" {
+		title = ae.Title
+	}
+	item := errorItem{RequestID: rid, Code: code, Status: ae.Status, Title: title, Detail: ae.Detail, Links: []interface{}{}}
 	if ae.Status == http.StatusNotAcceptable && ae.Code == "magnum.microversion-unsupported" {
+		item.Title = ae.Title
 		item.MinVersion, item.MaxVersion = MinVersion.String(), MaxVersion.String()
 		item.Links = []interface{}{map[string]string{"rel": "help", "href": "https://docs.openstack.org/api-guide/compute/microversions.html"}}
 	}

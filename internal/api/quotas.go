@@ -211,7 +211,7 @@ func (s *Server) listServices(w http.ResponseWriter, r *http.Request) error {
 		}
 		out.MServices = append(out.MServices, apitypes.Service{
 			ID: sv.ID, Host: sv.Host, Binary: sv.Binary, State: state, ReportCount: sv.ReportCount,
-			DisabledReason: sv.DisabledReason, CreatedAt: timeString(sv.CreatedAt), UpdatedAt: timePtrString(sv.UpdatedAt),
+			Disabled: sv.Disabled, DisabledReason: sv.DisabledReason, CreatedAt: timeString(sv.CreatedAt), UpdatedAt: timePtrString(sv.UpdatedAt),
 		})
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -214,7 +215,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r = r.WithContext(ctx)
 	}
-	s.mux.ServeHTTP(rec, r)
+	s.mux.ServeHTTP(rec, withoutTrailingSlash(r))
+}
+
+// withoutTrailingSlash lets /v1/clusters/X/nodegroups/ reach the same
+// handler as /v1/clusters/X/nodegroups: magnumclient addresses node group
+// collections with the slash, and Magnum's router accepts both forms.
+func withoutTrailingSlash(r *http.Request) *http.Request {
+	p := r.URL.Path
+	if len(p) <= len("/v1/") || !strings.HasSuffix(p, "/") {
+		return r
+	}
+	r2 := new(http.Request)
+	*r2 = *r
+	r2.URL = new(url.URL)
+	*r2.URL = *r.URL
+	r2.URL.Path = strings.TrimSuffix(p, "/")
+	r2.URL.RawPath = strings.TrimSuffix(r.URL.RawPath, "/")
+	return r2
 }
 
 // publicRoute reports the paths served without authentication, as Magnum's

@@ -204,6 +204,7 @@ type Service struct {
 	Binary         string  `json:"binary"`
 	State          string  `json:"state"`
 	ReportCount    int64   `json:"report_count"`
+	Disabled       bool    `json:"disabled"`
 	DisabledReason *string `json:"disabled_reason"`
 	CreatedAt      string  `json:"created_at"`
 	UpdatedAt      *string `json:"updated_at"`
