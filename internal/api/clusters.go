@@ -362,6 +362,9 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	if nodeCount < minNodes || (maxNodes != nil && nodeCount > *maxNodes) {
 		return badRequest("node_count %d is outside the range set by the labels min_node_count=%d and max_node_count=%s.", nodeCount, minNodes, intString(maxNodes))
 	}
+	if err := s.checkDriver(ct); err != nil {
+		return err
+	}
 	if err := s.validateClusterLabels(ct, c); err != nil {
 		return err
 	}

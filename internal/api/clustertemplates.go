@@ -225,6 +225,9 @@ func (s *Server) createClusterTemplate(w http.ResponseWriter, r *http.Request) e
 	if err := validateTemplate(ct); err != nil {
 		return err
 	}
+	if err := s.checkTemplate(ct); err != nil {
+		return err
+	}
 	if err := s.st.CreateClusterTemplate(r.Context(), ct); err != nil {
 		return err
 	}
@@ -322,6 +325,11 @@ func (s *Server) updateClusterTemplate(w http.ResponseWriter, r *http.Request) e
 	}
 	if err := validateTemplate(updated); err != nil {
 		return err
+	}
+	if touchesDriver(changed) {
+		if err := s.checkTemplate(updated); err != nil {
+			return err
+		}
 	}
 	t := time.Now().UTC()
 	updated.ID, updated.UUID, updated.ProjectID, updated.UserID, updated.CreatedAt = ct.ID, ct.UUID, ct.ProjectID, ct.UserID, ct.CreatedAt

@@ -224,6 +224,9 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 		}
 		ng.Labels = merged
 	}
+	if err := s.checkNodeGroupLabels(ct, ng); err != nil {
+		return err
+	}
 	if ng.NodeLabels == nil {
 		ng.NodeLabels = map[string]string{}
 	}

@@ -57,6 +57,10 @@ type Options struct {
 	// ValidateLabels checks a cluster's merged labels against the typed label
 	// schema; nil accepts any labels.
 	ValidateLabels func(ct *model.ClusterTemplate, labels map[string]string) error
+	// Drivers finds a template's driver; templates and clusters whose
+	// (server_type, os_distro, coe) no driver provides are refused with a
+	// 400. nil accepts every template.
+	Drivers DriverFinder
 }
 
 // Server is the Magnum v1 API.

@@ -1,7 +1,8 @@
 package driver
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -29,12 +30,7 @@ type Flavor struct {
 // and the extra spec that says so: a custom resource class requested as
 // `resources:CUSTOM_<CLASS>=1`, or the older `baremetal=true`.
 func (f Flavor) BareMetal() (spec string, ok bool) {
-	keys := make([]string, 0, len(f.ExtraSpecs))
-	for k := range f.ExtraSpecs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(f.ExtraSpecs)) {
 		if strings.HasPrefix(k, "resources:CUSTOM_") && strings.TrimSpace(f.ExtraSpecs[k]) == "1" {
 			return k + "=1", true
 		}

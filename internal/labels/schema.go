@@ -266,10 +266,12 @@ var schema = []Label{
 		Enum:        []string{"affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity"}},
 	boolLabel(AutoHealingEnabled, "true", ScopeCluster, "Replace machines whose node does not start or stays unhealthy (MachineHealthChecks)."),
 	boolLabel(AutoScalingEnabled, "false", ScopeCluster, "Let the cluster autoscaler size worker node groups between min and max node counts."),
-	{Name: MinNodeCount, Type: TypeInt, DefaultDoc: "the node group's min_node_count", Scope: ScopeNodeGroup,
-		Description: "Lower bound of a worker node group's size.", Form: "a whole number >= 0", Check: intRange(0, 1<<20)},
-	{Name: MaxNodeCount, Type: TypeInt, DefaultDoc: "the node group's max_node_count, else its node_count", Scope: ScopeNodeGroup,
-		Description: "Upper bound of a worker node group's size.", Form: "a whole number >= 1", Check: intRange(1, 1<<20)},
+	{Name: MinNodeCount, Type: TypeInt, DefaultDoc: "0", Scope: ScopeCluster,
+		Description: "Lower bound of the default worker node group's size, set at cluster create (other node groups have a min_node_count field).",
+		Form:        "a whole number >= 0", Check: intRange(0, 1<<20)},
+	{Name: MaxNodeCount, Type: TypeInt, DefaultDoc: "the node count", Scope: ScopeCluster,
+		Description: "Upper bound of the default worker node group's size, set at cluster create (other node groups have a max_node_count field).",
+		Form:        "a whole number >= 1", Check: intRange(1, 1<<20)},
 	{Name: ExtraFilesLabel, Type: TypeExtraFiles, Scope: ScopeCluster,
 		Description: "Files written on every node: a YAML/JSON list of {path, content, encoding, permissions, owner}, plain or base64.",
 		Form:        "a list of files as YAML or JSON, optionally base64-encoded as a whole"},
@@ -519,6 +521,16 @@ func (s Scope) parent() string {
 		return "cluster"
 	}
 	return "cluster template"
+}
+
+// Check validates labels set over a cluster template's: every value must
+// fit its label, and template-scope labels must keep the template's value.
+// It is the check the API runs on templates, clusters and node groups.
+func Check(template, l map[string]string) error {
+	if _, err := Validate(l); err != nil {
+		return err
+	}
+	return CheckOverrides(template, l, ScopeCluster)
 }
 
 // Merge returns the labels of a child object over its parent's: the

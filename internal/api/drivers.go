@@ -1,0 +1,69 @@
+package api
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/model"
+)
+
+// DriverFinder finds the driver that builds a template's clusters
+// (*driver.Registry).
+type DriverFinder interface {
+	ForTemplate(ct *model.ClusterTemplate, osDistro string) (driver.Driver, error)
+}
+
+// checkDriver refuses a template no driver can build, naming the
+// (server_type, os_distro, coe) it asked for.
+func (s *Server) checkDriver(ct *model.ClusterTemplate) error {
+	if s.opts.Drivers == nil {
+		return nil
+	}
+	if _, err := s.opts.Drivers.ForTemplate(ct, ""); err != nil {
+		if errors.Is(err, driver.ErrNoDriver) {
+			return badRequest("Cluster type (%s) not supported: %s.", driver.KeyOf(ct, ""),
+				strings.TrimPrefix(err.Error(), driver.ErrNoDriver.Error()+": "))
+		}
+		return err
+	}
+	return nil
+}
+
+// checkTemplate runs the driver and label checks of a new or changed
+// template.
+func (s *Server) checkTemplate(ct *model.ClusterTemplate) error {
+	if err := s.checkDriver(ct); err != nil {
+		return err
+	}
+	if s.opts.ValidateLabels != nil {
+		if err := s.opts.ValidateLabels(ct, ct.Labels); err != nil {
+			return badRequest("%v", err)
+		}
+	}
+	return nil
+}
+
+// touchesDriver reports whether a template change can change its driver or
+// its labels' validity.
+func touchesDriver(changed []string) bool {
+	for _, f := range changed {
+		switch f {
+		case "server_type", "cluster_distro", "coe", "driver", "labels", "image_id":
+			return true
+		}
+	}
+	return false
+}
+
+// checkNodeGroupLabels validates a new node group's labels (merged over its
+// cluster's) against the label schema.
+func (s *Server) checkNodeGroupLabels(ct *model.ClusterTemplate, ng *model.NodeGroup) error {
+	if s.opts.ValidateLabels == nil {
+		return nil
+	}
+	if err := s.opts.ValidateLabels(ct, ng.Labels); err != nil {
+		return badRequest("%v", err)
+	}
+	return nil
+}

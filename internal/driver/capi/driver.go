@@ -1,0 +1,140 @@
+package capi
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/magnetite-io/magnetite/internal/driver"
+)
+
+// Driver is Magnetite's Cluster API driver for one infrastructure.
+type Driver struct {
+	infra   Infrastructure
+	opts    Options
+	planner planner
+	// classes caches the ClusterClass per operating system: it depends
+	// only on the driver's configuration.
+	classes sync.Map // os name -> *class
+}
+
+// New returns the driver rendering onto infra.
+func New(infra Infrastructure, opts Options) *Driver {
+	opts = opts.withDefaults()
+	return &Driver{infra: infra, opts: opts, planner: planner{opts: opts, infra: infra}}
+}
+
+// WithAPIVersions returns a driver that renders the given API versions,
+// as discovered on the management cluster.
+func (d *Driver) WithAPIVersions(v APIVersions) *Driver {
+	o := d.opts
+	o.APIVersions = v
+	return New(d.infra, o)
+}
+
+// Name is "capi-" and the infrastructure's name.
+func (d *Driver) Name() string { return "capi-" + d.infra.Name() }
+
+// Provides lists vm and bm for every supported operating system.
+func (d *Driver) Provides() []driver.Key {
+	var out []driver.Key
+	for _, st := range workerClasses {
+		for _, os := range SupportedOS() {
+			out = append(out, driver.Key{ServerType: st, OSDistro: os, COE: "kubernetes"})
+		}
+	}
+	return out
+}
+
+// Render validates the request and renders the cluster's objects, in apply
+// order: the ClusterClass's templates and the ClusterClass, the addons,
+// then the Cluster.
+func (d *Driver) Render(req driver.Request) (*driver.Result, error) {
+	if err := d.opts.APIVersions.check(); err != nil {
+		return nil, err
+	}
+	p, err := d.planner.plan(req)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := d.class(p.OS)
+	if err != nil {
+		return nil, err
+	}
+	addons, err := d.buildAddons(p)
+	if err != nil {
+		return nil, err
+	}
+	raw := append(append(append([]map[string]any{}, cl.objects...), addons...), d.buildCluster(p, cl))
+	res := &driver.Result{Warnings: p.Warnings, Secrets: d.secrets(p)}
+	if d.infra.NeedsCloud() {
+		for _, g := range p.Groups() {
+			res.ServerGroups = append(res.ServerGroups, driver.ServerGroup{Name: g.ServerGroup, Policy: g.ServerGroupRule})
+		}
+	}
+	for _, m := range raw {
+		u, err := toUnstructured(m, p.Namespace)
+		if err != nil {
+			return nil, fmt.Errorf("capi: encode %v: %w", m["kind"], err)
+		}
+		res.Objects = append(res.Objects, u)
+	}
+	return res, nil
+}
+
+func (d *Driver) class(os OSProfile) (*class, error) {
+	if c, ok := d.classes.Load(os.Name); ok {
+		return c.(*class), nil
+	}
+	c, err := d.buildClass(os)
+	if err != nil {
+		return nil, err
+	}
+	d.classes.Store(os.Name, c)
+	return c, nil
+}
+
+func (d *Driver) secrets(p *Plan) []driver.SecretRef {
+	out := d.infra.Secrets(p)
+	for _, ca := range []struct{ suffix, purpose string }{
+		{"ca", "cluster certificate authority"}, {"etcd", "etcd certificate authority"},
+		{"proxy", "front-proxy certificate authority"}, {"sa", "service account signing key pair"},
+	} {
+		out = append(out, driver.SecretRef{Name: p.Name + "-" + ca.suffix, Purpose: ca.purpose, Optional: true})
+	}
+	return out
+}
+
+// toUnstructured turns a rendered object into its JSON form (numbers as
+// int64, as client-go expects) in the given namespace. Every object is a
+// fresh copy.
+func toUnstructured(m map[string]any, namespace string) (*unstructured.Unstructured, error) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(b); err != nil {
+		return nil, err
+	}
+	u.SetNamespace(namespace)
+	return u, nil
+}
+
+// ServerTypes reports each node group's server type in a rendered request,
+// keyed by node group name; `magnetite render` prints it.
+func (d *Driver) ServerTypes(req driver.Request) (map[string]string, error) {
+	p, err := d.planner.plan(req)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, g := range p.Groups() {
+		out[g.NodeGroup.Name] = string(g.ServerType) + " (" + g.ServerTypeReason + ")"
+	}
+	return out, nil
+}
+
+var _ driver.Driver = (*Driver)(nil)

@@ -1,0 +1,132 @@
+package capi
+
+import (
+	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/model"
+)
+
+// Infrastructure is what an infrastructure provider adds to the shared
+// rendering: its kinds, its ClusterClass variables and patches, and the
+// values of those variables for a cluster and each of its machine groups.
+type Infrastructure interface {
+	// Name is short and DNS-safe ("openstack", "inmemory").
+	Name() string
+	// NeedsCloud says flavors, images and networks must be found in the
+	// cloud facts.
+	NeedsCloud() bool
+	// Validate returns problems specific to the infrastructure.
+	Validate(p *Plan) []string
+	// ClassTemplates returns the base infrastructure templates of the
+	// ClusterClass; they must not depend on any one cluster.
+	ClassTemplates(os OSProfile, v APIVersions) ClassTemplates
+	// Variables and Patches are added to the ClusterClass.
+	Variables() []Variable
+	Patches(refs ClassRefs) []Patch
+	// ClusterVariables are the values of the infrastructure's cluster-wide
+	// variables; MachineVariables those of a machine group (the control
+	// plane's also serve as the cluster-wide defaults).
+	ClusterVariables(p *Plan) map[string]any
+	MachineVariables(p *Plan, g *Group) map[string]any
+	// NodeRegistration returns the infrastructure's part of a group's
+	// kubeadm nodeRegistration (node name, kubelet arguments).
+	NodeRegistration(p *Plan, g *Group) NodeRegistration
+	// PreKubeadmCommands run on every node before kubeadm.
+	PreKubeadmCommands(os OSProfile) []string
+	// IgnitionConfig is extra Ignition (Container Linux Config YAML) for
+	// Ignition-based operating systems.
+	IgnitionConfig(os OSProfile) string
+	// Addons says whether CNI, cloud provider and CSI addons are installed.
+	Addons() bool
+	// CloudProviderAddons lists the addon bundles (name, version) the
+	// cloud needs, such as its cloud controller manager.
+	CloudProviderAddons(p *Plan) []AddonBundle
+	// Secrets lists the Secrets the conductor must create for the cluster.
+	Secrets(p *Plan) []driver.SecretRef
+}
+
+// ClassTemplates are an infrastructure's base templates.
+type ClassTemplates struct {
+	ClusterKind string
+	// ClusterSpec is spec.template.spec of the cluster template.
+	ClusterSpec map[string]any
+	MachineKind string
+	// MachineSpecs is spec.template.spec of the machine templates: the
+	// control plane's, and the workers' per server type.
+	ControlPlaneMachineSpec map[string]any
+	WorkerMachineSpecs      map[model.ServerType]map[string]any
+}
+
+// ClassRefs name the templates of a ClusterClass, for patch selectors.
+type ClassRefs struct {
+	Versions APIVersions
+	// InfraCluster and InfraMachine are the infrastructure kinds.
+	InfraClusterKind string
+	InfraMachineKind string
+	// WorkerClasses are the machine deployment class names.
+	WorkerClasses []string
+}
+
+// Variable is a ClusterClass variable.
+type Variable struct {
+	Name        string
+	Description string
+	// Schema is the openAPIV3Schema of the variable.
+	Schema map[string]any
+}
+
+// Patch is an inline ClusterClass patch: a name and its definitions, in
+// the ClusterClass's own shape.
+type Patch struct {
+	Name        string
+	Description string
+	Definitions []map[string]any
+}
+
+// NodeRegistration is the infrastructure's part of kubeadm's
+// nodeRegistration.
+type NodeRegistration struct {
+	Name            string
+	CRISocket       string
+	KubeletExtraArg [][2]string
+}
+
+// AddonBundle names a manifest bundle the operator installs once per
+// version as the ConfigMap magnetite-addon-<Name>-<Version>.
+type AddonBundle struct {
+	Name, Version string
+}
+
+// ObjectVariable is the schema of a variable holding a whole object.
+func ObjectVariable() map[string]any {
+	return map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+}
+
+// SelectMachines selects the control plane's and the workers' machine
+// templates of kind.
+func SelectMachines(refs ClassRefs, kind, path, variable string) []map[string]any {
+	return []map[string]any{
+		{
+			"selector": map[string]any{"apiVersion": refs.Versions.Infra(), "kind": kind,
+				"matchResources": map[string]any{"controlPlane": true}},
+			"jsonPatches": []any{addFrom(path, variable)},
+		},
+		{
+			"selector": map[string]any{"apiVersion": refs.Versions.Infra(), "kind": kind,
+				"matchResources": map[string]any{"machineDeploymentClass": map[string]any{"names": refs.WorkerClasses}}},
+			"jsonPatches": []any{addFrom(path, variable)},
+		},
+	}
+}
+
+// SelectInfraCluster selects the infrastructure cluster template.
+func SelectInfraCluster(refs ClassRefs, path, variable string) []map[string]any {
+	return []map[string]any{{
+		"selector": map[string]any{"apiVersion": refs.Versions.Infra(), "kind": refs.InfraClusterKind,
+			"matchResources": map[string]any{"infrastructureCluster": true}},
+		"jsonPatches": []any{addFrom(path, variable)},
+	}}
+}
+
+func addFrom(path, variable string) map[string]any {
+	return map[string]any{"op": "add", "path": path, "valueFrom": map[string]any{"variable": variable}}
+}

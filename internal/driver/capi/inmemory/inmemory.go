@@ -1,0 +1,73 @@
+// Package inmemory renders the infrastructure of Magnetite clusters with
+// the in-memory backend of Cluster API's development provider (CAPD's
+// DevCluster and DevMachine kinds): machines, nodes, etcd and API servers
+// are simulated inside the provider, so Magnetite runs end to end without a
+// cloud. Everything but the infrastructure kinds is shared with the real
+// providers.
+package inmemory
+
+import (
+	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/driver/capi"
+	"github.com/magnetite-io/magnetite/internal/model"
+)
+
+// Infrastructure is CAPD's in-memory backend.
+type Infrastructure struct{}
+
+// New returns the in-memory Cluster API driver ("capi-inmemory"). Register
+// it with driver.Registry.RegisterExplicit: only templates that name it in
+// their driver field should get simulated machines.
+func New(opts capi.Options) *capi.Driver { return capi.New(Infrastructure{}, opts) }
+
+func (Infrastructure) Name() string { return "inmemory" }
+
+// NeedsCloud is false: flavors and images are used when the facts have
+// them (to tell bare metal from VMs) and ignored otherwise.
+func (Infrastructure) NeedsCloud() bool                    { return false }
+func (Infrastructure) Addons() bool                        { return false }
+func (Infrastructure) Validate(*capi.Plan) []string        { return nil }
+func (Infrastructure) Variables() []capi.Variable          { return nil }
+func (Infrastructure) Patches(capi.ClassRefs) []capi.Patch { return nil }
+
+func (Infrastructure) ClusterVariables(*capi.Plan) map[string]any              { return nil }
+func (Infrastructure) MachineVariables(*capi.Plan, *capi.Group) map[string]any { return nil }
+
+// provisioning simulates a machine's start. Bare-metal machines take
+// longer, as a physical boot does, so timeouts see realistic ordering.
+func provisioning(vm string) map[string]any {
+	step := func(d string) map[string]any {
+		return map[string]any{"provisioning": map[string]any{"startupDuration": d, "startupJitter": "0.2"}}
+	}
+	return map[string]any{"backend": map[string]any{"inMemory": map[string]any{
+		"vm": step(vm), "node": step("2s"), "apiServer": step("2s"), "etcd": step("2s"),
+	}}}
+}
+
+func (Infrastructure) ClassTemplates(capi.OSProfile, capi.APIVersions) capi.ClassTemplates {
+	return capi.ClassTemplates{
+		ClusterKind:             "DevClusterTemplate",
+		ClusterSpec:             map[string]any{"backend": map[string]any{"inMemory": map[string]any{}}},
+		MachineKind:             "DevMachineTemplate",
+		ControlPlaneMachineSpec: provisioning("10s"),
+		WorkerMachineSpecs: map[model.ServerType]map[string]any{
+			model.ServerTypeVM: provisioning("10s"),
+			model.ServerTypeBM: provisioning("30s"),
+		},
+	}
+}
+
+// NodeRegistration: the simulated kubelet has no disk to run out of.
+func (Infrastructure) NodeRegistration(*capi.Plan, *capi.Group) capi.NodeRegistration {
+	return capi.NodeRegistration{
+		CRISocket: "unix:///var/run/containerd/containerd.sock",
+		KubeletExtraArg: [][2]string{
+			{"eviction-hard", "nodefs.available<0%,nodefs.inodesFree<0%,imagefs.available<0%"},
+		},
+	}
+}
+
+func (Infrastructure) PreKubeadmCommands(capi.OSProfile) []string        { return nil }
+func (Infrastructure) IgnitionConfig(capi.OSProfile) string              { return "" }
+func (Infrastructure) CloudProviderAddons(*capi.Plan) []capi.AddonBundle { return nil }
+func (Infrastructure) Secrets(*capi.Plan) []driver.SecretRef             { return nil }

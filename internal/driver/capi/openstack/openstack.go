@@ -1,0 +1,243 @@
+// Package openstack renders the infrastructure of Magnetite clusters with
+// Cluster API Provider OpenStack: virtual machines through Nova, and bare
+// metal through Nova flavors backed by Ironic. Its kinds are written as
+// unstructured objects against CAPO's v1beta2 CRDs.
+package openstack
+
+import (
+	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/driver/capi"
+	"github.com/magnetite-io/magnetite/internal/labels"
+	"github.com/magnetite-io/magnetite/internal/model"
+)
+
+// Variables of the OpenStack ClusterClass.
+const (
+	varCluster = "openStackCluster"
+	varMachine = "openStackMachine"
+)
+
+// cloudName is the entry of the credentials Secret's clouds.yaml.
+const cloudName = "openstack"
+
+// Infrastructure is CAPO.
+type Infrastructure struct{}
+
+// New returns the Cluster API driver for OpenStack ("capi-openstack").
+func New(opts capi.Options) *capi.Driver { return capi.New(Infrastructure{}, opts) }
+
+func (Infrastructure) Name() string     { return "openstack" }
+func (Infrastructure) NeedsCloud() bool { return true }
+func (Infrastructure) Addons() bool     { return true }
+
+// Validate has nothing to add: flavors, images and networks were checked
+// against the facts by the shared planner.
+func (Infrastructure) Validate(*capi.Plan) []string { return nil }
+
+// placeholder marks base-template fields that every cluster's variables
+// replace; the CRDs require them to be present.
+const placeholder = "set-by-magnetite"
+
+func (Infrastructure) ClassTemplates(_ capi.OSProfile, _ capi.APIVersions) capi.ClassTemplates {
+	machine := func(bm bool) map[string]any {
+		m := map[string]any{
+			"flavor": map[string]any{"filter": map[string]any{"name": placeholder}},
+			"image":  map[string]any{"filter": map[string]any{"name": placeholder}},
+		}
+		if bm {
+			m["configDrive"] = true
+		}
+		return m
+	}
+	return capi.ClassTemplates{
+		ClusterKind: "OpenStackClusterTemplate",
+		ClusterSpec: map[string]any{
+			"identityRef":           map[string]any{"type": "Secret", "name": placeholder, "cloudName": cloudName},
+			"managedSecurityGroups": map[string]any{"allowAllInClusterTraffic": true},
+		},
+		MachineKind:             "OpenStackMachineTemplate",
+		ControlPlaneMachineSpec: machine(false),
+		WorkerMachineSpecs: map[model.ServerType]map[string]any{
+			model.ServerTypeVM: machine(false),
+			model.ServerTypeBM: machine(true),
+		},
+	}
+}
+
+func (Infrastructure) Variables() []capi.Variable {
+	return []capi.Variable{
+		{Name: varCluster, Description: "OpenStackCluster spec: network, load balancer, security groups, credentials.", Schema: capi.ObjectVariable()},
+		{Name: varMachine, Description: "OpenStackMachine spec of a machine group: flavor, image, root volume, ports.", Schema: capi.ObjectVariable()},
+	}
+}
+
+func (Infrastructure) Patches(refs capi.ClassRefs) []capi.Patch {
+	return []capi.Patch{
+		{Name: "openstack-cluster", Description: "The cluster's OpenStackCluster spec.",
+			Definitions: capi.SelectInfraCluster(refs, "/spec/template/spec", varCluster)},
+		{Name: "openstack-machine", Description: "Each machine group's OpenStackMachine spec.",
+			Definitions: capi.SelectMachines(refs, refs.InfraMachineKind, "/spec/template/spec", varMachine)},
+	}
+}
+
+func (Infrastructure) ClusterVariables(p *capi.Plan) map[string]any {
+	n := p.Network
+	lb := map[string]any{"enabled": n.LoadBalancer}
+	setIf(lb, "provider", n.LBProvider)
+	setIf(lb, "flavor", n.LBFlavor)
+	setIf(lb, "availabilityZone", n.LBAvailabilityZone)
+	if len(n.AllowedCIDRs) > 0 && n.LoadBalancer {
+		lb["allowedCIDRs"] = anys(n.AllowedCIDRs)
+	}
+	apiServer := map[string]any{"managedLoadBalancer": lb, "enableFloatingIP": n.APIFloatingIP}
+	setIf(apiServer, "floatingIP", n.APIServerFloatingIP)
+	if p.APIServerPort > 0 {
+		apiServer["port"] = int64(p.APIServerPort)
+	}
+	spec := map[string]any{
+		"identityRef": map[string]any{"type": "Secret", "name": p.Name + "-cloud-config", "cloudName": cloudName},
+		"apiServer":   apiServer,
+		"tags":        []any{"magnetite-cluster-" + p.UUID},
+	}
+	if n.ExternalNetworkID != "" {
+		spec["externalNetwork"] = map[string]any{"id": n.ExternalNetworkID}
+	}
+	if n.FixedNetworkID != "" {
+		spec["network"] = map[string]any{"id": n.FixedNetworkID}
+		if n.FixedSubnetID != "" {
+			spec["subnets"] = []any{map[string]any{"id": n.FixedSubnetID}}
+		}
+	} else {
+		subnet := map[string]any{"cidr": n.SubnetCIDR}
+		if len(n.DNSNameservers) > 0 {
+			subnet["dnsNameservers"] = anys(n.DNSNameservers)
+		}
+		spec["managedSubnets"] = []any{subnet}
+	}
+	if n.ManagedSecurityGroups {
+		spec["managedSecurityGroups"] = map[string]any{"allowAllInClusterTraffic": true}
+	}
+	if len(n.ControlPlaneAZs) > 0 {
+		spec["controlPlaneAvailabilityZones"] = anys(n.ControlPlaneAZs)
+	}
+	return map[string]any{varCluster: spec}
+}
+
+func (Infrastructure) MachineVariables(p *capi.Plan, g *capi.Group) map[string]any {
+	spec := map[string]any{
+		"flavor":      byIDOrName(g.HasFlavor, g.Flavor.ID, g.FlavorRef),
+		"image":       byIDOrName(g.HasImage, g.Image.ID, g.ImageRef),
+		"serverGroup": map[string]any{"filter": map[string]any{"name": g.ServerGroup}},
+		"serverMetadata": []any{
+			map[string]any{"key": "magnetite_cluster", "value": p.UUID},
+			map[string]any{"key": "magnetite_nodegroup", "value": g.NodeGroup.Name},
+			map[string]any{"key": "magnetite_server_type", "value": string(g.ServerType)},
+		},
+	}
+	setIf(spec, "sshKeyName", p.SSHKeyName)
+	if g.ConfigDrive {
+		// Bare-metal provisioning networks often cannot reach the
+		// metadata service; cloud-init and Ignition read the config drive.
+		spec["configDrive"] = true
+	}
+	if g.BootVolumeSize > 0 {
+		rv := map[string]any{"sizeGiB": int64(g.BootVolumeSize)}
+		setIf(rv, "type", g.BootVolumeType)
+		if g.BootVolumeAZ != "" {
+			rv["availabilityZone"] = map[string]any{"from": "Name", "name": g.BootVolumeAZ}
+		}
+		spec["rootVolume"] = rv
+	}
+	if ps := p.Network.PortSecurity; ps != nil && !*ps {
+		// Neutron refuses security groups and allowed address pairs on
+		// ports of a network without port security: ask for neither.
+		spec["ports"] = []any{map[string]any{
+			"network":            map[string]any{"id": p.Network.FixedNetworkID},
+			"enablePortSecurity": false,
+		}}
+	}
+	return map[string]any{varMachine: spec}
+}
+
+func byIDOrName(known bool, id, ref string) map[string]any {
+	if known && id != "" {
+		return map[string]any{"id": id}
+	}
+	return map[string]any{"filter": map[string]any{"name": ref}}
+}
+
+// NodeRegistration names nodes after their server and gives the kubelet
+// the provider ID the OpenStack cloud controller manager matches.
+func (Infrastructure) NodeRegistration(p *capi.Plan, _ *capi.Group) capi.NodeRegistration {
+	if p.OS.Ignition {
+		return capi.NodeRegistration{Name: "${COREOS_OPENSTACK_HOSTNAME}", KubeletExtraArg: [][2]string{
+			{"cloud-provider", "external"}, {"provider-id", "openstack:///${COREOS_OPENSTACK_INSTANCE_UUID}"},
+		}}
+	}
+	return capi.NodeRegistration{Name: "'{{ local_hostname }}'", KubeletExtraArg: [][2]string{
+		{"cloud-provider", "external"}, {"provider-id", "openstack:///'{{ instance_id }}'"},
+	}}
+}
+
+// PreKubeadmCommands: Ignition has no templating, so Flatcar fills the
+// metadata variables into the kubeadm configuration itself.
+func (Infrastructure) PreKubeadmCommands(os capi.OSProfile) []string {
+	if !os.Ignition {
+		return nil
+	}
+	return []string{
+		"export COREOS_OPENSTACK_HOSTNAME=${COREOS_OPENSTACK_HOSTNAME%.*}",
+		"envsubst < /etc/kubeadm.yml > /etc/kubeadm.yml.tmp",
+		"mv /etc/kubeadm.yml.tmp /etc/kubeadm.yml",
+	}
+}
+
+// IgnitionConfig runs kubeadm after the OpenStack metadata agent, whose
+// environment file carries the variables the commands above substitute.
+func (Infrastructure) IgnitionConfig(capi.OSProfile) string {
+	return `systemd:
+  units:
+  - name: coreos-metadata-sshkeys@.service
+    enabled: true
+  - name: kubeadm.service
+    enabled: true
+    dropins:
+    - name: 10-flatcar.conf
+      contents: |
+        [Unit]
+        Requires=containerd.service coreos-metadata.service
+        After=containerd.service coreos-metadata.service
+        [Service]
+        EnvironmentFile=/run/metadata/flatcar
+`
+}
+
+// CloudProviderAddons: the OpenStack cloud controller manager.
+func (Infrastructure) CloudProviderAddons(p *capi.Plan) []capi.AddonBundle {
+	v := p.Labels.String(labels.CloudProviderTag)
+	if v == "" {
+		v = "v" + p.KubeMinor() + ".0"
+	}
+	return []capi.AddonBundle{{Name: "openstack-cloud-controller-manager", Version: v}}
+}
+
+func (Infrastructure) Secrets(p *capi.Plan) []driver.SecretRef {
+	return []driver.SecretRef{
+		{Name: p.Name + "-cloud-config", Purpose: "CAPO credentials: clouds.yaml with the cluster's application credential under cloud " + cloudName},
+		{Name: p.Name + "-cloud-config-addon", Purpose: "ClusterResourceSet Secret with the workload cluster's kube-system/cloud-config (cloud.conf) and Manila credentials"},
+	}
+}
+
+func setIf(m map[string]any, k, v string) {
+	if v != "" {
+		m[k] = v
+	}
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}

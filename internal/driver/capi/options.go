@@ -1,0 +1,78 @@
+package capi
+
+import (
+	"fmt"
+	"time"
+)
+
+// APIVersions are the versions rendered for each API group. The conductor
+// discovers what the management cluster serves and passes it in; the
+// renderer refuses versions whose shape it does not produce.
+type APIVersions struct {
+	Cluster        string // cluster.x-k8s.io
+	Bootstrap      string // bootstrap.cluster.x-k8s.io
+	ControlPlane   string // controlplane.cluster.x-k8s.io
+	Addons         string // addons.cluster.x-k8s.io
+	Infrastructure string // infrastructure.cluster.x-k8s.io
+}
+
+// DefaultAPIVersions are Cluster API v1.14's (contract v1beta2) and the
+// providers' v1beta2 kinds.
+var DefaultAPIVersions = APIVersions{
+	Cluster: "v1beta2", Bootstrap: "v1beta2", ControlPlane: "v1beta2", Addons: "v1beta2", Infrastructure: "v1beta2",
+}
+
+// supported lists the versions whose shape this renderer writes.
+var supported = map[string]bool{"v1beta2": true}
+
+func (v APIVersions) check() error {
+	for _, g := range []struct{ group, version string }{
+		{"cluster.x-k8s.io", v.Cluster}, {"bootstrap.cluster.x-k8s.io", v.Bootstrap},
+		{"controlplane.cluster.x-k8s.io", v.ControlPlane}, {"addons.cluster.x-k8s.io", v.Addons},
+		{"infrastructure.cluster.x-k8s.io", v.Infrastructure},
+	} {
+		if !supported[g.version] {
+			return fmt.Errorf("capi: %s/%s is not supported: Magnetite renders v1beta2 objects (Cluster API v1.11 or newer)", g.group, g.version)
+		}
+	}
+	return nil
+}
+
+func (v APIVersions) cluster() string      { return "cluster.x-k8s.io/" + v.Cluster }
+func (v APIVersions) bootstrap() string    { return "bootstrap.cluster.x-k8s.io/" + v.Bootstrap }
+func (v APIVersions) controlPlane() string { return "controlplane.cluster.x-k8s.io/" + v.ControlPlane }
+func (v APIVersions) addons() string       { return "addons.cluster.x-k8s.io/" + v.Addons }
+
+// Infra returns the apiVersion of infrastructure kinds.
+func (v APIVersions) Infra() string { return "infrastructure.cluster.x-k8s.io/" + v.Infrastructure }
+
+// Options tune a driver; zero values take the documented defaults.
+type Options struct {
+	APIVersions APIVersions
+	// DefaultBootVolumeSize (GiB) applies to VM node groups without a
+	// boot_volume_size label; bare metal always defaults to 0.
+	DefaultBootVolumeSize int
+	// Timeouts used when the node_startup_timeout / node_unhealthy_timeout
+	// labels are not set.
+	VMNodeStartupTimeout, BMNodeStartupTimeout     time.Duration
+	VMNodeUnhealthyTimeout, BMNodeUnhealthyTimeout time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.APIVersions == (APIVersions{}) {
+		o.APIVersions = DefaultAPIVersions
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.VMNodeStartupTimeout, 10*time.Minute)
+	// A physical server's POST, PXE/iPXE deploy and reboot commonly take
+	// 15-30 minutes; 45 leaves room for a slow BMC.
+	def(&o.BMNodeStartupTimeout, 45*time.Minute)
+	def(&o.VMNodeUnhealthyTimeout, 5*time.Minute)
+	// A bare-metal reboot alone can outlast a VM's whole grace period.
+	def(&o.BMNodeUnhealthyTimeout, 15*time.Minute)
+	return o
+}
