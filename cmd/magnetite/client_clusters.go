@@ -1,0 +1,270 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/magnetite-io/magnetite/internal/apitypes"
+	"github.com/magnetite-io/magnetite/internal/client"
+)
+
+func clusterCommand(o *clientOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "cluster", Short: "Manage clusters (openstack coe cluster)"}
+	cmd.AddCommand(clusterCreateCommand(o), clusterListCommand(o), clusterShowCommand(o),
+		clusterUpdateCommand(o), clusterResizeCommand(o), clusterUpgradeCommand(o),
+		clusterDeleteCommand(o), clusterConfigCommand(o), clusterEventsCommand(o))
+	return cmd
+}
+
+// waitFlags are the flags of commands that can wait for the cluster to
+// settle, drawing its progress.
+type waitFlags struct {
+	wait     bool
+	timeout  time.Duration
+	interval time.Duration
+}
+
+func (w *waitFlags) bind(cmd *cobra.Command, waitFlag, timeoutFlag string) {
+	if waitFlag != "" {
+		cmd.Flags().BoolVar(&w.wait, waitFlag, false, "wait until the cluster settles, drawing its progress; fail if it ends *_FAILED")
+	}
+	cmd.Flags().DurationVar(&w.timeout, timeoutFlag, 0, "give up waiting after this long, e.g. 90m (default: wait until the cluster settles)")
+	cmd.Flags().DurationVar(&w.interval, "poll-interval", 2*time.Second, "how often to ask the API while waiting")
+	_ = cmd.Flags().MarkHidden("poll-interval")
+}
+
+// accepted reports an asynchronous request, then waits for the cluster
+// when asked to.
+func (o *clientOptions) accepted(cmd *cobra.Command, c *client.Client, w waitFlags, ident, uuid, what string, goal watchGoal) error {
+	if !w.wait {
+		if o.output != "table" {
+			return o.printObject(cmd.OutOrStdout(), apitypes.ClusterID{UUID: uuid})
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "Request to %s cluster %s has been accepted.\n", what, uuid)
+		return nil
+	}
+	return o.watch(cmd, c, ident, w, goal)
+}
+
+func clusterCreateCommand(o *clientOptions) *cobra.Command {
+	var template, keypair, discoveryURL, flavor, masterFlavor, fixedNetwork, fixedSubnet string
+	var labels []string
+	var masterCount, nodeCount, dockerVolumeSize, createTimeout int
+	var mergeLabels, fipEnabled, fipDisabled, lbEnabled, lbDisabled bool
+	var w waitFlags
+	cmd := &cobra.Command{
+		Use:   "create NAME --cluster-template TEMPLATE [flags]",
+		Short: "Create a cluster; with --wait, draw its progress until it is built",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body := map[string]any{"name": args[0], "cluster_template_id": template}
+			setIf(cmd, body, "keypair", "keypair", keypair)
+			setIf(cmd, body, "discovery-url", "discovery_url", discoveryURL)
+			setIf(cmd, body, "flavor", "flavor_id", flavor)
+			setIf(cmd, body, "master-flavor", "master_flavor_id", masterFlavor)
+			setIf(cmd, body, "fixed-network", "fixed_network", fixedNetwork)
+			setIf(cmd, body, "fixed-subnet", "fixed_subnet", fixedSubnet)
+			setIf(cmd, body, "master-count", "master_count", masterCount)
+			setIf(cmd, body, "node-count", "node_count", nodeCount)
+			setIf(cmd, body, "docker-volume-size", "docker_volume_size", dockerVolumeSize)
+			setIf(cmd, body, "timeout", "create_timeout", createTimeout)
+			setIf(cmd, body, "merge-labels", "merge_labels", mergeLabels)
+			if fipEnabled && fipDisabled || lbEnabled && lbDisabled {
+				return fmt.Errorf("--*-enabled and --*-disabled of one setting exclude each other")
+			}
+			setIf(cmd, body, "floating-ip-enabled", "floating_ip_enabled", true)
+			setIf(cmd, body, "floating-ip-disabled", "floating_ip_enabled", false)
+			setIf(cmd, body, "master-lb-enabled", "master_lb_enabled", true)
+			setIf(cmd, body, "master-lb-disabled", "master_lb_enabled", false)
+			if len(labels) > 0 {
+				l, err := parseLabels(labels)
+				if err != nil {
+					return err
+				}
+				body["labels"] = l
+			}
+			c, err := o.connect(cmd)
+			if err != nil {
+				return err
+			}
+			uuid, err := c.CreateCluster(cmd.Context(), body)
+			if err != nil {
+				return err
+			}
+			return o.accepted(cmd, c, w, uuid, uuid, "create", untilSettled)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&template, "cluster-template", "", "cluster template name or UUID (required)")
+	_ = cmd.MarkFlagRequired("cluster-template")
+	f.StringVar(&keypair, "keypair", "", "Nova keypair (default: the template's)")
+	f.StringVar(&discoveryURL, "discovery-url", "", "etcd discovery URL")
+	f.StringVar(&flavor, "flavor", "", "Nova flavor of worker nodes (default: the template's)")
+	f.StringVar(&masterFlavor, "master-flavor", "", "Nova flavor of control plane nodes (default: the template's)")
+	f.StringVar(&fixedNetwork, "fixed-network", "", "private network of the nodes")
+	f.StringVar(&fixedSubnet, "fixed-subnet", "", "private subnet of the nodes")
+	f.IntVar(&masterCount, "master-count", 1, "control plane nodes")
+	f.IntVar(&nodeCount, "node-count", 1, "worker nodes")
+	f.IntVar(&dockerVolumeSize, "docker-volume-size", 0, "size in GB of the container volume of each node")
+	f.IntVar(&createTimeout, "timeout", 0, "minutes the service allows the create before marking it CREATE_FAILED (default: the service's, longer for bare metal)")
+	f.StringArrayVar(&labels, "labels", nil, "KEY1=VALUE1,KEY2=VALUE2;KEY3=VALUE3... or one --labels per pair")
+	f.BoolVar(&mergeLabels, "merge-labels", false, "merge the labels over the template's")
+	f.BoolVar(&fipEnabled, "floating-ip-enabled", false, "give nodes floating IPs")
+	f.BoolVar(&fipDisabled, "floating-ip-disabled", false, "give nodes no floating IPs")
+	f.BoolVar(&lbEnabled, "master-lb-enabled", false, "put a load balancer in front of the control plane")
+	f.BoolVar(&lbDisabled, "master-lb-disabled", false, "no load balancer in front of the control plane")
+	w.bind(cmd, "wait", "wait-timeout")
+	return cmd
+}
+
+func clusterListCommand(o *clientOptions) *cobra.Command {
+	var lo client.ListOptions
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List clusters",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.connect(cmd)
+			if err != nil {
+				return err
+			}
+			cs, err := c.ListClusters(cmd.Context(), lo)
+			return o.printedList(cmd, cs, err, "uuid", "name", "keypair", "node_count", "master_count", "status", "health_status")
+		},
+	}
+	listFlags(cmd, &lo)
+	return cmd
+}
+
+func clusterShowCommand(o *clientOptions) *cobra.Command {
+	var w waitFlags
+	cmd := &cobra.Command{
+		Use:   "show CLUSTER",
+		Short: "Show a cluster; with --watch, draw its progress until it settles",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.connect(cmd)
+			if err != nil {
+				return err
+			}
+			if w.wait {
+				return o.watch(cmd, c, args[0], w, untilSettled)
+			}
+			cl, err := c.GetCluster(cmd.Context(), args[0])
+			return o.printed(cmd, cl, err)
+		},
+	}
+	w.bind(cmd, "watch", "timeout")
+	return cmd
+}
+
+func clusterUpdateCommand(o *clientOptions) *cobra.Command {
+	var w waitFlags
+	cmd := &cobra.Command{
+		Use:   "update CLUSTER add|replace|remove ATTRIBUTE=VALUE...",
+		Short: "Change a cluster (e.g. update k8s replace node_count=3)",
+		Args:  cobra.MinimumNArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			patch, err := patchFromArgs(args[1], args[2:])
+			if err != nil {
+				return err
+			}
+			c, err := o.connect(cmd)
+			if err != nil {
+				return err
+			}
+			uuid, err := c.UpdateCluster(cmd.Context(), args[0], patch)
+			if err != nil {
+				return err
+			}
+			return o.accepted(cmd, c, w, uuid, uuid, "update", untilSettled)
+		},
+	}
+	w.bind(cmd, "wait", "wait-timeout")
+	return cmd
+}
+
+func clusterResizeCommand(o *clientOptions) *cobra.Command {
+	var req client.ResizeRequest
+	var w waitFlags
+	cmd := &cobra.Command{
+		Use:   "resize CLUSTER NODE_COUNT [--nodegroup NAME]",
+		Short: "Change the node count of a node group (default-worker unless named)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if _, err := fmt.Sscan(args[1], &req.NodeCount); err != nil {
+				return fmt.Errorf("node count %q is not a whole number", args[1])
+			}
+			c, err := o.connect(cmd)
+			if err != nil {
+				return err
+			}
+			uuid, err := c.ResizeCluster(cmd.Context(), args[0], req)
+			if err != nil {
+				return err
+			}
+			return o.accepted(cmd, c, w, uuid, uuid, "resize", untilSettled)
+		},
+	}
+	cmd.Flags().StringVar(&req.NodeGroup, "nodegroup", "", "node group to resize")
+	cmd.Flags().StringSliceVar(&req.NodesToRemove, "nodes-to-remove", nil, "servers to remove first when shrinking (repeat, or comma-separated)")
+	w.bind(cmd, "wait", "wait-timeout")
+	return cmd
+}
+
+func clusterUpgradeCommand(o *clientOptions) *cobra.Command {
+	var req client.UpgradeRequest
+	var w waitFlags
+	cmd := &cobra.Command{
+		Use:   "upgrade CLUSTER TEMPLATE [--nodegroup NAME]",
+		Short: "Move a cluster (or one node group) to another cluster template",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req.ClusterTemplate = args[1]
+			c, err := o.connect(cmd)
+			if err != nil {
+				return err
+			}
+			uuid, err := c.UpgradeCluster(cmd.Context(), args[0], req)
+			if err != nil {
+				return err
+			}
+			return o.accepted(cmd, c, w, uuid, uuid, "upgrade", untilSettled)
+		},
+	}
+	cmd.Flags().StringVar(&req.NodeGroup, "nodegroup", "", "node group to upgrade (default: the whole cluster)")
+	cmd.Flags().IntVar(&req.MaxBatchSize, "max-batch-size", 0, "nodes upgraded at a time")
+	w.bind(cmd, "wait", "wait-timeout")
+	return cmd
+}
+
+func clusterDeleteCommand(o *clientOptions) *cobra.Command {
+	var w waitFlags
+	cmd := &cobra.Command{
+		Use:   "delete CLUSTER...",
+		Short: "Delete clusters; with --wait, until they are gone",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.connect(cmd)
+			if err != nil {
+				return err
+			}
+			err = deleteEach(cmd, args, "Request to delete cluster %s has been accepted.", func(ident string) error {
+				return c.DeleteCluster(cmd.Context(), ident)
+			})
+			if err != nil || !w.wait {
+				return err
+			}
+			for _, ident := range args {
+				if err := o.watch(cmd, c, ident, w, untilGone); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	w.bind(cmd, "wait", "wait-timeout")
+	return cmd
+}

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/magnetite-io/magnetite/internal/client"
+)
+
+// clientOptions are the connection and output flags shared by the client
+// subcommands (template, cluster, nodegroup, quota, stats, service).
+type clientOptions struct {
+	endpoint string
+	token    string
+	cloud    string
+	output   string
+	// getenv reads OS_* settings; tests replace it.
+	getenv func(string) string
+}
+
+// clientCommands are the subcommands that mirror `openstack coe`.
+func clientCommands() []*cobra.Command {
+	o := &clientOptions{getenv: os.Getenv}
+	cmds := []*cobra.Command{
+		templateCommand(o), clusterCommand(o), nodeGroupCommand(o),
+		quotaCommand(o), statsCommand(o), serviceCommand(o),
+	}
+	for _, c := range cmds {
+		f := c.PersistentFlags()
+		f.StringVar(&o.endpoint, "os-endpoint", "", "Magnum v1 endpoint (default $OS_ENDPOINT, else the Keystone catalog, else "+client.DefaultEndpoint+")")
+		f.StringVar(&o.token, "os-token", "", "token sent as X-Auth-Token (default $OS_TOKEN); with --os-endpoint Keystone is not asked")
+		f.StringVar(&o.cloud, "os-cloud", "", "clouds.yaml entry to authenticate with (default $OS_CLOUD)")
+		f.StringVarP(&o.output, "output", "o", "table", "output format: table, json or yaml")
+	}
+	return cmds
+}
+
+// connect builds a client from the flags over the OS_* environment.
+func (o *clientOptions) connect(cmd *cobra.Command) (*client.Client, error) {
+	if err := o.checkOutput(); err != nil {
+		return nil, err
+	}
+	s := client.SettingsFromEnv(o.getenv)
+	if o.endpoint != "" {
+		s.Endpoint = o.endpoint
+	}
+	if o.token != "" {
+		s.Token = o.token
+	}
+	if o.cloud != "" {
+		s.Cloud = o.cloud
+	}
+	return client.Connect(cmd.Context(), s)
+}
+
+func (o *clientOptions) checkOutput() error {
+	switch o.output {
+	case "table", "json", "yaml":
+		return nil
+	}
+	return fmt.Errorf("--output %q: choose table, json or yaml", o.output)
+}
+
+// printObject prints one object: a FIELD/VALUE table, or the object as the
+// API returned it in JSON or YAML.
+func (o *clientOptions) printObject(w io.Writer, v any) error {
+	if o.output != "table" {
+		return o.encode(w, v)
+	}
+	m, err := toMap(v)
+	if err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FIELD\tVALUE")
+	for _, k := range keys {
+		fmt.Fprintf(tw, "%s\t%s\n", k, cell(m[k]))
+	}
+	return tw.Flush()
+}
+
+// printed prints the object a call returned, or returns the call's error.
+func (o *clientOptions) printed(cmd *cobra.Command, v any, err error) error {
+	if err != nil {
+		return err
+	}
+	return o.printObject(cmd.OutOrStdout(), v)
+}
+
+// printedList prints the objects a call returned, or returns its error.
+func (o *clientOptions) printedList(cmd *cobra.Command, items any, err error, fields ...string) error {
+	if err != nil {
+		return err
+	}
+	return o.printList(cmd.OutOrStdout(), items, fields...)
+}
+
+// printList prints objects as a table of the given JSON fields, or the
+// whole objects as a JSON or YAML list.
+func (o *clientOptions) printList(w io.Writer, items any, fields ...string) error {
+	if o.output != "table" {
+		return o.encode(w, items)
+	}
+	raw, err := json.Marshal(items)
+	if err != nil {
+		return err
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(raw, &rows); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.ToUpper(strings.Join(fields, "\t")))
+	for _, row := range rows {
+		cells := make([]string, len(fields))
+		for i, f := range fields {
+			cells[i] = cell(row[f])
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+func (o *clientOptions) encode(w io.Writer, v any) error {
+	raw, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if o.output == "yaml" {
+		if raw, err = yaml.JSONToYAML(raw); err != nil {
+			return err
+		}
+		_, err = w.Write(raw)
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", raw)
+	return err
+}
+
+func toMap(v any) (map[string]any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	return m, json.Unmarshal(raw, &m)
+}
+
+// cell renders one value on one line: "-" for null, compact JSON for
+// lists and maps.
+func cell(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "-"
+	case string:
+		return strings.ReplaceAll(x, "\n", " ")
+	case []any, map[string]any:
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(x)
+		return strings.TrimSpace(b.String())
+	}
+	return fmt.Sprint(v)
+}
+
+// parseLabels reads --labels values as magnumclient does: repeated
+// KEY=VALUE flags, or one flag of KEY=VALUE pairs separated by , or ;. A
+// key given twice keeps both values, comma-joined.
+func parseLabels(flags []string) (map[string]string, error) {
+	if len(flags) == 1 && strings.Count(flags[0], "=") > 1 {
+		flags = strings.Split(strings.ReplaceAll(flags[0], ";", ","), ",")
+	}
+	out := map[string]string{}
+	for _, f := range flags {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("labels must be KEY=VALUE, not %q", f)
+		}
+		if prev, dup := out[k]; dup {
+			v = prev + "," + v
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// patchFromArgs turns `OP ATTRIBUTE=VALUE ...` (openstack coe's update
+// syntax) into a JSON patch. Values that parse as JSON (numbers, booleans,
+// objects) are sent as such; labels take KEY=VALUE,... lists.
+func patchFromArgs(op string, attrs []string) ([]client.PatchOp, error) {
+	switch op {
+	case "add", "replace", "remove":
+	default:
+		return nil, fmt.Errorf("operation %q: choose add, replace or remove", op)
+	}
+	if len(attrs) == 0 {
+		return nil, fmt.Errorf("name at least one attribute (e.g. node_count=3)")
+	}
+	var patch []client.PatchOp
+	for _, a := range attrs {
+		if op == "remove" {
+			patch = append(patch, client.PatchOp{Op: op, Path: "/" + strings.TrimPrefix(a, "/")})
+			continue
+		}
+		k, v, ok := strings.Cut(a, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("attribute %q: write ATTRIBUTE=VALUE", a)
+		}
+		k = strings.TrimPrefix(k, "/")
+		var value any = v
+		if k == "labels" {
+			l, err := parseLabels([]string{v})
+			if err != nil {
+				return nil, err
+			}
+			value = l
+		} else {
+			var parsed any
+			if json.Unmarshal([]byte(v), &parsed) == nil {
+				value = parsed
+			}
+		}
+		patch = append(patch, client.PatchOp{Op: op, Path: "/" + k, Value: value})
+	}
+	return patch, nil
+}
+
+// setIf puts a flag's value into a request body only when the user set it,
+// so the server's defaults apply to the rest.
+func setIf[T any](cmd *cobra.Command, body map[string]any, flag, field string, v T) {
+	if cmd.Flags().Changed(flag) {
+		body[field] = v
+	}
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/magnetite-io/magnetite/internal/client"
+)
+
+func templateCommand(o *clientOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "template", Aliases: []string{"cluster-template"}, Short: "Manage cluster templates (openstack coe cluster template)"}
+	cmd.AddCommand(templateCreateCommand(o), templateListCommand(o), templateShowCommand(o),
+		templateUpdateCommand(o), templateDeleteCommand(o))
+	return cmd
+}
+
+func templateCreateCommand(o *clientOptions) *cobra.Command {
+	var labels, tags []string
+	var str = map[string]*string{}
+	var dockerVolumeSize int
+	var tlsDisabled, public, registry, masterLB, fipEnabled, fipDisabled, hidden, visible bool
+	cmd := &cobra.Command{
+		Use:   "create NAME --coe kubernetes --image IMAGE --external-network NET [flags]",
+		Short: "Create a cluster template",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body := map[string]any{"name": args[0]}
+			for flag, field := range templateStringFields {
+				setIf(cmd, body, flag, field, *str[flag])
+			}
+			setIf(cmd, body, "docker-volume-size", "docker_volume_size", dockerVolumeSize)
+			setIf(cmd, body, "tls-disabled", "tls_disabled", tlsDisabled)
+			setIf(cmd, body, "public", "public", public)
+			setIf(cmd, body, "registry-enabled", "registry_enabled", registry)
+			setIf(cmd, body, "master-lb-enabled", "master_lb_enabled", masterLB)
+			setIf(cmd, body, "hidden", "hidden", hidden)
+			if fipEnabled && fipDisabled {
+				return fmt.Errorf("--floating-ip-enabled and --floating-ip-disabled exclude each other")
+			}
+			setIf(cmd, body, "floating-ip-enabled", "floating_ip_enabled", true)
+			setIf(cmd, body, "floating-ip-disabled", "floating_ip_enabled", false)
+			if hidden && visible {
+				return fmt.Errorf("--hidden and --visible exclude each other")
+			}
+			setIf(cmd, body, "visible", "hidden", false)
+			if len(labels) > 0 {
+				l, err := parseLabels(labels)
+				if err != nil {
+					return err
+				}
+				body["labels"] = l
+			}
+			if len(tags) > 0 {
+				body["tags"] = strings.Join(tags, ",")
+			}
+			c, err := o.connect(cmd)
+			if err != nil {
+				return err
+			}
+			t, err := c.CreateTemplate(cmd.Context(), body)
+			return o.printed(cmd, t, err)
+		},
+	}
+	f := cmd.Flags()
+	for flag := range templateStringFields {
+		str[flag] = f.String(flag, "", templateFlagHelp[flag])
+	}
+	f.IntVar(&dockerVolumeSize, "docker-volume-size", 0, "size in GB of the container volume of each node")
+	f.StringArrayVar(&labels, "labels", nil, "KEY1=VALUE1,KEY2=VALUE2;KEY3=VALUE3... or one --labels per pair")
+	f.StringArrayVar(&tags, "tags", nil, "tags (repeat, or comma-separated)")
+	f.BoolVar(&tlsDisabled, "tls-disabled", false, "disable TLS in the cluster")
+	f.BoolVar(&public, "public", false, "make the template visible to every project (admin)")
+	f.BoolVar(&registry, "registry-enabled", false, "enable the docker registry in the cluster")
+	f.BoolVar(&masterLB, "master-lb-enabled", false, "put a load balancer in front of the control plane")
+	f.BoolVar(&fipEnabled, "floating-ip-enabled", false, "give nodes floating IPs")
+	f.BoolVar(&fipDisabled, "floating-ip-disabled", false, "give nodes no floating IPs")
+	f.BoolVar(&hidden, "hidden", false, "hide the template from listings (admin)")
+	f.BoolVar(&visible, "visible", false, "show the template in listings")
+	return cmd
+}
+
+// templateStringFields maps create flags that take a string to API fields.
+var templateStringFields = map[string]string{
+	"coe": "coe", "image": "image_id", "external-network": "external_network_id", "keypair": "keypair_id",
+	"fixed-network": "fixed_network", "fixed-subnet": "fixed_subnet", "network-driver": "network_driver",
+	"volume-driver": "volume_driver", "driver": "driver", "dns-nameserver": "dns_nameserver", "flavor": "flavor_id",
+	"master-flavor": "master_flavor_id", "docker-storage-driver": "docker_storage_driver",
+	"http-proxy": "http_proxy", "https-proxy": "https_proxy", "no-proxy": "no_proxy",
+	"insecure-registry": "insecure_registry", "server-type": "server_type",
+}
+
+var templateFlagHelp = map[string]string{
+	"coe": "container orchestration engine: kubernetes", "image": "Glance image name or UUID of the nodes",
+	"external-network": "external network for floating IPs and load balancers", "keypair": "Nova keypair for node access",
+	"fixed-network": "private network of the nodes", "fixed-subnet": "private subnet of the nodes",
+	"network-driver": "CNI: calico, cilium, flannel", "volume-driver": "volume driver: cinder",
+	"driver": "cluster driver name", "dns-nameserver": "DNS server of the cluster network",
+	"flavor": "Nova flavor of worker nodes", "master-flavor": "Nova flavor of control plane nodes",
+	"docker-storage-driver": "container storage driver", "http-proxy": "HTTP proxy for the nodes",
+	"https-proxy": "HTTPS proxy for the nodes", "no-proxy": "hosts that bypass the proxy",
+	"insecure-registry": "URL of an insecure registry", "server-type": "vm (virtual machines) or bm (bare metal)",
+}
+
+func templateListCommand(o *clientOptions) *cobra.Command {
+	var lo client.ListOptions
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List cluster templates",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.connect(cmd)
+			if err != nil {
+				return err
+			}
+			ts, err := c.ListTemplates(cmd.Context(), lo)
+			return o.printedList(cmd, ts, err, "uuid", "name", "server_type", "coe", "public", "hidden")
+		},
+	}
+	listFlags(cmd, &lo)
+	return cmd
+}
+
+func listFlags(cmd *cobra.Command, lo *client.ListOptions) {
+	cmd.Flags().IntVar(&lo.Limit, "limit", 0, "return at most this many (default: every page)")
+	cmd.Flags().StringVar(&lo.SortKey, "sort-key", "", "field to sort by")
+	cmd.Flags().StringVar(&lo.SortDir, "sort-dir", "", "asc or desc")
+}
+
+func templateShowCommand(o *clientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show TEMPLATE",
+		Short: "Show a cluster template",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.connect(cmd)
+			if err != nil {
+				return err
+			}
+			t, err := c.GetTemplate(cmd.Context(), args[0])
+			return o.printed(cmd, t, err)
+		},
+	}
+}
+
+func templateUpdateCommand(o *clientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "update TEMPLATE add|replace|remove ATTRIBUTE=VALUE...",
+		Short: "Change a cluster template (e.g. update k8s replace labels=kube_tag=v1.31.1)",
+		Args:  cobra.MinimumNArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			patch, err := patchFromArgs(args[1], args[2:])
+			if err != nil {
+				return err
+			}
+			c, err := o.connect(cmd)
+			if err != nil {
+				return err
+			}
+			t, err := c.UpdateTemplate(cmd.Context(), args[0], patch)
+			return o.printed(cmd, t, err)
+		},
+	}
+}
+
+func templateDeleteCommand(o *clientOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete TEMPLATE...",
+		Short: "Delete cluster templates no cluster uses",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.connect(cmd)
+			if err != nil {
+				return err
+			}
+			return deleteEach(cmd, args, "Cluster template %s deleted.", func(ident string) error {
+				return c.DeleteTemplate(cmd.Context(), ident)
+			})
+		},
+	}
+}
+
+// deleteEach deletes every object named, reporting each with the done
+// format, and fails when any deletion failed (as openstack coe does).
+func deleteEach(cmd *cobra.Command, idents []string, done string, del func(string) error) error {
+	failed := 0
+	for _, id := range idents {
+		if err := del(id); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "Delete of %s failed: %v\n", id, err)
+			failed++
+			continue
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), done+"\n", id)
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d deletions failed", failed, len(idents))
+	}
+	return nil
+}
