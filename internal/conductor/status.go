@@ -60,9 +60,10 @@ func (s Snapshot) Converged() bool {
 	return true
 }
 
-// Summarize reads the objects of one cluster. nodeGroupOf maps a topology
-// machine deployment name to the Magnetite node group name.
-func Summarize(obs Observed, nodeGroupOf func(topologyName string) string) Snapshot {
+// Summarize reads the objects of one cluster. groupOf maps the labels of a
+// machine deployment or machine to the Magnetite node group name ("" for
+// objects of no known group).
+func Summarize(obs Observed, groupOf func(labels map[string]string) string) Snapshot {
 	s := Snapshot{NodeGroups: map[string]GroupState{}, HealthReasons: map[string]string{}}
 	c := obs.Cluster
 	if c == nil {
@@ -101,8 +102,7 @@ func Summarize(obs Observed, nodeGroupOf func(topologyName string) string) Snaps
 	}
 	mdGroup := map[string]string{}
 	for _, md := range obs.MachineDeployments {
-		topoName := labelsOf(md)[labelTopologyMDName]
-		ng := nodeGroupOf(topoName)
+		ng := groupOf(labelsOf(md))
 		if ng == "" {
 			continue
 		}
@@ -135,7 +135,7 @@ func Summarize(obs Observed, nodeGroupOf func(topologyName string) string) Snaps
 			}
 			continue
 		}
-		ng := nodeGroupOf(labels[labelTopologyMDName])
+		ng := groupOf(labels)
 		if ng == "" {
 			ng = mdGroup[labels[labelDeploymentName]]
 		}

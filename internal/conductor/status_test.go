@@ -63,7 +63,7 @@ func machine(nameStr string, cp bool, topoName, ip string, conds ...map[string]a
 	}
 }
 
-func identityGroup(n string) string { return n }
+func identityGroup(l map[string]string) string { return l[labelTopologyMDName] }
 
 func availableCluster(apiVersion string) Observed {
 	return Observed{

@@ -1,0 +1,315 @@
+package conductor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/store"
+)
+
+// Options configure a conductor.
+type Options struct {
+	Store   *store.DB
+	Mgmt    *mgmt.Client
+	Drivers *driver.Registry
+	Facts   FactsSource
+	Log     *slog.Logger
+	// Owner identifies this process in operation leases.
+	Owner string
+	// Lease is how long a claimed operation stays ours without a heartbeat.
+	Lease time.Duration
+	// Workers is how many operations run at once.
+	Workers int
+	// IdleWait bounds how long an idle worker waits before looking for
+	// work queued by another process (work queued through this process's
+	// API wakes workers at once through Notify).
+	IdleWait time.Duration
+	// StatusWorkers is how many clusters' statuses are computed at once.
+	StatusWorkers int
+}
+
+// Conductor runs operations and keeps cluster status in step with the
+// management cluster.
+type Conductor struct {
+	opts  Options
+	st    *store.DB
+	mc    *mgmt.Client
+	log   *slog.Logger
+	now   func() time.Time
+	wake  chan struct{}
+	queue workqueue.TypedRateLimitingInterface[string]
+
+	mu    sync.Mutex
+	watch *mgmt.Watch
+	// waiters are operations waiting for a cluster's objects to change.
+	waiters map[string][]chan struct{}
+}
+
+// New builds a conductor.
+func New(opts Options) *Conductor {
+	if opts.Lease <= 0 {
+		opts.Lease = 2 * time.Minute
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 4
+	}
+	if opts.IdleWait <= 0 {
+		opts.IdleWait = 5 * time.Second
+	}
+	if opts.StatusWorkers <= 0 {
+		opts.StatusWorkers = 4
+	}
+	if opts.Facts == nil {
+		opts.Facts = NoCloud{}
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	return &Conductor{
+		opts: opts, st: opts.Store, mc: opts.Mgmt, log: opts.Log, now: time.Now,
+		wake:    make(chan struct{}, 1),
+		waiters: map[string][]chan struct{}{},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, time.Minute),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "cluster-status"}),
+	}
+}
+
+// Notify wakes an idle worker: the API calls it after queueing work.
+func (c *Conductor) Notify() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run watches the management cluster and executes operations until ctx
+// ends.
+func (c *Conductor) Run(ctx context.Context) error {
+	if err := c.mc.Discover(ctx); err != nil {
+		return fmt.Errorf("conductor: discover the management cluster's API: %w", err)
+	}
+	w, err := c.mc.Watch(ctx, mgmt.WatchedKinds, c.onEvent)
+	if err != nil {
+		return fmt.Errorf("conductor: watch the management cluster: %w", err)
+	}
+	c.mu.Lock()
+	c.watch = w
+	c.mu.Unlock()
+	// Every cluster is looked at once at start: status may have changed
+	// while no conductor was running, and deadlines need their timers.
+	ids, err := c.st.ClusterUUIDs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		c.queue.Add(id)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < c.opts.StatusWorkers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.processStatus(ctx) {
+			}
+		}()
+	}
+	for i := 0; i < c.opts.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.runWorker(ctx)
+		}()
+	}
+	c.log.Info("conductor running", "owner", c.opts.Owner, "workers", c.opts.Workers)
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// onEvent turns a management-cluster change into a status recomputation of
+// the cluster it belongs to, and wakes operations waiting on that cluster.
+func (c *Conductor) onEvent(ev mgmt.Event) {
+	id := ev.ClusterUUID()
+	if id == "" {
+		return
+	}
+	c.queue.Add(id)
+	c.mu.Lock()
+	ws := c.waiters[id]
+	delete(c.waiters, id)
+	c.mu.Unlock()
+	for _, ch := range ws {
+		close(ch)
+	}
+}
+
+// changed returns a channel closed at the next change of a cluster's
+// objects.
+func (c *Conductor) changed(clusterUUID string) <-chan struct{} {
+	ch := make(chan struct{})
+	c.mu.Lock()
+	c.waiters[clusterUUID] = append(c.waiters[clusterUUID], ch)
+	c.mu.Unlock()
+	return ch
+}
+
+func (c *Conductor) runWorker(ctx context.Context) {
+	for ctx.Err() == nil {
+		op, err := c.st.ClaimOperation(ctx, c.opts.Owner, c.opts.Lease)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			c.log.Error("claim operation", "error", err)
+			c.idle(ctx)
+		case op == nil:
+			c.idle(ctx)
+		default:
+			c.execute(ctx, op)
+		}
+	}
+}
+
+// idle waits for a wake-up, the next retry becoming due, or IdleWait (work
+// queued by another replica).
+func (c *Conductor) idle(ctx context.Context) {
+	wait := c.opts.IdleWait
+	if at, ok, err := c.st.NextOperationAt(ctx); err == nil && ok {
+		if d := at.Sub(c.now()); d < wait {
+			wait = max(d, 10*time.Millisecond)
+		}
+	}
+	// Jitter keeps replicas from polling in lockstep.
+	wait += time.Duration(rand.Int64N(int64(wait/10) + 1))
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-c.wake:
+	case <-t.C:
+	}
+}
+
+// execute runs one claimed operation with a heartbeat, and records how it
+// ended.
+func (c *Conductor) execute(ctx context.Context, op *model.Operation) {
+	log := c.log.With("operation", op.UUID, "type", op.Type, "cluster", op.ClusterID, "attempt", op.Attempts)
+	opCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go c.heartbeat(opCtx, cancel, op, log)
+	log.Info("operation started")
+	err := c.run(opCtx, op)
+	if ctx.Err() != nil {
+		// Shutting down: the lease expires and another worker resumes.
+		return
+	}
+	switch {
+	case err == nil:
+		if cerr := c.st.CompleteOperation(ctx, op); cerr != nil {
+			log.Error("record operation completion", "error", cerr)
+		}
+		log.Info("operation finished")
+	default:
+		permanent := errors.Is(err, errPermanent) || errors.Is(err, driver.ErrInvalid)
+		if ferr := c.st.FailOperation(ctx, op, err, permanent); ferr != nil {
+			log.Error("record operation failure", "error", ferr)
+		}
+		log.Warn("operation failed", "error", err, "permanent", permanent)
+		if permanent {
+			c.failCluster(ctx, op, err)
+		}
+	}
+	c.queue.Add(op.ClusterID)
+}
+
+func (c *Conductor) heartbeat(ctx context.Context, cancel context.CancelFunc, op *model.Operation, log *slog.Logger) {
+	t := time.NewTicker(c.opts.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := c.st.Heartbeat(ctx, op, c.opts.Lease); err != nil && ctx.Err() == nil {
+				// The lease is lost (another worker took over): stop.
+				log.Warn("lost the operation's lease; stopping", "error", err)
+				cancel()
+				return
+			}
+		}
+	}
+}
+
+// errPermanent marks failures retrying cannot fix.
+var errPermanent = errors.New("permanent")
+
+func permanentf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errPermanent, fmt.Sprintf(format, args...))
+}
+
+// run dispatches an operation to its handler.
+func (c *Conductor) run(ctx context.Context, op *model.Operation) error {
+	switch op.Type {
+	case model.OpClusterDelete:
+		return c.deleteCluster(ctx, op)
+	case model.OpNodeGroupDelete:
+		if err := c.reconcile(ctx, op); err != nil {
+			return err
+		}
+		return c.removeNodeGroup(ctx, op)
+	case model.OpClusterCreate, model.OpClusterUpdate, model.OpClusterResize, model.OpClusterUpgrade,
+		model.OpNodeGroupCreate, model.OpNodeGroupUpdate:
+		return c.reconcile(ctx, op)
+	}
+	return permanentf("unknown operation type %q", op.Type)
+}
+
+// failCluster records a permanent failure on the cluster so users see why.
+func (c *Conductor) failCluster(ctx context.Context, op *model.Operation, cause error) {
+	msg := cause.Error()
+	_, err := c.st.UpdateClusterStatus(ctx, op.ClusterID, func(cl *model.Cluster, ngs []*model.NodeGroup) ([]*model.NodeGroup, bool) {
+		switch cl.Status {
+		case model.CreateInProgress:
+			cl.Status = model.CreateFailed
+		case model.UpdateInProgress:
+			cl.Status = model.UpdateFailed
+		case model.DeleteInProgress:
+			cl.Status = model.DeleteFailed
+		}
+		cl.StatusReason = &msg
+		t := c.now().UTC()
+		cl.UpdatedAt = &t
+		return nil, true
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		c.log.Error("record cluster failure", "cluster", op.ClusterID, "error", err)
+		return
+	}
+	c.event(ctx, op.ClusterID, model.EventStatus, "", string(op.Type)+" failed", msg)
+}
+
+// event records a cluster event, logging (not failing) when it cannot.
+func (c *Conductor) event(ctx context.Context, clusterUUID string, kind model.EventKind, status model.Status, reason, msg string) {
+	cl, err := c.st.GetClusterByUUID(ctx, clusterUUID)
+	if err != nil {
+		return
+	}
+	if status == "" {
+		status = cl.Status
+	}
+	ev := model.ClusterEvent{ClusterID: clusterUUID, ProjectID: cl.ProjectID, Time: c.now().UTC(), Kind: kind,
+		Status: status, Reason: reason, Message: msg}
+	if err := c.st.RecordEvent(ctx, ev); err != nil {
+		c.log.Warn("record cluster event", "cluster", clusterUUID, "error", err)
+	}
+}

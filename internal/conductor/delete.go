@@ -1,0 +1,130 @@
+package conductor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/store"
+)
+
+// deleteCluster deletes the Cluster, waits until Cluster API has removed it
+// and its machines, cleans up everything else Magnetite created for it, and
+// removes the row: a later GET is a 404, as clients expect.
+func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) error {
+	cl, err := c.st.GetClusterByUUID(ctx, op.ClusterID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ns := c.mc.NamespaceName(cl.ProjectID)
+	name := clusterObjectName(cl)
+	if _, err := c.mc.Delete(ctx, "Cluster", ns, name); err != nil {
+		return err
+	}
+	c.event(ctx, cl.UUID, model.EventOperation, "", string(op.Type), "asked Cluster API to delete the cluster")
+	if err := c.waitGone(ctx, cl.UUID, []string{"Cluster", "Machine"}); err != nil {
+		return err
+	}
+	if err := c.cleanup(ctx, cl, ns); err != nil {
+		return err
+	}
+	if err := c.st.DeleteCluster(ctx, cl.UUID); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if _, err := c.mc.ReleaseNamespace(ctx, cl.ProjectID); err != nil {
+		c.log.Warn("release project namespace", "namespace", ns, "error", err)
+	}
+	c.log.Info("cluster deleted", "cluster", cl.UUID, "name", cl.Name)
+	return nil
+}
+
+// waitGone waits until no object of the kinds belongs to the cluster.
+func (c *Conductor) waitGone(ctx context.Context, clusterUUID string, kinds []string) error {
+	return c.waitUntil(ctx, clusterUUID, func() (bool, error) {
+		for _, k := range kinds {
+			objs, err := c.watch.Objects(k, clusterUUID)
+			if err != nil || len(objs) > 0 {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+}
+
+// waitUntil re-checks done at every change of the cluster's objects (the
+// watch wakes it) until it holds.
+func (c *Conductor) waitUntil(ctx context.Context, clusterUUID string, done func() (bool, error)) error {
+	for {
+		changed := c.changed(clusterUUID)
+		ok, err := done()
+		if err != nil || ok {
+			return err
+		}
+		// A slow safety net in case an event was missed while a watch
+		// restarted; events normally wake us long before.
+		t := time.NewTimer(30 * time.Second)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-changed:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// cleanupKinds are the kinds Magnetite itself creates for a cluster besides
+// the Cluster (whose dependents Cluster API removes).
+var cleanupKinds = []string{"Secret", "ConfigMap", "ClusterResourceSet"}
+
+func (c *Conductor) cleanup(ctx context.Context, cl *model.Cluster, ns string) error {
+	for _, kind := range cleanupKinds {
+		if _, err := c.mc.Resource(ctx, kind); err != nil {
+			continue // not served here (e.g. no addons API): nothing to clean
+		}
+		objs, err := c.mc.List(ctx, kind, ns, mgmt.ClusterSelector(cl.UUID))
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if _, err := c.mc.Delete(ctx, kind, ns, o.GetName()); err != nil {
+				return fmt.Errorf("clean up %s %s: %w", kind, o.GetName(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// removeNodeGroup waits until the node group's machines are gone, then
+// removes its row.
+func (c *Conductor) removeNodeGroup(ctx context.Context, op *model.Operation) error {
+	err := c.waitUntil(ctx, op.ClusterID, func() (bool, error) {
+		for _, kind := range []string{"MachineDeployment", "Machine"} {
+			objs, err := c.watch.Objects(kind, op.ClusterID)
+			if err != nil {
+				return false, err
+			}
+			for _, o := range objs {
+				if o.GetLabels()[LabelNodeGroupUUID] == op.NodeGroupID {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := c.st.DeleteNodeGroup(ctx, op.NodeGroupID); err != nil {
+		return err
+	}
+	c.event(ctx, op.ClusterID, model.EventOperation, "", string(op.Type), fmt.Sprintf("node group %v removed", op.Payload["nodegroup"]))
+	return nil
+}

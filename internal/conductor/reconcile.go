@@ -1,0 +1,300 @@
+package conductor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/magnetite-io/magnetite/internal/certs"
+	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/driver/capi"
+	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/store"
+)
+
+// LabelNodeGroupUUID ties machine deployments, the control plane and their
+// machines to the Magnetite node group they implement.
+const LabelNodeGroupUUID = "magnetite.io/nodegroup-uuid"
+
+// annotationDeleteMachine is Cluster API's mark for the machines a scale
+// down removes first.
+const annotationDeleteMachine = "cluster.x-k8s.io/delete-machine"
+
+// scope is what one operation loads once.
+type scope struct {
+	cluster    *model.Cluster
+	template   *model.ClusterTemplate
+	nodeGroups []*model.NodeGroup // without node groups being deleted
+	namespace  string
+	owner      mgmt.Owner
+}
+
+func (c *Conductor) load(ctx context.Context, clusterUUID string) (*scope, error) {
+	cl, err := c.st.GetClusterByUUID(ctx, clusterUUID)
+	if err != nil {
+		return nil, err
+	}
+	ct, err := c.st.GetClusterTemplateByUUID(ctx, cl.ClusterTemplateID)
+	if err != nil {
+		return nil, permanentf("cluster template %s of cluster %s is gone", cl.ClusterTemplateID, cl.Name)
+	}
+	all, err := c.st.NodeGroupsOf(ctx, []string{cl.UUID})
+	if err != nil {
+		return nil, err
+	}
+	sc := &scope{cluster: cl, template: ct, owner: mgmt.Owner{ClusterUUID: cl.UUID, ProjectID: cl.ProjectID}}
+	for _, ng := range all[cl.UUID] {
+		if ng.Status != model.DeleteInProgress {
+			sc.nodeGroups = append(sc.nodeGroups, ng)
+		}
+	}
+	sc.namespace = c.mc.NamespaceName(cl.ProjectID)
+	return sc, nil
+}
+
+// reconcile renders the cluster's desired state and applies it. Applying is
+// idempotent (server-side apply), so an operation re-run after a crash
+// converges instead of duplicating anything.
+func (c *Conductor) reconcile(ctx context.Context, op *model.Operation) error {
+	sc, err := c.load(ctx, op.ClusterID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // deleted meanwhile: nothing to build
+	}
+	if err != nil {
+		return err
+	}
+	if sc.cluster.Status == model.DeleteInProgress {
+		return nil // the queued delete supersedes
+	}
+	res, err := c.render(ctx, sc)
+	if err != nil {
+		return err
+	}
+	if _, err := c.mc.EnsureNamespace(ctx, sc.cluster.ProjectID); err != nil {
+		return err
+	}
+	if err := c.applySecrets(ctx, sc, res.Secrets); err != nil {
+		return err
+	}
+	if op.Type == model.OpClusterResize {
+		if err := c.markMachinesForRemoval(ctx, sc, op); err != nil {
+			return err
+		}
+	}
+	for _, obj := range res.Objects {
+		if obj.GetKind() == "Cluster" {
+			if err := labelTopology(obj, sc); err != nil {
+				return permanentf("%v", err)
+			}
+		}
+		if _, err := c.mc.Apply(ctx, sc.owner, obj); err != nil {
+			return classifyApplyError(err)
+		}
+	}
+	if len(res.Warnings) > 0 {
+		c.event(ctx, sc.cluster.UUID, model.EventOperation, "", string(op.Type), "warnings: "+strings.Join(res.Warnings, "; "))
+	}
+	c.event(ctx, sc.cluster.UUID, model.EventOperation, "", string(op.Type),
+		fmt.Sprintf("applied %d objects to the management cluster", len(res.Objects)))
+	return nil
+}
+
+// render runs the template's driver at the API versions the management
+// cluster serves.
+func (c *Conductor) render(ctx context.Context, sc *scope) (*driver.Result, error) {
+	facts, err := c.opts.Facts.Facts(ctx, sc.template, sc.cluster, sc.nodeGroups)
+	if err != nil {
+		return nil, fmt.Errorf("read cloud facts: %w", err)
+	}
+	distro := ""
+	if sc.template.ClusterDistro != nil {
+		distro = *sc.template.ClusterDistro
+	}
+	if img, ok := facts.Image(sc.template.ImageID); ok && img.OSDistro() != "" {
+		distro = img.OSDistro()
+	}
+	drv, err := c.opts.Drivers.ForTemplate(sc.template, distro)
+	if err != nil {
+		return nil, permanentf("%v", err)
+	}
+	if cd, ok := drv.(*capi.Driver); ok {
+		versions, err := c.apiVersions(ctx)
+		if err != nil {
+			return nil, err
+		}
+		drv = cd.WithAPIVersions(versions)
+	}
+	res, err := drv.Render(driver.Request{Template: sc.template, Cluster: sc.cluster, NodeGroups: sc.nodeGroups,
+		Facts: facts, Namespace: sc.namespace})
+	if err != nil {
+		return nil, permanentf("%v", err)
+	}
+	return res, nil
+}
+
+// apiVersions maps what discovery found to the renderer's per-group
+// versions.
+func (c *Conductor) apiVersions(ctx context.Context) (capi.APIVersions, error) {
+	served, err := c.mc.APIVersions(ctx)
+	if err != nil {
+		return capi.APIVersions{}, err
+	}
+	v := capi.DefaultAPIVersions
+	pick := func(kind string, dst *string) {
+		if av, ok := served[kind]; ok {
+			if i := strings.LastIndex(av, "/"); i >= 0 {
+				*dst = av[i+1:]
+			}
+		}
+	}
+	pick("Cluster", &v.Cluster)
+	pick("KubeadmConfigTemplate", &v.Bootstrap)
+	pick("KubeadmControlPlaneTemplate", &v.ControlPlane)
+	pick("ClusterResourceSet", &v.Addons)
+	pick("DevClusterTemplate", &v.Infrastructure)
+	pick("OpenStackClusterTemplate", &v.Infrastructure)
+	return v, nil
+}
+
+// applySecrets writes the Secrets the rendered objects refer to: the
+// cluster's certificate authorities (generated by the API when the cluster
+// was created) and any credentials the infrastructure needs.
+func (c *Conductor) applySecrets(ctx context.Context, sc *scope, refs []driver.SecretRef) error {
+	stored, err := c.st.ClusterCertificates(ctx, sc.cluster.UUID)
+	if err != nil {
+		return err
+	}
+	objName := clusterObjectName(sc.cluster)
+	have := map[string]bool{}
+	for _, cert := range stored {
+		s := certs.Secret(objName, sc.namespace, certs.KeyPair{Purpose: certs.Purpose(cert.Purpose), Cert: cert.CertPEM, Key: cert.KeyPEM})
+		if _, err := c.mc.Apply(ctx, sc.owner, s); err != nil {
+			return classifyApplyError(err)
+		}
+		have[s.GetName()] = true
+	}
+	for _, ref := range refs {
+		if have[ref.Name] || ref.Optional {
+			continue
+		}
+		return permanentf("the cluster needs the Secret %s (%s) and Magnetite has no source for it; configure cloud credentials for the conductor", ref.Name, ref.Purpose)
+	}
+	return nil
+}
+
+func clusterObjectName(cl *model.Cluster) string {
+	if cl.StackID != nil && *cl.StackID != "" {
+		return *cl.StackID
+	}
+	return cl.UUID
+}
+
+// labelTopology adds Magnetite's ownership labels to the control plane's
+// and every machine deployment's topology metadata, so Cluster API stamps
+// them on the objects and machines it creates and the watch sees them.
+func labelTopology(obj *unstructured.Unstructured, sc *scope) error {
+	var master *model.NodeGroup
+	var workers []*model.NodeGroup
+	for _, ng := range sc.nodeGroups {
+		if ng.Role == model.RoleMaster {
+			master = ng
+		} else {
+			workers = append(workers, ng)
+		}
+	}
+	add := func(m map[string]any, ng *model.NodeGroup) {
+		meta, _ := m["metadata"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+			m["metadata"] = meta
+		}
+		labels, _ := meta["labels"].(map[string]any)
+		if labels == nil {
+			labels = map[string]any{}
+			meta["labels"] = labels
+		}
+		for k, v := range sc.owner.Labels() {
+			labels[k] = v
+		}
+		if ng != nil {
+			labels[LabelNodeGroupUUID] = ng.UUID
+		}
+	}
+	if cp, ok, _ := unstructured.NestedMap(obj.Object, "spec", "topology", "controlPlane"); ok {
+		add(cp, master)
+		if err := unstructured.SetNestedMap(obj.Object, cp, "spec", "topology", "controlPlane"); err != nil {
+			return err
+		}
+	}
+	mds, ok, _ := unstructured.NestedSlice(obj.Object, "spec", "topology", "workers", "machineDeployments")
+	if !ok {
+		return nil
+	}
+	// The driver renders one machine deployment per worker node group, in
+	// the order it was given them.
+	if len(mds) != len(workers) {
+		return fmt.Errorf("rendered %d machine deployments for %d worker node groups", len(mds), len(workers))
+	}
+	for i, raw := range mds {
+		if md, ok := raw.(map[string]any); ok {
+			add(md, workers[i])
+		}
+	}
+	return unstructured.SetNestedSlice(obj.Object, mds, "spec", "topology", "workers", "machineDeployments")
+}
+
+// markMachinesForRemoval marks the machines a resize names in
+// nodes_to_remove, so Cluster API removes exactly those when it scales
+// down. Nodes are named by machine name, node name or provider id suffix
+// (the server id).
+func (c *Conductor) markMachinesForRemoval(ctx context.Context, sc *scope, op *model.Operation) error {
+	raw, _ := op.Payload["nodes_to_remove"].([]any)
+	if len(raw) == 0 {
+		return nil
+	}
+	machines, err := c.mc.List(ctx, "Machine", sc.namespace, mgmt.ClusterSelector(sc.cluster.UUID))
+	if err != nil {
+		return err
+	}
+	for _, r := range raw {
+		want, _ := r.(string)
+		found := false
+		for i := range machines {
+			m := &machines[i]
+			node, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name")
+			provider, _, _ := unstructured.NestedString(m.Object, "spec", "providerID")
+			if want == m.GetName() || want == node || (provider != "" && strings.HasSuffix(provider, want)) {
+				found = true
+				patch := &unstructured.Unstructured{}
+				patch.SetAPIVersion(m.GetAPIVersion())
+				patch.SetKind("Machine")
+				patch.SetName(m.GetName())
+				patch.SetNamespace(m.GetNamespace())
+				patch.SetAnnotations(map[string]string{annotationDeleteMachine: "yes"})
+				if _, err := c.mc.Apply(ctx, sc.owner, patch); err != nil {
+					return classifyApplyError(err)
+				}
+			}
+		}
+		if !found {
+			return permanentf("nodes_to_remove names %q, which is no machine, node or server of cluster %s", want, sc.cluster.Name)
+		}
+	}
+	return nil
+}
+
+// classifyApplyError separates what the management cluster refuses for good
+// (validation, forbidden) from what may pass on a retry.
+func classifyApplyError(err error) error {
+	msg := err.Error()
+	for _, s := range []string{"is invalid", "admission webhook", "forbidden", "Forbidden", "denied the request"} {
+		if strings.Contains(msg, s) {
+			return permanentf("the management cluster refused the cluster's objects: %s", msg)
+		}
+	}
+	return err
+}

@@ -1,0 +1,122 @@
+package conductor
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/store"
+)
+
+// processStatus takes one cluster off the status queue and recomputes its
+// status. It returns false once the queue is shut down.
+func (c *Conductor) processStatus(ctx context.Context) bool {
+	id, shutdown := c.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer c.queue.Done(id)
+	if err := c.syncStatus(ctx, id); err != nil {
+		if ctx.Err() == nil {
+			c.log.Warn("sync cluster status", "cluster", id, "error", err)
+			c.queue.AddRateLimited(id)
+		}
+		return true
+	}
+	c.queue.Forget(id)
+	return true
+}
+
+// observe reads a cluster's objects from the watch caches.
+func (c *Conductor) observe(clusterUUID string) (Observed, error) {
+	var obs Observed
+	one := func(kind string) (map[string]any, error) {
+		objs, err := c.watch.Objects(kind, clusterUUID)
+		if err != nil || len(objs) == 0 {
+			return nil, err
+		}
+		return objs[0].Object, nil
+	}
+	all := func(kind string) ([]map[string]any, error) {
+		objs, err := c.watch.Objects(kind, clusterUUID)
+		out := make([]map[string]any, 0, len(objs))
+		for _, o := range objs {
+			out = append(out, o.Object)
+		}
+		return out, err
+	}
+	var err error
+	if obs.Cluster, err = one("Cluster"); err != nil {
+		return obs, err
+	}
+	if obs.ControlPlane, err = one("KubeadmControlPlane"); err != nil {
+		return obs, err
+	}
+	if obs.MachineDeployments, err = all("MachineDeployment"); err != nil {
+		return obs, err
+	}
+	obs.Machines, err = all("Machine")
+	return obs, err
+}
+
+// groupOf maps object labels to node group names through the node group
+// UUID label the conductor puts into the topology.
+func groupOf(ngs []*model.NodeGroup) func(map[string]string) string {
+	byUUID := make(map[string]string, len(ngs))
+	for _, ng := range ngs {
+		byUUID[ng.UUID] = ng.Name
+	}
+	return func(l map[string]string) string { return byUUID[l[LabelNodeGroupUUID]] }
+}
+
+// syncStatus recomputes one cluster's status from the watch caches and
+// writes it when it changed. Deadlines (create_timeout) are timers on the
+// queue, not polling.
+func (c *Conductor) syncStatus(ctx context.Context, id string) error {
+	obs, err := c.observe(id)
+	if err != nil {
+		return err
+	}
+	pending, err := c.st.PendingOperations(ctx, id)
+	if err != nil {
+		return err
+	}
+	now := c.now()
+	var before, after model.Cluster
+	cl, err := c.st.UpdateClusterStatus(ctx, id, func(cl *model.Cluster, ngs []*model.NodeGroup) ([]*model.NodeGroup, bool) {
+		before = *cl
+		if cl.Status == model.DeleteInProgress {
+			after = *cl
+			return nil, false
+		}
+		d := Decide(cl, ngs, Summarize(obs, groupOf(ngs)), pending > 0, now)
+		if d.Changed {
+			t := now.UTC()
+			d.Cluster.UpdatedAt = &t
+		}
+		*cl = *d.Cluster
+		after = *cl
+		return d.NodeGroups, d.Changed
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case before.Status != after.Status:
+		c.event(ctx, id, model.EventStatus, after.Status, string(before.Status)+" -> "+string(after.Status), derefOr(after.StatusReason, ""))
+	case derefOr(before.StatusReason, "") != derefOr(after.StatusReason, "") && after.StatusReason != nil:
+		c.event(ctx, id, model.EventCondition, after.Status, "status reason", *after.StatusReason)
+	}
+	if cl.Status == model.CreateInProgress && cl.CreateTimeout > 0 {
+		deadline := cl.CreatedAt.Add(time.Duration(cl.CreateTimeout) * time.Minute)
+		c.queue.AddAfter(id, deadline.Sub(now)+time.Second)
+	}
+	return nil
+}
+
+// Observe exposes a cluster's cached objects, for tests and tools.
+func (c *Conductor) Observe(clusterUUID string) (Observed, error) { return c.observe(clusterUUID) }

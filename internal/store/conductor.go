@@ -1,0 +1,105 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/magnetite-io/magnetite/internal/model"
+)
+
+// StatusMutation changes a freshly read cluster and its node groups; it
+// returns the node groups to write and whether anything changed.
+type StatusMutation func(c *model.Cluster, ngs []*model.NodeGroup) (changedGroups []*model.NodeGroup, changed bool)
+
+// UpdateClusterStatus re-reads a cluster and its node groups inside one
+// transaction, applies fn and writes the result, so a status written by the
+// conductor never overwrites a desired-state change the API made meanwhile.
+// A cluster that no longer exists is ErrNotFound.
+func (s *DB) UpdateClusterStatus(ctx context.Context, uuid string, fn StatusMutation) (*model.Cluster, error) {
+	var out *model.Cluster
+	err := s.retryTx(ctx, func(tx *sql.Tx) error {
+		c, err := scanCluster(tx.QueryRowContext(ctx, "SELECT id, data FROM clusters WHERE uuid = ?"+s.forUpdate(), uuid))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: cluster %s", ErrNotFound, uuid)
+		}
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, "SELECT id, data FROM nodegroups WHERE cluster_id = ? ORDER BY id"+s.forUpdate(), uuid)
+		if err != nil {
+			return err
+		}
+		var ngs []*model.NodeGroup
+		for rows.Next() {
+			ng, err := scanNodeGroup(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			ngs = append(ngs, ng)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		groups, changed := fn(c, ngs)
+		out = c
+		if !changed {
+			return nil
+		}
+		if err := updateCluster(ctx, tx, c); err != nil {
+			return err
+		}
+		for _, ng := range groups {
+			if err := saveNodeGroup(ctx, tx, ng); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// PendingOperations counts a cluster's operations that are queued or
+// running.
+func (s *DB) PendingOperations(ctx context.Context, clusterUUID string) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM operations WHERE cluster_id = ? AND state IN ('pending', 'running')`,
+		clusterUUID).Scan(&n)
+	return n, err
+}
+
+// DeleteNodeGroup removes a node group row once its machines are gone.
+func (s *DB) DeleteNodeGroup(ctx context.Context, uuid string) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM nodegroups WHERE uuid = ?`, uuid)
+	return err
+}
+
+// GetClusterByUUID reads a cluster of any project.
+func (s *DB) GetClusterByUUID(ctx context.Context, uuid string) (*model.Cluster, error) {
+	c, err := scanCluster(s.db.QueryRowContext(ctx, "SELECT id, data FROM clusters WHERE uuid = ?", uuid))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: cluster %s", ErrNotFound, uuid)
+	}
+	return c, err
+}
+
+// ClusterUUIDs lists every cluster, for the conductor's start-up resync.
+func (s *DB) ClusterUUIDs(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT uuid FROM clusters ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
