@@ -383,9 +383,15 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	op := s.newOperation(r, model.OpClusterCreate, c, "", map[string]any{
 		"master_count": masterCount, "node_count": nodeCount, "create_timeout": c.CreateTimeout,
 	})
+	// The CAs are stored with the cluster, so certificate requests can be
+	// answered before the conductor has run.
+	keyPairs, err := clusterKeyPairs(c.UUID)
+	if err != nil {
+		return err
+	}
 	err = s.applyClusterChange(r, "", store.ClusterChange{
 		Cluster: c, Create: true, QuotaLimit: s.opts.DefaultClusterQuota,
-		NodeGroups: []*model.NodeGroup{master, worker}, Operation: op,
+		NodeGroups: []*model.NodeGroup{master, worker}, Operation: op, Certificates: keyPairs,
 	})
 	if err != nil {
 		return err

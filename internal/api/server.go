@@ -156,6 +156,9 @@ func (s *Server) routes() {
 	s.handle("PATCH /v1/quotas/{project}/{resource}", s.updateQuota)
 	s.handle("DELETE /v1/quotas/{project}/{resource}", s.deleteQuota)
 
+	s.handle("GET /v1/certificates/{ident}", s.getCertificate)
+	s.handle("POST /v1/certificates", s.signCertificate)
+
 	s.handle("GET /v1/stats", s.getStats)
 	s.handle("GET /v1/mservices", s.listServices)
 

@@ -35,6 +35,9 @@ type ClusterChange struct {
 	// DeleteNodeGroups removes node group rows by UUID.
 	DeleteNodeGroups []string
 	Operation        *model.Operation
+	// Certificates are the cluster's key pairs, stored with its create so a
+	// cluster never exists without its CA.
+	Certificates []*model.ClusterCertificate
 }
 
 // ApplyClusterChange writes ch in one transaction. On MariaDB a transaction
@@ -66,6 +69,11 @@ func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
 		}
 		for _, ng := range ch.NodeGroups {
 			if err := saveNodeGroup(ctx, tx, ng); err != nil {
+				return err
+			}
+		}
+		for _, c := range ch.Certificates {
+			if err := insertCertificate(ctx, tx, c); err != nil {
 				return err
 			}
 		}

@@ -82,6 +82,10 @@ func mysqlConfig(dsn string) (*mysql.Config, error) {
 	cfg.InterpolateParams = true
 	cfg.MultiStatements = false
 	cfg.Collation = "utf8mb4_bin"
+	// RowsAffected counts matched rows, as on SQLite: conditional UPDATEs
+	// (claims, heartbeats, "does this row exist") must not read an update
+	// that happened to change no value as a miss.
+	cfg.ClientFoundRows = true
 	cfg.Timeout = 10 * time.Second
 	return cfg, nil
 }

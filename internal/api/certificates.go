@@ -1,0 +1,152 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/magnetite-io/magnetite/internal/auth"
+	"github.com/magnetite-io/magnetite/internal/certs"
+	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/store"
+)
+
+// caCertTypes maps Magnum's ca_cert_type values to the cluster's CAs.
+var caCertTypes = map[string]certs.Purpose{
+	"":            certs.ClusterCA,
+	"kubernetes":  certs.ClusterCA,
+	"etcd":        certs.EtcdCA,
+	"front-proxy": certs.FrontProxyCA,
+	"front_proxy": certs.FrontProxyCA,
+}
+
+var certificateSchema = newSchema("certificate",
+	str("cluster_uuid", 1, 255),
+	str("csr", 1, 0),
+	field{name: "ca_cert_type", kind: kEnum, enum: []string{"kubernetes", "etcd", "front-proxy", "front_proxy"}},
+)
+
+// certificate is Magnum's certificate document. Private keys never appear.
+type certificate struct {
+	ClusterUUID string `json:"cluster_uuid"`
+	CSR         string `json:"csr,omitempty"`
+	PEM         string `json:"pem"`
+	CACertType  string `json:"ca_cert_type,omitempty"`
+	Links       []Link `json:"links"`
+}
+
+// clusterKeyPairs makes a new cluster's certificate authorities and
+// service-account keys, for the create to store with the cluster row.
+func clusterKeyPairs(clusterUUID string) ([]*model.ClusterCertificate, error) {
+	pairs, err := certs.GenerateCluster()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.ClusterCertificate, 0, len(pairs))
+	for _, kp := range pairs {
+		out = append(out, &model.ClusterCertificate{ClusterID: clusterUUID, Purpose: string(kp.Purpose), CertPEM: kp.Cert, KeyPEM: kp.Key})
+	}
+	return out, nil
+}
+
+func caPurpose(caCertType string) (certs.Purpose, error) {
+	p, ok := caCertTypes[caCertType]
+	if !ok {
+		return "", badRequest("Invalid ca_cert_type %q: use kubernetes (the default), etcd or front-proxy.", caCertType)
+	}
+	return p, nil
+}
+
+// clusterCA reads one of a cluster's CAs.
+func (s *Server) clusterCA(r *http.Request, c *model.Cluster, p certs.Purpose) (*model.ClusterCertificate, error) {
+	ca, err := s.st.ClusterCertificate(r.Context(), c.UUID, string(p))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFound("Cluster %s has no %s certificate authority recorded.", c.Name, p)
+	}
+	return ca, err
+}
+
+// getCertificate is GET /v1/certificates/{ident}: the cluster's CA
+// certificate (or its etcd or front-proxy CA with ?ca_cert_type=).
+func (s *Server) getCertificate(w http.ResponseWriter, r *http.Request) error {
+	p, err := caPurpose(r.URL.Query().Get("ca_cert_type"))
+	if err != nil {
+		return err
+	}
+	c, err := s.lookupCluster(r, "certificate:get")
+	if err != nil {
+		return err
+	}
+	ca, err := s.clusterCA(r, c, p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, certificate{ClusterUUID: c.UUID, PEM: string(ca.CertPEM),
+		Links: resourceLinks(baseURL(r), "certificates", c.UUID)})
+	return nil
+}
+
+// signCertificate is POST /v1/certificates: sign a CSR with the cluster's
+// CA. As in Magnum, a cluster that cannot be found is a 400 here: the body,
+// not the URL, names it.
+func (s *Server) signCertificate(w http.ResponseWriter, r *http.Request) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	raw, aerr := decodeBody(body)
+	if aerr != nil {
+		return aerr
+	}
+	vals, aerr := certificateSchema.coerceAll(raw, versionOf(r.Context()), false)
+	if aerr != nil {
+		return aerr
+	}
+	ident, _ := vals["cluster_uuid"].(string)
+	csr, _ := vals["csr"].(string)
+	caType, _ := vals["ca_cert_type"].(string)
+	if ident == "" {
+		return badRequest("Invalid input for field/attribute cluster_uuid. Value: null. Mandatory field missing.")
+	}
+	if csr == "" {
+		return badRequest("Invalid input for field/attribute csr. Value: null. Mandatory field missing.")
+	}
+	p, err := caPurpose(caType)
+	if err != nil {
+		return err
+	}
+	c, err := s.st.GetCluster(r.Context(), s.scope(r), ident)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return badRequest("Cluster %s could not be found.", ident)
+		}
+		return err
+	}
+	if err := s.authorize(r, "certificate:create", &auth.Target{ProjectID: c.ProjectID}); err != nil {
+		return err
+	}
+	ca, err := s.clusterCA(r, c, p)
+	if err != nil {
+		return err
+	}
+	signed, err := certs.SignClientCSR(certs.KeyPair{Purpose: p, Cert: ca.CertPEM, Key: ca.KeyPEM}, []byte(csr), time.Now())
+	if err != nil {
+		if errors.Is(err, certs.ErrInvalidCSR) {
+			return badRequest("%s", cleanCSRError(err))
+		}
+		return fmt.Errorf("sign certificate for cluster %s: %w", c.UUID, err)
+	}
+	writeJSON(w, http.StatusCreated, certificate{ClusterUUID: c.UUID, CSR: csr, PEM: string(signed), CACertType: caType,
+		Links: resourceLinks(baseURL(r), "certificates", c.UUID)})
+	return nil
+}
+
+func cleanCSRError(err error) string {
+	const prefix = "certs: invalid certificate signing request"
+	msg := err.Error()
+	if len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
+		return "Invalid CSR" + msg[len(prefix):] + "."
+	}
+	return "Invalid CSR: " + msg
+}

@@ -1,0 +1,83 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/magnetite-io/magnetite/internal/model"
+)
+
+func insertCertificate(ctx context.Context, tx *sql.Tx, c *model.ClusterCertificate) error {
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now()
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO cluster_certificates (cluster_id, purpose, cert_pem, key_pem, created_at)
+		VALUES (?, ?, ?, ?, ?)`, c.ClusterID, c.Purpose, string(c.CertPEM), string(c.KeyPEM), formatTime(c.CreatedAt))
+	if err != nil {
+		if isUniqueViolation(err) {
+			return fmt.Errorf("%w: cluster %s already has a %q key pair", ErrConflict, c.ClusterID, c.Purpose)
+		}
+		return fmt.Errorf("store: record %s key pair of cluster %s: %w", c.Purpose, c.ClusterID, err)
+	}
+	return nil
+}
+
+const certificateCols = `cluster_id, purpose, cert_pem, key_pem, created_at`
+
+func scanCertificate(row interface{ Scan(...any) error }) (*model.ClusterCertificate, error) {
+	var c model.ClusterCertificate
+	var cert, key, created string
+	if err := row.Scan(&c.ClusterID, &c.Purpose, &cert, &key, &created); err != nil {
+		return nil, err
+	}
+	c.CertPEM, c.KeyPEM, c.CreatedAt = []byte(cert), []byte(key), parseTime(created)
+	return &c, nil
+}
+
+// ClusterCertificate reads one key pair of a cluster by purpose.
+func (s *DB) ClusterCertificate(ctx context.Context, clusterUUID, purpose string) (*model.ClusterCertificate, error) {
+	c, err := scanCertificate(s.db.QueryRowContext(ctx, "SELECT "+certificateCols+
+		" FROM cluster_certificates WHERE cluster_id = ? AND purpose = ?", clusterUUID, purpose))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: cluster %s has no %q key pair", ErrNotFound, clusterUUID, purpose)
+	}
+	return c, err
+}
+
+// ClusterCertificates reads every key pair of a cluster, for the conductor
+// to write as Secrets.
+func (s *DB) ClusterCertificates(ctx context.Context, clusterUUID string) ([]*model.ClusterCertificate, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT "+certificateCols+
+		" FROM cluster_certificates WHERE cluster_id = ? ORDER BY id", clusterUUID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*model.ClusterCertificate
+	for rows.Next() {
+		c, err := scanCertificate(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// AddClusterCertificates stores key pairs of an existing cluster, all or
+// none; a purpose the cluster already has is ErrConflict. Clusters created
+// through ApplyClusterChange get theirs in the create's transaction; this is
+// for recording the CAs of a cluster whose key pairs Cluster API generated
+// (the conductor reads them from the management cluster's Secrets).
+func (s *DB) AddClusterCertificates(ctx context.Context, certs []*model.ClusterCertificate) error {
+	return s.retryTx(ctx, func(tx *sql.Tx) error {
+		for _, c := range certs {
+			if err := insertCertificate(ctx, tx, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
