@@ -1,0 +1,169 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/magnetite-io/magnetite/internal/apitest"
+	"github.com/magnetite-io/magnetite/internal/model"
+)
+
+// TestHelperMagnetiteProcess is the magnetite command when the terminal
+// test starts this test binary inside tmux; otherwise it does nothing.
+func TestHelperMagnetiteProcess(t *testing.T) {
+	if os.Getenv("MAGNETITE_TEST_HELPER") != "1" {
+		return
+	}
+	args := os.Args
+	for i, a := range args {
+		if a == "--" {
+			args = args[i+1:]
+			break
+		}
+	}
+	os.Args = append([]string{"magnetite"}, args...)
+	main()
+	os.Exit(0)
+}
+
+// terminal is a tmux pane of fixed size on a tmux server of its own (its
+// own socket) running one command; the pane's shell prints the command's
+// exit status after it and keeps the screen as the command left it.
+type terminal struct {
+	t      *testing.T
+	socket string
+}
+
+func startTerminal(t *testing.T, width, height int, argv ...string) *terminal {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs tmux (hack/ci-packages.txt) to give the command a real terminal; runs in the full suite")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)")
+	}
+	term := &terminal{t: t, socket: filepath.Join(t.TempDir(), "tmux.sock")}
+	shell := `"$0" "$@"; echo "[exit $?]"; exec sleep 600`
+	args := append([]string{"-f", "/dev/null", "new-session", "-d", "-s", "cli", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height),
+		"-e", "MAGNETITE_TEST_HELPER=1", "-e", "TERM=xterm-256color", "sh", "-c", shell}, argv...)
+	term.tmux(args...)
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", term.socket, "kill-server").Run() })
+	return term
+}
+
+func (term *terminal) tmux(args ...string) string {
+	term.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-S", term.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		term.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// screen is what the pane shows now, wrapped lines joined.
+func (term *terminal) screen() string {
+	return term.tmux("capture-pane", "-p", "-J", "-t", "cli")
+}
+
+// waitFor polls the screen until every wanted text is on it at once.
+func (term *terminal) waitFor(want ...string) string {
+	term.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s := term.screen()
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(s, w) {
+				missing = w
+				break
+			}
+		}
+		if missing == "" {
+			return s
+		}
+		if time.Now().After(deadline) {
+			term.t.Fatalf("the terminal never showed %q; it shows:\n%s", missing, s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// exitStatus waits for the command to end and returns its status.
+func (term *terminal) exitStatus() int {
+	term.t.Helper()
+	s := term.waitFor("[exit ")
+	var status int
+	if _, err := fmt.Sscanf(s[strings.Index(s, "[exit "):], "[exit %d]", &status); err != nil {
+		term.t.Fatalf("no exit status on the screen: %v\n%s", err, s)
+	}
+	return status
+}
+
+// TestClusterCreateWaitDrawsProgressInATerminal runs `magnetite cluster
+// create --wait` on a real terminal (a tmux pane) and checks what a user
+// sees: the progress block redrawn in place with x/y ready per group, the
+// latest condition message, and the final state and exit status. The
+// status changes are written to the store as the conductor writes them;
+// this tests the client's drawing, not provisioning.
+func TestClusterCreateWaitDrawsProgressInATerminal(t *testing.T) {
+	for _, tc := range []struct {
+		final      conductorStep
+		wantScreen []string
+		wantExit   int
+	}{
+		{
+			final: conductorStep{status: model.CreateComplete, reason: "Cluster API reports the cluster available with every node ready",
+				workers: model.CreateComplete, health: map[string]string{"cluster": "ok", "control_plane": "ok (1/1 ready)", "nodegroup default-worker": "2/2 ready"}},
+			wantScreen: []string{"Cluster c1: CREATE_COMPLETE", "control plane              1/1 ready", "node group default-worker  2/2 ready",
+				"Cluster API reports the cluster available with every node ready", "Cluster c1 is CREATE_COMPLETE after"},
+		},
+		{
+			final: conductorStep{status: model.CreateFailed, reason: "Timed out after 60 minutes; last reported problem: machine w-1: InstanceCreateFailed",
+				workers: model.CreateFailed, health: map[string]string{"control_plane": "ok (1/1 ready)", "nodegroup default-worker": "1/2 ready: machine w-1: InstanceCreateFailed"}},
+			wantScreen: []string{"Cluster c1: CREATE_FAILED", "node group default-worker  1/2 ready: machine w-1: InstanceCreateFailed",
+				"magnetite: cluster c1 is CREATE_FAILED: Timed out after 60 minutes; last reported problem: machine w-1: InstanceCreateFailed"},
+			wantExit: 1,
+		},
+	} {
+		t.Run(string(tc.final.status), func(t *testing.T) {
+			srv := apitest.Start(t)
+			createTemplate(t, srv, "k8s")
+			term := startTerminal(t, 110, 30, os.Args[0], "-test.run=^TestHelperMagnetiteProcess$", "--",
+				"cluster", "create", "c1", "--cluster-template", "k8s", "--node-count", "2", "--wait", "--poll-interval", "100ms",
+				"--os-endpoint", srv.URL, "--os-token", "test-token")
+			uuid := clusterUUIDByName(t, srv.Store, "c1")
+			term.waitFor("Cluster c1: CREATE_IN_PROGRESS", "control plane              ?/1", "node group default-worker  ?/2",
+				"Waiting for a conductor to start provisioning")
+
+			applyStep(t, srv.Store, uuid, buildSteps[0])
+			term.waitFor("Waiting for Cluster API to create the cluster")
+			applyStep(t, srv.Store, uuid, buildSteps[1])
+			term.waitFor("control plane              0/1 ready", "node group default-worker  0/2 ready")
+			applyStep(t, srv.Store, uuid, buildSteps[2])
+			s := term.waitFor("control plane              1/1 ready",
+				"node group default-worker  1/2 ready: machine w-1: InfrastructureReady=False WaitingForServer",
+				"node group default-worker: machine w-1: InfrastructureReady=False WaitingForServer", "elapsed 0m0")
+			// Drawn in place: one block, the earlier messages overwritten.
+			if n := strings.Count(s, "Cluster c1: "); n != 1 {
+				t.Errorf("the progress block appears %d times; want it redrawn in place:\n%s", n, s)
+			}
+			if strings.Contains(s, "Waiting for") {
+				t.Errorf("an earlier condition message is still on the screen:\n%s", s)
+			}
+
+			applyStep(t, srv.Store, uuid, tc.final)
+			if got := term.exitStatus(); got != tc.wantExit {
+				t.Errorf("exit status %d, want %d", got, tc.wantExit)
+			}
+			s = term.waitFor(tc.wantScreen...)
+			if n := strings.Count(s, "Cluster c1: "); n != 1 {
+				t.Errorf("the final block appears %d times:\n%s", n, s)
+			}
+		})
+	}
+}
