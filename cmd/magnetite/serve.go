@@ -18,6 +18,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/auth"
+	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/logging"
 	"github.com/magnetite-io/magnetite/internal/store"
@@ -111,6 +112,10 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 		}
 		log.Info("policy file loaded", "path", f)
 	}
+	hosts, bmSettings, err := baremetal.FromConfig(cfg, log)
+	if err != nil {
+		return err
+	}
 	handler := api.New(api.Options{
 		Store: st, Auth: authn, Policy: policy, Log: log,
 		MaxLimit:                      cfg.Int("api", "max_limit"),
@@ -120,6 +125,7 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 		ReplaceLabelsByDefault:        !cfg.Bool("api", "merge_labels_by_default"),
 		DefaultCreateTimeout:          cfg.Int("cluster", "create_timeout"),
 		DefaultBareMetalCreateTimeout: cfg.Int("cluster", "bm_create_timeout"),
+		Hosts:                         hosts,
 	})
 
 	ln, err := net.Listen("tcp", cfg.String("api", "listen"))
@@ -132,6 +138,10 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 		host, _ = os.Hostname()
 	}
 	go reportAlive(ctx, st, log, host, "magnetite-api", cfg.Duration("services", "report_interval"))
+	if hosts != nil {
+		go baremetal.Run(ctx, hosts, bmSettings.ReconcileInterval, log)
+		log.Info("bare-metal host inventory enabled", "backend", hosts.Name())
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

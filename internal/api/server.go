@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/magnetite-io/magnetite/internal/auth"
+	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/logging"
 	"github.com/magnetite-io/magnetite/internal/metrics"
 	"github.com/magnetite-io/magnetite/internal/model"
@@ -57,6 +58,9 @@ type Options struct {
 	// ValidateLabels checks a cluster's merged labels against the typed label
 	// schema; nil accepts any labels.
 	ValidateLabels func(ct *model.ClusterTemplate, labels map[string]string) error
+	// Hosts is the bare-metal host inventory's backend; nil turns
+	// /v1/hosts off (501).
+	Hosts baremetal.Backend
 	// Drivers finds a template's driver; templates and clusters whose
 	// (server_type, os_distro, coe) no driver provides are refused with a
 	// 400. nil accepts every template.
@@ -161,6 +165,7 @@ func (s *Server) routes() {
 
 	s.handle("GET /v1/stats", s.getStats)
 	s.handle("GET /v1/mservices", s.listServices)
+	s.hostRoutes()
 
 	// Anything else under the API is a Magnum-format 404 (or 405).
 	s.handle("/", func(w http.ResponseWriter, r *http.Request) error {

@@ -88,6 +88,12 @@ var DefaultRules = []Rule{
 
 	{Name: "stats:get_all", Check: "rule:admin_or_project_reader", Action: true, Description: "GET /v1/stats (another project's figures need admin)"},
 	{Name: "magnum-service:get_all", Check: "rule:admin_api", Action: true, Description: "GET /v1/mservices"},
+
+	{Name: "host:get_all", Check: "rule:admin_api", Action: true, Description: "GET /v1/hosts (the bare-metal host inventory, a Magnetite extension)"},
+	{Name: "host:get", Check: "rule:admin_api", Action: true, Description: "GET /v1/hosts/{ident}"},
+	{Name: "host:create", Check: "rule:admin_api", Action: true, Description: "POST /v1/hosts (enroll a host with its BMC credentials)"},
+	{Name: "host:delete", Check: "rule:admin_api", Action: true, Description: "DELETE /v1/hosts/{ident}"},
+	{Name: "host:action", Check: "rule:admin_api", Action: true, Description: "POST /v1/hosts/{ident}/actions/{action}: power, reboot, inspect, provide, detach, attach, cleaning_mode"},
 }
 
 // Policy decides what a caller may do. The zero value applies DefaultRules;

@@ -1,0 +1,77 @@
+package baremetal
+
+import (
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/magnetite-io/magnetite/internal/config"
+)
+
+// Settings are the [baremetal] options that are not the backend's own.
+type Settings struct {
+	ReconcileInterval time.Duration
+}
+
+var microversion = regexp.MustCompile(`^1\.[0-9]{1,3}$`)
+
+// FromConfig builds the configured backend; nil when [baremetal] backend is
+// none. Every [baremetal] value is checked here, with the option named.
+func FromConfig(cfg *config.Config, log *slog.Logger) (Backend, Settings, error) {
+	opt := func(name string) string { return cfg.String("baremetal", name) }
+	bad := func(name, format string, args ...any) error {
+		return fmt.Errorf("config: [baremetal] %s = %q %s", name, opt(name), fmt.Sprintf(format, args...))
+	}
+	duration := func(name string) (time.Duration, error) {
+		d, err := time.ParseDuration(opt(name))
+		if err != nil || d <= 0 {
+			return 0, bad(name, "is not a positive duration such as 15s")
+		}
+		return d, nil
+	}
+	var s Settings
+	var err error
+	if s.ReconcileInterval, err = duration("reconcile_interval"); err != nil {
+		return nil, s, err
+	}
+	switch opt("backend") {
+	case "none", "":
+		return nil, s, nil
+	case "metal3":
+		return nil, s, bad("backend", "is not available in this build yet; use ironic or none")
+	case "ironic":
+	default:
+		return nil, s, bad("backend", "must be none, ironic or metal3")
+	}
+	timeout, err := duration("ironic_timeout")
+	if err != nil {
+		return nil, s, err
+	}
+	fake, err := strconv.ParseBool(opt("ironic_fake_hardware"))
+	if err != nil {
+		return nil, s, bad("ironic_fake_hardware", "must be true or false")
+	}
+	if v := opt("ironic_api_version"); !microversion.MatchString(v) {
+		return nil, s, bad("ironic_api_version", "is not an Ironic microversion such as %s", DefaultIronicAPIVersion)
+	}
+	if rc := opt("default_resource_class"); !resourceClassRe.MatchString(rc) {
+		return nil, s, bad("default_resource_class", "must be 1 to 80 letters, digits, '.', '_' or '-'")
+	}
+	if opt("ironic_auth_type") == "http_basic" && (opt("ironic_username") == "" || opt("ironic_password") == "") {
+		return nil, s, fmt.Errorf("config: [baremetal] ironic_auth_type = http_basic needs ironic_username and ironic_password")
+	}
+	b, err := NewIronic(IronicConfig{
+		Endpoint: opt("ironic_endpoint"), APIVersion: opt("ironic_api_version"),
+		AuthType: opt("ironic_auth_type"), Username: opt("ironic_username"), Password: opt("ironic_password"),
+		Timeout: timeout, DeployInterface: opt("ironic_deploy_interface"), InspectInterface: opt("ironic_inspect_interface"),
+		FakeHardware: fake, DeployKernel: opt("deploy_kernel"), DeployRamdisk: opt("deploy_ramdisk"),
+		DefaultResourceClass: opt("default_resource_class"), Log: log,
+	})
+	if err != nil {
+		return nil, s, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "baremetal: "))
+	}
+	return b, s, nil
+}

@@ -1,0 +1,558 @@
+package baremetal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/httpbasic"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/noauth"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
+)
+
+// DefaultIronicAPIVersion is the microversion sent when none is configured:
+// Ironic 2023.1 (21.4), the oldest release Magnetite is tested against.
+// Everything used (automated_clean 1.47, inspection timestamps, retired
+// 1.61) is older than that.
+const DefaultIronicAPIVersion = "1.81"
+
+// IronicConfig configures the Ironic backend.
+type IronicConfig struct {
+	// Endpoint is Ironic's API root, e.g. http://ironic:6385 (with or
+	// without /v1).
+	Endpoint string
+	// APIVersion is the X-OpenStack-Ironic-API-Version sent on every call.
+	APIVersion string
+	// AuthType is noauth or http_basic.
+	AuthType string
+	Username string
+	Password string
+	Timeout  time.Duration
+	// DeployInterface and InspectInterface override the address mapping's
+	// choice; empty leaves them to Ironic's configured defaults.
+	DeployInterface  string
+	InspectInterface string
+	// FakeHardware enrolls every host with Ironic's fake-hardware type and
+	// fake interfaces, keeping the BMC address and driver_info for show.
+	FakeHardware bool
+	// DeployKernel and DeployRamdisk go into driver_info when set.
+	DeployKernel         string
+	DeployRamdisk        string
+	DefaultResourceClass string
+	Log                  *slog.Logger
+}
+
+// Ironic is the Backend over Ironic's bare-metal API.
+type Ironic struct {
+	cfg    IronicConfig
+	client *gophercloud.ServiceClient
+	log    *slog.Logger
+	now    func() time.Time
+}
+
+// NewIronic builds the Ironic backend; it does not contact Ironic.
+func NewIronic(cfg IronicConfig) (*Ironic, error) {
+	endpoint := strings.TrimRight(cfg.Endpoint, "/")
+	if endpoint == "" {
+		return nil, errors.New("baremetal: [baremetal] ironic_endpoint is required for the ironic backend")
+	}
+	if !strings.HasPrefix(endpoint, "http://") && !strings.HasPrefix(endpoint, "https://") {
+		return nil, fmt.Errorf("baremetal: [baremetal] ironic_endpoint %q must be an http:// or https:// URL", cfg.Endpoint)
+	}
+	if !strings.HasSuffix(endpoint, "/v1") {
+		endpoint += "/v1"
+	}
+	if cfg.APIVersion == "" {
+		cfg.APIVersion = DefaultIronicAPIVersion
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.DefaultResourceClass == "" {
+		cfg.DefaultResourceClass = "baremetal"
+	}
+	var sc *gophercloud.ServiceClient
+	var err error
+	switch cfg.AuthType {
+	case "", "noauth":
+		sc, err = noauth.NewBareMetalNoAuth(noauth.EndpointOpts{IronicEndpoint: endpoint})
+	case "http_basic":
+		sc, err = httpbasic.NewBareMetalHTTPBasic(httpbasic.EndpointOpts{IronicEndpoint: endpoint, IronicUser: cfg.Username, IronicUserPassword: cfg.Password})
+	default:
+		return nil, fmt.Errorf("baremetal: [baremetal] ironic_auth_type %q must be noauth or http_basic", cfg.AuthType)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("baremetal: Ironic client: %w", err)
+	}
+	sc.HTTPClient = http.Client{Timeout: cfg.Timeout}
+	sc.Microversion = cfg.APIVersion
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Ironic{cfg: cfg, client: sc, log: log.With("backend", "ironic"), now: time.Now}, nil
+}
+
+// Name implements Backend.
+func (b *Ironic) Name() string { return "ironic" }
+
+// hostMeta is what Magnetite keeps on the node, under extra.magnetite.
+type hostMeta struct {
+	BMCAddress       string            `json:"bmc_address"`
+	BootMAC          string            `json:"boot_mac_address,omitempty"`
+	BootMode         string            `json:"boot_mode,omitempty"`
+	RootDeviceHints  *RootDeviceHints  `json:"root_device_hints,omitempty"`
+	Labels           map[string]string `json:"labels,omitempty"`
+	CleaningMode     string            `json:"cleaning_mode,omitempty"`
+	TargetState      string            `json:"target_state,omitempty"`
+	InspectRequested bool              `json:"inspect_requested,omitempty"`
+	DeleteRequested  bool              `json:"delete_requested,omitempty"`
+	ErrorCount       int               `json:"error_count,omitempty"`
+	// ErrorSeen fingerprints the last error counted, so one failure is
+	// counted once however often it is observed.
+	ErrorSeen string `json:"error_seen,omitempty"`
+}
+
+const metaKey = "magnetite"
+
+func metaOf(n *nodes.Node) *hostMeta {
+	raw, ok := n.Extra[metaKey]
+	if !ok {
+		return nil
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil
+	}
+	var m hostMeta
+	if json.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return &m
+}
+
+// Enroll implements Backend: create the node and its boot port, then ask
+// Ironic to verify the BMC (manage).
+func (b *Ironic) Enroll(ctx context.Context, spec HostSpec) (*Host, error) {
+	addr, err := ValidateSpec(&spec, b.cfg.DefaultResourceClass)
+	if err != nil {
+		return nil, err
+	}
+	info := addr.DriverInfo(spec.Credentials)
+	if b.cfg.DeployKernel != "" {
+		info["deploy_kernel"] = b.cfg.DeployKernel
+	}
+	if b.cfg.DeployRamdisk != "" {
+		info["deploy_ramdisk"] = b.cfg.DeployRamdisk
+	}
+	clean := spec.CleaningMode == CleaningMetadata
+	meta := hostMeta{BMCAddress: addr.String(), BootMAC: spec.BootMACAddress, BootMode: spec.BootMode,
+		RootDeviceHints: spec.RootDeviceHints, Labels: spec.Labels, CleaningMode: spec.CleaningMode, TargetState: spec.TargetState}
+	opts := nodes.CreateOpts{
+		Name: spec.Name, Driver: addr.HardwareType, DriverInfo: info,
+		Properties:     nodeProperties(spec),
+		ResourceClass:  spec.ResourceClass,
+		AutomatedClean: &clean,
+		Extra:          map[string]any{metaKey: meta},
+	}
+	b.setInterfaces(&opts, addr)
+	created, err := nodes.Create(ctx, b.client, opts).Extract()
+	if err != nil {
+		return nil, b.ironicError(err, "enroll host "+spec.Name, spec.Credentials.Password)
+	}
+	b.log.InfoContext(ctx, "host enrolled", "host", spec.Name, "node", created.UUID, "hardware_type", opts.Driver, "bmc", meta.BMCAddress)
+	if spec.BootMACAddress != "" {
+		pxe := true
+		_, err := ports.Create(ctx, b.client, ports.CreateOpts{NodeUUID: created.UUID, Address: spec.BootMACAddress, PXEEnabled: &pxe}).Extract()
+		if err != nil {
+			perr := b.ironicError(err, "create the boot port "+spec.BootMACAddress, spec.Credentials.Password)
+			if derr := nodes.Delete(ctx, b.client, created.UUID).ExtractErr(); derr != nil {
+				b.log.WarnContext(ctx, "could not remove the node of a failed enrollment", "node", created.UUID, "error", derr)
+			}
+			return nil, perr
+		}
+	}
+	if err := b.changeState(ctx, created.UUID, nodes.TargetManage); err != nil {
+		// The node exists; reconciling retries the verification.
+		b.log.WarnContext(ctx, "could not start BMC verification", "node", created.UUID, "error", err)
+	}
+	return b.Get(ctx, created.UUID)
+}
+
+func (b *Ironic) setInterfaces(opts *nodes.CreateOpts, addr *Address) {
+	if b.cfg.FakeHardware {
+		opts.Driver = "fake-hardware"
+		opts.BootInterface, opts.DeployInterface, opts.InspectInterface = "fake", "fake", "fake"
+		opts.ManagementInterface, opts.PowerInterface, opts.RAIDInterface = "fake", "fake", "fake"
+		opts.VendorInterface, opts.BIOSInterface = "fake", "fake"
+		return
+	}
+	i := addr.Interfaces
+	opts.BootInterface, opts.ManagementInterface, opts.PowerInterface = i.Boot, i.Management, i.Power
+	opts.RAIDInterface, opts.VendorInterface, opts.BIOSInterface = i.RAID, i.Vendor, i.BIOS
+	opts.DeployInterface, opts.InspectInterface = b.cfg.DeployInterface, b.cfg.InspectInterface
+}
+
+// nodeProperties carries the boot mode (capabilities) and root device
+// hints in Ironic's own keys.
+func nodeProperties(spec HostSpec) map[string]any {
+	props := map[string]any{}
+	switch spec.BootMode {
+	case BootModeUEFI:
+		props["capabilities"] = "boot_mode:uefi"
+	case BootModeUEFISecure:
+		props["capabilities"] = "boot_mode:uefi,secure_boot:true"
+	case BootModeLegacy:
+		props["capabilities"] = "boot_mode:bios"
+	}
+	if h := spec.RootDeviceHints; h != nil {
+		rd := map[string]any{}
+		set := func(k, v string) {
+			if v != "" {
+				rd[k] = v
+			}
+		}
+		set("name", h.DeviceName)
+		set("hctl", h.HCTL)
+		set("model", h.Model)
+		set("vendor", h.Vendor)
+		set("serial", h.SerialNumber)
+		set("wwn", h.WWN)
+		set("wwn_with_extension", h.WWNWithExtension)
+		set("wwn_vendor_extension", h.WWNVendorExtension)
+		if h.MinSizeGigabytes > 0 {
+			rd["size"] = fmt.Sprintf(">= %d", h.MinSizeGigabytes)
+		}
+		if h.Rotational != nil {
+			rd["rotational"] = *h.Rotational
+		}
+		if len(rd) > 0 {
+			props["root_device"] = rd
+		}
+	}
+	return props
+}
+
+func (b *Ironic) listNodes(ctx context.Context) ([]nodes.Node, error) {
+	pages, err := nodes.ListDetail(b.client, nodes.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return nil, b.ironicError(err, "list nodes", "")
+	}
+	ns, err := nodes.ExtractNodes(pages)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Ironic's node list could not be read: %v", ErrUnavailable, err)
+	}
+	return ns, nil
+}
+
+// List implements Backend.
+func (b *Ironic) List(ctx context.Context) ([]*Host, error) {
+	ns, err := b.listNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Host, 0, len(ns))
+	for i := range ns {
+		out = append(out, hostFromNode(&ns[i]))
+	}
+	return out, nil
+}
+
+func (b *Ironic) node(ctx context.Context, ident string) (*nodes.Node, error) {
+	if ident == "" || strings.ContainsAny(ident, "/?#") {
+		return nil, fmt.Errorf("%w: %q", ErrHostNotFound, ident)
+	}
+	n, err := nodes.Get(ctx, b.client, ident).Extract()
+	if err != nil {
+		return nil, b.ironicError(err, "find host "+ident, "")
+	}
+	return n, nil
+}
+
+// Get implements Backend.
+func (b *Ironic) Get(ctx context.Context, ident string) (*Host, error) {
+	n, err := b.node(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return hostFromNode(n), nil
+}
+
+var powerTargets = map[PowerAction]nodes.TargetPowerState{
+	PowerOn: nodes.PowerOn, PowerOff: nodes.PowerOff, PowerSoftOff: nodes.SoftPowerOff,
+	RebootHard: nodes.Rebooting, RebootSoft: nodes.SoftRebooting,
+}
+
+// Power implements Backend.
+func (b *Ironic) Power(ctx context.Context, ident string, action PowerAction) (*Host, error) {
+	target, ok := powerTargets[action]
+	if !ok {
+		return nil, fmt.Errorf("%w: power action %q must be on, off, soft-off, reboot-hard or reboot-soft", ErrInvalidHost, action)
+	}
+	n, err := b.node(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	if err := nodes.ChangePowerState(ctx, b.client, n.UUID, nodes.PowerStateOpts{Target: target}).ExtractErr(); err != nil {
+		return nil, b.ironicError(err, fmt.Sprintf("power %s host %s", action, n.Name), "")
+	}
+	b.log.InfoContext(ctx, "host power change requested", "host", n.Name, "node", n.UUID, "action", string(action))
+	return b.Get(ctx, n.UUID)
+}
+
+// Inspect implements Backend.
+func (b *Ironic) Inspect(ctx context.Context, ident string) (*Host, error) {
+	n, err := b.managedNode(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	switch nodes.ProvisionState(n.ProvisionState) {
+	case nodes.Manageable, nodes.Available, nodes.InspectFail:
+	default:
+		return nil, fmt.Errorf("%w: host %s is %s; it can be inspected when manageable, available or after a failed inspection", ErrConflict, n.Name, n.ProvisionState)
+	}
+	if n.Maintenance {
+		return nil, fmt.Errorf("%w: host %s is detached; attach it first", ErrConflict, n.Name)
+	}
+	if err := b.patchMeta(ctx, n, map[string]any{"inspect_requested": true}); err != nil {
+		return nil, err
+	}
+	return b.stepAndGet(ctx, n.UUID)
+}
+
+// Provide implements Backend.
+func (b *Ironic) Provide(ctx context.Context, ident string) (*Host, error) {
+	n, err := b.managedNode(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	switch nodes.ProvisionState(n.ProvisionState) {
+	case nodes.Manageable, nodes.Available, nodes.Enroll, nodes.CleanFail, nodes.InspectFail:
+	default:
+		return nil, fmt.Errorf("%w: host %s is %s; only registered, held or failed hosts can be provided", ErrConflict, n.Name, n.ProvisionState)
+	}
+	if err := b.patchMeta(ctx, n, map[string]any{"target_state": TargetAvailable}); err != nil {
+		return nil, err
+	}
+	if ps := nodes.ProvisionState(n.ProvisionState); ps == nodes.CleanFail || ps == nodes.InspectFail {
+		// Failed hosts go back through manageable, then on to available.
+		if err := b.changeState(ctx, n.UUID, nodes.TargetManage); err != nil {
+			return nil, err
+		}
+	}
+	return b.stepAndGet(ctx, n.UUID)
+}
+
+// detachPrefix marks maintenance set by a detach, as opposed to Ironic's
+// own (power failures).
+const detachPrefix = "detached: "
+
+// Detach implements Backend.
+func (b *Ironic) Detach(ctx context.Context, ident, reason string) (*Host, error) {
+	n, err := b.node(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	if reason == "" {
+		reason = "no reason given"
+	}
+	if err := nodes.SetMaintenance(ctx, b.client, n.UUID, nodes.MaintenanceOpts{Reason: detachPrefix + reason}).ExtractErr(); err != nil {
+		return nil, b.ironicError(err, "detach host "+n.Name, "")
+	}
+	b.log.InfoContext(ctx, "host detached", "host", n.Name, "node", n.UUID, "reason", reason)
+	return b.Get(ctx, n.UUID)
+}
+
+// Attach implements Backend.
+func (b *Ironic) Attach(ctx context.Context, ident string) (*Host, error) {
+	n, err := b.node(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	if err := nodes.UnsetMaintenance(ctx, b.client, n.UUID).ExtractErr(); err != nil {
+		return nil, b.ironicError(err, "attach host "+n.Name, "")
+	}
+	b.log.InfoContext(ctx, "host attached", "host", n.Name, "node", n.UUID)
+	return b.stepAndGet(ctx, n.UUID)
+}
+
+// SetCleaningMode implements Backend.
+func (b *Ironic) SetCleaningMode(ctx context.Context, ident, mode string) (*Host, error) {
+	if err := ValidateCleaningMode(mode); err != nil {
+		return nil, err
+	}
+	n, err := b.node(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	ops := nodes.UpdateOpts{nodes.UpdateOperation{Op: nodes.AddOp, Path: "/automated_clean", Value: mode == CleaningMetadata}}
+	if metaOf(n) != nil {
+		ops = append(ops, nodes.UpdateOperation{Op: nodes.AddOp, Path: "/extra/" + metaKey + "/cleaning_mode", Value: mode})
+	}
+	if _, err := nodes.Update(ctx, b.client, n.UUID, ops).Extract(); err != nil {
+		return nil, b.ironicError(err, "set the cleaning mode of host "+n.Name, "")
+	}
+	return b.Get(ctx, n.UUID)
+}
+
+// Delete implements Backend.
+func (b *Ironic) Delete(ctx context.Context, ident string, force bool) (DeleteOutcome, *Host, error) {
+	n, err := b.node(ctx, ident)
+	if err != nil {
+		return Deleted, nil, err
+	}
+	if force {
+		if !n.Maintenance {
+			err := nodes.SetMaintenance(ctx, b.client, n.UUID, nodes.MaintenanceOpts{Reason: "deleting without deprovisioning or cleaning"}).ExtractErr()
+			if err != nil {
+				return Deleted, nil, b.ironicError(err, "delete host "+n.Name, "")
+			}
+		}
+		if err := nodes.Delete(ctx, b.client, n.UUID).ExtractErr(); err != nil {
+			return Deleted, nil, b.ironicError(err, "delete host "+n.Name, "")
+		}
+		b.log.InfoContext(ctx, "host deleted without deprovisioning", "host", n.Name, "node", n.UUID)
+		return Deleted, nil, nil
+	}
+	if err := b.patchMeta(ctx, n, map[string]any{"delete_requested": true}); err != nil {
+		return Deleted, nil, err
+	}
+	h, err := b.stepAndGet(ctx, n.UUID)
+	if errors.Is(err, ErrHostNotFound) {
+		return Deleted, nil, nil
+	}
+	if err != nil {
+		return Deleted, nil, err
+	}
+	return DeleteStarted, h, nil
+}
+
+// Capacity implements Backend. Resource classes compare in placement form,
+// so "baremetal-gold" and CUSTOM_BAREMETAL_GOLD are the same class.
+func (b *Ironic) Capacity(ctx context.Context, resourceClass string) (Capacity, error) {
+	want := NormalizeResourceClass(resourceClass)
+	c := Capacity{ResourceClass: resourceClass}
+	ns, err := b.listNodes(ctx)
+	if err != nil {
+		return c, err
+	}
+	for i := range ns {
+		n := &ns[i]
+		if n.ResourceClass == "" || NormalizeResourceClass(n.ResourceClass) != want {
+			continue
+		}
+		c.Total++
+		if n.Maintenance {
+			c.InMaintenance++
+		}
+		switch nodes.ProvisionState(n.ProvisionState) {
+		case nodes.Active:
+			c.Deployed++
+		case nodes.Available:
+			if !n.Maintenance && n.InstanceUUID == "" && n.AllocationUUID == "" && !n.Retired && !deleteRequested(n) {
+				c.Free++
+			}
+		}
+	}
+	return c, nil
+}
+
+func deleteRequested(n *nodes.Node) bool {
+	m := metaOf(n)
+	return m != nil && m.DeleteRequested
+}
+
+// managedNode finds a node Magnetite enrolled; others are shown but not
+// driven through Magnetite's state machine.
+func (b *Ironic) managedNode(ctx context.Context, ident string) (*nodes.Node, error) {
+	n, err := b.node(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	if metaOf(n) == nil {
+		return nil, fmt.Errorf("%w: node %s was not enrolled through Magnetite; drive it with Ironic's own tools", ErrConflict, n.UUID)
+	}
+	return n, nil
+}
+
+// patchMeta sets fields of extra.magnetite one by one, so a concurrent
+// change of another field is not lost.
+func (b *Ironic) patchMeta(ctx context.Context, n *nodes.Node, fields map[string]any) error {
+	var ops nodes.UpdateOpts
+	if metaOf(n) == nil {
+		ops = append(ops, nodes.UpdateOperation{Op: nodes.AddOp, Path: "/extra/" + metaKey, Value: fields})
+	} else {
+		for k, v := range fields {
+			ops = append(ops, nodes.UpdateOperation{Op: nodes.AddOp, Path: "/extra/" + metaKey + "/" + k, Value: v})
+		}
+	}
+	if _, err := nodes.Update(ctx, b.client, n.UUID, ops).Extract(); err != nil {
+		return b.ironicError(err, "update host "+n.Name, "")
+	}
+	return nil
+}
+
+func (b *Ironic) changeState(ctx context.Context, uuid string, target nodes.TargetProvisionState) error {
+	err := nodes.ChangeProvisionState(ctx, b.client, uuid, nodes.ProvisionStateOpts{Target: target}).ExtractErr()
+	if err != nil {
+		return b.ironicError(err, fmt.Sprintf("move node %s to %s", uuid, target), "")
+	}
+	return nil
+}
+
+// ironicError turns a gophercloud error into a sentinel-wrapped error with
+// Ironic's own explanation, with any password scrubbed.
+func (b *Ironic) ironicError(err error, doing, password string) error {
+	var code gophercloud.ErrUnexpectedResponseCode
+	if !errors.As(err, &code) {
+		msg := err.Error()
+		if password != "" {
+			msg = strings.ReplaceAll(msg, password, PasswordMask)
+		}
+		return fmt.Errorf("%w: could not %s: Ironic at %s did not answer: %s", ErrUnavailable, doing, b.client.Endpoint, msg)
+	}
+	detail := ironicFault(code.Body)
+	if password != "" {
+		detail = strings.ReplaceAll(detail, password, PasswordMask)
+	}
+	switch {
+	case code.Actual == http.StatusNotFound:
+		return fmt.Errorf("%w: could not %s: %s", ErrHostNotFound, doing, detail)
+	case code.Actual == http.StatusConflict:
+		return fmt.Errorf("%w: could not %s: %s", ErrConflict, doing, detail)
+	case code.Actual == http.StatusNotAcceptable:
+		return fmt.Errorf("%w: could not %s: Ironic does not serve API version %s: %s", ErrUnavailable, doing, b.cfg.APIVersion, detail)
+	case code.Actual >= 400 && code.Actual < 500:
+		return fmt.Errorf("%w: could not %s: Ironic refused it: %s", ErrInvalidHost, doing, detail)
+	}
+	return fmt.Errorf("%w: could not %s: Ironic answered %d: %s", ErrUnavailable, doing, code.Actual, detail)
+}
+
+// ironicFault extracts faultstring from Ironic's error body, whose
+// error_message is itself a JSON document.
+func ironicFault(body []byte) string {
+	var outer struct {
+		ErrorMessage string `json:"error_message"`
+	}
+	if json.Unmarshal(body, &outer) == nil && outer.ErrorMessage != "" {
+		var inner struct {
+			Faultstring string `json:"faultstring"`
+		}
+		if json.Unmarshal([]byte(outer.ErrorMessage), &inner) == nil && inner.Faultstring != "" {
+			return inner.Faultstring
+		}
+		return outer.ErrorMessage
+	}
+	s := strings.TrimSpace(string(body))
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
