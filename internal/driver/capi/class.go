@@ -160,7 +160,7 @@ func (d *Driver) kubeadmConfigSpec(os OSProfile, controlPlane bool) map[string]a
 func (d *Driver) classVariables() []any {
 	vars := []Variable{
 		{Name: varClusterConfiguration, Description: "kubeadm ClusterConfiguration of the control plane.", Schema: ObjectVariable()},
-		{Name: varFiles, Description: "Files written on every node (the extra_files label).", Schema: filesSchema()},
+		{Name: varFiles, Description: "Files written on worker nodes (the extra_files label).", Schema: filesSchema()},
 		{Name: varControlPlaneFiles, Description: "Files written on control plane nodes.", Schema: filesSchema()},
 		{Name: varNodeRegistration, Description: "kubeadm nodeRegistration of a machine group: node labels, taints, kubelet arguments.", Schema: ObjectVariable()},
 		{Name: varControlPlaneRollout, Description: "Rollout strategy of the control plane.", Schema: ObjectVariable()},
@@ -179,6 +179,10 @@ func (d *Driver) classVariables() []any {
 	return out
 }
 
+// enabledIfSet is an enabledIf template true when the variable is a
+// non-empty object or list.
+func enabledIfSet(variable string) string { return "{{ if ." + variable + " }}true{{ end }}" }
+
 func filesSchema() map[string]any {
 	return map[string]any{"type": "array", "items": ObjectVariable()}
 }
@@ -191,13 +195,17 @@ func (d *Driver) classPatches(refs ClassRefs) []any {
 		"matchResources": map[string]any{"machineDeploymentClass": map[string]any{"names": refs.WorkerClasses}}}
 	const kcs = "/spec/template/spec/kubeadmConfigSpec"
 	patches := []Patch{
+		// The kubeadm CRDs refuse an empty configuration or file list, so
+		// these patches apply only when there is something to write.
 		{Name: "cluster-configuration", Description: "kubeadm ClusterConfiguration from the cluster's labels.",
+			EnabledIf:   enabledIfSet(varClusterConfiguration),
 			Definitions: []map[string]any{{"selector": cp, "jsonPatches": []any{addFrom(kcs+"/clusterConfiguration", varClusterConfiguration)}}}},
-		{Name: "files", Description: "Files written on the nodes.",
-			Definitions: []map[string]any{
-				{"selector": cp, "jsonPatches": []any{addFrom(kcs+"/files", varControlPlaneFiles)}},
-				{"selector": workers, "jsonPatches": []any{addFrom("/spec/template/spec/files", varFiles)}},
-			}},
+		{Name: "control-plane-files", Description: "Files written on control plane nodes.",
+			EnabledIf:   enabledIfSet(varControlPlaneFiles),
+			Definitions: []map[string]any{{"selector": cp, "jsonPatches": []any{addFrom(kcs+"/files", varControlPlaneFiles)}}}},
+		{Name: "files", Description: "Files written on worker nodes.",
+			EnabledIf:   enabledIfSet(varFiles),
+			Definitions: []map[string]any{{"selector": workers, "jsonPatches": []any{addFrom("/spec/template/spec/files", varFiles)}}}},
 		{Name: "node-registration", Description: "Node name, labels, taints and kubelet arguments of each machine group.",
 			Definitions: []map[string]any{
 				{"selector": cp, "jsonPatches": []any{
@@ -216,7 +224,11 @@ func (d *Driver) classPatches(refs ClassRefs) []any {
 		for i, x := range p.Definitions {
 			defs[i] = x
 		}
-		out = append(out, map[string]any{"name": p.Name, "description": p.Description, "definitions": defs})
+		patch := map[string]any{"name": p.Name, "description": p.Description, "definitions": defs}
+		if p.EnabledIf != "" {
+			patch["enabledIf"] = p.EnabledIf
+		}
+		out = append(out, patch)
 	}
 	return out
 }

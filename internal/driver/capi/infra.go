@@ -79,6 +79,8 @@ type Variable struct {
 type Patch struct {
 	Name        string
 	Description string
+	// EnabledIf is a Go template; the patch applies when it renders "true".
+	EnabledIf   string
 	Definitions []map[string]any
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"text/template"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -126,6 +127,12 @@ func Preview(objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, e
 		obj := t.tmpl.DeepCopy()
 		obj.SetName(t.name)
 		for _, p := range patches {
+			if on, err := enabled(p.(map[string]any)["enabledIf"], t.vars); err != nil || !on {
+				if err != nil {
+					return nil, fmt.Errorf("capi: patch %v: %w", p.(map[string]any)["name"], err)
+				}
+				continue
+			}
 			defs, _ := p.(map[string]any)["definitions"].([]any)
 			for _, d := range defs {
 				def, _ := d.(map[string]any)
@@ -165,6 +172,25 @@ func ValueOf(cluster *unstructured.Unstructured, group, name string) (any, bool)
 	global, _ := variables(cluster.Object, "spec", "topology", "variables")
 	v, ok := global[name]
 	return v, ok
+}
+
+// enabled evaluates a patch's enabledIf template against the variables,
+// as Cluster API does (without its builtin variables and template
+// functions, which this package's patches do not use).
+func enabled(enabledIf any, vars map[string]any) (bool, error) {
+	src, _ := enabledIf.(string)
+	if src == "" {
+		return true, nil
+	}
+	tpl, err := template.New("enabledIf").Option("missingkey=error").Parse(src)
+	if err != nil {
+		return false, err
+	}
+	var b strings.Builder
+	if err := tpl.Execute(&b, vars); err != nil {
+		return false, err
+	}
+	return strings.TrimSpace(b.String()) == "true", nil
 }
 
 func variables(obj map[string]any, path ...string) (map[string]any, error) {

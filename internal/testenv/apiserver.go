@@ -1,0 +1,541 @@
+// Package testenv runs real Kubernetes parts for tests: etcd and
+// kube-apiserver built by hack/build-testbin.sh, on loopback ports, with
+// self-signed certificates, stopped when the test ends.
+package testenv
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+)
+
+// Versions of the parts, matching hack/build-testbin.sh and the client-go
+// this module uses.
+const (
+	KubernetesVersion = "v1.36.3"
+	ClusterAPIVersion = "v1.14.2"
+)
+
+// Testbin is the folder holding the built parts: $MAGNETITE_TESTBIN, or
+// .testbin at the repository root.
+func Testbin() (string, error) {
+	if d := os.Getenv("MAGNETITE_TESTBIN"); d != "" {
+		return d, nil
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, ".testbin"), nil
+}
+
+// RepoRoot finds the module root from the working directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("testenv: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// ClusterAPICRDs is the folder of Cluster API's CRDs in the testbin
+// (core, kubeadm-bootstrap, kubeadm-control-plane, capd).
+func ClusterAPICRDs(t testing.TB) string {
+	t.Helper()
+	bin, err := Testbin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(bin, "capi-"+ClusterAPIVersion, "crds")
+}
+
+// ProviderCRDs is the folder of CRDs of a provider whose Go module cannot
+// be fetched (capo, capm3, bmo, ipam-metal3): $MAGNETITE_PROVIDER_CRDS/name,
+// by default ../shared/crds/name next to the repository.
+func ProviderCRDs(t testing.TB, name string) string {
+	t.Helper()
+	base := os.Getenv("MAGNETITE_PROVIDER_CRDS")
+	if base == "" {
+		root, err := RepoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		base = filepath.Join(root, "..", "shared", "crds")
+	}
+	dir := filepath.Join(base, name)
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("testenv: provider CRDs %s are missing (%v); set MAGNETITE_PROVIDER_CRDS", dir, err)
+	}
+	return dir
+}
+
+// ProviderLabels are the contract labels Cluster API reads on provider
+// CRDs to learn which of their versions implements its contract.
+var ProviderLabels = map[string]string{"cluster.x-k8s.io/v1beta2": "v1beta2"}
+
+// APIServer is a running kube-apiserver and its etcd.
+type APIServer struct {
+	// Config reaches the API server as a member of system:masters.
+	Config *rest.Config
+	// Dir holds certificates, data and the servers' logs.
+	Dir string
+
+	procs []*proc
+}
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+}
+
+// Start runs etcd and kube-apiserver for the test and stops them at
+// cleanup. It skips under -short (the servers take seconds to start and
+// need hack/build-testbin.sh) and fails when the binaries are missing.
+func Start(t testing.TB) *APIServer {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs etcd and kube-apiserver from hack/build-testbin.sh; skipped in -short mode")
+	}
+	bin, err := Testbin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k8s := filepath.Join(bin, "k8s-"+KubernetesVersion)
+	for _, b := range []string{"etcd", "kube-apiserver"} {
+		if _, err := os.Stat(filepath.Join(k8s, b)); err != nil {
+			t.Fatalf("testenv: %s is missing (%v); build it with hack/build-testbin.sh", filepath.Join(k8s, b), err)
+		}
+	}
+	s := &APIServer{Dir: t.TempDir()}
+	t.Cleanup(func() { s.stop(t) })
+	pki, err := writePKI(filepath.Join(s.Dir, "pki"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	if err := s.run(filepath.Join(k8s, "etcd"), "etcd",
+		"--name=testenv", "--data-dir="+filepath.Join(s.Dir, "etcd"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=testenv="+peerURL, "--unsafe-no-fsync"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := poll(ctx, func() (bool, error) {
+		res, err := http.Get(etcdURL + "/health")
+		if err != nil {
+			return false, nil
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK, nil
+	}); err != nil {
+		t.Fatalf("testenv: etcd did not become healthy: %v\n%s", err, s.logTail("etcd"))
+	}
+	host := fmt.Sprintf("127.0.0.1:%d", ports[2])
+	if err := s.run(filepath.Join(k8s, "kube-apiserver"), "kube-apiserver",
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", ports[2]),
+		"--cert-dir="+filepath.Join(s.Dir, "apiserver-certs"),
+		"--tls-cert-file="+pki.serverCert, "--tls-private-key-file="+pki.serverKey,
+		"--client-ca-file="+pki.caCert, "--token-auth-file="+pki.tokens,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://"+host, "--service-account-key-file="+pki.saPub,
+		"--service-account-signing-key-file="+pki.saKey,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--disable-admission-plugins=ServiceAccount", "--allow-privileged=true"); err != nil {
+		t.Fatal(err)
+	}
+	s.Config = &rest.Config{
+		Host:            "https://" + host,
+		BearerToken:     pki.token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: pki.caPEM},
+		QPS:             200, Burst: 400,
+		Timeout: 30 * time.Second,
+	}
+	tr, err := rest.TransportFor(s.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	if err := poll(ctx, func() (bool, error) {
+		res, err := hc.Get(s.Config.Host + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK, nil
+	}); err != nil {
+		t.Fatalf("testenv: kube-apiserver did not become ready: %v\n%s", err, s.logTail("kube-apiserver"))
+	}
+	return s
+}
+
+// Dynamic returns a dynamic client.
+func (s *APIServer) Dynamic(t testing.TB) dynamic.Interface {
+	t.Helper()
+	dc, err := dynamic.NewForConfig(s.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dc
+}
+
+// Mapper returns a REST mapper from fresh discovery (call it after
+// installing CRDs).
+func (s *APIServer) Mapper(t testing.TB) meta.RESTMapper {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(s.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+}
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// InstallCRDs applies every CustomResourceDefinition in the YAML files
+// under dir (recursively), adding labels to each (providers' CRDs need the
+// cluster.x-k8s.io/<contract>=<version> labels), and waits until all are
+// Established. It returns the CRDs' names.
+func (s *APIServer) InstallCRDs(t testing.TB, dir string, labels map[string]string) []string {
+	t.Helper()
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("testenv: read CRDs from %s: %v", dir, err)
+	}
+	if len(files) == 0 {
+		t.Fatalf("testenv: no CRD files in %s", dir)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	crds := s.Dynamic(t).Resource(crdGVR)
+	var names []string
+	for _, f := range files {
+		objs, err := ReadObjects(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			if o.GetKind() != "CustomResourceDefinition" {
+				continue
+			}
+			l := o.GetLabels()
+			if l == nil {
+				l = map[string]string{}
+			}
+			for k, v := range labels {
+				l[k] = v
+			}
+			o.SetLabels(l)
+			if _, err := crds.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "magnetite-testenv", Force: true}); err != nil {
+				t.Fatalf("testenv: install CRD %s from %s: %v", o.GetName(), f, err)
+			}
+			names = append(names, o.GetName())
+		}
+	}
+	for _, n := range names {
+		err := poll(ctx, func() (bool, error) {
+			crd, err := crds.Get(ctx, n, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			if err != nil {
+				return false, err
+			}
+			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+			for _, c := range conds {
+				m, _ := c.(map[string]any)
+				if m["type"] == "Established" && m["status"] == "True" {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			t.Fatalf("testenv: CRD %s not established: %v", n, err)
+		}
+	}
+	return names
+}
+
+// ReadObjects decodes every object of a (multi-document) YAML file.
+func ReadObjects(path string) ([]*unstructured.Unstructured, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return DecodeObjects(f)
+}
+
+// DecodeObjects decodes a stream of YAML or JSON documents.
+func DecodeObjects(r io.Reader) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bufio.NewReader(r), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, err
+		}
+		if len(m) == 0 {
+			continue
+		}
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+}
+
+// poll checks cond every 50ms (backing off to 1s) until it holds, fails,
+// or ctx ends.
+func poll(ctx context.Context, cond func() (bool, error)) error {
+	wait := 50 * time.Millisecond
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		if wait < time.Second {
+			wait *= 2
+		}
+	}
+}
+
+func (s *APIServer) run(path, name string, args ...string) error {
+	logf, err := os.Create(filepath.Join(s.Dir, name+".log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// A process group of its own: a test interrupted by ^C does not take
+	// the servers down before cleanup stops them in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("testenv: start %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	s.procs = append(s.procs, p)
+	return nil
+}
+
+// stop ends the API server before etcd, each with SIGTERM and, if it does
+// not exit within ten seconds, SIGKILL.
+func (s *APIServer) stop(t testing.TB) {
+	for i := len(s.procs) - 1; i >= 0; i-- {
+		p := s.procs[i]
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		timer := time.NewTimer(10 * time.Second)
+		select {
+		case <-p.done:
+		case <-timer.C:
+			t.Logf("testenv: %s did not stop on SIGTERM; killing it", p.name)
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		timer.Stop()
+	}
+	if t.Failed() {
+		for _, n := range []string{"kube-apiserver", "etcd"} {
+			t.Logf("%s", s.logTail(n))
+		}
+	}
+}
+
+func (s *APIServer) logTail(name string) string {
+	b, _ := os.ReadFile(filepath.Join(s.Dir, name+".log"))
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 30 {
+		lines = lines[len(lines)-30:]
+	}
+	return "--- last lines of " + name + ".log\n" + strings.Join(lines, "\n")
+}
+
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var out []int
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+type pkiFiles struct {
+	caCert, serverCert, serverKey, saKey, saPub, tokens string
+	caPEM                                               []byte
+	token                                               string
+}
+
+// writePKI makes a CA, a serving certificate for 127.0.0.1 and localhost,
+// a service-account key pair and a token of a system:masters user.
+func writePKI(dir string) (*pkiFiles, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	p := &pkiFiles{
+		caCert: filepath.Join(dir, "ca.crt"), serverCert: filepath.Join(dir, "apiserver.crt"),
+		serverKey: filepath.Join(dir, "apiserver.key"), saKey: filepath.Join(dir, "sa.key"),
+		saPub: filepath.Join(dir, "sa.pub"), tokens: filepath.Join(dir, "tokens.csv"),
+	}
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "magnetite-testenv-ca"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, err
+	}
+	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	srvTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+	}
+	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	srvKeyDER, err := x509.MarshalECPrivateKey(srvKey)
+	if err != nil {
+		return nil, err
+	}
+	saPubDER, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	if err != nil {
+		return nil, err
+	}
+	tok := make([]byte, 16)
+	if _, err := rand.Read(tok); err != nil {
+		return nil, err
+	}
+	p.token = hex.EncodeToString(tok)
+	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	files := map[string][]byte{
+		p.caCert:     p.caPEM,
+		p.serverCert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srvDER}),
+		p.serverKey:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: srvKeyDER}),
+		p.saKey:      pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(saKey)}),
+		p.saPub:      pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
+		p.tokens:     []byte(p.token + ",testenv-admin,testenv-admin,system:masters\n"),
+	}
+	for path, b := range files {
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// DryRunApply server-side applies obj with dryRun=All as field manager
+// "magnetite" (forcing conflicts), the way Magnetite applies for real.
+func DryRunApply(ctx context.Context, dc dynamic.Interface, mapper meta.RESTMapper, obj *unstructured.Unstructured) error {
+	gvk := obj.GroupVersionKind()
+	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return fmt.Errorf("%s: %w", gvk, err)
+	}
+	var ri dynamic.ResourceInterface = dc.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		ri = dc.Resource(m.Resource).Namespace(obj.GetNamespace())
+	}
+	_, err = ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "magnetite", Force: true, DryRun: []string{metav1.DryRunAll}})
+	return err
+}
