@@ -64,13 +64,9 @@ func (s *Server) listQuotas(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getQuota(w http.ResponseWriter, r *http.Request) error {
-	if err := s.authorize(r, "quota:get", nil); err != nil {
-		return err
-	}
 	project, resource := r.PathValue("project"), r.PathValue("resource")
-	id := identity(r)
-	if !s.isAdmin(r) && project != id.ProjectID {
-		return forbidden("Not authorized to read the quotas of project %s.", project)
+	if err := s.authorize(r, "quota:get", &auth.Target{ProjectID: project}); err != nil {
+		return forbidden("Not authorized to read the quotas of project %s (policy quota:get).", project)
 	}
 	q, err := s.st.GetQuota(r.Context(), project, resource)
 	if errors.Is(err, store.ErrNotFound) {
