@@ -45,7 +45,7 @@ type PatchOp struct {
 // listAll follows "next" links until the last page, or returns the first
 // page when a limit was asked for.
 func listAll[P any, T any](ctx context.Context, c *Client, path string, o ListOptions, items func(*P) []T, next func(*P) string) ([]T, error) {
-	var out []T
+	out := []T{} // an empty listing prints as [], not null
 	target, q := path, o.query()
 	for {
 		var page P
@@ -114,13 +114,15 @@ func (c *Client) GetCluster(ctx context.Context, ident string) (*apitypes.Cluste
 // built in the background.
 func (c *Client) CreateCluster(ctx context.Context, fields map[string]any) (string, error) {
 	var id apitypes.ClusterID
-	return id.UUID, c.do(ctx, "POST", "/clusters", nil, fields, &id)
+	err := c.do(ctx, "POST", "/clusters", nil, fields, &id)
+	return id.UUID, err
 }
 
 // UpdateCluster patches a cluster (node_count, health fields).
 func (c *Client) UpdateCluster(ctx context.Context, ident string, patch []PatchOp) (string, error) {
 	var id apitypes.ClusterID
-	return id.UUID, c.do(ctx, "PATCH", "/clusters/"+esc(ident), nil, patch, &id)
+	err := c.do(ctx, "PATCH", "/clusters/"+esc(ident), nil, patch, &id)
+	return id.UUID, err
 }
 
 // ResizeRequest is the body of actions/resize.
@@ -134,7 +136,8 @@ type ResizeRequest struct {
 // unless named).
 func (c *Client) ResizeCluster(ctx context.Context, ident string, req ResizeRequest) (string, error) {
 	var id apitypes.ClusterID
-	return id.UUID, c.do(ctx, "POST", "/clusters/"+esc(ident)+"/actions/resize", nil, req, &id)
+	err := c.do(ctx, "POST", "/clusters/"+esc(ident)+"/actions/resize", nil, req, &id)
+	return id.UUID, err
 }
 
 // UpgradeRequest is the body of actions/upgrade.
@@ -147,7 +150,8 @@ type UpgradeRequest struct {
 // UpgradeCluster moves a cluster (or one node group) to another template.
 func (c *Client) UpgradeCluster(ctx context.Context, ident string, req UpgradeRequest) (string, error) {
 	var id apitypes.ClusterID
-	return id.UUID, c.do(ctx, "POST", "/clusters/"+esc(ident)+"/actions/upgrade", nil, req, &id)
+	err := c.do(ctx, "POST", "/clusters/"+esc(ident)+"/actions/upgrade", nil, req, &id)
+	return id.UUID, err
 }
 
 // DeleteCluster asks for a cluster's deletion.
@@ -186,7 +190,8 @@ func (c *Client) ClusterCA(ctx context.Context, ident string) (*apitypes.Certifi
 // SignCertificate has the cluster CA sign a CSR (PEM).
 func (c *Client) SignCertificate(ctx context.Context, clusterUUID, csrPEM string) (*apitypes.Certificate, error) {
 	var cert apitypes.Certificate
-	return &cert, c.do(ctx, "POST", "/certificates", nil, apitypes.Certificate{ClusterUUID: clusterUUID, CSR: csrPEM}, &cert)
+	body := map[string]string{"cluster_uuid": clusterUUID, "csr": csrPEM}
+	return &cert, c.do(ctx, "POST", "/certificates", nil, body, &cert)
 }
 
 // Node groups.
@@ -271,6 +276,7 @@ func (c *Client) Stats(ctx context.Context, project string) (*apitypes.Stats, er
 
 // ListServices lists the Magnetite processes and whether they are up.
 func (c *Client) ListServices(ctx context.Context) ([]apitypes.Service, error) {
-	var l apitypes.ServiceList
-	return l.MServices, c.do(ctx, "GET", "/mservices", nil, nil, &l)
+	l := apitypes.ServiceList{MServices: []apitypes.Service{}}
+	err := c.do(ctx, "GET", "/mservices", nil, nil, &l)
+	return l.MServices, err
 }
