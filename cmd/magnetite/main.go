@@ -37,5 +37,6 @@ func rootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.configDir, "config-dir", "", "drop-in directory of *.conf files read after the config file (default: /etc/magnetite/magnetite.conf.d when it exists)")
 	root.AddCommand(serveCommand(g), configCommand(g), hostCommand())
 	root.AddCommand(clientCommands()...)
+	root.AddCommand(renderCommand())
 	return root
 }

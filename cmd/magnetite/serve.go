@@ -116,6 +116,10 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 	if err != nil {
 		return err
 	}
+	drivers, err := newDriverRegistry()
+	if err != nil {
+		return err
+	}
 	handler := api.New(api.Options{
 		Store: st, Auth: authn, Policy: policy, Log: log,
 		MaxLimit:                      cfg.Int("api", "max_limit"),
@@ -125,6 +129,8 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 		ReplaceLabelsByDefault:        !cfg.Bool("api", "merge_labels_by_default"),
 		DefaultCreateTimeout:          cfg.Int("cluster", "create_timeout"),
 		DefaultBareMetalCreateTimeout: cfg.Int("cluster", "bm_create_timeout"),
+		Drivers:                       drivers,
+		ValidateLabels:                validateLabels,
 		Hosts:                         hosts,
 	})
 

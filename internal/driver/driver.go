@@ -77,6 +77,26 @@ type Result struct {
 	Warnings []string
 }
 
+// Summary is a comment block for the top of a rendered YAML stream: the
+// Secrets and server groups the conductor provides, and the warnings.
+func (r *Result) Summary() string {
+	var b strings.Builder
+	for _, s := range r.Secrets {
+		opt := ""
+		if s.Optional {
+			opt = " (optional)"
+		}
+		fmt.Fprintf(&b, "# secret %s%s: %s\n", s.Name, opt, s.Purpose)
+	}
+	for _, sg := range r.ServerGroups {
+		fmt.Fprintf(&b, "# server group %s: %s\n", sg.Name, sg.Policy)
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "# warning: %s\n", w)
+	}
+	return b.String()
+}
+
 // Driver turns a cluster into the objects that build it.
 type Driver interface {
 	// Name is the value of a template's driver field that selects it.

@@ -100,19 +100,7 @@ func render(t testing.TB, c goldenCase) *driver.Result {
 func document(t testing.TB, res *driver.Result) []byte {
 	t.Helper()
 	var b bytes.Buffer
-	for _, s := range res.Secrets {
-		opt := ""
-		if s.Optional {
-			opt = " (optional)"
-		}
-		fmt.Fprintf(&b, "# secret %s%s: %s\n", s.Name, opt, s.Purpose)
-	}
-	for _, sg := range res.ServerGroups {
-		fmt.Fprintf(&b, "# server group %s: %s\n", sg.Name, sg.Policy)
-	}
-	for _, w := range res.Warnings {
-		fmt.Fprintf(&b, "# warning: %s\n", w)
-	}
+	b.WriteString(res.Summary())
 	for _, o := range res.Objects {
 		y, err := yaml.Marshal(o.Object)
 		if err != nil {

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/magnetite-io/magnetite/internal/testenv"
+)
+
+const renderCases = "../../internal/driver/capi/testdata"
+
+// splitCase writes the template and cluster of a golden case to their own
+// files, the way an operator keeps them, and returns their paths.
+func splitCase(t *testing.T, name string, edit func(tmpl, cluster map[string]any)) (string, string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(renderCases, "cases", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Template map[string]any `json:"template"`
+		Cluster  map[string]any `json:"cluster"`
+	}
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(c.Template, c.Cluster)
+	}
+	dir := t.TempDir()
+	write := func(file string, v any) string {
+		y, err := yaml.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, file)
+		if err := os.WriteFile(p, y, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	return write("template.yaml", c.Template), write("cluster.yaml", c.Cluster)
+}
+
+func runRender(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	root := rootCommand()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs(append([]string{"render"}, args...))
+	err = root.Execute()
+	return out.String(), errb.String(), err
+}
+
+func TestRenderPrintsWhatTheDriverRenders(t *testing.T) {
+	tmpl, cluster := splitCase(t, "mixed", nil)
+	out, _, err := runRender(t, "--template", tmpl, "--cluster", cluster, "--facts", filepath.Join(renderCases, "facts.yaml"),
+		"--boot-volume-size", "20")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "# rendered by capi-openstack\n# secret mixed-1b4e28ba-cloud-config: ") {
+		t.Errorf("header: %.200s", out)
+	}
+	got, err := testenv.DecodeObjects(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := testenv.ReadObjects(filepath.Join(renderCases, "golden", "mixed.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("rendered %d objects, the golden file has %d", len(got), len(want))
+	}
+	for i := range got {
+		a, _ := yaml.Marshal(got[i].Object)
+		b, _ := yaml.Marshal(want[i].Object)
+		if !bytes.Equal(a, b) {
+			t.Errorf("object %d (%s %s) differs from the golden render", i, got[i].GetKind(), got[i].GetName())
+		}
+	}
+}
+
+func TestRenderExplainsWhyAClusterCannotBeBuilt(t *testing.T) {
+	tmpl, cluster := splitCase(t, "bm-only", func(tmpl, _ map[string]any) {
+		tmpl["master_flavor_id"] = "m1.large"
+		tmpl["labels"].(map[string]any)["boot_volume_size"] = "-5"
+	})
+	out, _, err := runRender(t, "--template", tmpl, "--cluster", cluster, "--facts", filepath.Join(renderCases, "facts.yaml"))
+	if err == nil {
+		t.Fatalf("rendered: %.200s", out)
+	}
+	for _, want := range []string{"the cluster cannot be rendered:",
+		"flavor m1.large is not a bare-metal flavor",
+		`label boot_volume_size="-5" is invalid: expected a whole number of GiB >= 0`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if out != "" {
+		t.Errorf("objects printed despite the errors: %.200s", out)
+	}
+}
+
+func TestRenderPreviewAndWarnings(t *testing.T) {
+	tmpl, cluster := splitCase(t, "inmemory-mixed", func(_, c map[string]any) {
+		c["labels"] = map[string]any{"cost_center": "42"}
+	})
+	out, errOut, err := runRender(t, "--template", tmpl, "--cluster", cluster, "--preview")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, "# rendered by capi-inmemory") {
+		t.Errorf("the template's driver field was not used: %.80s", out)
+	}
+	if !strings.Contains(errOut, "warning: labels cost_center are not known to Magnetite") {
+		t.Errorf("stderr = %q", errOut)
+	}
+	objs, err := testenv.DecodeObjects(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var previews []string
+	for _, o := range objs {
+		if o.GetKind() == "DevMachineTemplate" && strings.HasPrefix(o.GetName(), "dev-1b4e28ba-") {
+			previews = append(previews, o.GetName())
+		}
+	}
+	want := []string{"dev-1b4e28ba-control-plane-machine", "dev-1b4e28ba-md-default-worker-machine", "dev-1b4e28ba-md-metal-machine"}
+	if strings.Join(previews, ",") != strings.Join(want, ",") {
+		t.Errorf("preview machine templates = %v, want %v", previews, want)
+	}
+}
+
+func TestRenderRefusesATemplateNoDriverBuilds(t *testing.T) {
+	tmpl, cluster := splitCase(t, "vm-only", func(tmpl, _ map[string]any) {
+		tmpl["image_id"] = "fedora-coreos-40"
+		tmpl["cluster_distro"] = "fedora-coreos"
+	})
+	_, _, err := runRender(t, "--template", tmpl, "--cluster", cluster, "--facts", filepath.Join(renderCases, "facts.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "no driver provides server_type=vm, os_distro=fedora-coreos, coe=kubernetes") {
+		t.Errorf("err = %v", err)
+	}
+}
