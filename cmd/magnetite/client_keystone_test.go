@@ -4,9 +4,11 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,30 @@ import (
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
 )
+
+// tokenLog passes requests to the Keystone validator and remembers which
+// tokens it saw.
+type tokenLog struct {
+	next api.Authenticator
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (l *tokenLog) Identify(r *http.Request) (auth.Identity, error) {
+	l.mu.Lock()
+	if l.seen == nil {
+		l.seen = map[string]bool{}
+	}
+	l.seen[r.Header.Get("X-Auth-Token")] = true
+	l.mu.Unlock()
+	return l.next.Identify(r)
+}
+
+func (l *tokenLog) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.seen)
+}
 
 // keystoneCLI runs a client command with only the environment given: no
 // --os-endpoint or --os-token, so Keystone and the catalog are used.
@@ -39,7 +65,8 @@ func keystoneCLI(t *testing.T, env map[string]string, args ...string) clientRun 
 // from the catalog, and an API server that validates the tokens, so each
 // user sees their own project's clusters.
 func TestClientAuthenticatesWithKeystone(t *testing.T) {
-	ks := testkeystone.Start(t)
+	// Tokens live 5 s, so a wait outlives its first token.
+	ks := testkeystone.Start(t, testkeystone.WithTokenExpiration(5*time.Second))
 	ks.ServiceUser("magnetite", "magnetite-service-password")
 	alpha, beta := ks.CreateProject("alpha"), ks.CreateProject("beta")
 	ks.Grant(ks.CreateUser("alice", "alice-password"), alpha, "member")
@@ -51,7 +78,8 @@ func TestClientAuthenticatesWithKeystone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := apitest.Start(t, func(o *api.Options) { o.Auth = validator })
+	tokens := &tokenLog{next: validator}
+	srv := apitest.Start(t, func(o *api.Options) { o.Auth = tokens })
 	ks.RegisterService("container-infra", "magnum", srv.URL+"/v1")
 
 	alice := map[string]string{
@@ -103,6 +131,42 @@ func TestClientAuthenticatesWithKeystone(t *testing.T) {
 	}
 	if r = keystoneCLI(t, bob, "cluster", "show", "c1"); r.err == nil || !strings.Contains(r.err.Error(), "HTTP 404") {
 		t.Fatalf("bob shows alice's cluster: %v", r.err)
+	}
+
+	// A wait longer than a token's life: the API refuses the expired token,
+	// the client logs in again and goes on.
+	uuid := clusterUUIDByName(t, srv.Store, "c1")
+	for k, v := range alice {
+		t.Setenv(k, v)
+	}
+	before := tokens.count()
+	var out, errb lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		root := rootCommand()
+		root.SetOut(&out)
+		root.SetErr(&errb)
+		root.SetArgs([]string{"cluster", "show", "c1", "--watch", "--poll-interval", "250ms"})
+		done <- root.ExecuteContext(context.Background())
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for tokens.count() < before+2 {
+		select {
+		case err := <-done:
+			t.Fatalf("the watch ended before its token expired: %v\n%s", err, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the watching client never came back with a new token; output:\n%s%s", out.String(), errb.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	applyStep(t, srv.Store, uuid, conductorStep{status: "CREATE_COMPLETE", reason: "Cluster API reports the cluster available with every node ready"})
+	if err := <-done; err != nil {
+		t.Fatalf("watch across a token expiry: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "Cluster c1 is CREATE_COMPLETE after") {
+		t.Fatalf("watch output:\n%s", out.String())
 	}
 
 	// Bad credentials and unknown clouds say what went wrong.

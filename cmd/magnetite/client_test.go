@@ -653,3 +653,31 @@ func TestClusterEventsPrintsAndFollowsTheHistory(t *testing.T) {
 		t.Errorf("stderr: %q", errb.String())
 	}
 }
+
+func TestClusterResizeWaitFollowsTheUpdateToItsEnd(t *testing.T) {
+	srv := apitest.Start(t)
+	createTemplate(t, srv, "k8s")
+	mustCLI(t, srv, "cluster", "create", "c1", "--cluster-template", "k8s")
+	uuid := clusterUUIDByName(t, srv.Store, "c1")
+	applyStep(t, srv.Store, uuid, conductorStep{status: model.CreateComplete, reason: "built", workers: model.CreateComplete,
+		health: map[string]string{"control_plane": "ok (1/1 ready)", "nodegroup default-worker": "1/1 ready"}})
+	var out, errb lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runClient(context.Background(), srv, &out, &errb, "cluster", "resize", "c1", "3", "--wait", "--poll-interval", "50ms")
+	}()
+	// The resize moves the cluster to UPDATE_IN_PROGRESS before answering;
+	// the group still shows what Cluster API last reported.
+	waitForOutput(t, "resize --wait", out.String, "UPDATE_IN_PROGRESS, control plane 1/1 ready, default-worker 1/1 ready | built")
+	applyStep(t, srv.Store, uuid, conductorStep{status: model.UpdateInProgress, reason: "control plane 1/1 ready, default-worker 2/3 ready",
+		health: map[string]string{"control_plane": "ok (1/1 ready)", "nodegroup default-worker": "2/3 ready"}})
+	waitForOutput(t, "resize --wait", out.String, "default-worker 2/3 ready")
+	applyStep(t, srv.Store, uuid, conductorStep{status: model.UpdateComplete, reason: "Cluster API reports every change rolled out",
+		workers: model.UpdateComplete, health: map[string]string{"control_plane": "ok (1/1 ready)", "nodegroup default-worker": "3/3 ready"}})
+	if err := <-done; err != nil {
+		t.Fatalf("resize --wait: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "default-worker 3/3 ready | Cluster API reports every change rolled out\nCluster c1 is UPDATE_COMPLETE after") {
+		t.Fatalf("resize --wait printed:\n%s", out.String())
+	}
+}

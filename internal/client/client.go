@@ -151,8 +151,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		return err
 	}
 	if resp.StatusCode == http.StatusUnauthorized {
+		// An expired token: log in again once and repeat the request.
 		refused := c.creds.Token()
-		if rerr := c.creds.Reauthenticate(ctx, refused); rerr == nil {
+		if rerr := c.creds.Reauthenticate(ctx, refused); rerr == nil && c.creds.Token() != refused {
 			if resp, raw, err = c.send(ctx, method, target, body); err != nil {
 				return err
 			}
