@@ -253,7 +253,8 @@ func (o *clientOptions) watch(cmd *cobra.Command, c *client.Client, ident string
 			} else {
 				last.elapsed = time.Since(began)
 			}
-		case client.IsNotFound(err) && goal == untilGone:
+		case client.IsNotFound(err) && (goal == untilGone || last.status == "DELETE_IN_PROGRESS"):
+			// Gone: what a delete waits for, and how a watched deletion ends.
 			if last.name == "" {
 				last.name = ident
 			}

@@ -593,6 +593,22 @@ func TestClusterDeleteWaitEndsWhenTheClusterIsGone(t *testing.T) {
 	if !strings.Contains(out.String(), "] deleted\nCluster c1 deleted after") {
 		t.Errorf("delete --wait printed:\n%s", out.String())
 	}
+
+	// Watching a cluster being deleted ends, successfully, when it is gone.
+	mustCLI(t, srv, "cluster", "create", "c2", "--cluster-template", "k8s")
+	uuid = clusterUUIDByName(t, srv.Store, "c2")
+	mustCLI(t, srv, "cluster", "delete", "c2")
+	var watched, watchErr lockedBuffer
+	go func() {
+		done <- runClient(context.Background(), srv, &watched, &watchErr, "cluster", "show", "c2", "--watch", "--poll-interval", "50ms")
+	}()
+	waitForOutput(t, "show --watch", watched.String, "DELETE_IN_PROGRESS")
+	if err := srv.Store.DeleteCluster(context.Background(), uuid); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || !strings.Contains(watched.String(), "Cluster c2 deleted after") {
+		t.Fatalf("show --watch of a deletion: %v\n%s", err, watched.String())
+	}
 }
 
 func TestClusterEventsPrintsAndFollowsTheHistory(t *testing.T) {
