@@ -122,6 +122,7 @@ type APIServer struct {
 	Dir string
 
 	procs []*proc
+	pki   *pkiFiles
 }
 
 type proc struct {
@@ -154,6 +155,7 @@ func Start(t testing.TB) *APIServer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.pki = pki
 	ports, err := freePorts(3)
 	if err != nil {
 		t.Fatal(err)
@@ -407,8 +409,8 @@ func (s *APIServer) stop(t testing.TB) {
 		timer.Stop()
 	}
 	if t.Failed() {
-		for _, n := range []string{"kube-apiserver", "etcd"} {
-			t.Logf("%s", s.logTail(n))
+		for _, p := range s.procs {
+			t.Logf("%s", s.logTail(p.name))
 		}
 	}
 }
@@ -445,6 +447,8 @@ type pkiFiles struct {
 	caCert, serverCert, serverKey, saKey, saPub, tokens string
 	caPEM                                               []byte
 	token                                               string
+	ca                                                  *x509.Certificate
+	caKey                                               *ecdsa.PrivateKey
 }
 
 // writePKI makes a CA, a serving certificate for 127.0.0.1 and localhost,
@@ -476,25 +480,11 @@ func writePKI(dir string) (*pkiFiles, error) {
 	if err != nil {
 		return nil, err
 	}
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	srvTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
+	srvCert, srvKeyPEM, err := servingCert(ca, caKey, "kube-apiserver")
 	if err != nil {
 		return nil, err
 	}
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return nil, err
-	}
-	srvKeyDER, err := x509.MarshalECPrivateKey(srvKey)
 	if err != nil {
 		return nil, err
 	}
@@ -508,10 +498,11 @@ func writePKI(dir string) (*pkiFiles, error) {
 	}
 	p.token = hex.EncodeToString(tok)
 	p.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	p.ca, p.caKey = ca, caKey
 	files := map[string][]byte{
 		p.caCert:     p.caPEM,
-		p.serverCert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srvDER}),
-		p.serverKey:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: srvKeyDER}),
+		p.serverCert: srvCert,
+		p.serverKey:  srvKeyPEM,
 		p.saKey:      pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(saKey)}),
 		p.saPub:      pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
 		p.tokens:     []byte(p.token + ",testenv-admin,testenv-admin,system:masters\n"),
@@ -524,18 +515,58 @@ func writePKI(dir string) (*pkiFiles, error) {
 	return p, nil
 }
 
+// servingCert issues a certificate for 127.0.0.1 and localhost signed by
+// the test CA, PEM-encoded with its key.
+func servingCert(ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn string) (cert, key []byte, err error) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: cn},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	kder, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), nil
+}
+
 // DryRunApply server-side applies obj with dryRun=All as field manager
 // "magnetite" (forcing conflicts), the way Magnetite applies for real.
 func DryRunApply(ctx context.Context, dc dynamic.Interface, mapper meta.RESTMapper, obj *unstructured.Unstructured) error {
+	_, err := ServerSideApply(ctx, dc, mapper, obj, true)
+	return err
+}
+
+// ServerSideApply applies obj as field manager "magnetite", forcing
+// conflicts, with dryRun=All when dryRun is set.
+func ServerSideApply(ctx context.Context, dc dynamic.Interface, mapper meta.RESTMapper, obj *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
 	gvk := obj.GroupVersionKind()
 	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		return fmt.Errorf("%s: %w", gvk, err)
+		return nil, fmt.Errorf("%s: %w", gvk, err)
 	}
 	var ri dynamic.ResourceInterface = dc.Resource(m.Resource)
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		ri = dc.Resource(m.Resource).Namespace(obj.GetNamespace())
 	}
-	_, err = ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: "magnetite", Force: true, DryRun: []string{metav1.DryRunAll}})
-	return err
+	opts := metav1.ApplyOptions{FieldManager: "magnetite", Force: true}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	return ri.Apply(ctx, obj.GetName(), obj, opts)
 }

@@ -1,0 +1,177 @@
+package testenv
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Cluster API managers built by hack/build-testbin.sh, with the webhook
+// manifest each one serves.
+const (
+	CoreManager                = "capi-manager"
+	KubeadmBootstrapManager    = "kubeadm-bootstrap-manager"
+	KubeadmControlPlaneManager = "kubeadm-control-plane-manager"
+	InMemoryManager            = "capd-manager"
+)
+
+var webhookManifest = map[string]string{
+	CoreManager:                "core.yaml",
+	KubeadmBootstrapManager:    "kubeadm-bootstrap.yaml",
+	KubeadmControlPlaneManager: "kubeadm-control-plane.yaml",
+	InMemoryManager:            "capd.yaml",
+}
+
+// InstallClusterAPI installs the CRDs of Cluster API's core, kubeadm
+// bootstrap and control plane providers and the in-memory provider, with
+// the contract labels providers need.
+func (s *APIServer) InstallClusterAPI(t testing.TB) {
+	t.Helper()
+	crds := ClusterAPICRDs(t)
+	s.InstallCRDs(t, filepath.Join(crds, "core"), nil)
+	for _, p := range []string{"kubeadm-bootstrap", "kubeadm-control-plane", "capd"} {
+		s.InstallCRDs(t, filepath.Join(crds, p), ProviderLabels)
+	}
+}
+
+// StartManagers runs Cluster API managers against the API server with
+// their webhooks registered (served on loopback with a certificate of the
+// test CA) and the ClusterTopology and KubeadmBootstrapFormatIgnition
+// feature gates on, and waits until each reports ready. They stop at
+// cleanup, before the API server.
+func (s *APIServer) StartManagers(t testing.TB, managers ...string) {
+	t.Helper()
+	bin, err := Testbin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := filepath.Join(s.Dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(s.kubeconfig()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for _, m := range managers {
+		manifest, ok := webhookManifest[m]
+		if !ok {
+			t.Fatalf("testenv: unknown manager %s", m)
+		}
+		certDir := filepath.Join(s.Dir, m+"-certs")
+		if err := os.MkdirAll(certDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		crt, key, err := servingCert(s.pki.ca, s.pki.caKey, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(certDir, "tls.crt"), crt, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(certDir, "tls.key"), key, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ports, err := freePorts(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		capiDir := filepath.Join(bin, "capi-"+ClusterAPIVersion)
+		if err := s.run(filepath.Join(capiDir, m), m,
+			"--kubeconfig="+kubeconfig, "--leader-elect=false",
+			"--webhook-cert-dir="+certDir, fmt.Sprintf("--webhook-port=%d", ports[0]),
+			fmt.Sprintf("--health-addr=127.0.0.1:%d", ports[1]),
+			fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", ports[2]), "--insecure-diagnostics",
+			"--feature-gates=ClusterTopology=true,KubeadmBootstrapFormatIgnition=true"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.registerWebhooks(ctx, t, m, filepath.Join(capiDir, "webhooks", manifest), ports[0]); err != nil {
+			t.Fatal(err)
+		}
+		health := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1])
+		webhook := fmt.Sprintf("https://127.0.0.1:%d/", ports[0])
+		hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		if err := poll(ctx, func() (bool, error) {
+			for _, u := range []string{health, webhook} {
+				res, err := hc.Get(u)
+				if err != nil {
+					return false, nil
+				}
+				res.Body.Close()
+				if u == health && res.StatusCode != http.StatusOK {
+					return false, nil
+				}
+			}
+			return true, nil
+		}); err != nil {
+			t.Fatalf("testenv: %s did not become ready: %v\n%s", m, err, s.logTail(m))
+		}
+	}
+}
+
+func (s *APIServer) kubeconfig() string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: testenv
+  cluster:
+    server: %s
+    certificate-authority-data: %s
+users:
+- name: testenv
+  user:
+    token: %s
+contexts:
+- name: testenv
+  context: {cluster: testenv, user: testenv}
+current-context: testenv
+`, s.Config.Host, base64.StdEncoding.EncodeToString(s.pki.caPEM), s.pki.token)
+}
+
+// registerWebhooks applies a manager's webhook configurations with every
+// service reference turned into a loopback URL and the test CA as bundle.
+func (s *APIServer) registerWebhooks(ctx context.Context, t testing.TB, manager, manifest string, port int) error {
+	objs, err := ReadObjects(manifest)
+	if err != nil {
+		return err
+	}
+	dc := s.Dynamic(t)
+	for _, o := range objs {
+		res := map[string]string{
+			"MutatingWebhookConfiguration":   "mutatingwebhookconfigurations",
+			"ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
+		}[o.GetKind()]
+		if res == "" {
+			continue
+		}
+		hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+		for _, h := range hooks {
+			hm := h.(map[string]any)
+			cc, _ := hm["clientConfig"].(map[string]any)
+			svc, _ := cc["service"].(map[string]any)
+			path, _ := svc["path"].(string)
+			hm["clientConfig"] = map[string]any{
+				"url":      fmt.Sprintf("https://127.0.0.1:%d%s", port, path),
+				"caBundle": base64.StdEncoding.EncodeToString(s.pki.caPEM),
+			}
+		}
+		if err := unstructured.SetNestedSlice(o.Object, hooks, "webhooks"); err != nil {
+			return err
+		}
+		o.SetName(manager + "-" + strings.TrimSuffix(o.GetName(), "-configuration"))
+		gvr := schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: res}
+		if _, err := dc.Resource(gvr).Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: "magnetite-testenv", Force: true}); err != nil {
+			return fmt.Errorf("testenv: register %s webhooks: %w", manager, err)
+		}
+	}
+	return nil
+}
