@@ -22,8 +22,12 @@ func (s *Server) checkDriver(ct *model.ClusterTemplate) error {
 	}
 	if _, err := s.opts.Drivers.ForTemplate(ct, ""); err != nil {
 		if errors.Is(err, driver.ErrNoDriver) {
-			return badRequest("Cluster type (%s) not supported: %s.", driver.KeyOf(ct, ""),
-				strings.TrimPrefix(err.Error(), driver.ErrNoDriver.Error()+": "))
+			why := strings.TrimPrefix(err.Error(), driver.ErrNoDriver.Error()+": ")
+			// The registry's sentence repeats the tuple this one leads with.
+			if _, rest, ok := strings.Cut(why, "; supported: "); ok && strings.HasPrefix(why, "no driver provides ") {
+				why = "supported: " + rest
+			}
+			return badRequest("Cluster type (%s) not supported; %s.", driver.KeyOf(ct, ""), why)
 		}
 		return err
 	}
