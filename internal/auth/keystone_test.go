@@ -379,3 +379,41 @@ func TestKeystoneConfigIsChecked(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkValidateCachedToken is the cost authentication adds to a request
+// once Keystone has answered for its token: a digest and a cache lookup.
+func BenchmarkValidateCachedToken(b *testing.B) {
+	ks := testkeystone.Start(b) // skips under -short
+	ks.ServiceUser("magnetite", "magnetite-service-password")
+	project := ks.CreateProject("bench")
+	user := ks.CreateUser("bencher", "bencher-password")
+	ks.Grant(user, project, "member")
+	tok := ks.Token("bencher", "bencher-password", "bench")
+	k, err := auth.NewKeystone(auth.KeystoneConfig{AuthURL: ks.AuthURL(), Username: "magnetite",
+		Password: "magnetite-service-password", ProjectName: "service", CacheTime: time.Hour,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := k.Validate(ctx, tok); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("sequential", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := k.Validate(ctx, tok); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, err := k.Validate(ctx, tok); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
