@@ -52,21 +52,27 @@ func newLogger(cfg *config.Config) (*slog.Logger, error) {
 	return logging.New(os.Stderr, cfg.String("log", "format"), cfg.String("log", "level"))
 }
 
-// openStore opens the configured database.
+// openStore opens the configured database, creating and migrating it.
 func openStore(ctx context.Context, cfg *config.Config) (*store.DB, string, error) {
+	return connectStore(ctx, cfg, store.OpenSQLite, store.OpenMySQL)
+}
+
+// connectStore opens the configured database with the opener of its
+// backend: openStore's create-and-migrate, or doctor's inspect-only.
+func connectStore(ctx context.Context, cfg *config.Config, sqlite, mysql func(context.Context, string) (*store.DB, error)) (*store.DB, string, error) {
 	conn := cfg.String("database", "connection")
 	if conn == "" {
 		path := filepath.Join(cfg.StateDir(), "magnetite.db")
-		st, err := store.OpenSQLite(ctx, path)
+		st, err := sqlite(ctx, path)
 		return st, "sqlite " + path, err
 	}
 	switch {
 	case strings.HasPrefix(conn, "sqlite://"):
 		path := strings.TrimPrefix(conn, "sqlite://")
-		st, err := store.OpenSQLite(ctx, path)
+		st, err := sqlite(ctx, path)
 		return st, "sqlite " + path, err
 	case strings.HasPrefix(conn, "mysql://"), strings.HasPrefix(conn, "mysql+pymysql://"), strings.HasPrefix(conn, "mariadb://"):
-		st, err := store.OpenMySQL(ctx, conn)
+		st, err := mysql(ctx, conn)
 		return st, "mysql", err
 	}
 	return nil, "", fmt.Errorf("config: [database] connection has an unsupported scheme; use sqlite:///path/to/magnetite.db or mysql://user:password@host:port/db")

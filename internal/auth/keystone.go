@@ -129,17 +129,9 @@ func NewKeystone(cfg KeystoneConfig) (*Keystone, error) {
 	}
 	transport := cfg.Transport
 	if transport == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		if cfg.CAFile != "" {
-			pem, err := os.ReadFile(cfg.CAFile)
-			if err != nil {
-				return nil, fmt.Errorf("config: [keystone_authtoken] cafile: %w", err)
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, fmt.Errorf("config: [keystone_authtoken] cafile %s holds no PEM certificate", cfg.CAFile)
-			}
-			t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		t, err := CATransport(cfg.CAFile)
+		if err != nil {
+			return nil, err
 		}
 		transport = t
 	}
@@ -152,6 +144,26 @@ func NewKeystone(cfg KeystoneConfig) (*Keystone, error) {
 }
 
 // identityV3 turns an auth_url into the v3 API base.
+// CATransport is a default transport that verifies servers against the PEM
+// bundle in caFile ([keystone_authtoken] cafile); empty means the system's
+// trusted roots.
+func CATransport(caFile string) (*http.Transport, error) {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if caFile == "" {
+		return t, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("config: [keystone_authtoken] cafile: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("config: [keystone_authtoken] cafile %s holds no PEM certificate", caFile)
+	}
+	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return t, nil
+}
+
 func identityV3(authURL string) (string, error) {
 	u := strings.TrimRight(authURL, "/")
 	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/magnetite-io/magnetite/internal/config"
+	"github.com/magnetite-io/magnetite/internal/doctor"
+	"github.com/magnetite-io/magnetite/internal/store"
+)
+
+func doctorCommand(g *globalFlags) *cobra.Command {
+	var output string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check configuration, database, management cluster and cloud: PASS, WARN or FAIL, each with a one-line fix",
+		Long: `doctor runs the checks an operator would otherwise walk through by hand before
+Magnetite can build clusters, and prints PASS, WARN, FAIL or SKIP for each with
+what it found and, when something is wrong, the fix. It changes nothing: the
+database is opened read-only and never migrated. The exit status is non-zero
+when any check fails.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "table" && output != "json" {
+				return fmt.Errorf("--output must be table or json, got %q", output)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			rs := runDoctor(ctx, g)
+			if err := printDoctor(cmd.OutOrStdout(), output, rs); err != nil {
+				return err
+			}
+			if doctor.Failed(rs) {
+				return fmt.Errorf("doctor: some checks failed; apply the fixes above and run it again")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "give up on checks still running after this long")
+	return cmd
+}
+
+func printDoctor(w io.Writer, output string, rs []doctor.Result) error {
+	if output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rs)
+	}
+	return doctor.Print(w, rs)
+}
+
+// runDoctor runs every check that applies to the configuration, in the
+// order an operator sets things up.
+func runDoctor(ctx context.Context, g *globalFlags) []doctor.Result {
+	cfg, err := loadConfig(g)
+	rs := doctor.ConfigLoaded(cfg, err, configDirInUse(g))
+	if err != nil {
+		return rs
+	}
+	rs = append(rs, databaseChecks(ctx, cfg)...)
+	rs = append(rs, cloudChecks(ctx, cfg)...)
+	return rs
+}
+
+// configDirInUse is the drop-in directory loadConfig reads: the flag's, or
+// the default one when it exists.
+func configDirInUse(g *globalFlags) string {
+	if g.configDir != "" {
+		return g.configDir
+	}
+	if st, err := os.Stat(defaultConfigDir); err == nil && st.IsDir() {
+		return defaultConfigDir
+	}
+	return ""
+}
+
+func databaseChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
+	db, where, err := connectStore(ctx, cfg, store.InspectSQLite, store.InspectMySQL)
+	if err != nil {
+		if where == "" {
+			where = "[database] connection"
+		}
+		return []doctor.Result{doctor.DatabaseReachable(ctx, where, nil, err)}
+	}
+	defer db.Close()
+	reach := doctor.DatabaseReachable(ctx, where, db, nil)
+	if reach.Status == doctor.Fail {
+		return []doctor.Result{reach}
+	}
+	return []doctor.Result{reach, doctor.DatabaseMigrated(ctx, db)}
+}
+
+// cloudChecks check Keystone, the service endpoints in its catalog and the
+// bare-metal flavors, when Magnetite authenticates against a cloud.
+func cloudChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
+	if cfg.String("auth", "strategy") != "keystone" {
+		return []doctor.Result{{Check: "keystone", Status: doctor.Skip,
+			Detail: "[auth] strategy is noauth: no cloud configured, so no Keystone, endpoint or flavor checks"}}
+	}
+	ks := func(name string) string { return cfg.String("keystone_authtoken", name) }
+	cloud := doctor.Cloud{
+		AuthURL: ks("auth_url"), Username: ks("username"), Password: ks("password"), ProjectName: ks("project_name"),
+		UserDomainName: ks("user_domain_name"), ProjectDomainName: ks("project_domain_name"),
+		Region: ks("region_name"), CAFile: ks("cafile"), Timeout: cfg.Duration("keystone_authtoken", "http_timeout"),
+	}
+	hc, err := cloud.HTTPClient()
+	if err != nil {
+		return []doctor.Result{{Check: "keystone reachable", Status: doctor.Fail, Detail: err.Error(),
+			Fix: "point [keystone_authtoken] cafile at a readable PEM bundle, or empty it to use the system's roots"}}
+	}
+	rs := []doctor.Result{doctor.KeystoneReachable(ctx, hc, cloud.AuthURL)}
+	if rs[0].Status == doctor.Fail {
+		return rs
+	}
+	login, provider := doctor.ServiceCredentials(ctx, hc, cloud)
+	rs = append(rs, login)
+	if provider == nil {
+		return rs
+	}
+	rs = append(rs, doctor.ServiceEndpoints(ctx, hc, provider, cloud.Region)...)
+	return append(rs, doctor.BareMetalFlavors(ctx, provider, cloud.Region))
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/magnetite-io/magnetite/internal/doctor"
+	"github.com/magnetite-io/magnetite/internal/store"
+)
+
+// runDoctorCommand runs `magnetite doctor` with args and returns its output
+// and error (non-nil exactly when the exit status would be non-zero).
+func runDoctorCommand(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := rootCommand()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(append([]string{"doctor"}, args...))
+	err := root.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+func TestDoctorExitsNonZeroExactlyWhenACheckFails(t *testing.T) {
+	dir := t.TempDir()
+	dbPath := filepath.Join(dir, "magnetite.db")
+	st, err := store.OpenSQLite(context.Background(), dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	conf := filepath.Join(dir, "magnetite.conf")
+	if err := os.WriteFile(conf, []byte("[database]\nconnection = sqlite://"+dbPath+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := runDoctorCommand(t, "--config-file", conf, "--config-dir", dir, "--output", "json")
+	var rs []doctor.Result
+	if jerr := json.Unmarshal([]byte(out), &rs); jerr != nil {
+		t.Fatalf("--output json is not a JSON list: %v\n%s", jerr, out)
+	}
+	byCheck := map[string]doctor.Result{}
+	for _, r := range rs {
+		byCheck[r.Check] = r
+	}
+	if byCheck["database migrated"].Status != doctor.Pass || byCheck["config"].Status != doctor.Pass {
+		t.Fatalf("migrated database and readable config should pass: %+v", rs)
+	}
+	if doctor.Failed(rs) != (err != nil) {
+		t.Fatalf("exit error %v does not match the results %+v", err, rs)
+	}
+
+	// Roll the schema back one version: the database check fails and so
+	// does the command.
+	if _, err := st.SQL().Exec(`DELETE FROM schema_migrations WHERE version = ?`, store.LatestVersion(store.SQLite)); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runDoctorCommand(t, "--config-file", conf)
+	if err == nil {
+		t.Fatalf("doctor exited zero with the schema behind:\n%s", out)
+	}
+	if !strings.Contains(out, "FAIL  database migrated") || !strings.Contains(out, "fix: start `magnetite serve`") {
+		t.Fatalf("table output lacks the failing check and its fix:\n%s", out)
+	}
+}
+
+func TestDoctorStopsAtAConfigurationItCannotRead(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "magnetite.conf")
+	if err := os.WriteFile(conf, []byte("[api]\nlisten 127.0.0.1:1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runDoctorCommand(t, "--config-file", conf)
+	if err == nil || !strings.Contains(out, "FAIL  config") || strings.Contains(out, "database") {
+		t.Fatalf("err=%v, want a config FAIL and no further checks:\n%s", err, out)
+	}
+}
