@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -26,6 +28,7 @@ const controlPlaneTaint = "node-role.kubernetes.io/control-plane"
 type class struct {
 	name    string
 	objects []map[string]any // templates first, the ClusterClass last
+	encoded []*unstructured.Unstructured
 	refs    ClassRefs
 }
 

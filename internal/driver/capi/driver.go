@@ -67,8 +67,13 @@ func (d *Driver) Render(req driver.Request) (*driver.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw := append(append(append([]map[string]any{}, cl.objects...), addons...), d.buildCluster(p, cl))
+	raw := append(addons, d.buildCluster(p, cl))
 	res := &driver.Result{Warnings: p.Warnings, Secrets: d.secrets(p)}
+	for _, o := range cl.encoded {
+		o = o.DeepCopy()
+		o.SetNamespace(p.Namespace)
+		res.Objects = append(res.Objects, o)
+	}
 	if d.infra.NeedsCloud() {
 		for _, g := range p.Groups() {
 			res.ServerGroups = append(res.ServerGroups, driver.ServerGroup{Name: g.ServerGroup, Policy: g.ServerGroupRule})
@@ -91,6 +96,13 @@ func (d *Driver) class(os OSProfile) (*class, error) {
 	c, err := d.buildClass(os)
 	if err != nil {
 		return nil, err
+	}
+	for _, m := range c.objects {
+		u, err := toUnstructured(m, "")
+		if err != nil {
+			return nil, fmt.Errorf("capi: encode %v: %w", m["kind"], err)
+		}
+		c.encoded = append(c.encoded, u)
 	}
 	d.classes.Store(os.Name, c)
 	return c, nil
