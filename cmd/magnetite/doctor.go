@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"time"
 
@@ -67,7 +68,22 @@ func runDoctor(ctx context.Context, g *globalFlags) []doctor.Result {
 	}
 	rs = append(rs, databaseChecks(ctx, cfg)...)
 	rs = append(rs, cloudChecks(ctx, cfg)...)
-	return rs
+	return append(rs, hostInventoryChecks(ctx, cfg)...)
+}
+
+// hostInventoryChecks check the standalone Ironic behind /v1/hosts when
+// [baremetal] backend = ironic.
+func hostInventoryChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
+	if cfg.String("baremetal", "backend") != "ironic" {
+		return nil
+	}
+	endpoint := cfg.String("baremetal", "ironic_endpoint")
+	if endpoint == "" {
+		return []doctor.Result{{Check: "ironic endpoint", Status: doctor.Fail, Detail: "[baremetal] backend is ironic but ironic_endpoint is empty",
+			Fix: "set [baremetal] ironic_endpoint, e.g. http://ironic.example.com:6385"}}
+	}
+	hc := &http.Client{Timeout: cfg.Duration("baremetal", "ironic_timeout")}
+	return []doctor.Result{doctor.IronicEndpoint(ctx, hc, endpoint)}
 }
 
 // configDirInUse is the drop-in directory loadConfig reads: the flag's, or

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,5 +78,23 @@ func TestDoctorStopsAtAConfigurationItCannotRead(t *testing.T) {
 	out, err := runDoctorCommand(t, "--config-file", conf)
 	if err == nil || !strings.Contains(out, "FAIL  config") || strings.Contains(out, "database") {
 		t.Fatalf("err=%v, want a config FAIL and no further checks:\n%s", err, out)
+	}
+}
+
+func TestDoctorChecksTheHostInventorysIronic(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close()
+	conf := filepath.Join(t.TempDir(), "magnetite.conf")
+	body := "[baremetal]\nbackend = ironic\nironic_endpoint = " + down + "\n"
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runDoctorCommand(t, "--config-file", conf)
+	if err == nil || !strings.Contains(out, "FAIL  ironic endpoint") || !strings.Contains(out, down) {
+		t.Fatalf("an unreachable [baremetal] ironic_endpoint must fail the doctor: err=%v\n%s", err, out)
 	}
 }

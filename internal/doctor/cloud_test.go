@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
 	"github.com/magnetite-io/magnetite/internal/doctor"
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
 )
@@ -101,15 +102,22 @@ func TestCloudChecksAgainstARealKeystone(t *testing.T) {
 	r, provider = doctor.ServiceCredentials(ctx, hc, cloud)
 	expect(t, r, doctor.Pass, "magnetite", "service")
 
-	endpoints := map[string]doctor.Result{}
-	for _, r := range doctor.ServiceEndpoints(ctx, hc, provider, cloud.Region) {
-		endpoints[r.Check] = r
-	}
+	endpoints := results(doctor.ServiceEndpoints(ctx, hc, provider, cloud.Region))
 	expect(t, endpoints["endpoint compute (Nova)"], doctor.Pass, novaSrv.URL)
 	expect(t, endpoints["endpoint image (Glance)"], doctor.Pass, glance.URL)
 	expect(t, endpoints["endpoint network (Neutron)"], doctor.Pass, neutron.URL)
 	expect(t, endpoints["endpoint load-balancer (Octavia)"], doctor.Fail, "connection refused", "Octavia")
 	expect(t, endpoints["endpoint baremetal (Ironic)"], doctor.Skip, "not in the catalog")
+
+	// A real Ironic, registered in the catalog: found and answering once the
+	// service user logs in again and gets the new catalog.
+	ironic := ironictest.StartIronic(t)
+	ks.RegisterService("baremetal", "ironic", ironic.URL)
+	_, provider = doctor.ServiceCredentials(ctx, hc, cloud)
+	endpoints = results(doctor.ServiceEndpoints(ctx, hc, provider, cloud.Region))
+	expect(t, endpoints["endpoint baremetal (Ironic)"], doctor.Pass, ironic.URL, "HTTP 200")
+	// The same Ironic as the host inventory's standalone backend.
+	expect(t, doctor.IronicEndpoint(ctx, hc, ironic.URL), doctor.Pass, ironic.URL)
 
 	nova.setFlavors(flavor("1", "m1.large", map[string]string{"hw:cpu_policy": "dedicated"}))
 	expect(t, doctor.BareMetalFlavors(ctx, provider, cloud.Region), doctor.Warn, "none of 1 flavors", "resources:CUSTOM_BAREMETAL=1")

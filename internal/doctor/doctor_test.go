@@ -34,6 +34,15 @@ func expect(t *testing.T, r doctor.Result, status doctor.Status, want ...string)
 	}
 }
 
+// results indexes results by check name.
+func results(rs []doctor.Result) map[string]doctor.Result {
+	out := map[string]doctor.Result{}
+	for _, r := range rs {
+		out[r.Check] = r
+	}
+	return out
+}
+
 func writeFile(t *testing.T, path, body string, mode os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
