@@ -94,6 +94,9 @@ func Start(t testing.TB, opts ...Option) *Keystone {
 	k.setup(conf)
 	k.serve(uwsgi, conf)
 	k.adminToken = k.Token("admin", AdminPassword, "admin")
+	// The port is known only now; clients such as the openstack CLI find
+	// the identity API itself through the catalog.
+	k.RegisterService("identity", "keystone", k.AuthURL())
 	return k
 }
 
