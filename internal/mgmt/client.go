@@ -1,0 +1,285 @@
+package mgmt
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/magnetite-io/magnetite/internal/config"
+)
+
+// FieldManager owns every field Magnetite applies.
+const FieldManager = "magnetite"
+
+// Options configure a Client.
+type Options struct {
+	// Kubeconfig is the path of the management cluster's kubeconfig; empty
+	// means the in-cluster service account.
+	Kubeconfig string
+	// APIResources overrides discovery per kind (see ParseAPIResources).
+	APIResources string
+	// NamespacePrefix starts the name of every project namespace.
+	NamespacePrefix string
+	Log             *slog.Logger
+}
+
+// OptionsFromConfig reads the [management] section.
+func OptionsFromConfig(c *config.Config) Options {
+	return Options{
+		Kubeconfig:      c.String("management", "kubeconfig"),
+		APIResources:    c.String("management", "api_resources"),
+		NamespacePrefix: c.String("management", "namespace_prefix"),
+	}
+}
+
+// Client talks to the management cluster.
+type Client struct {
+	cfg       *rest.Config
+	dyn       dynamic.Interface
+	disc      discovery.DiscoveryInterface
+	overrides map[string]schema.GroupVersion
+	prefix    string
+	log       *slog.Logger
+	setup     []Finding
+
+	mu                sync.RWMutex
+	resources         map[string]Resource
+	discoveredAt      time.Time
+	discoveryFindings []Finding
+}
+
+// New loads the kubeconfig named in opts and returns a client. A kubeconfig
+// others can read is logged as a warning and kept in Findings.
+func New(opts Options) (*Client, error) {
+	cfg, findings, err := loadKubeconfig(opts.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	c, err := NewForConfig(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range findings {
+		c.log.Warn("SECURITY: "+f.Message, "check", f.Check)
+	}
+	c.setup = findings
+	return c, nil
+}
+
+// NewForConfig returns a client for an already loaded configuration.
+func NewForConfig(cfg *rest.Config, opts Options) (*Client, error) {
+	overrides, err := ParseAPIResources(opts.APIResources)
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	// Status sync of hundreds of clusters lists and applies in bursts.
+	if cfg.QPS == 0 {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "magnetite"
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("mgmt: %w", err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("mgmt: %w", err)
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	prefix := opts.NamespacePrefix
+	if prefix == "" {
+		prefix = DefaultNamespacePrefix
+	}
+	if err := validPrefix(prefix); err != nil {
+		return nil, err
+	}
+	return &Client{cfg: cfg, dyn: dyn, disc: disc, overrides: overrides, prefix: prefix, log: log}, nil
+}
+
+// Findings lists what an operator should fix about the setup: kubeconfig
+// permissions, and overrides that name versions the cluster does not serve.
+func (c *Client) Findings() []Finding {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return append(append([]Finding(nil), c.setup...), c.discoveryFindings...)
+}
+
+// RESTConfig is the configuration the client uses.
+func (c *Client) RESTConfig() *rest.Config { return rest.CopyConfig(c.cfg) }
+
+// Owner says whose object Magnetite is writing; it becomes labels.
+type Owner struct {
+	ClusterUUID string
+	ProjectID   string
+}
+
+// Ownership labels on everything Magnetite creates.
+const (
+	LabelManagedBy   = "app.kubernetes.io/managed-by"
+	ManagedByValue   = "magnetite"
+	LabelClusterUUID = "magnetite.io/cluster-uuid"
+	LabelProjectID   = "magnetite.io/project-id"
+	// AnnotationProjectID keeps the project id verbatim when it is not a
+	// valid label value and the label carries a derived one.
+	AnnotationProjectID = "magnetite.io/project-id"
+)
+
+// ManagedSelector selects every object Magnetite manages.
+const ManagedSelector = LabelManagedBy + "=" + ManagedByValue
+
+// ClusterSelector selects the objects of one Magnetite cluster.
+func ClusterSelector(clusterUUID string) string {
+	return ManagedSelector + "," + LabelClusterUUID + "=" + clusterUUID
+}
+
+// Labels are the ownership labels of o's objects.
+func (o Owner) Labels() map[string]string {
+	l := map[string]string{LabelManagedBy: ManagedByValue}
+	if o.ClusterUUID != "" {
+		l[LabelClusterUUID] = o.ClusterUUID
+	}
+	if o.ProjectID != "" {
+		l[LabelProjectID] = labelValue(o.ProjectID)
+	}
+	return l
+}
+
+func (o Owner) stamp(obj *unstructured.Unstructured) {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for k, v := range o.Labels() {
+		labels[k] = v
+	}
+	obj.SetLabels(labels)
+	if o.ProjectID != "" && labelValue(o.ProjectID) != o.ProjectID {
+		ann := obj.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[AnnotationProjectID] = o.ProjectID
+		obj.SetAnnotations(ann)
+	}
+}
+
+// resourceFor resolves obj's kind. An object that names its apiVersion is
+// sent to that version (the renderer chose its shape for it); one that does
+// not gets the discovered version stamped on.
+func (c *Client) resourceFor(ctx context.Context, obj *unstructured.Unstructured) (Resource, error) {
+	r, err := c.Resource(ctx, obj.GetKind())
+	if err != nil {
+		return r, err
+	}
+	if obj.GetAPIVersion() == "" {
+		obj.SetAPIVersion(r.APIVersion())
+		return r, nil
+	}
+	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
+	if err != nil {
+		return r, fmt.Errorf("mgmt: %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	if gv.Group != r.GroupVersion.Group {
+		return r, fmt.Errorf("mgmt: %s %s has apiVersion %s, but %s belongs to API group %q",
+			obj.GetKind(), obj.GetName(), obj.GetAPIVersion(), obj.GetKind(), r.GroupVersion.Group)
+	}
+	r.GroupVersion = gv
+	return r, nil
+}
+
+func (c *Client) resourceClient(r Resource, namespace string) dynamic.ResourceInterface {
+	if r.Namespaced {
+		return c.dyn.Resource(r.GVR()).Namespace(namespace)
+	}
+	return c.dyn.Resource(r.GVR())
+}
+
+// Apply server-side applies obj as Magnetite, forcing ownership of the
+// fields it sets, after adding owner's labels. A namespaced object without a
+// namespace goes to the owner's project namespace. Applying the same object
+// twice changes nothing.
+func (c *Client) Apply(ctx context.Context, owner Owner, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	r, err := c.resourceFor(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	obj = obj.DeepCopy()
+	if r.Namespaced && obj.GetNamespace() == "" {
+		if owner.ProjectID == "" {
+			return nil, fmt.Errorf("mgmt: %s %s has no namespace and no project", obj.GetKind(), obj.GetName())
+		}
+		obj.SetNamespace(c.NamespaceName(owner.ProjectID))
+	}
+	owner.stamp(obj)
+	// Server-side apply refuses these; they belong to the server.
+	obj.SetManagedFields(nil)
+	obj.SetResourceVersion("")
+	obj.SetUID("")
+	obj.SetCreationTimestamp(metav1.Time{})
+	out, err := c.resourceClient(r, obj.GetNamespace()).Apply(ctx, obj.GetName(), obj,
+		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if err != nil {
+		return nil, fmt.Errorf("mgmt: apply %s %s/%s (%s): %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), r.APIVersion(), err)
+	}
+	return out, nil
+}
+
+// Get reads one object at the kind's served version; a missing object is an
+// error that apierrors.IsNotFound recognises.
+func (c *Client) Get(ctx context.Context, kind, namespace, name string) (*unstructured.Unstructured, error) {
+	r, err := c.Resource(ctx, kind)
+	if err != nil {
+		return nil, err
+	}
+	return c.resourceClient(r, namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// List reads the objects of kind in namespace ("" for all) that match the
+// label selector.
+func (c *Client) List(ctx context.Context, kind, namespace, selector string) ([]unstructured.Unstructured, error) {
+	r, err := c.Resource(ctx, kind)
+	if err != nil {
+		return nil, err
+	}
+	l, err := c.resourceClient(r, namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("mgmt: list %s: %w", kind, err)
+	}
+	return l.Items, nil
+}
+
+// Delete asks the management cluster to delete an object (its dependents are
+// collected in the background). It reports whether the object still existed;
+// deleting what is already gone is not an error.
+func (c *Client) Delete(ctx context.Context, kind, namespace, name string) (bool, error) {
+	r, err := c.Resource(ctx, kind)
+	if err != nil {
+		return false, err
+	}
+	policy := metav1.DeletePropagationBackground
+	err = c.resourceClient(r, namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("mgmt: delete %s %s/%s: %w", kind, namespace, name, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,476 @@
+package mgmt_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/testenv"
+)
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// crdVersion is one version of a test CRD: served or not, storage or not.
+type crdVersion struct {
+	name            string
+	served, storage bool
+}
+
+// applyCRD installs (or changes) a schemaless namespaced CRD for kind in
+// group, served at the given versions, and waits until the API server
+// serves exactly the versions marked served.
+func applyCRD(t *testing.T, env *testenv.APIServer, group, kind string, versions ...crdVersion) {
+	t.Helper()
+	plural := strings.ToLower(kind) + "s"
+	var vs []any
+	for _, v := range versions {
+		vs = append(vs, map[string]any{
+			"name": v.name, "served": v.served, "storage": v.storage,
+			"schema": map[string]any{"openAPIV3Schema": map[string]any{
+				"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+			"subresources": map[string]any{"status": map[string]any{}},
+		})
+	}
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": plural + "." + group},
+		"spec": map[string]any{
+			"group": group, "scope": "Namespaced", "versions": vs,
+			"names": map[string]any{"kind": kind, "listKind": kind + "List", "plural": plural, "singular": strings.ToLower(kind)},
+		},
+	}}
+	ctx := context.Background()
+	dc := env.Dynamic(t)
+	if _, err := dc.Resource(crdGVR).Apply(ctx, crd.GetName(), crd, metav1.ApplyOptions{FieldManager: "test", Force: true}); err != nil {
+		t.Fatalf("apply CRD %s: %v", crd.GetName(), err)
+	}
+	// Serving lags a CRD change a little; wait until it shows the change.
+	waitFor(t, 60*time.Second, fmt.Sprintf("%s served at exactly the versions asked for", kind), func() (bool, error) {
+		for _, v := range versions {
+			_, err := dc.Resource(schema.GroupVersionResource{Group: group, Version: v.name, Resource: plural}).
+				Namespace("default").List(ctx, metav1.ListOptions{Limit: 1})
+			switch {
+			case v.served && err != nil:
+				return false, nil
+			case !v.served && !apierrors.IsNotFound(err):
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func newClient(t *testing.T, cfg *rest.Config, overrides string) *mgmt.Client {
+	t.Helper()
+	c, err := mgmt.NewForConfig(cfg, mgmt.Options{APIResources: overrides})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Discover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func clusterObject(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"kind":     "Cluster",
+		"metadata": map[string]any{"name": name},
+		"spec":     map[string]any{"paused": true, "note": "applied by magnetite"},
+	}}
+}
+
+func resolved(t *testing.T, c *mgmt.Client, kind string) mgmt.Resource {
+	t.Helper()
+	r, err := c.Resource(context.Background(), kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestDiscoveryFollowsTheServedVersion(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	owner := mgmt.Owner{ClusterUUID: "0b4b766f-1500-44b3-9804-5a6e12fe6df4", ProjectID: "p1"}
+
+	// A management cluster whose Cluster API serves Cluster at v1beta1 only.
+	applyCRD(t, env, mgmt.GroupCluster, "Cluster", crdVersion{"v1beta1", true, true})
+	c := newClient(t, env.Config, "")
+	if _, err := c.EnsureNamespace(ctx, owner.ProjectID); err != nil {
+		t.Fatal(err)
+	}
+	if got := resolved(t, c, "Cluster").APIVersion(); got != "cluster.x-k8s.io/v1beta1" {
+		t.Fatalf("Cluster resolved to %s, want cluster.x-k8s.io/v1beta1", got)
+	}
+	out, err := c.Apply(ctx, owner, clusterObject("old"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.GetAPIVersion() != "cluster.x-k8s.io/v1beta1" {
+		t.Errorf("applied at %s", out.GetAPIVersion())
+	}
+
+	// An upgrade of Cluster API stops serving v1beta1.
+	applyCRD(t, env, mgmt.GroupCluster, "Cluster", crdVersion{"v1beta1", false, false}, crdVersion{"v1beta2", true, true})
+	if err := c.Discover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := resolved(t, c, "Cluster").APIVersion(); got != "cluster.x-k8s.io/v1beta2" {
+		t.Fatalf("after the upgrade Cluster resolved to %s, want cluster.x-k8s.io/v1beta2", got)
+	}
+	read, err := c.Get(ctx, "Cluster", c.NamespaceName(owner.ProjectID), "old")
+	if err != nil {
+		t.Fatalf("reading the existing Cluster at the new version: %v", err)
+	}
+	if read.GetAPIVersion() != "cluster.x-k8s.io/v1beta2" {
+		t.Errorf("read at %s", read.GetAPIVersion())
+	}
+	if _, err := c.Apply(ctx, owner, clusterObject("new")); err != nil {
+		t.Fatalf("applying at the new version: %v", err)
+	}
+	versions, err := c.APIVersions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if versions["Cluster"] != "cluster.x-k8s.io/v1beta2" || versions["Secret"] != "v1" || versions["Namespace"] != "v1" {
+		t.Errorf("APIVersions = %v", versions)
+	}
+	if _, ok := versions["KubeadmControlPlane"]; ok {
+		t.Error("a kind without CRDs has a version")
+	}
+	if _, err := c.Resource(ctx, "KubeadmControlPlane"); !errors.Is(err, mgmt.ErrKindNotServed) {
+		t.Errorf("unserved kind: %v, want ErrKindNotServed", err)
+	}
+
+	// The override names a version that is no longer served: it still wins,
+	// and the operator is told.
+	pinned := newClient(t, env.Config, "Cluster=cluster.x-k8s.io/v1beta1")
+	r := resolved(t, pinned, "Cluster")
+	if r.APIVersion() != "cluster.x-k8s.io/v1beta1" || r.Source != "override" {
+		t.Errorf("override resolved to %+v", r)
+	}
+	findings := pinned.Findings()
+	if len(findings) != 1 || findings[0].Check != "api-resources" || !strings.Contains(findings[0].Message, "does not serve") {
+		t.Errorf("findings = %v", findings)
+	}
+}
+
+func TestOverrideWinsOverThePreferredVersion(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	// Both served; discovery prefers v1beta2.
+	applyCRD(t, env, mgmt.GroupCluster, "Cluster", crdVersion{"v1beta1", true, false}, crdVersion{"v1beta2", true, true})
+	discovered := newClient(t, env.Config, "")
+	if got := resolved(t, discovered, "Cluster").APIVersion(); got != "cluster.x-k8s.io/v1beta2" {
+		t.Fatalf("preferred version %s, want v1beta2", got)
+	}
+	pinned := newClient(t, env.Config, "Cluster=cluster.x-k8s.io/v1beta1")
+	if len(pinned.Findings()) != 0 {
+		t.Errorf("findings for a served override: %v", pinned.Findings())
+	}
+	owner := mgmt.Owner{ClusterUUID: "c-1", ProjectID: "p1"}
+	if _, err := pinned.EnsureNamespace(ctx, "p1"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := pinned.Apply(ctx, owner, clusterObject("pinned"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.GetAPIVersion() != "cluster.x-k8s.io/v1beta1" {
+		t.Errorf("applied at %s, want the override's v1beta1", out.GetAPIVersion())
+	}
+	var managers []string
+	for _, mf := range out.GetManagedFields() {
+		managers = append(managers, mf.Manager+"@"+mf.APIVersion)
+	}
+	if len(managers) != 1 || managers[0] != "magnetite@cluster.x-k8s.io/v1beta1" {
+		t.Errorf("managed fields %v, want magnetite@cluster.x-k8s.io/v1beta1 only", managers)
+	}
+}
+
+func TestServerSideApplyIsIdempotentAndLabelsOwnership(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	applyCRD(t, env, mgmt.GroupCluster, "Cluster", crdVersion{"v1beta2", true, true})
+	c := newClient(t, env.Config, "")
+	// A project id that is no DNS label and no label value.
+	owner := mgmt.Owner{ClusterUUID: "7ae81bb3-dec3-4289-8d6c-da80bd8001ae", ProjectID: "Demo Project"}
+	ns, err := c.EnsureNamespace(ctx, owner.ProjectID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsObj, err := c.Get(ctx, "Namespace", "", ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := nsObj.GetLabels(); l[mgmt.LabelManagedBy] != "magnetite" || l[mgmt.LabelProjectID] == "" ||
+		nsObj.GetAnnotations()[mgmt.AnnotationProjectID] != "Demo Project" {
+		t.Errorf("namespace %s labels %v annotations %v", ns, l, nsObj.GetAnnotations())
+	}
+
+	secret := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata":   map[string]any{"name": "k1-cloud-config", "labels": map[string]any{"extra": "kept"}},
+		"stringData": map[string]any{"clouds.yaml": "clouds: {}"},
+	}}
+	for _, obj := range []*unstructured.Unstructured{secret, clusterObject("k1")} {
+		first, err := c.Apply(ctx, owner, obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.GetNamespace() != ns {
+			t.Errorf("%s went to namespace %q, want the project's %q", obj.GetKind(), first.GetNamespace(), ns)
+		}
+		l := first.GetLabels()
+		for k, want := range map[string]string{mgmt.LabelManagedBy: "magnetite", mgmt.LabelClusterUUID: owner.ClusterUUID} {
+			if l[k] != want {
+				t.Errorf("%s label %s = %q, want %q", obj.GetKind(), k, l[k], want)
+			}
+		}
+		if obj.GetKind() == "Secret" && l["extra"] != "kept" {
+			t.Errorf("the object's own labels were dropped: %v", l)
+		}
+		second, err := c.Apply(ctx, owner, obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if second.GetResourceVersion() != first.GetResourceVersion() {
+			t.Errorf("%s: applying the same object again changed it (resourceVersion %s -> %s)",
+				obj.GetKind(), first.GetResourceVersion(), second.GetResourceVersion())
+		}
+	}
+	if obj := clusterObject("k1"); obj.GetAPIVersion() != "" {
+		t.Fatal("test object should leave apiVersion to discovery")
+	}
+
+	// Force: a field another manager set is taken over, not a conflict.
+	dc := env.Dynamic(t)
+	gvr := resolved(t, c, "Cluster").GVR()
+	other := clusterObject("k1")
+	other.SetAPIVersion("cluster.x-k8s.io/v1beta2")
+	other.SetNamespace(ns)
+	_ = unstructured.SetNestedField(other.Object, "someone else", "spec", "note")
+	if _, err := dc.Resource(gvr).Namespace(ns).Apply(ctx, "k1", other, metav1.ApplyOptions{FieldManager: "other", Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	back, err := c.Apply(ctx, owner, clusterObject("k1"))
+	if err != nil {
+		t.Fatalf("re-apply over another manager's field: %v", err)
+	}
+	if note, _, _ := unstructured.NestedString(back.Object, "spec", "note"); note != "applied by magnetite" {
+		t.Errorf("spec.note = %q after re-apply", note)
+	}
+
+	deleted, err := c.Delete(ctx, "Cluster", ns, "k1")
+	if err != nil || !deleted {
+		t.Fatalf("delete: %v %v", deleted, err)
+	}
+	if deleted, err := c.Delete(ctx, "Cluster", ns, "k1"); err != nil || deleted {
+		t.Errorf("deleting again: deleted=%v err=%v, want false, nil", deleted, err)
+	}
+	released, err := c.ReleaseNamespace(ctx, owner.ProjectID)
+	if err != nil || !released {
+		t.Fatalf("release the empty namespace: %v %v", released, err)
+	}
+	gone, err := c.Get(ctx, "Namespace", "", ns)
+	if err == nil && gone.GetDeletionTimestamp() == nil {
+		t.Error("namespace neither gone nor terminating")
+	}
+}
+
+func TestReleaseNamespaceKeepsANamespaceWithClusters(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	applyCRD(t, env, mgmt.GroupCluster, "Cluster", crdVersion{"v1beta2", true, true})
+	c := newClient(t, env.Config, "")
+	owner := mgmt.Owner{ClusterUUID: "c-1", ProjectID: "p1"}
+	if _, err := c.EnsureNamespace(ctx, "p1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Apply(ctx, owner, clusterObject("k1")); err != nil {
+		t.Fatal(err)
+	}
+	released, err := c.ReleaseNamespace(ctx, "p1")
+	if err != nil || released {
+		t.Fatalf("released a namespace that holds a Cluster: %v %v", released, err)
+	}
+	ns, err := c.Get(ctx, "Namespace", "", c.NamespaceName("p1"))
+	if err != nil || ns.GetDeletionTimestamp() != nil {
+		t.Errorf("namespace: %v, deleting=%v", err, ns != nil && ns.GetDeletionTimestamp() != nil)
+	}
+}
+
+type recorder struct {
+	mu     sync.Mutex
+	events []mgmt.Event
+}
+
+func (r *recorder) handle(e mgmt.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+func (r *recorder) seen(typ mgmt.EventType, name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.events {
+		if e.Type == typ && e.Object.GetName() == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *recorder) names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		out = append(out, string(e.Type)+" "+e.Kind+" "+e.Object.GetName())
+	}
+	return out
+}
+
+func TestWatchDeliversMagnetiteObjectsOnly(t *testing.T) {
+	env := testenv.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	applyCRD(t, env, mgmt.GroupCluster, "Cluster", crdVersion{"v1beta2", true, true})
+	applyCRD(t, env, mgmt.GroupCluster, "Machine", crdVersion{"v1beta1", true, true})
+	c := newClient(t, env.Config, "")
+	owner := mgmt.Owner{ClusterUUID: "uuid-1", ProjectID: "p1"}
+	ns, err := c.EnsureNamespace(ctx, "p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Apply(ctx, owner, clusterObject("before")); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := c.Watch(ctx, []string{"Cluster", "KubeadmControlPlane"}, func(mgmt.Event) {}); !errors.Is(err, mgmt.ErrKindNotServed) {
+		t.Errorf("watching an unserved kind: %v, want ErrKindNotServed", err)
+	}
+	rec := &recorder{}
+	w, err := c.Watch(ctx, []string{"Cluster", "Machine"}, rec.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.seen(mgmt.Added, "before") {
+		t.Errorf("the initial listing was not delivered: %v", rec.names())
+	}
+
+	dc := env.Dynamic(t)
+	clusters := dc.Resource(resolved(t, c, "Cluster").GVR()).Namespace(ns)
+	foreign := clusterObject("foreign")
+	foreign.SetAPIVersion("cluster.x-k8s.io/v1beta2")
+	if _, err := clusters.Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	machine := &unstructured.Unstructured{Object: map[string]any{"kind": "Machine", "metadata": map[string]any{"name": "m1"}}}
+	if _, err := c.Apply(ctx, owner, machine); err != nil {
+		t.Fatal(err)
+	}
+	changed := clusterObject("before")
+	_ = unstructured.SetNestedField(changed.Object, "changed", "spec", "note")
+	if _, err := c.Apply(ctx, owner, changed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Delete(ctx, "Cluster", ns, "before"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "update, machine and delete events", func() (bool, error) {
+		return rec.seen(mgmt.Updated, "before") && rec.seen(mgmt.Added, "m1") && rec.seen(mgmt.Deleted, "before"), nil
+	})
+	// The unlabelled object has long been stored; no event may name it.
+	if _, err := c.Apply(ctx, owner, clusterObject("marker")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the marker", func() (bool, error) { return rec.seen(mgmt.Added, "marker"), nil })
+	for _, n := range rec.names() {
+		if strings.HasSuffix(n, " foreign") {
+			t.Errorf("an object without Magnetite's label was delivered: %s", n)
+		}
+	}
+	for _, e := range rec.events {
+		if e.ClusterUUID() != "uuid-1" {
+			t.Errorf("event %s %s has cluster %q", e.Type, e.Object.GetName(), e.ClusterUUID())
+		}
+	}
+	machines, err := w.Objects("Machine", "uuid-1")
+	if err != nil || len(machines) != 1 || machines[0].GetName() != "m1" {
+		t.Errorf("cached machines of uuid-1: %v %v", machines, err)
+	}
+	if none, _ := w.Objects("Machine", "uuid-2"); len(none) != 0 {
+		t.Errorf("machines of another cluster: %v", none)
+	}
+}
+
+// writeKubeconfig writes cfg as a kubeconfig file with the given mode.
+func writeKubeconfig(t *testing.T, cfg *rest.Config, mode os.FileMode) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["mgmt"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["mgmt"] = &clientcmdapi.Context{Cluster: "mgmt", AuthInfo: "admin"}
+	kc.CurrentContext = "mgmt"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestClientFromKubeconfigFileReachesTheCluster(t *testing.T) {
+	env := testenv.Start(t)
+	for _, mode := range []os.FileMode{0o600, 0o644} {
+		c, err := mgmt.New(mgmt.Options{Kubeconfig: writeKubeconfig(t, env.Config, mode)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.EnsureNamespace(context.Background(), "p1"); err != nil {
+			t.Fatalf("mode %04o: %v", mode, err)
+		}
+		warned := len(c.Findings()) == 1 && c.Findings()[0].Check == "kubeconfig-permissions"
+		if warned != (mode == 0o644) {
+			t.Errorf("mode %04o: findings %v", mode, c.Findings())
+		}
+	}
+}

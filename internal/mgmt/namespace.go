@@ -1,0 +1,99 @@
+package mgmt
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// DefaultNamespacePrefix starts project namespace names.
+const DefaultNamespacePrefix = "magnetite-"
+
+var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+
+func validPrefix(p string) error {
+	if len(p) > 30 || notDNS.MatchString(p) || strings.HasPrefix(p, "-") {
+		return fmt.Errorf("mgmt: [management] namespace_prefix %q must be at most 30 lowercase letters, digits and dashes, not starting with a dash", p)
+	}
+	return nil
+}
+
+// NamespaceName is the namespace of a project's clusters: the prefix and the
+// project id when that is already a DNS label (Keystone ids are 32 hex
+// digits), otherwise a readable DNS-safe form of the id plus a hash of it, so
+// two ids never share a namespace.
+func (c *Client) NamespaceName(projectID string) string {
+	return namespaceName(c.prefix, projectID)
+}
+
+func namespaceName(prefix, projectID string) string {
+	name := prefix + projectID
+	if len(validation.IsDNS1123Label(name)) == 0 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(projectID))
+	suffix := hex.EncodeToString(sum[:])[:10]
+	readable := strings.Trim(notDNS.ReplaceAllString(strings.ToLower(projectID), "-"), "-")
+	room := validation.DNS1123LabelMaxLength - len(prefix) - len(suffix) - 1
+	if len(readable) > room {
+		readable = strings.TrimRight(readable[:room], "-")
+	}
+	if readable == "" {
+		return strings.TrimRight(prefix, "-") + "-" + suffix
+	}
+	return prefix + readable + "-" + suffix
+}
+
+var notLabel = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// labelValue is s when it is a valid label value, else a valid value derived
+// from it with a hash (the verbatim id then goes in an annotation).
+func labelValue(s string) string {
+	if len(validation.IsValidLabelValue(s)) == 0 {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	suffix := hex.EncodeToString(sum[:])[:10]
+	readable := strings.Trim(notLabel.ReplaceAllString(s, "-"), "-._")
+	if room := validation.LabelValueMaxLength - len(suffix) - 1; len(readable) > room {
+		readable = strings.TrimRight(readable[:room], "-._")
+	}
+	if readable == "" {
+		return suffix
+	}
+	return readable + "-" + suffix
+}
+
+// EnsureNamespace creates (or re-labels) the project's namespace and returns
+// its name.
+func (c *Client) EnsureNamespace(ctx context.Context, projectID string) (string, error) {
+	name := c.NamespaceName(projectID)
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName(name)
+	if _, err := c.Apply(ctx, Owner{ProjectID: projectID}, ns); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// ReleaseNamespace deletes the project's namespace when no Cluster is left
+// in it, and reports whether it did. Secrets Magnetite left there go with it.
+func (c *Client) ReleaseNamespace(ctx context.Context, projectID string) (bool, error) {
+	name := c.NamespaceName(projectID)
+	clusters, err := c.List(ctx, "Cluster", name, "")
+	if err != nil {
+		return false, err
+	}
+	if len(clusters) > 0 {
+		return false, nil
+	}
+	return c.Delete(ctx, "Namespace", "", name)
+}
