@@ -4,7 +4,6 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha1"
@@ -15,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"sync"
 	"time"
 )
 
@@ -60,31 +60,34 @@ var (
 )
 
 // GenerateCluster makes a fresh set of key pairs for one cluster: three
-// self-signed CAs and the service-account key pair. Keys are ECDSA P-256,
-// which kubeadm, the API server and Cluster API all accept and which is
-// quick enough to generate inside an API request.
+// self-signed CAs and the service-account key pair. Keys are RSA 2048 in
+// PKCS #1, as Cluster API generates them itself: every provider accepts
+// them (the in-memory backend accepts nothing else). The keys are made
+// concurrently; an RSA key takes a good fraction of a second on a busy CPU.
 func GenerateCluster() ([]KeyPair, error) {
-	out := make([]KeyPair, 0, len(Purposes))
-	for _, p := range Purposes {
-		kp, err := generate(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, kp)
+	out := make([]KeyPair, len(Purposes))
+	errs := make([]error, len(Purposes))
+	var wg sync.WaitGroup
+	for i, p := range Purposes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = generate(p)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
 func generate(p Purpose) (KeyPair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return KeyPair{}, fmt.Errorf("certs: generate %s key: %w", p, err)
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return KeyPair{}, err
-	}
-	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
 	if p == ServiceAccount {
 		pubDER, err := x509.MarshalPKIXPublicKey(key.Public())
 		if err != nil {

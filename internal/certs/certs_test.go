@@ -249,3 +249,21 @@ func TestClientCertNeverOutlivesItsCA(t *testing.T) {
 		t.Errorf("client certificate expires %v, after its CA %v", cert.NotAfter, caCert.NotAfter)
 	}
 }
+
+// CAPD's in-memory backend type-asserts the cluster and etcd CA keys to
+// *rsa.PrivateKey; kubeadm and Cluster API default to RSA too.
+func TestKeysAreRSAInPKCS1(t *testing.T) {
+	for p, kp := range clusterPairs(t) {
+		block, _ := pem.Decode(kp.Key)
+		if block == nil || block.Type != "RSA PRIVATE KEY" {
+			t.Fatalf("%s: key is not a PEM \"RSA PRIVATE KEY\"", p)
+		}
+		key, err := x509.ParsePKCS1PrivateKey(block.Bytes)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if key.N.BitLen() != 2048 {
+			t.Errorf("%s: %d-bit key", p, key.N.BitLen())
+		}
+	}
+}
