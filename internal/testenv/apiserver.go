@@ -375,6 +375,7 @@ func (s *APIServer) run(path, name string, args ...string) error {
 	}
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = processEnv(name)
 	// A process group of its own: a test interrupted by ^C does not take
 	// the servers down before cleanup stops them in order.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -86,12 +86,17 @@ func (s *APIServer) StartManagers(t testing.TB, managers ...string) {
 			t.Fatal(err)
 		}
 		capiDir := filepath.Join(bin, "capi-"+ClusterAPIVersion)
-		if err := s.run(filepath.Join(capiDir, m), m,
-			"--kubeconfig="+kubeconfig, "--leader-elect=false",
-			"--webhook-cert-dir="+certDir, fmt.Sprintf("--webhook-port=%d", ports[0]),
-			fmt.Sprintf("--health-addr=127.0.0.1:%d", ports[1]),
-			fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", ports[2]), "--insecure-diagnostics",
-			"--feature-gates=ClusterTopology=true,KubeadmBootstrapFormatIgnition=true"); err != nil {
+		start := func() error {
+			return s.run(filepath.Join(capiDir, m), m,
+				"--kubeconfig="+kubeconfig, "--leader-elect=false",
+				"--webhook-cert-dir="+certDir, fmt.Sprintf("--webhook-port=%d", ports[0]),
+				fmt.Sprintf("--health-addr=127.0.0.1:%d", ports[1]),
+				fmt.Sprintf("--diagnostics-address=127.0.0.1:%d", ports[2]), "--insecure-diagnostics",
+				"--feature-gates=ClusterTopology=true,KubeadmBootstrapFormatIgnition=true")
+		}
+		if m == InMemoryManager {
+			s.holdInMemoryLock(t, start)
+		} else if err := start(); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.registerWebhooks(ctx, t, m, filepath.Join(capiDir, "webhooks", manifest), ports[0]); err != nil {
