@@ -10,9 +10,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/doctor"
+	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
 
@@ -67,6 +70,7 @@ func runDoctor(ctx context.Context, g *globalFlags) []doctor.Result {
 		return rs
 	}
 	rs = append(rs, databaseChecks(ctx, cfg)...)
+	rs = append(rs, managementChecks(ctx, cfg)...)
 	rs = append(rs, cloudChecks(ctx, cfg)...)
 	return append(rs, hostInventoryChecks(ctx, cfg)...)
 }
@@ -112,6 +116,39 @@ func databaseChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
 		return []doctor.Result{reach}
 	}
 	return []doctor.Result{reach, doctor.DatabaseMigrated(ctx, db)}
+}
+
+// managementChecks check the management cluster: kubeconfig, reachability,
+// credentials, the served versions of the Cluster API kinds, and the
+// provider controllers. Each step needs the one before it.
+func managementChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
+	opts := mgmt.OptionsFromConfig(cfg)
+	_, inPod := os.LookupEnv("KUBERNETES_SERVICE_HOST")
+	rs := []doctor.Result{doctor.Kubeconfig(opts.Kubeconfig, inPod)}
+	if opts.Kubeconfig == "" && !inPod {
+		return rs
+	}
+	client, err := mgmt.New(opts)
+	if err != nil {
+		if rs[0].Status == doctor.Fail {
+			return rs // the kubeconfig check named the cause
+		}
+		return append(rs, doctor.Result{Check: "management client", Status: doctor.Fail, Detail: err.Error(),
+			Fix: "correct the [management] option the message names"})
+	}
+	restCfg := client.RESTConfig()
+	for _, check := range []func(context.Context, *rest.Config) doctor.Result{doctor.ManagementReachable, doctor.ManagementAuthenticated} {
+		r := check(ctx, restCfg)
+		if rs = append(rs, r); r.Status == doctor.Fail {
+			return rs
+		}
+	}
+	rs = append(rs, doctor.ServedKinds(ctx, client)...)
+	cs, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return append(rs, doctor.Result{Check: "controllers", Status: doctor.Fail, Detail: err.Error(), Fix: "see management kubeconfig"})
+	}
+	return append(rs, doctor.ProviderControllers(ctx, cs)...)
 }
 
 // cloudChecks check Keystone, the service endpoints in its catalog and the

@@ -10,8 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
 	"github.com/magnetite-io/magnetite/internal/doctor"
 	"github.com/magnetite-io/magnetite/internal/store"
+	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
 // runDoctorCommand runs `magnetite doctor` with args and returns its output
@@ -78,6 +82,56 @@ func TestDoctorStopsAtAConfigurationItCannotRead(t *testing.T) {
 	out, err := runDoctorCommand(t, "--config-file", conf)
 	if err == nil || !strings.Contains(out, "FAIL  config") || strings.Contains(out, "database") {
 		t.Fatalf("err=%v, want a config FAIL and no further checks:\n%s", err, out)
+	}
+}
+
+func TestDoctorPassesOnTheLocalManagementPlaneAndFailsOnAWorldReadableKubeconfig(t *testing.T) {
+	env := testenv.Start(t)
+	env.InstallClusterAPI(t)
+	env.StartManagers(t, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager, testenv.InMemoryManager)
+
+	dir := t.TempDir()
+	dbPath := filepath.Join(dir, "magnetite.db")
+	st, err := store.OpenSQLite(context.Background(), dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["management"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
+	kc.AuthInfos["magnetite"] = &clientcmdapi.AuthInfo{Token: env.Config.BearerToken}
+	kc.Contexts["management"] = &clientcmdapi.Context{Cluster: "management", AuthInfo: "magnetite"}
+	kc.CurrentContext = "management"
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "magnetite.conf")
+	body := "[database]\nconnection = sqlite://" + dbPath + "\n[management]\nkubeconfig = " + kubeconfig + "\n"
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := runDoctorCommand(t, "--config-file", conf)
+	if err != nil || strings.Contains(out, "\nFAIL") || !strings.Contains(out, " 0 FAIL") {
+		t.Fatalf("doctor on a complete local management plane: err=%v\n%s", err, out)
+	}
+	for _, line := range []string{"PASS  management kubeconfig", "PASS  management API reachable", "PASS  management API authenticated",
+		"PASS  CRDs Cluster API core", "PASS  CRDs infrastructure", "PASS  controller webhook 127.0.0.1:", "SKIP  keystone"} {
+		if !strings.Contains(out, line) {
+			t.Errorf("output lacks %q:\n%s", line, out)
+		}
+	}
+
+	if err := os.Chmod(kubeconfig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runDoctorCommand(t, "--config-file", conf)
+	if err == nil || !strings.Contains(out, "FAIL  management kubeconfig") || !strings.Contains(out, "chmod 0600 "+kubeconfig) {
+		t.Fatalf("a world-readable kubeconfig must fail the doctor: err=%v\n%s", err, out)
 	}
 }
 

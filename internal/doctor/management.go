@@ -1,0 +1,296 @@
+package doctor
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/magnetite-io/magnetite/internal/mgmt"
+)
+
+// Kubeconfig checks the management-cluster kubeconfig: configured, present,
+// parseable with a server to talk to, and private to its owner (it usually
+// holds cluster-admin credentials). inPod reports Magnetite running in a
+// pod, where an empty path means the pod's service account.
+func Kubeconfig(path string, inPod bool) Result {
+	const check = "management kubeconfig"
+	if path == "" {
+		if inPod {
+			return pass(check, "[management] kubeconfig is empty: the pod's service account is used")
+		}
+		return fail(check, "set [management] kubeconfig to the management cluster's kubeconfig (mode 0600)",
+			"no management cluster configured: [management] kubeconfig is empty and Magnetite is not running in a pod")
+	}
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fail(check, "copy the management cluster's kubeconfig there with umask 077, or correct [management] kubeconfig",
+				"%s does not exist", path)
+		}
+		return fail(check, "make the file readable by the user Magnetite runs as", "%v", err)
+	}
+	f, err := mgmt.CheckKubeconfigPermissions(path)
+	if err != nil {
+		return fail(check, "make the file readable by the user Magnetite runs as", "%v", err)
+	}
+	if f != nil {
+		return fail(check, fmt.Sprintf("chmod 0600 %s (and chown it to the user Magnetite runs as)", path), "%s", f.Message)
+	}
+	raw, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return fail(check, "copy the kubeconfig again; compare checksums with the source", "%s cannot be parsed: %v", path, err)
+	}
+	cc, err := clientcmd.NewDefaultClientConfig(*raw, nil).ClientConfig()
+	if err != nil {
+		return fail(check, "copy the kubeconfig again (an empty or truncated copy looks like this); compare checksums with the source",
+			"%s has no usable current context: %v", path, err)
+	}
+	return pass(check, "%s, mode 0600 or stricter, server %s", path, cc.Host)
+}
+
+// ManagementReachable opens a TCP connection to the API server.
+func ManagementReachable(ctx context.Context, cfg *rest.Config) Result {
+	const check = "management API reachable"
+	addr, err := hostPort(cfg.Host)
+	if err != nil {
+		return fail(check, "correct the server: line of the kubeconfig", "%v", err)
+	}
+	d := net.Dialer{Timeout: 5 * time.Second}
+	start := time.Now()
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return fail(check, fmt.Sprintf("open tcp/%s from this host to %s (security group, firewall), and check the kubeconfig's server: line",
+			portOf(addr), hostOf(addr)), "TCP to %s: %v", addr, err)
+	}
+	conn.Close()
+	return pass(check, "TCP to %s connected in %s", addr, time.Since(start).Round(time.Millisecond))
+}
+
+// ManagementAuthenticated asks the API server who the kubeconfig's
+// credentials belong to (a SelfSubjectReview), so a wrong token, an expired
+// certificate or a CA mismatch shows here rather than at the first apply.
+func ManagementAuthenticated(ctx context.Context, cfg *rest.Config) Result {
+	const check = "management API authenticated"
+	user, err := whoAmI(ctx, cfg)
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return fail(check, "the kubeconfig's token or client certificate is wrong or expired; fetch a fresh kubeconfig",
+			"%s refused the kubeconfig's credentials: %v", cfg.Host, err)
+	case err != nil && isCertificateError(err):
+		return fail(check, "the kubeconfig's certificate-authority-data must be the CA that signed the API server's certificate (and the server: name must be in it)",
+			"TLS to %s failed: %v", cfg.Host, err)
+	case err != nil:
+		return fail(check, "see the error; the kubeconfig's user must be able to reach the API", "%s: %v", cfg.Host, err)
+	}
+	return pass(check, "authenticated as %s", user)
+}
+
+// whoAmI names the user (and groups) the API server sees in cfg's
+// credentials.
+func whoAmI(ctx context.Context, cfg *rest.Config) (string, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = 10 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return "", err
+	}
+	r, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return "", err
+	}
+	u := r.Status.UserInfo
+	if len(u.Groups) == 0 {
+		return u.Username, nil
+	}
+	return fmt.Sprintf("%s (groups %s)", u.Username, strings.Join(u.Groups, ", ")), nil
+}
+
+func isCertificateError(err error) bool {
+	var unknown x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	return errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &verify)
+}
+
+func hostPort(server string) (string, error) {
+	u, err := url.Parse(server)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("server %q is not a URL", server)
+	}
+	if u.Port() != "" {
+		return u.Host, nil
+	}
+	if u.Scheme == "http" {
+		return net.JoinHostPort(u.Hostname(), "80"), nil
+	}
+	return net.JoinHostPort(u.Hostname(), "443"), nil
+}
+
+func hostOf(addr string) string { h, _, _ := net.SplitHostPort(addr); return h }
+func portOf(addr string) string { _, p, _ := net.SplitHostPort(addr); return p }
+
+// KindResolver says where the management cluster serves each kind;
+// *mgmt.Client is one.
+type KindResolver interface {
+	Resource(ctx context.Context, kind string) (mgmt.Resource, error)
+	Findings() []mgmt.Finding
+}
+
+// kindSet is a provider's kinds, checked together.
+type kindSet struct {
+	name  string
+	kinds []string
+}
+
+var (
+	requiredKindSets = []kindSet{
+		{"Cluster API core", []string{"Cluster", "ClusterClass", "MachineDeployment", "MachineSet", "Machine", "MachineHealthCheck"}},
+		{"kubeadm bootstrap", []string{"KubeadmConfig", "KubeadmConfigTemplate"}},
+		{"kubeadm control plane", []string{"KubeadmControlPlane", "KubeadmControlPlaneTemplate"}},
+	}
+	// infrastructureKindSets: at least one must be served in full.
+	infrastructureKindSets = []kindSet{
+		{"OpenStack (CAPO)", []string{"OpenStackCluster", "OpenStackClusterTemplate", "OpenStackMachine", "OpenStackMachineTemplate"}},
+		{"Metal3 (CAPM3 + BMO)", []string{"Metal3Cluster", "Metal3ClusterTemplate", "Metal3Machine", "Metal3MachineTemplate", "Metal3DataTemplate", "BareMetalHost"}},
+		{"in-memory (CAPD)", []string{"DevCluster", "DevClusterTemplate", "DevMachine", "DevMachineTemplate"}},
+	}
+	// SupportedVersions are the versions of each API group Magnetite renders
+	// and reads.
+	SupportedVersions = map[string][]string{
+		mgmt.GroupCluster:        {"v1beta1", "v1beta2"},
+		mgmt.GroupBootstrap:      {"v1beta1", "v1beta2"},
+		mgmt.GroupControlPlane:   {"v1beta1", "v1beta2"},
+		mgmt.GroupInfrastructure: {"v1beta1", "v1beta2"},
+		mgmt.GroupMetal3:         {"v1alpha1"},
+		mgmt.GroupMetal3IPAM:     {"v1alpha1"},
+	}
+)
+
+// servedSet is what discovery found for one kind set.
+type servedSet struct {
+	versions    []string // "Kind group/version (override)"
+	missing     []string
+	unsupported []string
+}
+
+func resolveSet(ctx context.Context, r KindResolver, set kindSet) (servedSet, error) {
+	var s servedSet
+	for _, kind := range set.kinds {
+		res, err := r.Resource(ctx, kind)
+		if errors.Is(err, mgmt.ErrKindNotServed) {
+			s.missing = append(s.missing, kind)
+			continue
+		}
+		if err != nil {
+			return s, err
+		}
+		desc := kind + " " + res.APIVersion()
+		if res.Source == "override" {
+			desc += " (override)"
+		}
+		s.versions = append(s.versions, desc)
+		if !supported(res.GroupVersion.Group, res.GroupVersion.Version) {
+			s.unsupported = append(s.unsupported, desc)
+		}
+	}
+	return s, nil
+}
+
+func supported(group, version string) bool {
+	for _, v := range SupportedVersions[group] {
+		if v == version {
+			return true
+		}
+	}
+	return false
+}
+
+// ServedKinds reports, for Cluster API core, kubeadm bootstrap and control
+// plane, and the infrastructure providers, the version at which the
+// management cluster serves each kind Magnetite uses (or the configured
+// override), refusing kinds that are missing or served only at versions
+// Magnetite does not speak, and overrides the cluster does not serve.
+func ServedKinds(ctx context.Context, r KindResolver) []Result {
+	var out []Result
+	for _, set := range requiredKindSets {
+		check := "CRDs " + set.name
+		s, err := resolveSet(ctx, r, set)
+		switch {
+		case err != nil:
+			out = append(out, fail(check, "see management API reachable and authenticated", "discovery failed: %v", err))
+		case len(s.unsupported) > 0:
+			detail := "served only at versions Magnetite does not speak: " + strings.Join(s.unsupported, ", ")
+			if len(s.missing) > 0 {
+				detail += "; not served: " + strings.Join(s.missing, ", ")
+			}
+			out = append(out, fail(check, unsupportedFix(set), "%s", detail))
+		case len(s.missing) > 0:
+			out = append(out, fail(check, "install the provider's CRDs (clusterctl init), or start the local management plane",
+				"not served: %s", strings.Join(s.missing, ", ")))
+		default:
+			out = append(out, pass(check, "%s", strings.Join(s.versions, ", ")))
+		}
+	}
+	out = append(out, infrastructureKinds(ctx, r))
+	for _, f := range r.Findings() {
+		if f.Check == "api-resources" {
+			out = append(out, fail("CRDs api_resources override", "correct or remove that entry of [management] api_resources; without it the served version is discovered",
+				"%s", f.Message))
+		}
+	}
+	return out
+}
+
+func infrastructureKinds(ctx context.Context, r KindResolver) Result {
+	const check = "CRDs infrastructure"
+	var served, partial, absent []string
+	for _, set := range infrastructureKindSets {
+		s, err := resolveSet(ctx, r, set)
+		switch {
+		case err != nil:
+			return fail(check, "see management API reachable and authenticated", "discovery failed: %v", err)
+		case len(s.versions) == 0:
+			absent = append(absent, set.name)
+		case len(s.missing) > 0:
+			partial = append(partial, fmt.Sprintf("%s lacks %s", set.name, strings.Join(s.missing, ", ")))
+		case len(s.unsupported) > 0:
+			partial = append(partial, fmt.Sprintf("%s served only at unsupported versions: %s", set.name, strings.Join(s.unsupported, ", ")))
+		default:
+			served = append(served, fmt.Sprintf("%s: %s", set.name, strings.Join(s.versions, ", ")))
+		}
+	}
+	sort.Strings(absent)
+	notInstalled := ""
+	if len(absent) > 0 {
+		notInstalled = "; not installed: " + strings.Join(absent, ", ")
+	}
+	switch {
+	case len(partial) > 0:
+		return fail(check, "install the provider's complete CRD set at a v1beta1 or v1beta2 release",
+			"%s%s", strings.Join(partial, "; "), notInstalled)
+	case len(served) == 0:
+		return fail(check, "install an infrastructure provider: CAPO for OpenStack, CAPM3 and BMO for Metal3 bare metal",
+			"no infrastructure provider's kinds are served%s", notInstalled)
+	}
+	return pass(check, "%s%s", strings.Join(served, "; "), notInstalled)
+}
+
+func unsupportedFix(set kindSet) string {
+	return fmt.Sprintf("upgrade %s to a release serving v1beta1 or v1beta2, or name a served version in [management] api_resources", set.name)
+}

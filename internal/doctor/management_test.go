@@ -1,0 +1,208 @@
+package doctor_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/magnetite-io/magnetite/internal/doctor"
+	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/testenv"
+)
+
+// writeKubeconfig writes a kubeconfig for server with a bearer token and CA,
+// with the given file mode.
+func writeKubeconfig(t *testing.T, path, server, token string, caPEM []byte, mode os.FileMode) {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["management"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
+	kc.AuthInfos["magnetite"] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts["management"] = &clientcmdapi.Context{Cluster: "management", AuthInfo: "magnetite"}
+	kc.CurrentContext = "management"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestKubeconfigCheckBothStates(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "kubeconfig")
+	writeKubeconfig(t, good, "https://10.12.7.40:6443", "t", []byte("ca"), 0o600)
+	worldReadable := filepath.Join(dir, "world-readable")
+	writeKubeconfig(t, worldReadable, "https://10.12.7.40:6443", "t", []byte("ca"), 0o644)
+	groupReadable := filepath.Join(dir, "group-readable")
+	writeKubeconfig(t, groupReadable, "https://10.12.7.40:6443", "t", []byte("ca"), 0o640)
+	empty := filepath.Join(dir, "empty")
+	writeFile(t, empty, "", 0o600)
+
+	expect(t, doctor.Kubeconfig(good, false), doctor.Pass, good, "https://10.12.7.40:6443")
+	expect(t, doctor.Kubeconfig(worldReadable, false), doctor.Fail, "0644", "chmod 0600 "+worldReadable)
+	expect(t, doctor.Kubeconfig(groupReadable, false), doctor.Fail, "0640", "chmod 0600")
+	// An empty copy (a transfer whose stdin was lost) is caught here.
+	expect(t, doctor.Kubeconfig(empty, false), doctor.Fail, "current context", "checksums")
+	expect(t, doctor.Kubeconfig(filepath.Join(dir, "absent"), false), doctor.Fail, "does not exist")
+	expect(t, doctor.Kubeconfig("", false), doctor.Fail, "no management cluster configured", "[management] kubeconfig")
+	expect(t, doctor.Kubeconfig("", true), doctor.Pass, "service account")
+}
+
+func TestNoManagementClusterFailsReachability(t *testing.T) {
+	ctx := context.Background()
+	server := "https://" + closedPort(t)
+	cfg := &rest.Config{Host: server, BearerToken: "t", TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	expect(t, doctor.ManagementReachable(ctx, cfg), doctor.Fail, "connection refused", "tcp/")
+	expect(t, doctor.ManagementAuthenticated(ctx, cfg), doctor.Fail, server)
+}
+
+func TestManagementChecksAgainstARealAPIServer(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+
+	// Reachable, and the credentials are accepted; a wrong token or CA is not.
+	expect(t, doctor.ManagementReachable(ctx, env.Config), doctor.Pass, strings.TrimPrefix(env.Config.Host, "https://"))
+	expect(t, doctor.ManagementAuthenticated(ctx, env.Config), doctor.Pass, "authenticated as testenv-admin")
+	wrongToken := rest.CopyConfig(env.Config)
+	wrongToken.BearerToken = "not-a-token"
+	expect(t, doctor.ManagementAuthenticated(ctx, wrongToken), doctor.Fail, "refused", "token")
+	wrongCA := rest.CopyConfig(env.Config)
+	wrongCA.CAData = nil
+	wrongCA.CAFile = ""
+	expect(t, doctor.ManagementAuthenticated(ctx, wrongCA), doctor.Fail, "certificate-authority-data")
+
+	// The same through a kubeconfig file, as the doctor command reads it.
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	writeKubeconfig(t, path, env.Config.Host, env.Config.BearerToken, env.Config.CAData, 0o600)
+	expect(t, doctor.Kubeconfig(path, false), doctor.Pass, env.Config.Host)
+
+	client := func(apiResources string) *mgmt.Client {
+		t.Helper()
+		c, err := mgmt.NewForConfig(env.Config, mgmt.Options{APIResources: apiResources})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+
+	// Nothing installed: every set of kinds fails, naming what is missing.
+	got := results(doctor.ServedKinds(ctx, client("")))
+	expect(t, got["CRDs Cluster API core"], doctor.Fail, "not served", "Cluster", "MachineDeployment")
+	expect(t, got["CRDs infrastructure"], doctor.Fail, "no infrastructure provider")
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = results(doctor.ProviderControllers(ctx, cs))
+	expect(t, got["controllers"], doctor.Fail, "no Cluster API controller found")
+
+	// Cluster API and the in-memory infrastructure installed.
+	crds := testenv.ClusterAPICRDs(t)
+	env.InstallCRDs(t, filepath.Join(crds, "core"), nil)
+	env.InstallCRDs(t, filepath.Join(crds, "kubeadm-bootstrap"), testenv.ProviderLabels)
+	env.InstallCRDs(t, filepath.Join(crds, "kubeadm-control-plane"), testenv.ProviderLabels)
+	env.InstallCRDs(t, filepath.Join(crds, "capd"), testenv.ProviderLabels)
+	got = results(doctor.ServedKinds(ctx, client("")))
+	expect(t, got["CRDs Cluster API core"], doctor.Pass, "Cluster cluster.x-k8s.io/v1beta2", "MachineHealthCheck")
+	expect(t, got["CRDs kubeadm bootstrap"], doctor.Pass, "KubeadmConfigTemplate bootstrap.cluster.x-k8s.io/")
+	expect(t, got["CRDs kubeadm control plane"], doctor.Pass, "KubeadmControlPlane controlplane.cluster.x-k8s.io/")
+	expect(t, got["CRDs infrastructure"], doctor.Pass, "in-memory (CAPD): DevCluster", "not installed: Metal3", "OpenStack (CAPO)")
+	if _, bad := got["CRDs api_resources override"]; bad {
+		t.Fatalf("no override configured, yet: %+v", got["CRDs api_resources override"])
+	}
+
+	// An override that agrees with what is served passes and says so.
+	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta1")))
+	expect(t, got["CRDs Cluster API core"], doctor.Pass, "Cluster cluster.x-k8s.io/v1beta1 (override)")
+	// One the cluster does not serve fails, as seed 003's driver did silently.
+	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta3")))
+	expect(t, got["CRDs api_resources override"], doctor.Fail, "Cluster", "v1beta3", "api_resources")
+	expect(t, got["CRDs Cluster API core"], doctor.Fail, "Cluster cluster.x-k8s.io/v1beta3 (override)")
+
+	// A provider webhook whose manager is not running.
+	down := "https://" + closedPort(t) + "/validate-cluster-x-k8s-io-v1beta2-cluster"
+	ignore := admissionv1.Ignore
+	none := admissionv1.SideEffectClassNone
+	_, err = cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "capi-validating-webhook-configuration"},
+		Webhooks: []admissionv1.ValidatingWebhook{{
+			Name: "validation.cluster.cluster.x-k8s.io", ClientConfig: admissionv1.WebhookClientConfig{URL: &down, CABundle: env.Config.CAData},
+			Rules: []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create},
+				Rule: admissionv1.Rule{APIGroups: []string{"cluster.x-k8s.io"}, APIVersions: []string{"v1beta2"}, Resources: []string{"clusters"}}}},
+			FailurePolicy: &ignore, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = results(doctor.ProviderControllers(ctx, cs))
+	webhook := "controller webhook " + strings.TrimPrefix(strings.Split(down, "/validate")[0], "https://")
+	expect(t, got[webhook], doctor.Fail, "connection refused", "capi-validating-webhook-configuration", "cluster.x-k8s.io", "start the manager")
+	expect(t, got["controllers controlplane.cluster.x-k8s.io"], doctor.Warn, "no running controller")
+}
+
+// A Cluster CRD served only at a version Magnetite does not speak.
+const clusterV1alpha3CRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: clusters.cluster.x-k8s.io
+spec:
+  group: cluster.x-k8s.io
+  names: {kind: Cluster, listKind: ClusterList, plural: clusters, singular: cluster}
+  scope: Namespaced
+  versions:
+  - name: v1alpha3
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+
+func TestCRDServedOnlyAtAnUnexpectedVersionFails(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "cluster.yaml"), clusterV1alpha3CRD, 0o644)
+	env.InstallCRDs(t, dir, nil)
+	c, err := mgmt.NewForConfig(env.Config, mgmt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := results(doctor.ServedKinds(ctx, c))
+	expect(t, got["CRDs Cluster API core"], doctor.Fail, "Cluster cluster.x-k8s.io/v1alpha3", "does not speak", "upgrade")
+}
+
+func TestProviderControllersPassWhenTheManagersRun(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	env.InstallClusterAPI(t)
+	env.StartManagers(t, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager, testenv.InMemoryManager)
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := doctor.ProviderControllers(ctx, cs)
+	webhooks := 0
+	for _, r := range rs {
+		if r.Status != doctor.Pass {
+			t.Errorf("with every manager running: %s %s: %s", r.Status, r.Check, r.Detail)
+		}
+		if strings.HasPrefix(r.Check, "controller webhook 127.0.0.1:") {
+			webhooks++
+			expect(t, r, doctor.Pass, "answers TLS")
+		}
+	}
+	// One webhook server per manager.
+	if webhooks != 4 {
+		t.Fatalf("found %d webhook servers, want 4: %+v", webhooks, rs)
+	}
+}
