@@ -122,6 +122,12 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 	if err != nil {
 		return err
 	}
+	// Keystone's catalog finds Nova for the capacity check's flavors.
+	catalog, _ := authn.(baremetal.Catalog)
+	capacity, err := baremetal.NewCapacityCheck(cfg, hosts, catalog, log)
+	if err != nil {
+		return err
+	}
 	drivers, err := newDriverRegistry()
 	if err != nil {
 		return err
@@ -138,6 +144,7 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 		Drivers:                       drivers,
 		ValidateLabels:                validateLabels,
 		Hosts:                         hosts,
+		CheckCapacity:                 capacity.Check,
 	})
 
 	ln, err := net.Listen("tcp", cfg.String("api", "listen"))

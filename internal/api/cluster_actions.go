@@ -90,6 +90,10 @@ func (s *Server) resizeCluster(w http.ResponseWriter, r *http.Request) error {
 	if len(remove) > ng.NodeCount {
 		return badRequest("nodes_to_remove names %d nodes but node group %s has only %d.", len(remove), ng.Name, ng.NodeCount)
 	}
+	warning, err := s.checkCapacity(r, nil, c, grows(ng, n-ng.NodeCount))
+	if err != nil {
+		return err
+	}
 	t := time.Now().UTC()
 	ng.NodeCount = n
 	ng.Status = nextStatus(ng.Status)
@@ -106,6 +110,7 @@ func (s *Server) resizeCluster(w http.ResponseWriter, r *http.Request) error {
 	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}); err != nil {
 		return err
 	}
+	s.recordCapacityWarning(r, c, warning)
 	writeJSON(w, http.StatusAccepted, apitypes.ClusterID{UUID: c.UUID})
 	return nil
 }

@@ -380,6 +380,10 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	master.MinNodeCount = 1
 	worker := s.newNodeGroup(c, model.DefaultWorkerNodeGroup, model.RoleWorker, nodeCount, c.FlavorID, ct.ImageID, t)
 	worker.MinNodeCount, worker.MaxNodeCount = minNodes, maxNodes
+	warning, err := s.checkCapacity(r, ct, c, grows(master, masterCount), grows(worker, nodeCount))
+	if err != nil {
+		return err
+	}
 	op := s.newOperation(r, model.OpClusterCreate, c, "", map[string]any{
 		"master_count": masterCount, "node_count": nodeCount, "create_timeout": c.CreateTimeout,
 	})
@@ -396,6 +400,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	s.recordCapacityWarning(r, c, warning)
 	writeJSON(w, http.StatusAccepted, apitypes.ClusterID{UUID: c.UUID})
 	return nil
 }
@@ -540,6 +545,7 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 	t := time.Now().UTC()
 	ch := store.ClusterChange{Cluster: c}
 	var needsOp bool
+	var warning string
 	for _, f := range changed {
 		switch f {
 		case "health_status":
@@ -562,6 +568,9 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 			if err := checkBounds(worker, patched.NodeCount); err != nil {
 				return err
 			}
+			if warning, err = s.checkCapacity(r, nil, c, grows(worker, patched.NodeCount-worker.NodeCount)); err != nil {
+				return err
+			}
 			worker.NodeCount = patched.NodeCount
 			worker.Status = nextStatus(worker.Status)
 			worker.UpdatedAt = &t
@@ -582,6 +591,7 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 	if err := s.applyClusterChange(r, before, ch); err != nil {
 		return err
 	}
+	s.recordCapacityWarning(r, c, warning)
 	writeJSON(w, http.StatusAccepted, apitypes.ClusterID{UUID: c.UUID})
 	return nil
 }

@@ -227,6 +227,10 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkNodeGroupLabels(ct, ng); err != nil {
 		return err
 	}
+	warning, err := s.checkCapacity(r, ct, c, grows(ng, ng.NodeCount))
+	if err != nil {
+		return err
+	}
 	if ng.NodeLabels == nil {
 		ng.NodeLabels = map[string]string{}
 	}
@@ -253,6 +257,7 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
+	s.recordCapacityWarning(r, c, warning)
 	writeJSON(w, http.StatusAccepted, s.nodeGroupView(r, c, ng))
 	return nil
 }
@@ -292,6 +297,10 @@ func (s *Server) updateNodeGroup(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusAccepted, s.nodeGroupView(r, c, ng))
 		return nil
 	}
+	warning, err := s.checkCapacity(r, nil, c, grows(updated, updated.NodeCount-ng.NodeCount))
+	if err != nil {
+		return err
+	}
 	if updated.NodeLabels == nil {
 		updated.NodeLabels = map[string]string{}
 	}
@@ -309,6 +318,7 @@ func (s *Server) updateNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{updated}, Operation: op}); err != nil {
 		return err
 	}
+	s.recordCapacityWarning(r, c, warning)
 	writeJSON(w, http.StatusAccepted, s.nodeGroupView(r, c, updated))
 	return nil
 }

@@ -61,6 +61,11 @@ type Options struct {
 	// Hosts is the bare-metal host inventory's backend; nil turns
 	// /v1/hosts off (501).
 	Hosts baremetal.Backend
+	// CheckCapacity is asked before a create or resize adds nodes
+	// (baremetal.CapacityCheck.Check): an error refuses the request, a
+	// warning is logged and kept in the cluster's events. nil checks
+	// nothing.
+	CheckCapacity func(ctx context.Context, req baremetal.CapacityRequest) (string, error)
 	// Drivers finds a template's driver; templates and clusters whose
 	// (server_type, os_distro, coe) no driver provides are refused with a
 	// 400. nil accepts every template.

@@ -555,8 +555,8 @@ func requireCLI(t *testing.T) {
 
 // startMagnetite builds the magnetite binary, serves the API on a free
 // loopback port over a fresh state directory, and returns the v1 endpoint.
-// The server stops when the test ends.
-func startMagnetite(t *testing.T) string {
+// Each extraConf is a conf.d drop-in. The server stops when the test ends.
+func startMagnetite(t *testing.T, extraConf ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
@@ -581,6 +581,11 @@ func startMagnetite(t *testing.T) string {
 	ini := fmt.Sprintf("[DEFAULT]\nstate_dir = %s\nhost = cli-test-host\n\n[auth]\nnoauth_roles = admin,member\n", state)
 	if err := os.WriteFile(conf, []byte(ini), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	for i, c := range extraConf {
+		if err := os.WriteFile(filepath.Join(confDir, fmt.Sprintf("%02d-test.conf", i)), []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	addr := freeAddr(t)

@@ -1,0 +1,264 @@
+package baremetal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/model"
+)
+
+// ErrInsufficientCapacity means a request needs more bare-metal hosts than
+// are free; the API answers 409.
+var ErrInsufficientCapacity = errors.New("baremetal: not enough free hosts")
+
+// ErrFlavorNotFound is what a FlavorSource returns for a flavor that does
+// not exist.
+var ErrFlavorNotFound = errors.New("baremetal: flavor not found")
+
+// Capacity check modes, [baremetal] capacity_check.
+const (
+	CheckRefuse = "refuse"
+	CheckWarn   = "warn"
+	CheckOff    = "off"
+)
+
+// Metal3DriverName is the driver a template names to build its clusters on
+// Metal3 hosts (capi-metal3): every node group is bare metal, and hosts are
+// picked by the node group's host_selector label.
+const Metal3DriverName = "capi-metal3"
+
+// hostSelectorLabel is the node-group label whose key=value pairs a
+// Metal3 host must carry.
+const hostSelectorLabel = "host_selector"
+
+// Growth is a node group that is created or grows, and by how many nodes.
+type Growth struct {
+	NodeGroup *model.NodeGroup
+	Nodes     int
+}
+
+// CapacityRequest is a create or resize that adds nodes to a cluster.
+type CapacityRequest struct {
+	Template *model.ClusterTemplate
+	Cluster  *model.Cluster
+	Growth   []Growth
+	// AuthToken is the caller's token: flavors are read as the caller sees
+	// them, as Magnum does.
+	AuthToken string
+}
+
+// FlavorSource finds a Nova flavor by ID or name with its extra specs.
+type FlavorSource interface {
+	Flavor(ctx context.Context, token, ref string) (driver.Flavor, error)
+}
+
+// SelectorCapacity is a backend that picks hosts by labels (Metal3).
+type SelectorCapacity interface {
+	CapacityMatching(ctx context.Context, selector map[string]string) (Capacity, error)
+}
+
+// CapacityCheck keeps clusters from being accepted for bare-metal hosts
+// that do not exist: a create or resize whose bare-metal node groups need
+// more nodes than are free is refused (or, in warn mode, accepted with a
+// warning). Hosts are counted per resource class, the one a node group's
+// flavor asks for with resources:CUSTOM_<CLASS>=1; node groups of a Metal3
+// template are counted per host selector instead.
+//
+// The count is taken when the request arrives: hosts promised to clusters
+// still being built are not subtracted, so two requests racing for the
+// last hosts can both pass.
+type CapacityCheck struct {
+	Mode  string
+	Hosts Backend
+	// Flavors reads node groups' flavors; nil (no Nova) decides by
+	// server_type alone and counts DefaultResourceClass.
+	Flavors              FlavorSource
+	DefaultResourceClass string
+	Log                  *slog.Logger
+}
+
+// demand is what a request asks of one kind of host.
+type demand struct {
+	resourceClass string
+	selector      map[string]string
+	nodes         int
+	groups        []string
+}
+
+func (d *demand) name() string {
+	if d.selector != nil {
+		if len(d.selector) == 0 {
+			return "Metal3 hosts (no host_selector)"
+		}
+		var kv []string
+		for _, k := range slices.Sorted(maps.Keys(d.selector)) {
+			kv = append(kv, k+"="+d.selector[k])
+		}
+		return "Metal3 hosts labelled " + strings.Join(kv, ",")
+	}
+	return "resource class " + d.resourceClass
+}
+
+// Check answers a request: a warning to keep with the request (warn mode),
+// ErrInsufficientCapacity (refuse mode), or ErrUnavailable when the flavors
+// or the inventory could not be read in refuse mode.
+func (cc *CapacityCheck) Check(ctx context.Context, req CapacityRequest) (string, error) {
+	if cc == nil || cc.Mode == CheckOff || cc.Hosts == nil || req.Template == nil {
+		return "", nil
+	}
+	demands, err := cc.demands(ctx, req)
+	if err != nil {
+		return cc.cannotCheck(err)
+	}
+	var short []string
+	for _, d := range demands {
+		c, err := cc.count(ctx, d)
+		if err != nil {
+			return cc.cannotCheck(err)
+		}
+		if d.nodes > c.Free {
+			short = append(short, fmt.Sprintf("%s: %d needed (%s), %d free of %d (%d deployed, %d detached)",
+				d.name(), d.nodes, strings.Join(d.groups, ", "), c.Free, c.Total, c.Deployed, c.InMaintenance))
+		}
+	}
+	if len(short) == 0 {
+		return "", nil
+	}
+	msg := "Not enough free bare-metal hosts for this request: " + strings.Join(short, "; ") +
+		". Enroll or free hosts, or ask for fewer nodes."
+	if cc.Mode == CheckWarn {
+		return msg, nil
+	}
+	return "", fmt.Errorf("%w: %s", ErrInsufficientCapacity, msg)
+}
+
+func (cc *CapacityCheck) cannotCheck(err error) (string, error) {
+	msg := strings.TrimPrefix(err.Error(), ErrUnavailable.Error()+": ")
+	if cc.Mode == CheckWarn {
+		return "The bare-metal capacity could not be checked: " + msg, nil
+	}
+	return "", fmt.Errorf("%w: the bare-metal capacity could not be checked: %s; set [baremetal] capacity_check = warn to accept such requests unchecked",
+		ErrUnavailable, msg)
+}
+
+func (cc *CapacityCheck) demands(ctx context.Context, req CapacityRequest) ([]*demand, error) {
+	byKey := map[string]*demand{}
+	for _, g := range req.Growth {
+		if g.Nodes <= 0 || g.NodeGroup == nil {
+			continue
+		}
+		d, err := cc.demandOf(ctx, req, g.NodeGroup)
+		if err != nil {
+			return nil, err
+		}
+		if d == nil {
+			continue
+		}
+		key := d.name()
+		if prev, ok := byKey[key]; ok {
+			d = prev
+		} else {
+			byKey[key] = d
+		}
+		d.nodes += g.Nodes
+		d.groups = append(d.groups, fmt.Sprintf("%s %d", g.NodeGroup.Name, g.Nodes))
+	}
+	out := make([]*demand, 0, len(byKey))
+	for _, k := range slices.Sorted(maps.Keys(byKey)) {
+		out = append(out, byKey[k])
+	}
+	return out, nil
+}
+
+// demandOf decides whether a node group's nodes are bare-metal hosts and
+// which; nil means they are not.
+func (cc *CapacityCheck) demandOf(ctx context.Context, req CapacityRequest, ng *model.NodeGroup) (*demand, error) {
+	ct, c := req.Template, req.Cluster
+	l := ng.Labels
+	if l == nil && c != nil {
+		l = c.Labels
+	}
+	if ct.Driver != nil && *ct.Driver == Metal3DriverName {
+		return &demand{selector: parseSelector(l[hostSelectorLabel])}, nil
+	}
+	ref := flavorOf(ct, c, ng)
+	if cc.Flavors != nil && ref != "" {
+		f, err := cc.Flavors.Flavor(ctx, req.AuthToken, ref)
+		switch {
+		case err == nil:
+			spec, ironic := f.BareMetal()
+			if !ironic {
+				return nil, nil
+			}
+			return &demand{resourceClass: resourceClassOfSpec(spec, cc.DefaultResourceClass)}, nil
+		case !errors.Is(err, ErrFlavorNotFound):
+			return nil, err
+		}
+	}
+	asked := model.ServerType(l["server_type"])
+	if asked == model.ServerTypeBM || (asked == "" && ct.ServerType == model.ServerTypeBM) {
+		return &demand{resourceClass: NormalizeResourceClass(cc.DefaultResourceClass)}, nil
+	}
+	return nil, nil
+}
+
+func (cc *CapacityCheck) count(ctx context.Context, d *demand) (Capacity, error) {
+	if d.selector == nil {
+		return cc.Hosts.Capacity(ctx, d.resourceClass)
+	}
+	sc, ok := cc.Hosts.(SelectorCapacity)
+	if !ok {
+		return Capacity{}, fmt.Errorf("%w: the %s backend does not know Metal3 hosts; set [baremetal] backend = metal3", ErrUnavailable, cc.Hosts.Name())
+	}
+	return sc.CapacityMatching(ctx, d.selector)
+}
+
+// flavorOf is the flavor a node group's nodes get, as the API fills it in.
+func flavorOf(ct *model.ClusterTemplate, c *model.Cluster, ng *model.NodeGroup) string {
+	pick := func(ps ...*string) string {
+		for _, p := range ps {
+			if p != nil && strings.TrimSpace(*p) != "" {
+				return strings.TrimSpace(*p)
+			}
+		}
+		return ""
+	}
+	if ng.Role == model.RoleMaster {
+		if c != nil {
+			return pick(ng.FlavorID, c.MasterFlavorID, ct.MasterFlavorID)
+		}
+		return pick(ng.FlavorID, ct.MasterFlavorID)
+	}
+	if c != nil {
+		return pick(ng.FlavorID, c.FlavorID, ct.FlavorID)
+	}
+	return pick(ng.FlavorID, ct.FlavorID)
+}
+
+// resourceClassOfSpec reads CUSTOM_X out of "resources:CUSTOM_X=1"; an
+// older baremetal=true flavor names no class, so the default counts.
+func resourceClassOfSpec(spec, def string) string {
+	if rc, ok := strings.CutPrefix(spec, "resources:"); ok {
+		return strings.TrimSuffix(rc, "=1")
+	}
+	return NormalizeResourceClass(def)
+}
+
+// parseSelector reads key=value,key=value; the label schema has checked
+// the form.
+func parseSelector(s string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if ok && k != "" {
+			out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return out
+}
