@@ -157,13 +157,18 @@ func TestInMemoryClusterLifecycle(t *testing.T) {
 	start := time.Now()
 	env := testenv.StartClusterAPI(t)
 	t.Logf("management plane ready in %v", time.Since(start).Round(time.Second))
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	runInMemoryCluster(t, mc)
+}
+
+// runInMemoryCluster is the lifecycle of one in-memory cluster on the
+// management cluster mc reaches.
+func runInMemoryCluster(t *testing.T, mc *mgmt.Client) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	versions, err := mc.APIVersions(ctx)
 	if err != nil {
 		t.Fatal(err)
