@@ -71,7 +71,7 @@ func TestClusterCAIsServedFromCreateOn(t *testing.T) {
 	if byName := c.getObject("/v1/certificates/k1"); byName["pem"] != byUUID["pem"] {
 		t.Error("the CA looked up by name differs from the one looked up by UUID")
 	}
-	if c.getObject("/v1/certificates/"+cluster+"?ca_cert_type=kubernetes")["pem"] != byUUID["pem"] {
+	if c.getObject("/v1/certificates/" + cluster + "?ca_cert_type=kubernetes")["pem"] != byUUID["pem"] {
 		t.Error("ca_cert_type=kubernetes is not the cluster CA")
 	}
 
