@@ -77,7 +77,7 @@ func (s *Server) hostView(r *http.Request, b baremetal.Backend, h *baremetal.Hos
 		State: h.State, ProvisionState: h.BackendState, TargetProvisionState: h.BackendTargetState,
 		PowerState: h.PowerState, OperationalStatus: h.OperationalStatus, Detached: h.Detached, DetachedReason: h.DetachedReason,
 		InspectedAt: timePtrString(h.InspectedAt), ErrorType: h.ErrorType, ErrorMessage: h.ErrorMessage, ErrorCount: h.ErrorCount,
-		Managed: h.Managed, DeleteRequested: h.DeleteRequested, Backend: b.Name(),
+		Managed: h.Managed, DeleteRequested: h.DeleteRequested, Consumer: h.Consumer, Backend: b.Name(),
 		CreatedAt: timeString(h.CreatedAt), UpdatedAt: timePtrString(h.UpdatedAt),
 		Links: toAPILinks(resourceLinks(baseURL(r), "hosts", h.ID)),
 	}

@@ -69,6 +69,7 @@ type Host struct {
 	ErrorCount               int                  `json:"error_count"`
 	Managed                  bool                 `json:"managed"`
 	DeleteRequested          bool                 `json:"delete_requested"`
+	Consumer                 string               `json:"consumer"`
 	Backend                  string               `json:"backend"`
 	CreatedAt                string               `json:"created_at"`
 	UpdatedAt                *string              `json:"updated_at"`

@@ -57,7 +57,10 @@ const (
 	StateProvisioned    = "provisioned"
 	StateDeprovisioning = "deprovisioning"
 	StateDeleting       = "deleting"
-	StateUnknown        = "unknown"
+	// StateUnmanaged: Metal3 knows the host but has no BMC details to
+	// manage it with.
+	StateUnmanaged = "unmanaged"
+	StateUnknown   = "unknown"
 )
 
 // Operational status and error types follow BareMetalHost's status.
@@ -151,8 +154,11 @@ type Host struct {
 	// shown and counted but not driven.
 	Managed         bool
 	DeleteRequested bool
-	CreatedAt       time.Time
-	UpdatedAt       *time.Time
+	// Consumer is what deployed onto the host (Metal3's consumerRef, e.g.
+	// Metal3Machine ns/name; Ironic's instance UUID), empty when free.
+	Consumer  string
+	CreatedAt time.Time
+	UpdatedAt *time.Time
 }
 
 // PowerAction is a power or reboot request.

@@ -18,7 +18,7 @@ func hostFromNode(n *nodes.Node) *Host {
 		BackendState: n.ProvisionState, BackendTargetState: n.TargetProvisionState,
 		PowerState: powerState(n.PowerState), Detached: n.Maintenance,
 		ErrorMessage: n.LastError, CreatedAt: n.CreatedAt, InspectedAt: n.InspectionFinishedAt,
-		Hardware: hardwareOf(n.Properties),
+		Hardware: hardwareOf(n.Properties), Consumer: n.InstanceUUID,
 	}
 	if !n.UpdatedAt.IsZero() {
 		u := n.UpdatedAt

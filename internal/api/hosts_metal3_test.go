@@ -1,0 +1,489 @@
+package api_test
+
+import (
+	"context"
+	"encoding/base64"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/magnetite-io/magnetite/internal/api"
+	"github.com/magnetite-io/magnetite/internal/apitest"
+	"github.com/magnetite-io/magnetite/internal/apitypes"
+	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/testenv"
+)
+
+const metal3Namespace = "metal3"
+
+var (
+	bmhGVR    = schema.GroupVersionResource{Group: "metal3.io", Version: "v1alpha1", Resource: "baremetalhosts"}
+	secretGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+)
+
+// bmoFinalizer is the finalizer baremetal-operator puts on the hosts it
+// manages, holding deletion until the host is deprovisioned.
+const bmoFinalizer = "baremetalhost.metal3.io"
+
+// bmoPart plays baremetal-operator's part on the management cluster: it
+// writes BareMetalHost status through the status subresource in the shape
+// the operator writes it, and adds and removes its finalizer.
+type bmoPart struct {
+	t       *testing.T
+	hosts   dynamic.ResourceInterface
+	secrets dynamic.ResourceInterface
+}
+
+// bmhStatus is the part of a BareMetalHost's status the test sets.
+type bmhStatus struct {
+	state       string
+	poweredOn   bool
+	operational string
+	errType     string
+	errMessage  string
+	errCount    int64
+	hardware    map[string]any
+	inspected   string
+	consumer    string // a Metal3Machine name in spec.consumerRef, set by CAPM3
+}
+
+func (b *bmoPart) get(name string) *unstructured.Unstructured {
+	b.t.Helper()
+	u, err := b.hosts.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		b.t.Fatalf("BareMetalHost %s: %v", name, err)
+	}
+	return u
+}
+
+// register is the operator's first reconcile: its finalizer goes on.
+func (b *bmoPart) register(name string) {
+	b.t.Helper()
+	u := b.get(name)
+	u.SetFinalizers(append(u.GetFinalizers(), bmoFinalizer))
+	if _, err := b.hosts.Update(context.Background(), u, metav1.UpdateOptions{FieldManager: "baremetal-operator"}); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// report writes status as the operator does after a state change.
+func (b *bmoPart) report(name string, s bmhStatus) {
+	b.t.Helper()
+	ctx := context.Background()
+	u := b.get(name)
+	if s.consumer != "" {
+		_ = unstructured.SetNestedMap(u.Object, map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2",
+			"kind": "Metal3Machine", "name": s.consumer, "namespace": metal3Namespace}, "spec", "consumerRef")
+		var err error
+		if u, err = b.hosts.Update(ctx, u, metav1.UpdateOptions{FieldManager: "capm3"}); err != nil {
+			b.t.Fatal(err)
+		}
+	}
+	if s.operational == "" {
+		s.operational = "OK"
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	st := map[string]any{
+		"provisioning":      map[string]any{"ID": "8d566f5b-a28f-451b-a70f-419507c480cd", "state": s.state, "image": map[string]any{"url": ""}},
+		"poweredOn":         s.poweredOn,
+		"operationalStatus": s.operational,
+		"errorMessage":      s.errMessage,
+		"errorCount":        s.errCount,
+		"lastUpdated":       now,
+		"operationHistory": map[string]any{
+			"register": map[string]any{"start": now, "end": now},
+			"inspect":  map[string]any{"start": nil, "end": nil},
+		},
+	}
+	if s.errType != "" {
+		st["errorType"] = s.errType
+	}
+	if s.inspected != "" {
+		st["operationHistory"].(map[string]any)["inspect"] = map[string]any{"start": s.inspected, "end": s.inspected}
+	}
+	if s.hardware != nil {
+		st["hardware"] = s.hardware
+	}
+	u.Object["status"] = st
+	if _, err := b.hosts.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: "baremetal-operator"}); err != nil {
+		b.t.Fatalf("status of %s: %v", name, err)
+	}
+}
+
+// release is the end of deprovisioning: the finalizer comes off.
+func (b *bmoPart) release(name string) {
+	b.t.Helper()
+	u := b.get(name)
+	u.SetFinalizers(nil)
+	if _, err := b.hosts.Update(context.Background(), u, metav1.UpdateOptions{FieldManager: "baremetal-operator"}); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func newMetal3Fixture(t *testing.T) (*hostsFixture, *bmoPart, *baremetal.Metal3) {
+	t.Helper()
+	env := testenv.Start(t)
+	env.InstallCRDs(t, testenv.ProviderCRDs(t, "bmo"), nil)
+	ctx := context.Background()
+	dc := env.Dynamic(t)
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": metal3Namespace}}}
+	if _, err := dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.Discover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	logs := &hostLogBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	b, err := baremetal.NewMetal3(baremetal.Metal3Config{Client: mc, Namespace: metal3Namespace, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := apitest.Start(t, func(o *api.Options) { o.Hosts, o.Log = b, log })
+	f := &hostsFixture{t: t, c: newClient(t, srv), backend: b, logs: logs}
+	bmo := &bmoPart{t: t, hosts: dc.Resource(bmhGVR).Namespace(metal3Namespace), secrets: dc.Resource(secretGVR).Namespace(metal3Namespace)}
+	return f, bmo, b
+}
+
+// TestHostInventoryOnMetal3 drives the Metal3 backend of the host inventory
+// through Magnetite's API against a real kube-apiserver with
+// baremetal-operator's CRDs installed, whose schema validation checks every
+// BareMetalHost Magnetite writes. No baremetal-operator controller runs:
+// its Go module cannot be fetched in this build environment, so bmoPart
+// plays its part (status through the status subresource, its finalizer),
+// and the test checks that Magnetite writes what the operator's API asks
+// for and reflects what the operator reports.
+func TestHostInventoryOnMetal3(t *testing.T) {
+	f, bmo, backend := newMetal3Fixture(t)
+	ctx := context.Background()
+
+	t.Run("enroll writes a BareMetalHost and a credentials Secret", func(t *testing.T) {
+		f.t, bmo.t = t, t
+		rotational := false
+		h := f.enroll(enrollBody("node-0", "redfish-virtualmedia+http://192.168.222.1:8000/redfish/v1/Systems/bmh-vm-01", map[string]any{
+			"boot_mac_address": "00:5A:91:3F:9A:BD", "boot_mode": "UEFISecureBoot", "disable_certificate_verification": true,
+			"labels":            map[string]any{"rack": "r1", "role": "worker"},
+			"root_device_hints": map[string]any{"device_name": "/dev/sda", "min_size_gigabytes": 100, "rotational": rotational},
+			"resource_class":    "baremetal-gold", "automated_cleaning_mode": "disabled",
+		}))
+		if h.Backend != "metal3" || h.State != baremetal.StateRegistering || h.BMCUsername != "admin" || !h.Managed ||
+			h.BootMethod != "virtual-media" || h.ResourceClass != "CUSTOM_BAREMETAL_GOLD" || h.Labels["rack"] != "r1" ||
+			h.AutomatedCleaningMode != "disabled" || h.UUID == "" || h.PowerState != "unknown" {
+			t.Errorf("enrolled host = %+v", h)
+		}
+		u := bmo.get("node-0")
+		str := func(path ...string) string { s, _, _ := unstructured.NestedString(u.Object, path...); return s }
+		for _, c := range []struct {
+			path []string
+			want string
+		}{
+			{[]string{"spec", "bmc", "address"}, "redfish-virtualmedia+http://192.168.222.1:8000/redfish/v1/Systems/bmh-vm-01"},
+			{[]string{"spec", "bmc", "credentialsName"}, "node-0-bmc-secret"},
+			{[]string{"spec", "bootMACAddress"}, "00:5a:91:3f:9a:bd"},
+			{[]string{"spec", "bootMode"}, "UEFISecureBoot"},
+			{[]string{"spec", "automatedCleaningMode"}, "disabled"},
+			{[]string{"spec", "rootDeviceHints", "deviceName"}, "/dev/sda"},
+		} {
+			if got := str(c.path...); got != c.want {
+				t.Errorf("BareMetalHost %s = %q, want %q", strings.Join(c.path, "."), got, c.want)
+			}
+		}
+		if l := u.GetLabels(); l["rack"] != "r1" || l["role"] != "worker" || l[baremetal.LabelResourceClass] != "CUSTOM_BAREMETAL_GOLD" {
+			t.Errorf("BareMetalHost labels = %v", l)
+		}
+		online, _, _ := unstructured.NestedBool(u.Object, "spec", "online")
+		noVerify, _, _ := unstructured.NestedBool(u.Object, "spec", "bmc", "disableCertificateVerification")
+		minSize, _, _ := unstructured.NestedInt64(u.Object, "spec", "rootDeviceHints", "minSizeGigabytes")
+		rot, rotSet, _ := unstructured.NestedBool(u.Object, "spec", "rootDeviceHints", "rotational")
+		if !online || !noVerify || minSize != 100 || !rotSet || rot {
+			t.Errorf("BareMetalHost spec: online %v, disableCertificateVerification %v, minSizeGigabytes %d, rotational %v/%v", online, noVerify, minSize, rot, rotSet)
+		}
+		s, err := bmo.secrets.Get(ctx, "node-0-bmc-secret", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _, _ := unstructured.NestedStringMap(s.Object, "data")
+		if dec(t, data["username"]) != "admin" || dec(t, data["password"]) != bmcPassword {
+			t.Errorf("credentials Secret data = %v", data)
+		}
+		refs := s.GetOwnerReferences()
+		if len(refs) != 1 || refs[0].Kind != "BareMetalHost" || refs[0].Name != "node-0" || string(refs[0].UID) != h.UUID {
+			t.Errorf("credentials Secret owner references = %+v, want the host %s", refs, h.UUID)
+		}
+		if s.GetLabels()[mgmt.LabelManagedBy] != mgmt.ManagedByValue || u.GetLabels()[mgmt.LabelManagedBy] != mgmt.ManagedByValue {
+			t.Errorf("objects lack the managed-by label: %v, %v", s.GetLabels(), u.GetLabels())
+		}
+		// By UID as well as by name.
+		if got := f.host(h.UUID); got.Name != "node-0" {
+			t.Errorf("GET by uid found %q", got.Name)
+		}
+	})
+
+	t.Run("bad enrollments are refused before anything is written", func(t *testing.T) {
+		f.t = t
+		cases := []struct {
+			body   map[string]any
+			status int
+			says   string
+		}{
+			{enrollBody("bad-addr", "redfish://10.0.0.5:99999/redfish/v1/Systems/1", nil), http.StatusBadRequest, "port"},
+			{enrollBody("old-ilo", "ilo4://10.0.0.6", map[string]any{"boot_mac_address": "52:54:00:00:00:06"}), http.StatusBadRequest, "no longer supports ilo4"},
+			{enrollBody("Upper_Case", "ipmi://10.0.0.7", nil), http.StatusBadRequest, "lowercase DNS name"},
+			{enrollBody("held", "ipmi://10.0.0.8", map[string]any{"target_state": "manageable"}), http.StatusBadRequest, "does not exist in Metal3"},
+			{enrollBody("reserved", "ipmi://10.0.0.9", map[string]any{"labels": map[string]any{"magnetite.io/resource-class": "x"}}), http.StatusBadRequest, "reserved"},
+			{enrollBody("node-0", "ipmi://10.0.0.10", nil), http.StatusConflict, "already exists"},
+			{enrollBody("same-mac", "ipmi://10.0.0.11", map[string]any{"boot_mac_address": "00:5a:91:3f:9a:bd"}), http.StatusConflict, "already host node-0's"},
+		}
+		for _, tc := range cases {
+			r := f.c.do("POST", "/v1/hosts", tc.body)
+			f.bodies = append(f.bodies, string(r.Body))
+			if r.Status != tc.status || !strings.Contains(string(r.Body), tc.says) {
+				t.Errorf("enroll %v: %d %s, want %d saying %q", tc.body["name"], r.Status, r.Body, tc.status, tc.says)
+			}
+		}
+		l, err := bmo.hosts.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		secrets, err := bmo.secrets.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Items) != 1 || len(secrets.Items) != 1 {
+			t.Errorf("refused enrollments left objects: %d hosts, %d secrets", len(l.Items), len(secrets.Items))
+		}
+	})
+
+	t.Run("status is reflected from what baremetal-operator reports", func(t *testing.T) {
+		f.t, bmo.t = t, t
+		bmo.register("node-0")
+		bmo.report("node-0", bmhStatus{state: "registering", errType: "registration error", operational: "error",
+			errMessage: "Failed to get power state for node: BMC refused the credentials", errCount: 2})
+		h := f.host("node-0")
+		if h.State != baremetal.StateRegistering || h.ErrorType != "registration error" || h.ErrorCount != 2 ||
+			!strings.Contains(h.ErrorMessage, "refused the credentials") || h.OperationalStatus != "error" || h.PowerState != "off" {
+			t.Errorf("host in error = state %s, error %q (%s, count %d), operational %s, power %s",
+				h.State, h.ErrorMessage, h.ErrorType, h.ErrorCount, h.OperationalStatus, h.PowerState)
+		}
+		bmo.report("node-0", bmhStatus{state: "inspecting", poweredOn: true})
+		if h := f.host("node-0"); h.State != baremetal.StateInspecting || h.ProvisionState != "inspecting" || h.PowerState != "on" || h.ErrorCount != 0 {
+			t.Errorf("inspecting host = %+v", h)
+		}
+		inspected := "2026-11-22T03:00:00Z"
+		bmo.report("node-0", bmhStatus{state: "available", poweredOn: true, inspected: inspected, hardware: map[string]any{
+			"cpu":          map[string]any{"arch": "x86_64", "count": int64(32), "model": "Xeon", "clockMegahertz": 2400.0},
+			"ramMebibytes": int64(131072),
+			"storage": []any{
+				map[string]any{"name": "/dev/sdb", "sizeBytes": int64(1920383410176)},
+				map[string]any{"name": "/dev/sda", "sizeBytes": int64(480103981056)},
+				map[string]any{"name": "/dev/sr0", "sizeBytes": int64(1073741824)},
+			},
+			"hostname": "node-0",
+		}})
+		h = f.host("node-0")
+		if h.State != baremetal.StateAvailable || h.Hardware == nil || *h.Hardware != (apitypes.HostHardware{CPUArch: "x86_64", CPUCount: 32, MemoryMiB: 131072, LocalDiskGiB: 447}) ||
+			h.InspectedAt == nil || *h.InspectedAt == "" || h.UpdatedAt == nil {
+			t.Errorf("available host: state %s, hardware %+v, inspected %v", h.State, h.Hardware, h.InspectedAt)
+		}
+	})
+
+	t.Run("list filters by label", func(t *testing.T) {
+		f.t, bmo.t = t, t
+		f.enroll(enrollBody("node-1", "ipmi://10.0.0.21", map[string]any{"labels": map[string]any{"rack": "r2"}}))
+		var l apitypes.HostList
+		f.call(http.StatusOK, "GET", "/v1/hosts?label=rack=r2", nil).decode(t, &l)
+		if len(l.Hosts) != 1 || l.Hosts[0].Name != "node-1" || l.Hosts[0].HardwareType != "ipmi" || !l.Hosts[0].NeedsProvisioningNetwork {
+			t.Errorf("hosts with rack=r2: %+v", l.Hosts)
+		}
+		f.call(http.StatusOK, "GET", "/v1/hosts", nil).decode(t, &l)
+		if len(l.Hosts) != 2 {
+			t.Errorf("all hosts: %d", len(l.Hosts))
+		}
+	})
+
+	t.Run("actions map to spec fields and annotations", func(t *testing.T) {
+		f.t, bmo.t = t, t
+		act := func(status int, action string, body any) apitypes.Host {
+			t.Helper()
+			var h apitypes.Host
+			r := f.call(status, "POST", "/v1/hosts/node-0/actions/"+action, body)
+			if status == http.StatusAccepted {
+				r.decode(t, &h)
+			}
+			return h
+		}
+		online := func() bool {
+			v, _, _ := unstructured.NestedBool(bmo.get("node-0").Object, "spec", "online")
+			return v
+		}
+		ann := func() map[string]string { return bmo.get("node-0").GetAnnotations() }
+
+		act(http.StatusAccepted, "power", map[string]any{"target": "off"})
+		if online() {
+			t.Error("power off left spec.online true")
+		}
+		act(http.StatusAccepted, "power", map[string]any{"target": "on"})
+		if !online() {
+			t.Error("power on left spec.online false")
+		}
+		// Rebooting is for provisioned hosts; an available one is refused.
+		if r := f.c.do("POST", "/v1/hosts/node-0/actions/reboot", map[string]any{"mode": "hard"}); r.Status != http.StatusConflict || !strings.Contains(string(r.Body), "provisioned hosts only") {
+			t.Errorf("reboot of an available host: %d %s", r.Status, r.Body)
+		}
+
+		act(http.StatusAccepted, "inspect", nil)
+		if v, ok := ann()["inspect.metal3.io"]; !ok || v != "" {
+			t.Errorf("inspect annotation = %q, %v", v, ok)
+		}
+		act(http.StatusAccepted, "cleaning_mode", map[string]any{"automated_cleaning_mode": "metadata"})
+		if m, _, _ := unstructured.NestedString(bmo.get("node-0").Object, "spec", "automatedCleaningMode"); m != "metadata" {
+			t.Errorf("automatedCleaningMode = %q", m)
+		}
+		if r := f.c.do("POST", "/v1/hosts/node-0/actions/provide", nil); r.Status != http.StatusConflict || !strings.Contains(string(r.Body), "nothing to provide") {
+			t.Errorf("provide: %d %s", r.Status, r.Body)
+		}
+
+		bmo.report("node-0", bmhStatus{state: "provisioned", poweredOn: true, consumer: "c1-workers-x7k2p"})
+		h := f.host("node-0")
+		if h.State != baremetal.StateProvisioned || h.Consumer != "Metal3Machine metal3/c1-workers-x7k2p" {
+			t.Errorf("provisioned host: state %s, consumer %q", h.State, h.Consumer)
+		}
+		if r := f.c.do("POST", "/v1/hosts/node-0/actions/inspect", nil); r.Status != http.StatusConflict || !strings.Contains(string(r.Body), "available hosts only") {
+			t.Errorf("inspect of a provisioned host: %d %s", r.Status, r.Body)
+		}
+		act(http.StatusAccepted, "reboot", map[string]any{"mode": "hard"})
+		if v := ann()["reboot.metal3.io"]; v != `{"mode":"hard"}` {
+			t.Errorf("hard reboot annotation = %q", v)
+		}
+		act(http.StatusAccepted, "reboot", map[string]any{"mode": "soft"})
+		if v := ann()["reboot.metal3.io"]; v != `{"mode":"soft"}` {
+			t.Errorf("soft reboot annotation = %q", v)
+		}
+
+		h = act(http.StatusAccepted, "detach", map[string]any{"reason": "moving to rack r9"})
+		if !h.Detached || h.DetachedReason != "moving to rack r9" {
+			t.Errorf("detached host: %+v", h)
+		}
+		if _, ok := ann()["baremetalhost.metal3.io/detached"]; !ok {
+			t.Error("detach did not set the detached annotation")
+		}
+		if r := f.c.do("POST", "/v1/hosts/node-0/actions/power", map[string]any{"target": "off"}); r.Status != http.StatusConflict || !strings.Contains(string(r.Body), "attach it") {
+			t.Errorf("power of a detached host: %d %s", r.Status, r.Body)
+		}
+		h = act(http.StatusAccepted, "attach", nil)
+		a := ann()
+		_, still := a["baremetalhost.metal3.io/detached"]
+		if h.Detached || still || a["magnetite.io/detached-reason"] != "" {
+			t.Errorf("attached host: detached %v, annotations %v", h.Detached, a)
+		}
+		// Detaching is only honoured in steady states.
+		bmo.report("node-1", bmhStatus{state: "inspecting"})
+		if r := f.c.do("POST", "/v1/hosts/node-1/actions/detach", nil); r.Status != http.StatusConflict {
+			t.Errorf("detach of an inspecting host: %d %s", r.Status, r.Body)
+		}
+	})
+
+	t.Run("capacity counts available, unclaimed, attached hosts", func(t *testing.T) {
+		f.t, bmo.t = t, t
+		for i, st := range []bmhStatus{
+			{state: "available"}, {state: "available"}, {state: "available", operational: "error", errType: "power management error", errMessage: "BMC timeout", errCount: 1},
+			{state: "preparing"}, {state: "provisioned", consumer: "c2-md-abc"}, {state: "available"},
+			// Claimed by Cluster API Provider Metal3, not yet provisioning.
+			{state: "available", consumer: "c3-md-claimed"},
+		} {
+			name := "gold-" + string(rune('a'+i))
+			f.enroll(enrollBody(name, "ipmi://10.0.1."+string(rune('1'+i)), map[string]any{
+				"resource_class": "CUSTOM_BAREMETAL_GOLD", "labels": map[string]any{"pool": map[bool]string{true: "gpu", false: "general"}[i == 5]}}))
+			bmo.register(name)
+			bmo.report(name, st)
+		}
+		f.call(http.StatusAccepted, "POST", "/v1/hosts/gold-b/actions/detach", nil)
+		c, err := backend.Capacity(ctx, "baremetal-gold")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// node-0 (provisioned) counts too: it is baremetal-gold.
+		if want := (baremetal.Capacity{ResourceClass: "baremetal-gold", Free: 2, Total: 8, Deployed: 3, InMaintenance: 1}); c != want {
+			t.Errorf("capacity = %+v, want %+v", c, want)
+		}
+		c, err = backend.CapacityMatching(ctx, map[string]string{"pool": "gpu"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Free != 1 || c.Total != 1 {
+			t.Errorf("capacity of pool=gpu = %+v", c)
+		}
+	})
+
+	t.Run("delete waits for deprovisioning and takes the credentials along", func(t *testing.T) {
+		f.t, bmo.t = t, t
+		var h apitypes.Host
+		f.call(http.StatusAccepted, "DELETE", "/v1/hosts/node-0", nil).decode(t, &h)
+		if h.State != baremetal.StateDeleting || !h.DeleteRequested {
+			t.Errorf("host being deleted = state %s, delete_requested %v", h.State, h.DeleteRequested)
+		}
+		if _, detached := bmo.get("node-0").GetAnnotations()["baremetalhost.metal3.io/detached"]; detached {
+			t.Error("a normal delete detached the host, skipping deprovisioning")
+		}
+		if r := f.c.do("POST", "/v1/hosts/node-0/actions/power", map[string]any{"target": "on"}); r.Status != http.StatusConflict {
+			t.Errorf("power of a deleting host: %d %s", r.Status, r.Body)
+		}
+		bmo.report("node-0", bmhStatus{state: "deprovisioning", poweredOn: true})
+		if h := f.host("node-0"); h.State != baremetal.StateDeleting {
+			t.Errorf("deprovisioning host being deleted shows %s", h.State)
+		}
+		bmo.release("node-0")
+		f.call(http.StatusNotFound, "GET", "/v1/hosts/node-0", nil)
+		if _, err := bmo.secrets.Get(ctx, "node-0-bmc-secret", metav1.GetOptions{}); err != nil {
+			t.Fatalf("the credentials went before the host was gone: %v", err)
+		}
+		// No garbage collector runs here; the periodic pass removes them.
+		if err := backend.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bmo.secrets.Get(ctx, "node-0-bmc-secret", metav1.GetOptions{}); err == nil {
+			t.Error("the credentials of a deleted host remain")
+		}
+		if _, err := bmo.secrets.Get(ctx, "node-1-bmc-secret", metav1.GetOptions{}); err != nil {
+			t.Errorf("Reconcile removed the credentials of a live host: %v", err)
+		}
+
+		// A forced delete detaches first: the host leaves Ironic untouched.
+		f.call(http.StatusAccepted, "DELETE", "/v1/hosts/gold-e?force=true", nil)
+		if v, ok := bmo.get("gold-e").GetAnnotations()["baremetalhost.metal3.io/detached"]; !ok || v != `{"deleteAction":"delete"}` {
+			t.Errorf("forced delete: detached annotation %q, %v", v, ok)
+		}
+		// A host the operator never took up goes at once.
+		f.call(http.StatusNoContent, "DELETE", "/v1/hosts/node-1", nil)
+		f.call(http.StatusNotFound, "GET", "/v1/hosts/node-1", nil)
+		if _, err := bmo.secrets.Get(ctx, "node-1-bmc-secret", metav1.GetOptions{}); err == nil {
+			t.Error("the credentials of a host deleted at once remain")
+		}
+	})
+
+	t.Run("the BMC password is never returned or logged", func(t *testing.T) {
+		f.t = t
+		f.assertNoPassword(bmcPassword)
+	})
+}
+
+func dec(t *testing.T, s string) string {
+	t.Helper()
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		t.Fatalf("secret value %q: %v", s, err)
+	}
+	return string(b)
+}

@@ -1,0 +1,740 @@
+package baremetal
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/magnetite-io/magnetite/internal/mgmt"
+)
+
+// Annotations and labels on BareMetalHosts. The metal3.io ones are
+// baremetal-operator's API; the magnetite.io ones are Magnetite's own.
+const (
+	annReboot   = "reboot.metal3.io"
+	annInspect  = "inspect.metal3.io"
+	annDetached = "baremetalhost.metal3.io/detached"
+	annPaused   = "baremetalhost.metal3.io/paused"
+
+	annDetachReason = "magnetite.io/detached-reason"
+	// annBMCUsername repeats the (not secret) BMC user so a host list does
+	// not read every credentials Secret.
+	annBMCUsername = "magnetite.io/bmc-username"
+	// LabelResourceClass carries a host's resource class in placement form
+	// (CUSTOM_BAREMETAL_GOLD), so flavors' classes count Metal3 hosts too.
+	LabelResourceClass = "magnetite.io/resource-class"
+	// labelHost names, on a credentials Secret, the host it belongs to.
+	labelHost = "magnetite.io/host"
+)
+
+// BareMetalHost provisioning states, as baremetal-operator writes them.
+const (
+	bmhNone                  = ""
+	bmhUnmanaged             = "unmanaged"
+	bmhRegistering           = "registering"
+	bmhMatchProfile          = "match profile"
+	bmhInspecting            = "inspecting"
+	bmhPreparing             = "preparing"
+	bmhReady                 = "ready"
+	bmhAvailable             = "available"
+	bmhProvisioning          = "provisioning"
+	bmhProvisioned           = "provisioned"
+	bmhExternallyProvisioned = "externally provisioned"
+	bmhDeprovisioning        = "deprovisioning"
+	bmhPoweringOffForDelete  = "powering off before delete"
+	bmhDeleting              = "deleting"
+)
+
+const kindBMH = "BareMetalHost"
+
+// removedFromMetal3 are address schemes Ironic still ships but current
+// baremetal-operator no longer accepts.
+var removedFromMetal3 = map[string]string{
+	"ilo4":              "use redfish:// if the iLO 4 firmware speaks Redfish",
+	"ilo4-virtualmedia": "use redfish-virtualmedia:// if the iLO 4 firmware speaks Redfish",
+	"ilo5":              "use ilo5-redfish:// or ilo5-virtualmedia://",
+	"irmc":              "use redfish:// or redfish-virtualmedia://",
+}
+
+// Metal3Config configures the Metal3 backend.
+type Metal3Config struct {
+	Client *mgmt.Client
+	// Namespace holds the BareMetalHosts and their credentials Secrets;
+	// baremetal-operator must watch it.
+	Namespace            string
+	DefaultResourceClass string
+	Log                  *slog.Logger
+}
+
+// Metal3 is the Backend over Metal3: every host is a BareMetalHost and a
+// BMC credentials Secret in the management cluster. baremetal-operator
+// registers, inspects, cleans and powers the hosts; Magnetite writes the
+// spec, fields and annotations of its API and reads back its status.
+type Metal3 struct {
+	cfg Metal3Config
+	mc  *mgmt.Client
+	dyn dynamic.Interface
+	log *slog.Logger
+}
+
+// NewMetal3 builds the Metal3 backend; it does not contact the cluster.
+func NewMetal3(cfg Metal3Config) (*Metal3, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("baremetal: the metal3 backend needs the management cluster ([management] kubeconfig)")
+	}
+	if errs := validation.IsDNS1123Label(cfg.Namespace); len(errs) > 0 {
+		return nil, fmt.Errorf("baremetal: [baremetal] metal3_namespace %q is not a namespace name: %s", cfg.Namespace, strings.Join(errs, "; "))
+	}
+	if cfg.DefaultResourceClass == "" {
+		cfg.DefaultResourceClass = "baremetal"
+	}
+	dyn, err := dynamic.NewForConfig(cfg.Client.RESTConfig())
+	if err != nil {
+		return nil, fmt.Errorf("baremetal: management cluster client: %w", err)
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Metal3{cfg: cfg, mc: cfg.Client, dyn: dyn, log: log.With("backend", "metal3", "namespace", cfg.Namespace)}, nil
+}
+
+// Name implements Backend.
+func (m *Metal3) Name() string { return "metal3" }
+
+func credentialsSecretName(host string) string { return host + "-bmc-secret" }
+
+// checkMetal3Spec adds what BareMetalHost needs on top of ValidateSpec.
+func checkMetal3Spec(spec HostSpec, addr *Address) error {
+	invalid := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidHost, fmt.Sprintf(format, args...))
+	}
+	if errs := validation.IsDNS1123Subdomain(spec.Name); len(errs) > 0 || len(spec.Name) > 63-len("-bmc-secret") {
+		return invalid("name %q must be a lowercase DNS name of at most %d letters, digits, '-' and '.' for a BareMetalHost",
+			spec.Name, 63-len("-bmc-secret"))
+	}
+	if hint, gone := removedFromMetal3[addr.Scheme]; gone {
+		return invalid("baremetal-operator no longer supports %s:// BMC addresses; %s", addr.Scheme, hint)
+	}
+	if spec.TargetState == TargetManageable {
+		return invalid("target_state manageable does not exist in Metal3: baremetal-operator takes every host on to available; detach a host to keep it out of use")
+	}
+	for k := range spec.Labels {
+		if strings.HasPrefix(k, "magnetite.io/") || k == mgmt.LabelManagedBy {
+			return invalid("label %s is reserved for Magnetite", k)
+		}
+	}
+	return nil
+}
+
+// Enroll implements Backend: the credentials Secret first (so
+// baremetal-operator never sees a host without credentials), then the
+// BareMetalHost, then the Secret is made the host's dependent.
+func (m *Metal3) Enroll(ctx context.Context, spec HostSpec) (*Host, error) {
+	addr, err := ValidateSpec(&spec, m.cfg.DefaultResourceClass)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkMetal3Spec(spec, addr); err != nil {
+		return nil, err
+	}
+	ns, pw := m.cfg.Namespace, spec.Credentials.Password
+	if _, err := m.mc.Get(ctx, kindBMH, ns, spec.Name); err == nil {
+		return nil, fmt.Errorf("%w: a BareMetalHost named %s already exists in namespace %s", ErrConflict, spec.Name, ns)
+	} else if !apierrors.IsNotFound(err) {
+		return nil, m.kubeError(err, "look up host "+spec.Name)
+	}
+	if spec.BootMACAddress != "" {
+		hosts, err := m.List(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hosts {
+			if strings.EqualFold(h.BootMACAddress, spec.BootMACAddress) {
+				return nil, fmt.Errorf("%w: boot MAC address %s is already host %s's", ErrConflict, spec.BootMACAddress, h.Name)
+			}
+		}
+	}
+	secret := credentialsSecret(ns, spec)
+	if _, err := m.mc.Apply(ctx, mgmt.Owner{}, secret); err != nil {
+		return nil, m.kubeError(err, "store the BMC credentials of host "+spec.Name, pw)
+	}
+	created, err := m.mc.Apply(ctx, mgmt.Owner{}, bareMetalHost(ns, spec, addr))
+	if err != nil {
+		if _, derr := m.mc.Delete(ctx, "Secret", ns, secret.GetName()); derr != nil {
+			m.log.WarnContext(ctx, "could not remove the credentials of a failed enrollment", "host", spec.Name, "error", derr)
+		}
+		return nil, m.kubeError(err, "enroll host "+spec.Name, pw)
+	}
+	secret.SetOwnerReferences([]metav1.OwnerReference{{
+		APIVersion: created.GetAPIVersion(), Kind: kindBMH, Name: created.GetName(), UID: created.GetUID(),
+	}})
+	if _, err := m.mc.Apply(ctx, mgmt.Owner{}, secret); err != nil {
+		// Reconcile removes Secrets whose host is gone, so this only
+		// delays the clean-up.
+		m.log.WarnContext(ctx, "could not make the credentials Secret depend on its host", "host", spec.Name, "error", scrub(err.Error(), pw))
+	}
+	m.log.InfoContext(ctx, "host enrolled", "host", spec.Name, "uid", created.GetUID(), "bmc", addr.String())
+	return hostFromBMH(created), nil
+}
+
+func credentialsSecret(ns string, spec HostSpec) *unstructured.Unstructured {
+	enc := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	s := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+		"metadata": map[string]any{"name": credentialsSecretName(spec.Name), "namespace": ns,
+			"labels": map[string]any{labelHost: spec.Name}},
+		"data": map[string]any{"username": enc(spec.Credentials.Username), "password": enc(spec.Credentials.Password)},
+	}}
+	return s
+}
+
+func bareMetalHost(ns string, spec HostSpec, addr *Address) *unstructured.Unstructured {
+	bmc := map[string]any{"address": addr.String(), "credentialsName": credentialsSecretName(spec.Name)}
+	if spec.Credentials.DisableCertificateVerification {
+		bmc["disableCertificateVerification"] = true
+	}
+	s := map[string]any{
+		"online": true, "bmc": bmc, "bootMode": spec.BootMode, "automatedCleaningMode": spec.CleaningMode,
+	}
+	if spec.BootMACAddress != "" {
+		s["bootMACAddress"] = spec.BootMACAddress
+	}
+	if hints := rootDeviceHintsSpec(spec.RootDeviceHints); len(hints) > 0 {
+		s["rootDeviceHints"] = hints
+	}
+	labels := map[string]any{LabelResourceClass: NormalizeResourceClass(spec.ResourceClass)}
+	for k, v := range spec.Labels {
+		labels[k] = v
+	}
+	meta := map[string]any{"name": spec.Name, "namespace": ns, "labels": labels}
+	if spec.Credentials.Username != "" {
+		meta["annotations"] = map[string]any{annBMCUsername: spec.Credentials.Username}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{"kind": kindBMH, "metadata": meta, "spec": s}}
+}
+
+func rootDeviceHintsSpec(h *RootDeviceHints) map[string]any {
+	if h == nil {
+		return nil
+	}
+	out := map[string]any{}
+	for k, v := range map[string]string{"deviceName": h.DeviceName, "hctl": h.HCTL, "model": h.Model, "vendor": h.Vendor,
+		"serialNumber": h.SerialNumber, "wwn": h.WWN, "wwnWithExtension": h.WWNWithExtension, "wwnVendorExtension": h.WWNVendorExtension} {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	if h.MinSizeGigabytes > 0 {
+		out["minSizeGigabytes"] = int64(h.MinSizeGigabytes)
+	}
+	if h.Rotational != nil {
+		out["rotational"] = *h.Rotational
+	}
+	return out
+}
+
+// List implements Backend: every BareMetalHost of the namespace, the ones
+// Magnetite did not enroll included.
+func (m *Metal3) List(ctx context.Context) ([]*Host, error) {
+	items, err := m.mc.List(ctx, kindBMH, m.cfg.Namespace, "")
+	if err != nil {
+		return nil, m.kubeError(err, "list hosts")
+	}
+	out := make([]*Host, 0, len(items))
+	for i := range items {
+		out = append(out, hostFromBMH(&items[i]))
+	}
+	return out, nil
+}
+
+// bmh finds a BareMetalHost by name or UID.
+func (m *Metal3) bmh(ctx context.Context, ident string) (*unstructured.Unstructured, error) {
+	if ident == "" {
+		return nil, fmt.Errorf("%w: %q", ErrHostNotFound, ident)
+	}
+	if len(validation.IsDNS1123Subdomain(ident)) == 0 {
+		u, err := m.mc.Get(ctx, kindBMH, m.cfg.Namespace, ident)
+		if err == nil {
+			return u, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, m.kubeError(err, "find host "+ident)
+		}
+	}
+	items, err := m.mc.List(ctx, kindBMH, m.cfg.Namespace, "")
+	if err != nil {
+		return nil, m.kubeError(err, "find host "+ident)
+	}
+	for i := range items {
+		if string(items[i].GetUID()) == ident {
+			return &items[i], nil
+		}
+	}
+	return nil, fmt.Errorf("%w: no BareMetalHost %s in namespace %s", ErrHostNotFound, ident, m.cfg.Namespace)
+}
+
+// Get implements Backend.
+func (m *Metal3) Get(ctx context.Context, ident string) (*Host, error) {
+	u, err := m.bmh(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return hostFromBMH(u), nil
+}
+
+// patch merge-patches a BareMetalHost (null removes an annotation) as
+// Magnetite and returns the result.
+func (m *Metal3) patch(ctx context.Context, name string, p map[string]any, doing string) (*Host, error) {
+	r, err := m.mc.Resource(ctx, kindBMH)
+	if err != nil {
+		return nil, m.kubeError(err, doing)
+	}
+	body, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	out, err := m.dyn.Resource(r.GVR()).Namespace(m.cfg.Namespace).
+		Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: mgmt.FieldManager})
+	if err != nil {
+		return nil, m.kubeError(err, doing)
+	}
+	return hostFromBMH(out), nil
+}
+
+func annotations(kv ...any) map[string]any {
+	a := map[string]any{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		a[kv[i].(string)] = kv[i+1]
+	}
+	return map[string]any{"metadata": map[string]any{"annotations": a}}
+}
+
+// actionable finds a host that baremetal-operator currently manages.
+func (m *Metal3) actionable(ctx context.Context, ident, action string) (*Host, error) {
+	u, err := m.bmh(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	h := hostFromBMH(u)
+	switch {
+	case h.DeleteRequested:
+		return nil, fmt.Errorf("%w: host %s is being deleted", ErrConflict, h.Name)
+	case h.Detached:
+		return nil, fmt.Errorf("%w: host %s is detached, so baremetal-operator does not act on it; attach it before asking to %s it", ErrConflict, h.Name, action)
+	}
+	return h, nil
+}
+
+// Power implements Backend. Power follows spec.online (baremetal-operator
+// powers off softly and falls back to a hard power-off); reboots are the
+// reboot.metal3.io annotation, which baremetal-operator honours on
+// provisioned hosts and removes once the host is back on.
+func (m *Metal3) Power(ctx context.Context, ident string, action PowerAction) (*Host, error) {
+	h, err := m.actionable(ctx, ident, "power")
+	if err != nil {
+		return nil, err
+	}
+	var p map[string]any
+	switch action {
+	case PowerOn:
+		p = map[string]any{"spec": map[string]any{"online": true}}
+	case PowerOff, PowerSoftOff:
+		p = map[string]any{"spec": map[string]any{"online": false}}
+	case RebootHard, RebootSoft:
+		if h.BackendState != bmhProvisioned && h.BackendState != bmhExternallyProvisioned {
+			return nil, fmt.Errorf("%w: host %s is %s; Metal3 reboots provisioned hosts only: power it off and on instead", ErrConflict, h.Name, h.State)
+		}
+		mode := "hard"
+		if action == RebootSoft {
+			mode = "soft"
+		}
+		p = annotations(annReboot, `{"mode":"`+mode+`"}`)
+	default:
+		return nil, fmt.Errorf("%w: power action %q must be on, off, soft-off, reboot-hard or reboot-soft", ErrInvalidHost, action)
+	}
+	out, err := m.patch(ctx, h.Name, p, fmt.Sprintf("power %s host %s", action, h.Name))
+	if err == nil {
+		m.log.InfoContext(ctx, "host power change requested", "host", h.Name, "action", string(action))
+	}
+	return out, err
+}
+
+// Inspect implements Backend with the inspect.metal3.io annotation, which
+// baremetal-operator ignores unless the host is available: asking in
+// another state is refused here rather than silently dropped.
+func (m *Metal3) Inspect(ctx context.Context, ident string) (*Host, error) {
+	h, err := m.actionable(ctx, ident, "inspect")
+	if err != nil {
+		return nil, err
+	}
+	if h.BackendState != bmhAvailable {
+		return nil, fmt.Errorf("%w: host %s is %s; Metal3 re-inspects available hosts only", ErrConflict, h.Name, h.State)
+	}
+	return m.patch(ctx, h.Name, annotations(annInspect, ""), "inspect host "+h.Name)
+}
+
+// Provide implements Backend. baremetal-operator takes every host on to
+// available by itself and retries failed steps with backoff, so there is
+// nothing to ask for.
+func (m *Metal3) Provide(ctx context.Context, ident string) (*Host, error) {
+	h, err := m.Get(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("%w: host %s is %s; Metal3 moves hosts to available on its own and retries failed steps with backoff (error count %d), so there is nothing to provide",
+		ErrConflict, h.Name, h.State, h.ErrorCount)
+}
+
+// detachable are the states in which baremetal-operator honours the
+// detached annotation.
+var detachable = map[string]bool{bmhAvailable: true, bmhProvisioned: true, bmhExternallyProvisioned: true}
+
+// Detach implements Backend with the detached annotation: the host leaves
+// Ironic without being deprovisioned.
+func (m *Metal3) Detach(ctx context.Context, ident, reason string) (*Host, error) {
+	u, err := m.bmh(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	h := hostFromBMH(u)
+	if !detachable[h.BackendState] {
+		return nil, fmt.Errorf("%w: host %s is %s; Metal3 detaches available or provisioned hosts only", ErrConflict, h.Name, h.State)
+	}
+	if reason == "" {
+		reason = "no reason given"
+	}
+	out, err := m.patch(ctx, h.Name, annotations(annDetached, "", annDetachReason, reason), "detach host "+h.Name)
+	if err == nil {
+		m.log.InfoContext(ctx, "host detached", "host", h.Name, "reason", reason)
+	}
+	return out, err
+}
+
+// Attach implements Backend.
+func (m *Metal3) Attach(ctx context.Context, ident string) (*Host, error) {
+	u, err := m.bmh(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	out, err := m.patch(ctx, u.GetName(), annotations(annDetached, nil, annDetachReason, nil), "attach host "+u.GetName())
+	if err == nil {
+		m.log.InfoContext(ctx, "host attached", "host", u.GetName())
+	}
+	return out, err
+}
+
+// SetCleaningMode implements Backend through spec.automatedCleaningMode.
+func (m *Metal3) SetCleaningMode(ctx context.Context, ident, mode string) (*Host, error) {
+	if err := ValidateCleaningMode(mode); err != nil {
+		return nil, err
+	}
+	u, err := m.bmh(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	return m.patch(ctx, u.GetName(), map[string]any{"spec": map[string]any{"automatedCleaningMode": mode}},
+		"set the cleaning mode of host "+u.GetName())
+}
+
+// Delete implements Backend. baremetal-operator's finalizer keeps the
+// object while it deprovisions and cleans the host (as its cleaning mode
+// says); force detaches the host first, so it leaves Ironic without either.
+// The credentials Secret goes with the host (owner reference, and
+// Reconcile for clusters without a garbage collector).
+func (m *Metal3) Delete(ctx context.Context, ident string, force bool) (DeleteOutcome, *Host, error) {
+	u, err := m.bmh(ctx, ident)
+	if err != nil {
+		return Deleted, nil, err
+	}
+	name := u.GetName()
+	if force {
+		if _, err := m.patch(ctx, name, annotations(annDetached, `{"deleteAction":"delete"}`), "delete host "+name); err != nil {
+			return Deleted, nil, err
+		}
+	}
+	if _, err := m.mc.Delete(ctx, kindBMH, m.cfg.Namespace, name); err != nil {
+		return Deleted, nil, m.kubeError(err, "delete host "+name)
+	}
+	after, err := m.bmh(ctx, name)
+	if errors.Is(err, ErrHostNotFound) {
+		m.log.InfoContext(ctx, "host deleted", "host", name, "force", force)
+		return Deleted, nil, m.releaseCredentials(ctx, name)
+	}
+	if err != nil {
+		return Deleted, nil, err
+	}
+	m.log.InfoContext(ctx, "host deletion started; baremetal-operator deprovisions it first", "host", name, "force", force)
+	return DeleteStarted, hostFromBMH(after), nil
+}
+
+func (m *Metal3) releaseCredentials(ctx context.Context, host string) error {
+	if _, err := m.mc.Delete(ctx, "Secret", m.cfg.Namespace, credentialsSecretName(host)); err != nil {
+		return m.kubeError(err, "remove the BMC credentials of host "+host)
+	}
+	return nil
+}
+
+// Capacity implements Backend: the hosts labelled with the resource class.
+func (m *Metal3) Capacity(ctx context.Context, resourceClass string) (Capacity, error) {
+	c, err := m.CapacityMatching(ctx, map[string]string{LabelResourceClass: NormalizeResourceClass(resourceClass)})
+	c.ResourceClass = resourceClass
+	return c, err
+}
+
+// CapacityMatching counts the hosts carrying every selector label, as a
+// Metal3MachineTemplate's hostSelector picks them. A host is free when
+// Cluster API Provider Metal3 could claim it now: available, no consumer,
+// not detached, paused, failing or being deleted.
+func (m *Metal3) CapacityMatching(ctx context.Context, selector map[string]string) (Capacity, error) {
+	var c Capacity
+	items, err := m.mc.List(ctx, kindBMH, m.cfg.Namespace, k8slabels.SelectorFromSet(selector).String())
+	if err != nil {
+		return c, m.kubeError(err, "count hosts")
+	}
+	for i := range items {
+		u := &items[i]
+		h := hostFromBMH(u)
+		c.Total++
+		if h.Detached {
+			c.InMaintenance++
+		}
+		if h.Consumer != "" || h.State == StateProvisioned {
+			c.Deployed++
+		}
+		_, paused := u.GetAnnotations()[annPaused]
+		if h.BackendState == bmhAvailable && h.Consumer == "" && !h.Detached && !paused && !h.DeleteRequested &&
+			h.OperationalStatus != OperationalError {
+			c.Free++
+		}
+	}
+	return c, nil
+}
+
+// Reconcile implements Backend. baremetal-operator drives the hosts; what
+// is left to Magnetite is removing credentials Secrets whose host is gone
+// (the owner reference does it where a garbage collector runs).
+func (m *Metal3) Reconcile(ctx context.Context) error {
+	secrets, err := m.mc.List(ctx, "Secret", m.cfg.Namespace, mgmt.ManagedSelector+","+labelHost)
+	if err != nil {
+		return m.kubeError(err, "list host credentials")
+	}
+	var errs []error
+	for _, s := range secrets {
+		host := s.GetLabels()[labelHost]
+		if _, err := m.mc.Get(ctx, kindBMH, m.cfg.Namespace, host); !apierrors.IsNotFound(err) {
+			if err != nil {
+				errs = append(errs, m.kubeError(err, "look up host "+host))
+			}
+			continue
+		}
+		if _, err := m.mc.Delete(ctx, "Secret", m.cfg.Namespace, s.GetName()); err != nil {
+			errs = append(errs, m.kubeError(err, "remove the BMC credentials of deleted host "+host))
+			continue
+		}
+		m.log.InfoContext(ctx, "credentials of a deleted host removed", "host", host)
+	}
+	return errors.Join(errs...)
+}
+
+// kubeError maps a management-cluster error to the backend's sentinels,
+// with any password scrubbed from the message.
+func (m *Metal3) kubeError(err error, doing string, secrets ...string) error {
+	msg := err.Error()
+	for _, s := range secrets {
+		msg = scrub(msg, s)
+	}
+	switch {
+	case errors.Is(err, mgmt.ErrKindNotServed):
+		return fmt.Errorf("%w: could not %s: the management cluster does not serve BareMetalHost; install baremetal-operator's CRDs", ErrUnavailable, doing)
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("%w: could not %s: %s", ErrHostNotFound, doing, msg)
+	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+		return fmt.Errorf("%w: could not %s: %s", ErrConflict, doing, msg)
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+		return fmt.Errorf("%w: could not %s: the management cluster refused it: %s", ErrInvalidHost, doing, msg)
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
+		return fmt.Errorf("%w: could not %s: Magnetite's management-cluster credentials are not allowed to: %s", ErrUnavailable, doing, msg)
+	}
+	return fmt.Errorf("%w: could not %s: %s", ErrUnavailable, doing, msg)
+}
+
+// scrub masks a secret and its base64 form in a message.
+func scrub(msg, secret string) string {
+	if secret == "" {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, secret, PasswordMask)
+	return strings.ReplaceAll(msg, base64.StdEncoding.EncodeToString([]byte(secret)), PasswordMask)
+}
+
+// hostFromBMH is the inventory's view of a BareMetalHost, its status as
+// baremetal-operator last wrote it.
+func hostFromBMH(u *unstructured.Unstructured) *Host {
+	str := func(path ...string) string { s, _, _ := unstructured.NestedString(u.Object, path...); return s }
+	h := &Host{
+		ID: string(u.GetUID()), Name: u.GetName(), CreatedAt: u.GetCreationTimestamp().Time, TargetState: TargetAvailable,
+		BMCAddress: str("spec", "bmc", "address"), BootMACAddress: str("spec", "bootMACAddress"),
+		BootMode: str("spec", "bootMode"), CleaningMode: str("spec", "automatedCleaningMode"),
+		BackendState: str("status", "provisioning", "state"), OperationalStatus: str("status", "operationalStatus"),
+		ErrorType: str("status", "errorType"), ErrorMessage: str("status", "errorMessage"),
+		Labels: map[string]string{}, PowerState: "unknown",
+	}
+	if a, err := ParseBMCAddress(h.BMCAddress); err == nil {
+		h.HardwareType, h.BootMethod, h.NeedsProvisioningNetwork = a.HardwareType, a.BootMethod, a.NeedsProvisioningNetwork
+	}
+	if h.BootMode == "" {
+		h.BootMode = BootModeUEFI
+	}
+	if h.CleaningMode == "" {
+		h.CleaningMode = CleaningMetadata
+	}
+	for k, v := range u.GetLabels() {
+		switch {
+		case k == LabelResourceClass:
+			h.ResourceClass = v
+		case k == mgmt.LabelManagedBy:
+			h.Managed = v == mgmt.ManagedByValue
+		case !strings.HasPrefix(k, "magnetite.io/"):
+			h.Labels[k] = v
+		}
+	}
+	ann := u.GetAnnotations()
+	h.BMCUsername = ann[annBMCUsername]
+	if _, ok := ann[annDetached]; ok || h.OperationalStatus == OperationalDetached {
+		h.Detached, h.DetachedReason = true, ann[annDetachReason]
+	}
+	if on, found, _ := unstructured.NestedBool(u.Object, "status", "poweredOn"); found {
+		h.PowerState = map[bool]string{true: "on", false: "off"}[on]
+	}
+	if n, found, _ := unstructured.NestedInt64(u.Object, "status", "errorCount"); found {
+		h.ErrorCount = int(n)
+	}
+	if hints, ok, _ := unstructured.NestedMap(u.Object, "spec", "rootDeviceHints"); ok {
+		h.RootDeviceHints = rootDeviceHintsFrom(hints)
+	}
+	h.Hardware = bmhHardware(u, h.RootDeviceHints)
+	if t, err := metav1Time(str("status", "operationHistory", "inspect", "end")); err == nil && t != nil {
+		h.InspectedAt = t
+	}
+	if t, err := metav1Time(str("status", "lastUpdated")); err == nil && t != nil {
+		h.UpdatedAt = t
+	}
+	if kind := str("spec", "consumerRef", "kind"); kind != "" {
+		h.Consumer = kind + " " + str("spec", "consumerRef", "namespace") + "/" + str("spec", "consumerRef", "name")
+	}
+	h.State = metal3State(h.BackendState)
+	if u.GetDeletionTimestamp() != nil {
+		h.DeleteRequested, h.State = true, StateDeleting
+	}
+	return h
+}
+
+func metal3State(s string) string {
+	switch s {
+	case bmhNone, bmhRegistering:
+		return StateRegistering
+	case bmhUnmanaged:
+		return StateUnmanaged
+	case bmhInspecting:
+		return StateInspecting
+	case bmhMatchProfile, bmhPreparing:
+		return StatePreparing
+	case bmhReady, bmhAvailable:
+		return StateAvailable
+	case bmhProvisioning:
+		return StateProvisioning
+	case bmhProvisioned, bmhExternallyProvisioned:
+		return StateProvisioned
+	case bmhDeprovisioning:
+		return StateDeprovisioning
+	case bmhPoweringOffForDelete, bmhDeleting:
+		return StateDeleting
+	}
+	return StateUnknown
+}
+
+func rootDeviceHintsFrom(m map[string]any) *RootDeviceHints {
+	s := func(k string) string { v, _ := m[k].(string); return v }
+	h := &RootDeviceHints{DeviceName: s("deviceName"), HCTL: s("hctl"), Model: s("model"), Vendor: s("vendor"),
+		SerialNumber: s("serialNumber"), WWN: s("wwn"), WWNWithExtension: s("wwnWithExtension"), WWNVendorExtension: s("wwnVendorExtension")}
+	if n, ok := m["minSizeGigabytes"].(int64); ok {
+		h.MinSizeGigabytes = int(n)
+	}
+	if r, ok := m["rotational"].(bool); ok {
+		h.Rotational = &r
+	}
+	return h
+}
+
+// bmhHardware summarises status.hardware. The local disk is the root
+// device hint's disk when it names one, else the smallest disk of at least
+// 4 GiB, which is the disk Ironic picks without hints.
+func bmhHardware(u *unstructured.Unstructured, hints *RootDeviceHints) *HostHardware {
+	hw, ok, _ := unstructured.NestedMap(u.Object, "status", "hardware")
+	if !ok {
+		return nil
+	}
+	out := &HostHardware{}
+	out.CPUArch, _, _ = unstructured.NestedString(hw, "cpu", "arch")
+	if n, ok, _ := unstructured.NestedInt64(hw, "cpu", "count"); ok {
+		out.CPUCount = int(n)
+	}
+	if n, ok, _ := unstructured.NestedInt64(hw, "ramMebibytes"); ok {
+		out.MemoryMiB = int(n)
+	}
+	disks, _, _ := unstructured.NestedSlice(hw, "storage")
+	type disk struct {
+		name string
+		size int64
+	}
+	var ds []disk
+	for _, d := range disks {
+		dm, _ := d.(map[string]any)
+		size, _ := dm["sizeBytes"].(int64)
+		name, _ := dm["name"].(string)
+		ds = append(ds, disk{name, size})
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i].size < ds[j].size })
+	for _, d := range ds {
+		if hints != nil && hints.DeviceName != "" {
+			if d.name == hints.DeviceName {
+				out.LocalDiskGiB = int(d.size >> 30)
+			}
+			continue
+		}
+		if d.size >= 4<<30 {
+			out.LocalDiskGiB = int(d.size >> 30)
+			break
+		}
+	}
+	if *out == (HostHardware{}) {
+		return nil
+	}
+	return out
+}
+
+func metav1Time(s string) (*time.Time, error) {
+	if s == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
