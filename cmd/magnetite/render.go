@@ -14,6 +14,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/inmemory"
+	"github.com/magnetite-io/magnetite/internal/driver/capi/metal3"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
 	"github.com/magnetite-io/magnetite/internal/labels"
 	"github.com/magnetite-io/magnetite/internal/model"
@@ -21,7 +22,7 @@ import (
 
 // newDriverRegistry returns Magnetite's drivers: the Cluster API driver
 // for OpenStack, chosen by (server_type, os_distro, coe), and the in-memory
-// one, chosen only by a template's driver field.
+// and Metal3 ones, chosen only by a template's driver field.
 func newDriverRegistry() (*driver.Registry, error) {
 	return driverRegistry(capi.Options{})
 }
@@ -32,6 +33,9 @@ func driverRegistry(opts capi.Options) (*driver.Registry, error) {
 		return nil, err
 	}
 	if err := r.RegisterExplicit(inmemory.New(opts)); err != nil {
+		return nil, err
+	}
+	if err := r.RegisterExplicit(metal3.New(opts, metal3.Options{})); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -128,7 +132,7 @@ provides; warnings also go to standard error.`,
 	f.StringVar(&templateFile, "template", "", "cluster template file, YAML or JSON (- for standard input)")
 	f.StringVar(&clusterFile, "cluster", "", "cluster file with its node groups, YAML or JSON")
 	f.StringVar(&factsFile, "facts", "", "cloud facts file: flavors, images, networks")
-	f.StringVar(&driverName, "driver", "", "driver to use instead of the template's (capi-openstack, capi-inmemory)")
+	f.StringVar(&driverName, "driver", "", "driver to use instead of the template's (capi-openstack, capi-inmemory, capi-metal3)")
 	f.StringVar(&namespace, "namespace", "magnetite-system", "management-cluster namespace of the objects")
 	f.IntVar(&bootVolume, "boot-volume-size", 0, "default root volume size in GiB for VM node groups without a boot_volume_size label")
 	f.BoolVar(&preview, "preview", false, "also print the templates Cluster API derives for each machine group")

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/labels"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -32,10 +33,6 @@ const (
 // Metal3 hosts (capi-metal3): every node group is bare metal, and hosts are
 // picked by the node group's host_selector label.
 const Metal3DriverName = "capi-metal3"
-
-// hostSelectorLabel is the node-group label whose key=value pairs a
-// Metal3 host must carry.
-const hostSelectorLabel = "host_selector"
 
 // Growth is a node group that is created or grows, and by how many nodes.
 type Growth struct {
@@ -185,7 +182,7 @@ func (cc *CapacityCheck) demandOf(ctx context.Context, req CapacityRequest, ng *
 		l = c.Labels
 	}
 	if ct.Driver != nil && *ct.Driver == Metal3DriverName {
-		return &demand{selector: parseSelector(l[hostSelectorLabel])}, nil
+		return &demand{selector: parseSelector(l[labels.HostSelector])}, nil
 	}
 	ref := flavorOf(ct, c, ng)
 	if cc.Flavors != nil && ref != "" {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
+	"net/url"
 	"regexp"
 	"sort"
 	"strconv"
@@ -141,6 +143,61 @@ func checkHostOrIP(s string) error {
 	return errors.New("not a host name or IP")
 }
 
+var (
+	ifaceRE        = regexp.MustCompile(`^[A-Za-z0-9._-]{1,15}$`)
+	hexDigestRE    = regexp.MustCompile(`^[0-9a-fA-F]{32,128}$`)
+	labelKeyRE     = regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
+	labelValueRE   = regexp.MustCompile(`^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$`)
+	nodeGroupIdxRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*:[0-9]{1,6}$`)
+)
+
+func checkHTTPURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("not an http(s) URL")
+	}
+	return nil
+}
+
+func checkChecksum(s string) error {
+	if hexDigestRE.MatchString(s) {
+		return nil
+	}
+	return checkHTTPURL(s)
+}
+
+// checkSelectorTerm checks one key=value of a host selector.
+func checkSelectorTerm(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || !labelKeyRE.MatchString(k) || !labelValueRE.MatchString(v) {
+		return errors.New("not key=value")
+	}
+	return nil
+}
+
+// checkPoolRange checks START-END (one family, START <= END) or a CIDR.
+func checkPoolRange(s string) error {
+	if strings.Contains(s, "/") {
+		return checkCIDR(s)
+	}
+	a, b, ok := strings.Cut(s, "-")
+	start, err1 := netip.ParseAddr(a)
+	end, err2 := netip.ParseAddr(b)
+	if !ok || err1 != nil || err2 != nil || start.Is4() != end.Is4() || end.Less(start) {
+		return errors.New("not a range")
+	}
+	return nil
+}
+
+// checkPreallocation checks NODEGROUP:INDEX=IP.
+func checkPreallocation(s string) error {
+	k, ip, ok := strings.Cut(s, "=")
+	if !ok || !nodeGroupIdxRE.MatchString(k) || ipCheck(ip) != nil {
+		return errors.New("not NODEGROUP:INDEX=IP")
+	}
+	return nil
+}
+
 // Constructors for the common label shapes keep the table readable.
 func boolLabel(name, def string, scope Scope, desc string) Label {
 	return Label{Name: name, Type: TypeBool, Default: def, Scope: scope, Description: desc, Form: "true or false"}
@@ -205,6 +262,22 @@ const (
 	NodeUnhealthyTimeout         = "node_unhealthy_timeout"
 	ServerType                   = "server_type"
 	RolloutMaxSurge              = "rollout_max_surge"
+
+	// Labels of clusters on Metal3 hosts (driver capi-metal3).
+	HostSelector          = "host_selector"
+	HostInterface         = "host_interface"
+	NodeReuse             = "node_reuse"
+	AutomatedCleaningMode = "automated_cleaning_mode"
+	ImageURL              = "image_url"
+	ImageChecksum         = "image_checksum"
+	ImageChecksumType     = "image_checksum_type"
+	ImageFormat           = "image_format"
+	APIVIP                = "api_vip"
+	KubeVIPTag            = "kube_vip_tag"
+	IPPoolRanges          = "ip_pool_ranges"
+	IPPoolPrefix          = "ip_pool_prefix"
+	IPPoolGateway         = "ip_pool_gateway"
+	IPPoolPreallocations  = "ip_pool_preallocations"
 )
 
 // schema is every label Magnetite understands, in documentation order.
@@ -291,6 +364,40 @@ var schema = []Label{
 	{Name: RolloutMaxSurge, Type: TypeInt, DefaultDoc: "1 for VMs, 0 for bare metal (no spare host needed)", Scope: ScopeNodeGroup,
 		Description: "Extra machines a rolling update may create; 0 replaces machines one at a time in place.",
 		Form:        "a whole number >= 0", Check: intRange(0, 100)},
+	{Name: HostSelector, Type: TypeList, DefaultDoc: "any available host", Scope: ScopeNodeGroup,
+		Description: "Metal3: labels a node group's BareMetalHosts must carry (the Metal3MachineTemplate's hostSelector); the capacity check counts the free hosts that match.",
+		Form:        "comma-separated key=value Kubernetes labels such as rack=r1,pool=gpu", Elem: checkSelectorTerm},
+	{Name: HostInterface, Type: TypeString, DefaultDoc: "none: nodes take their address by DHCP", Scope: ScopeNodeGroup,
+		Description: "Metal3: the host NIC (as inspection named it, e.g. enp1s0) that gets the node's address from the IP pool, and that kube-vip announces the API address on.",
+		Form:        "a network interface name of up to 15 letters, digits, '.', '_' or '-'", Check: checkRE(ifaceRE)},
+	boolLabel(NodeReuse, "false", ScopeCluster,
+		"Metal3: give a rolling update's new machine the host the old one left (nodeReuse), keeping local data; needs in-place rollouts (rollout_max_surge=0, 3 or more control plane nodes)."),
+	{Name: AutomatedCleaningMode, Type: TypeEnum, DefaultDoc: "each host's own mode", Scope: ScopeNodeGroup,
+		Description: "Metal3: wipe disk metadata when a host is first provisioned and on every deprovisioning (metadata), or never (disabled).",
+		Enum:        []string{"metadata", "disabled"}},
+	{Name: ImageURL, Type: TypeString, DefaultDoc: "image_id when it is an http(s) URL", Scope: ScopeCluster,
+		Description: "Metal3: URL of the disk image written to the hosts.", Form: "an http:// or https:// URL", Check: checkHTTPURL},
+	{Name: ImageChecksum, Type: TypeString, Scope: ScopeCluster,
+		Description: "Metal3: checksum of image_url, or the URL of a checksum file that lists it.",
+		Form:        "a hex digest or an http(s) URL", Check: checkChecksum},
+	{Name: ImageChecksumType, Type: TypeEnum, Default: "sha256", Scope: ScopeCluster,
+		Description: "Metal3: algorithm of image_checksum.", Enum: []string{"md5", "sha256", "sha512"}},
+	{Name: ImageFormat, Type: TypeEnum, DefaultDoc: "detected by Ironic", Scope: ScopeCluster,
+		Description: "Metal3: format of the disk image.", Enum: []string{"raw", "qcow2", "vdi", "vmdk", "live-iso"}},
+	{Name: APIVIP, Type: TypeIP, DefaultDoc: "the first address of ip_pool_ranges that is not the gateway (kept out of the pool)", Scope: ScopeCluster,
+		Description: "Metal3: the Kubernetes API address, announced by kube-vip from the control plane nodes (no cloud load balancer).",
+		Form:        "an IP address", Check: ipCheck},
+	versionLabel(KubeVIPTag, "v0.8.9", "", ScopeTemplate, "Metal3: kube-vip version of the control plane's API address."),
+	{Name: IPPoolRanges, Type: TypeList, DefaultDoc: "no pool: DHCP, or the IPPool named in the driver's configuration", Scope: ScopeCluster,
+		Description: "Metal3: node addresses, given out by IPAM from an IPPool of the cluster: ranges START-END and subnets CIDR, used in order.",
+		Form:        "comma-separated START-END ranges or CIDR subnets such as 192.168.111.20-192.168.111.60,192.168.112.0/26", Elem: checkPoolRange},
+	{Name: IPPoolPrefix, Type: TypeInt, DefaultDoc: "the subnet's prefix", Scope: ScopeCluster,
+		Description: "Metal3: prefix length of the node addresses.", Form: "a whole number from 1 to 128", Check: intRange(1, 128)},
+	{Name: IPPoolGateway, Type: TypeIP, Scope: ScopeCluster,
+		Description: "Metal3: default gateway of the node addresses.", Form: "an IP address", Check: ipCheck},
+	{Name: IPPoolPreallocations, Type: TypeList, Scope: ScopeCluster,
+		Description: "Metal3: fixed addresses for a node group's machines by index (the index IPAM gives the node group's n-th data).",
+		Form:        "comma-separated NODEGROUP:INDEX=IP such as default-master:0=192.168.111.20", Elem: checkPreallocation},
 }
 
 var byName = func() map[string]*Label {

@@ -47,15 +47,15 @@ func (n classNames) workerBootstrap() string { return n.base + "-worker-bootstra
 // buildClass renders the ClusterClass of an infrastructure and operating
 // system. Its name ends with a hash of its content, so any change to it
 // yields a new class and live clusters keep theirs until moved.
-func (d *Driver) buildClass(os OSProfile) (*class, error) {
+func (d *Driver) buildClass(os OSProfile, variant string) (*class, error) {
 	v := d.opts.APIVersions
-	tmpl := d.infra.ClassTemplates(os, v)
+	tmpl := d.classTemplates(os, v, variant)
 	refs := ClassRefs{Versions: v, InfraClusterKind: tmpl.ClusterKind, InfraMachineKind: tmpl.MachineKind}
 	for _, st := range workerClasses {
 		refs.WorkerClasses = append(refs.WorkerClasses, string(st))
 	}
 	build := func(n classNames) []map[string]any {
-		return d.classObjects(os, tmpl, refs, n)
+		return withMachineTemplateFields(d.classObjects(os, tmpl, refs, n), tmpl)
 	}
 	// Hash the content with an empty base name, then name everything.
 	content, err := json.Marshal(build(classNames{}))

@@ -42,7 +42,7 @@ func (d *Driver) buildCluster(p *Plan, cl *class) map[string]any {
 		"controlPlane": map[string]any{
 			"replicas":    int64(cp.Replicas),
 			"metadata":    map[string]any{"labels": groupLabels(cp)},
-			"healthCheck": healthCheck(p, cp),
+			"healthCheck": d.withRemediation(p, cp, healthCheck(p, cp)),
 		},
 		"variables": d.topologyVariables(p),
 	}
@@ -96,7 +96,7 @@ func (d *Driver) machineDeployment(p *Plan, g *Group) map[string]any {
 		"metadata": map[string]any{
 			"labels": groupLabels(g),
 		},
-		"healthCheck": healthCheck(p, g),
+		"healthCheck": d.withRemediation(p, g, healthCheck(p, g)),
 		"rollout":     map[string]any{"strategy": rollout(g)},
 	}
 	if g.AvailabilityZone != "" {
@@ -152,7 +152,7 @@ func (d *Driver) topologyVariables(p *Plan) []any {
 	vars := map[string]any{
 		varClusterConfiguration: d.clusterConfiguration(p),
 		varFiles:                files(p, false),
-		varControlPlaneFiles:    files(p, true),
+		varControlPlaneFiles:    d.controlPlaneFiles(p),
 		varControlPlaneRollout:  controlPlaneRollout(p),
 	}
 	for k, v := range d.infra.ClusterVariables(p) {

@@ -17,7 +17,7 @@ type Driver struct {
 	planner planner
 	// classes caches the ClusterClass per operating system: it depends
 	// only on the driver's configuration.
-	classes sync.Map // os name -> *class
+	classes sync.Map // os name/class variant -> *class
 }
 
 // New returns the driver rendering onto infra.
@@ -50,7 +50,7 @@ func (d *Driver) Provides() []driver.Key {
 
 // Render validates the request and renders the cluster's objects, in apply
 // order: the ClusterClass's templates and the ClusterClass, the addons,
-// then the Cluster.
+// the infrastructure's own objects (ClusterExtras), then the Cluster.
 func (d *Driver) Render(req driver.Request) (*driver.Result, error) {
 	if err := d.opts.APIVersions.check(); err != nil {
 		return nil, err
@@ -59,7 +59,7 @@ func (d *Driver) Render(req driver.Request) (*driver.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := d.class(p.OS)
+	cl, err := d.class(p.OS, d.classVariant(p))
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (d *Driver) Render(req driver.Request) (*driver.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw := append(addons, d.buildCluster(p, cl))
+	raw := append(append(addons, d.clusterObjects(p)...), d.buildCluster(p, cl))
 	res := &driver.Result{Warnings: p.Warnings, Secrets: d.secrets(p)}
 	for _, o := range cl.encoded {
 		o = o.DeepCopy()
@@ -89,11 +89,12 @@ func (d *Driver) Render(req driver.Request) (*driver.Result, error) {
 	return res, nil
 }
 
-func (d *Driver) class(os OSProfile) (*class, error) {
-	if c, ok := d.classes.Load(os.Name); ok {
+func (d *Driver) class(os OSProfile, variant string) (*class, error) {
+	key := os.Name + "/" + variant
+	if c, ok := d.classes.Load(key); ok {
 		return c.(*class), nil
 	}
-	c, err := d.buildClass(os)
+	c, err := d.buildClass(os, variant)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +105,7 @@ func (d *Driver) class(os OSProfile) (*class, error) {
 		}
 		c.encoded = append(c.encoded, u)
 	}
-	d.classes.Store(os.Name, c)
+	d.classes.Store(key, c)
 	return c, nil
 }
 

@@ -54,6 +54,10 @@ type ClassTemplates struct {
 	// control plane's, and the workers' per server type.
 	ControlPlaneMachineSpec map[string]any
 	WorkerMachineSpecs      map[model.ServerType]map[string]any
+	// MachineTemplateFields are set in the spec of every machine template
+	// beside spec.template (CAPM3's nodeReuse); Cluster API patches only
+	// spec.template.spec, so they vary by class variant (ClassVariants).
+	MachineTemplateFields map[string]any
 }
 
 // ClassRefs name the templates of a ClusterClass, for patch selectors.
