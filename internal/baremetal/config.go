@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/config"
+	"github.com/magnetite-io/magnetite/internal/mgmt"
 )
 
 // Settings are the [baremetal] options that are not the backend's own.
@@ -65,7 +66,7 @@ func FromConfig(cfg *config.Config, log *slog.Logger) (Backend, Settings, error)
 	case "none", "":
 		return nil, s, nil
 	case "metal3":
-		return nil, s, bad("backend", "is not available in this build yet; use ironic or none")
+		return metal3FromConfig(cfg, s, log)
 	case "ironic":
 	default:
 		return nil, s, bad("backend", "must be none, ironic or metal3")
@@ -94,6 +95,24 @@ func FromConfig(cfg *config.Config, log *slog.Logger) (Backend, Settings, error)
 		FakeHardware: fake, DeployKernel: opt("deploy_kernel"), DeployRamdisk: opt("deploy_ramdisk"),
 		DefaultResourceClass: opt("default_resource_class"), Log: log,
 	})
+	if err != nil {
+		return nil, s, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "baremetal: "))
+	}
+	return b, s, nil
+}
+
+func metal3FromConfig(cfg *config.Config, s Settings, log *slog.Logger) (Backend, Settings, error) {
+	if rc := cfg.String("baremetal", "default_resource_class"); !resourceClassRe.MatchString(rc) {
+		return nil, s, fmt.Errorf("config: [baremetal] default_resource_class = %q must be 1 to 80 letters, digits, '.', '_' or '-'", rc)
+	}
+	opts := mgmt.OptionsFromConfig(cfg)
+	opts.Log = log
+	mc, err := mgmt.New(opts)
+	if err != nil {
+		return nil, s, fmt.Errorf("config: [baremetal] backend = metal3 needs the management cluster: %w", err)
+	}
+	b, err := NewMetal3(Metal3Config{Client: mc, Namespace: cfg.String("baremetal", "metal3_namespace"),
+		DefaultResourceClass: cfg.String("baremetal", "default_resource_class"), Log: log})
 	if err != nil {
 		return nil, s, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "baremetal: "))
 	}
