@@ -20,6 +20,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/config"
+	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/logging"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
@@ -128,9 +129,21 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 	if err != nil {
 		return err
 	}
-	drivers, err := newDriverRegistry()
+	drivers, err := driverRegistry(capi.Options{}, cfg.String("conductor", "infrastructure"))
 	if err != nil {
 		return err
+	}
+	host := cfg.String("DEFAULT", "host")
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	cond, err := startConductor(ctx, cfg, st, drivers, host, log)
+	if err != nil {
+		return err
+	}
+	var onQueued func()
+	if cond != nil {
+		onQueued = cond.Notify
 	}
 	handler := api.New(api.Options{
 		Store: st, Auth: authn, Policy: policy, Log: log,
@@ -145,6 +158,7 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 		ValidateLabels:                validateLabels,
 		Hosts:                         hosts,
 		CheckCapacity:                 capacity.Check,
+		OnQueued:                      onQueued,
 	})
 
 	ln, err := net.Listen("tcp", cfg.String("api", "listen"))
@@ -152,10 +166,6 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 		return fmt.Errorf("listen on %s: %w", cfg.String("api", "listen"), err)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
-	host := cfg.String("DEFAULT", "host")
-	if host == "" {
-		host, _ = os.Hostname()
-	}
 	go reportAlive(ctx, st, log, host, "magnetite-api", cfg.Duration("services", "report_interval"))
 	if hosts != nil {
 		go baremetal.Run(ctx, hosts, bmSettings.ReconcileInterval, log)

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"net/http"
+	"reflect"
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/apitypes"
@@ -175,14 +176,21 @@ func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request) error {
 		// The whole cluster moves to the new template; node groups still
 		// on the old template's image follow it.
 		c.ClusterTemplateID = ct.UUID
+		c.Labels = rebaseLabels(c.Labels, cur.Labels, ct.Labels)
 		for _, g := range ngs[c.UUID] {
-			if g.ImageID != nil && *g.ImageID == cur.ImageID {
+			labels := rebaseLabels(g.Labels, cur.Labels, ct.Labels)
+			sameImage := g.ImageID != nil && *g.ImageID == cur.ImageID
+			if !sameImage && reflect.DeepEqual(labels, g.Labels) {
+				continue
+			}
+			if sameImage {
 				img := ct.ImageID
 				g.ImageID = &img
-				g.Status = nextStatus(g.Status)
-				g.UpdatedAt = &t
-				ch.NodeGroups = append(ch.NodeGroups, g)
 			}
+			g.Labels = labels
+			g.Status = nextStatus(g.Status)
+			g.UpdatedAt = &t
+			ch.NodeGroups = append(ch.NodeGroups, g)
 		}
 	} else {
 		img := ct.ImageID
@@ -204,4 +212,18 @@ func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusAccepted, apitypes.ClusterID{UUID: c.UUID})
 	return nil
+}
+
+// rebaseLabels moves labels inherited from the old template to the new
+// template's values (kube_tag above all: that is what an upgrade changes),
+// keeping every label the cluster or node group set itself.
+func rebaseLabels(own, oldTemplate, newTemplate map[string]string) map[string]string {
+	out := copyLabels(newTemplate)
+	for k, v := range own {
+		if ov, inherited := oldTemplate[k]; inherited && ov == v {
+			continue // the new template's value (or its absence) stands
+		}
+		out[k] = v
+	}
+	return out
 }

@@ -83,6 +83,9 @@ func (s *Server) applyClusterChange(r *http.Request, before model.Status, ch sto
 	if ch.Cluster == nil || ch.Operation == nil {
 		return nil
 	}
+	if s.opts.OnQueued != nil {
+		s.opts.OnQueued()
+	}
 	c, op := ch.Cluster, ch.Operation
 	ev := model.ClusterEvent{
 		ClusterID: c.UUID, ProjectID: c.ProjectID, Kind: model.EventOperation, Status: c.Status,

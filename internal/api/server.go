@@ -55,6 +55,9 @@ type Options struct {
 	// when a cluster create does not set create_timeout.
 	DefaultCreateTimeout          int
 	DefaultBareMetalCreateTimeout int
+	// OnQueued is called after a request queued an operation, to wake a
+	// conductor running in the same process.
+	OnQueued func()
 	// ValidateLabels checks a cluster's merged labels against the typed label
 	// schema; nil accepts any labels.
 	ValidateLabels func(ct *model.ClusterTemplate, labels map[string]string) error
@@ -235,23 +238,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(rec, withoutTrailingSlash(r))
 }
 
-// withoutTrailingSlash lets /v1/clusters/X/nodegroups/ reach the same
-// handler as /v1/clusters/X/nodegroups: magnumclient addresses node group
-// collections with the slash, and Magnum's router accepts both forms.
-func withoutTrailingSlash(r *http.Request) *http.Request {
-	p := r.URL.Path
-	if len(p) <= len("/v1/") || !strings.HasSuffix(p, "/") {
-		return r
-	}
-	r2 := new(http.Request)
-	*r2 = *r
-	r2.URL = new(url.URL)
-	*r2.URL = *r.URL
-	r2.URL.Path = strings.TrimSuffix(p, "/")
-	r2.URL.RawPath = strings.TrimSuffix(r.URL.RawPath, "/")
-	return r2
-}
-
 // publicRoute reports the paths served without authentication, as Magnum's
 // public_api_routes: the version documents.
 func publicRoute(p string) bool { return p == "/v1" || p == "/v1/" }
@@ -280,6 +266,23 @@ func (s *Server) refuseCaller(w http.ResponseWriter, r *http.Request, err error)
 	}
 	s.writeError(w, r, &apiError{Status: http.StatusUnauthorized, Title: "Unauthorized",
 		Detail: "The request you have made requires authentication: " + err.Error()})
+}
+
+// withoutTrailingSlash lets /v1/clusters/X/nodegroups/ reach the same
+// handler as /v1/clusters/X/nodegroups: magnumclient addresses node group
+// collections with the slash, and Magnum's router accepts both forms.
+func withoutTrailingSlash(r *http.Request) *http.Request {
+	p := r.URL.Path
+	if len(p) <= len("/v1/") || !strings.HasSuffix(p, "/") {
+		return r
+	}
+	r2 := new(http.Request)
+	*r2 = *r
+	r2.URL = new(url.URL)
+	*r2.URL = *r.URL
+	r2.URL.Path = strings.TrimSuffix(p, "/")
+	r2.URL.RawPath = strings.TrimSuffix(r.URL.RawPath, "/")
+	return r2
 }
 
 func requestID(ctx context.Context) string { return logging.RequestID(ctx) }
@@ -327,12 +330,13 @@ func (s *Server) authorize(r *http.Request, action string, target *auth.Target) 
 	return s.opts.Policy.Authorize(identity(r), action, target)
 }
 
-// isAdmin asks the policy whether the caller sees every project's objects.
+// isAdmin asks the policy whether the caller is an administrator.
 func (s *Server) isAdmin(r *http.Request) bool {
 	return s.opts.Policy.IsAdmin(identity(r))
 }
 
 // scope is the project filter for the caller: admins see every project.
 func (s *Server) scope(r *http.Request) store.Scope {
-	return store.Scope{ProjectID: identity(r).ProjectID, AllProjects: s.isAdmin(r)}
+	id := identity(r)
+	return store.Scope{ProjectID: id.ProjectID, AllProjects: s.isAdmin(r)}
 }

@@ -36,11 +36,12 @@ func Decide(c *model.Cluster, ngs []*model.NodeGroup, s Snapshot, pending bool, 
 		nc.HealthStatus = &h
 		nc.HealthStatusReason = s.HealthReasons
 	}
+	converged := s.Converged() && s.ObservedGeneration >= c.AppliedGeneration && sizesMatch(ngs, s)
 	var reason string
 	switch nc.Status {
 	case model.CreateInProgress, model.UpdateInProgress:
 		switch {
-		case !pending && s.Converged():
+		case !pending && converged:
 			if nc.Status == model.CreateInProgress {
 				nc.Status, reason = model.CreateComplete, "Cluster API reports the cluster available with every node ready"
 			} else {
@@ -77,7 +78,7 @@ func Decide(c *model.Cluster, ngs []*model.NodeGroup, s Snapshot, pending bool, 
 		if present {
 			g.NodeAddresses = nonNil(st.Addresses)
 		}
-		if g.Status.InProgress() && g.Status != model.DeleteInProgress && present && st.Settled() && !pending && s.TopologyCurrent {
+		if g.Status.InProgress() && g.Status != model.DeleteInProgress && present && st.Settled() && !pending && converged {
 			if g.Status == model.CreateInProgress {
 				g.Status = model.CreateComplete
 			} else {
@@ -142,4 +143,23 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return slices.Clone(s)
+}
+
+// sizesMatch reports whether Cluster API's desired sizes are the stored
+// ones; right after an apply the watch cache may still hold the old
+// objects. Autoscaled groups are sized by the autoscaler.
+func sizesMatch(ngs []*model.NodeGroup, s Snapshot) bool {
+	for _, ng := range ngs {
+		if ng.Status == model.DeleteInProgress || ng.Labels["auto_scaling_enabled"] == "true" {
+			continue
+		}
+		st, ok := s.NodeGroups[ng.Name]
+		if ng.Role == model.RoleMaster {
+			st, ok = s.ControlPlane, s.ControlPlane.Present
+		}
+		if !ok || st.Desired != ng.NodeCount {
+			return false
+		}
+	}
+	return true
 }

@@ -91,8 +91,14 @@ func (c *Conductor) reconcile(ctx context.Context, op *model.Operation) error {
 				return permanentf("%v", err)
 			}
 		}
-		if _, err := c.mc.Apply(ctx, sc.owner, obj); err != nil {
+		applied, err := c.mc.Apply(ctx, sc.owner, obj)
+		if err != nil {
 			return classifyApplyError(err)
+		}
+		if obj.GetKind() == "Cluster" {
+			if err := c.recordAppliedGeneration(ctx, sc.cluster.UUID, applied.GetGeneration()); err != nil {
+				return err
+			}
 		}
 	}
 	if len(res.Warnings) > 0 {
@@ -295,6 +301,22 @@ func classifyApplyError(err error) error {
 		if strings.Contains(msg, s) {
 			return permanentf("the management cluster refused the cluster's objects: %s", msg)
 		}
+	}
+	return err
+}
+
+// recordAppliedGeneration remembers which Cluster generation carries the
+// latest desired state, so status waits until Cluster API has observed it.
+func (c *Conductor) recordAppliedGeneration(ctx context.Context, clusterUUID string, gen int64) error {
+	_, err := c.st.UpdateClusterStatus(ctx, clusterUUID, func(cl *model.Cluster, _ []*model.NodeGroup) ([]*model.NodeGroup, bool) {
+		if cl.AppliedGeneration == gen {
+			return nil, false
+		}
+		cl.AppliedGeneration = gen
+		return nil, true
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
 	}
 	return err
 }

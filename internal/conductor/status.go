@@ -35,10 +35,16 @@ type Snapshot struct {
 	// TopologyCurrent is true when Cluster API has reconciled the latest
 	// generation of the Cluster's topology.
 	TopologyCurrent bool
-	APIAddress      string
-	Version         string
-	ControlPlane    GroupState
-	NodeGroups      map[string]GroupState
+	// ObservedGeneration is the Cluster generation Cluster API last acted on.
+	ObservedGeneration int64
+	APIAddress         string
+	// DesiredVersion is the topology's Kubernetes version; VersionsMatch
+	// says whether the control plane and every machine deployment run it.
+	DesiredVersion string
+	VersionsMatch  bool
+	Version        string
+	ControlPlane   GroupState
+	NodeGroups     map[string]GroupState
 	// Problem is the most specific current failure, quoting the Cluster API
 	// condition reason and message.
 	Problem       string
@@ -49,7 +55,7 @@ type Snapshot struct {
 // Converged reports whether Cluster API has reached the desired shape:
 // available, topology reconciled, every group ready and up to date.
 func (s Snapshot) Converged() bool {
-	if !s.Exists || s.Deleting || !s.Available || !s.TopologyCurrent || !s.ControlPlane.Settled() {
+	if !s.Exists || s.Deleting || !s.Available || !s.TopologyCurrent || !s.VersionsMatch || !s.ControlPlane.Settled() {
 		return false
 	}
 	for _, g := range s.NodeGroups {
@@ -80,6 +86,7 @@ func Summarize(obs Observed, groupOf func(labels map[string]string) string) Snap
 	gen, _ := nestedInt(c, "metadata", "generation")
 	observedGen, _ := nestedInt(c, "status", "observedGeneration")
 	topo, hasTopo := findCondition(c, conditionTopology)
+	s.ObservedGeneration = int64(observedGen)
 	s.TopologyCurrent = observedGen >= gen && (!hasTopo || (topo.Status == "True"))
 	if host := nestedString(c, "spec", "controlPlaneEndpoint", "host"); host != "" {
 		port, _ := nestedInt(c, "spec", "controlPlaneEndpoint", "port")
@@ -98,6 +105,13 @@ func Summarize(obs Observed, groupOf func(labels map[string]string) string) Snap
 		s.Version = nestedString(cp, "status", "version")
 		if c, ok := falseCondition(cp, conditionAvailable, "MachinesReady"); ok {
 			s.ControlPlane.Problem = "control plane " + c.String()
+		}
+	}
+	s.DesiredVersion = nestedString(c, "spec", "topology", "version")
+	s.VersionsMatch = s.DesiredVersion == "" || s.Version == s.DesiredVersion
+	for _, md := range obs.MachineDeployments {
+		if v := nestedString(md, "spec", "template", "spec", "version"); v != "" && s.DesiredVersion != "" && v != s.DesiredVersion {
+			s.VersionsMatch = false
 		}
 	}
 	mdGroup := map[string]string{}

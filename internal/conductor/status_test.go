@@ -24,8 +24,9 @@ func clusterObj(apiVersion string, gen, observed int64, conds ...map[string]any)
 	return map[string]any{
 		"apiVersion": apiVersion, "kind": "Cluster",
 		"metadata": map[string]any{"name": "demo-1234", "generation": gen},
-		"spec":     map[string]any{"controlPlaneEndpoint": map[string]any{"host": "10.0.0.5", "port": int64(6443)}},
-		"status":   status,
+		"spec": map[string]any{"controlPlaneEndpoint": map[string]any{"host": "10.0.0.5", "port": int64(6443)},
+			"topology": map[string]any{"version": "v1.31.2"}},
+		"status": status,
 	}
 }
 
@@ -212,5 +213,34 @@ func TestDecideReportsNoChangeTwice(t *testing.T) {
 	}
 	if again := Decide(d.Cluster, ngs, snap, false, now); again.Changed {
 		t.Errorf("a second decision on the same snapshot must not write: %+v", again.Cluster)
+	}
+}
+
+func TestDecideWaitsForTheAppliedChangeToReachTheCache(t *testing.T) {
+	now := time.Now()
+	snap := Summarize(availableCluster("cluster.x-k8s.io/v1beta2"), identityGroup)
+	cases := []struct {
+		name   string
+		mutate func(c *model.Cluster, ngs []*model.NodeGroup)
+	}{
+		{"resized in the store, old size in the cache", func(_ *model.Cluster, ngs []*model.NodeGroup) { ngs[1].NodeCount = 3 }},
+		{"applied generation not yet observed", func(c *model.Cluster, _ []*model.NodeGroup) { c.AppliedGeneration = 3 }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ngs := testCluster(model.UpdateInProgress, now)
+			tc.mutate(c, ngs)
+			if d := Decide(c, ngs, snap, false, now); d.Cluster.Status != model.UpdateInProgress {
+				t.Errorf("status = %s, want UPDATE_IN_PROGRESS until Cluster API shows the change", d.Cluster.Status)
+			}
+		})
+	}
+}
+
+func TestSummarizeUpgradeNotConvergedUntilControlPlaneRunsTheNewVersion(t *testing.T) {
+	obs := availableCluster("cluster.x-k8s.io/v1beta2")
+	obs.Cluster["spec"].(map[string]any)["topology"] = map[string]any{"version": "v1.32.0"}
+	if s := Summarize(obs, identityGroup); s.Converged() || s.Version != "v1.31.2" {
+		t.Errorf("converged=%v version=%s; the control plane still runs v1.31.2", s.Converged(), s.Version)
 	}
 }

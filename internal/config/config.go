@@ -116,7 +116,7 @@ func (c *Config) readFile(path string) error {
 }
 
 func (c *Config) validate() error {
-	for _, k := range []string{"api.max_limit", "api.max_body_bytes", "quotas.max_clusters_per_project", "cluster.create_timeout", "cluster.bm_create_timeout", "keystone_authtoken.token_cache_size"} {
+	for _, k := range []string{"api.max_limit", "api.max_body_bytes", "quotas.max_clusters_per_project", "cluster.create_timeout", "cluster.bm_create_timeout", "keystone_authtoken.token_cache_size", "conductor.workers"} {
 		if _, err := strconv.Atoi(c.values[k].Value); err != nil {
 			v := c.values[k]
 			return fmt.Errorf("config: [%s] %s = %q (from %s) is not a whole number", v.Section, v.Name, v.Value, v.Source)
@@ -128,11 +128,21 @@ func (c *Config) validate() error {
 			return fmt.Errorf("config: [%s] %s = %q (from %s) must be true or false", v.Section, v.Name, v.Value, v.Source)
 		}
 	}
-	for _, k := range []string{"services.report_interval", "services.down_after", "keystone_authtoken.token_cache_time", "keystone_authtoken.http_timeout"} {
+	for _, k := range []string{"services.report_interval", "services.down_after", "keystone_authtoken.token_cache_time", "keystone_authtoken.http_timeout", "conductor.lease"} {
 		if _, err := time.ParseDuration(c.values[k].Value); err != nil {
 			v := c.values[k]
 			return fmt.Errorf("config: [%s] %s = %q (from %s) is not a duration such as 10s", v.Section, v.Name, v.Value, v.Source)
 		}
+	}
+	switch c.String("conductor", "enabled") {
+	case "auto", "true", "false":
+	default:
+		return fmt.Errorf("config: [conductor] enabled must be auto, true or false, got %q", c.String("conductor", "enabled"))
+	}
+	switch c.String("conductor", "infrastructure") {
+	case "openstack", "inmemory":
+	default:
+		return fmt.Errorf("config: [conductor] infrastructure must be openstack or inmemory, got %q", c.String("conductor", "infrastructure"))
 	}
 	switch c.String("auth", "strategy") {
 	case "noauth", "keystone":

@@ -74,9 +74,13 @@ type Cluster struct {
 	MasterLBEnabled    bool              `json:"master_lb_enabled"`
 	// MergeLabels records whether the cluster's labels were merged over the
 	// template's at create time.
-	MergeLabels bool       `json:"merge_labels"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   *time.Time `json:"updated_at"`
+	MergeLabels bool `json:"merge_labels"`
+	// AppliedGeneration is the generation of the Cluster object the
+	// conductor last applied; status is only COMPLETE once Cluster API has
+	// observed it. Internal: never part of the API.
+	AppliedGeneration int64      `json:"applied_generation,omitempty"`
+	CreatedAt         time.Time  `json:"created_at"`
+	UpdatedAt         *time.Time `json:"updated_at"`
 }
 
 // Taint is a Kubernetes node taint requested for a node group (API 1.14).

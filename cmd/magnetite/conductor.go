@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/magnetite-io/magnetite/internal/conductor"
+	"github.com/magnetite-io/magnetite/internal/config"
+	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/store"
+)
+
+// conductorWanted decides whether this process runs the conductor.
+func conductorWanted(cfg *config.Config) bool {
+	switch cfg.String("conductor", "enabled") {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	if cfg.String("management", "kubeconfig") != "" {
+		return true
+	}
+	_, inPod := os.LookupEnv("KUBERNETES_SERVICE_HOST")
+	return inPod
+}
+
+// startConductor connects to the management cluster and runs the conductor
+// until ctx ends. It returns the conductor (to wake it when the API queues
+// work) or nil when this process runs none.
+func startConductor(ctx context.Context, cfg *config.Config, st *store.DB, drivers *driver.Registry, host string, log *slog.Logger) (*conductor.Conductor, error) {
+	if !conductorWanted(cfg) {
+		log.Warn("no management cluster configured: requests are recorded and clusters stay in their *_IN_PROGRESS state until a conductor runs; set [management] kubeconfig")
+		return nil, nil
+	}
+	opts := mgmt.OptionsFromConfig(cfg)
+	opts.Log = log
+	mc, err := mgmt.New(opts)
+	if err != nil {
+		return nil, fmt.Errorf("management cluster: %w", err)
+	}
+	c := conductor.New(conductor.Options{
+		Store: st, Mgmt: mc, Drivers: drivers, Log: log.With("component", "conductor"),
+		Owner:   fmt.Sprintf("%s/%d", host, os.Getpid()),
+		Lease:   cfg.Duration("conductor", "lease"),
+		Workers: cfg.Int("conductor", "workers"),
+	})
+	go func() {
+		// The management cluster may come up after Magnetite: keep trying.
+		wait := 2 * time.Second
+		for ctx.Err() == nil {
+			err := c.Run(ctx)
+			if err == nil || ctx.Err() != nil {
+				return
+			}
+			log.Error("conductor cannot start; retrying", "error", err, "retry_in", wait)
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			wait = min(2*wait, time.Minute)
+		}
+	}()
+	go reportAlive(ctx, st, log, host, "magnetite-conductor", cfg.Duration("services", "report_interval"))
+	return c, nil
+}
