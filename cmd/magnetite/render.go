@@ -24,15 +24,23 @@ import (
 // for OpenStack, chosen by (server_type, os_distro, coe), and the in-memory
 // and Metal3 ones, chosen only by a template's driver field.
 func newDriverRegistry() (*driver.Registry, error) {
-	return driverRegistry(capi.Options{})
+	return driverRegistry(capi.Options{}, "openstack")
 }
 
-func driverRegistry(opts capi.Options) (*driver.Registry, error) {
+// driverRegistry registers both Cluster API drivers; the one of the
+// configured default infrastructure is also chosen by (server_type,
+// os_distro, coe), the other only by a template's driver field.
+func driverRegistry(opts capi.Options, infrastructure string) (*driver.Registry, error) {
 	r := driver.NewRegistry()
-	if err := r.Register(openstack.New(opts)); err != nil {
+	cloud, mem := driver.Driver(openstack.New(opts)), driver.Driver(inmemory.New(opts))
+	byTuple, byName := cloud, mem
+	if infrastructure == "inmemory" {
+		byTuple, byName = mem, cloud
+	}
+	if err := r.Register(byTuple); err != nil {
 		return nil, err
 	}
-	if err := r.RegisterExplicit(inmemory.New(opts)); err != nil {
+	if err := r.RegisterExplicit(byName); err != nil {
 		return nil, err
 	}
 	if err := r.RegisterExplicit(metal3.New(opts, metal3.Options{})); err != nil {
@@ -94,7 +102,7 @@ provides; warnings also go to standard error.`,
 				return err
 			}
 			req.Namespace = namespace
-			reg, err := driverRegistry(capi.Options{DefaultBootVolumeSize: bootVolume})
+			reg, err := driverRegistry(capi.Options{DefaultBootVolumeSize: bootVolume}, "openstack")
 			if err != nil {
 				return err
 			}
