@@ -12,6 +12,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/metal3"
+	"github.com/magnetite-io/magnetite/internal/mgmt"
 )
 
 // request is a Metal3 template and cluster with the given template labels
@@ -244,5 +245,27 @@ func TestNodeReuseIsAClassOfItsOwn(t *testing.T) {
 	}
 	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "node group gpu: node_reuse needs rollouts that remove a machine") {
 		t.Errorf("warnings with a surging group: %v", res.Warnings)
+	}
+}
+
+// TestTheManagementClientKnowsEveryMetal3Kind keeps the renderer and the
+// management client in step: the conductor applies every rendered object
+// through mgmt, which refuses kinds it does not know.
+func TestTheManagementClientKnowsEveryMetal3Kind(t *testing.T) {
+	for name, req := range goldenCases(t) {
+		res, err := newDriver().Render(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range res.Objects {
+			k := o.GetKind()
+			if !strings.HasPrefix(k, "Metal3") && k != "IPPool" {
+				continue
+			}
+			group, known := mgmt.Kinds[k]
+			if !known || group != o.GroupVersionKind().Group {
+				t.Errorf("%s: %s (%s) is not a kind the management client knows in its group (%q)", name, k, o.GetAPIVersion(), group)
+			}
+		}
 	}
 }
