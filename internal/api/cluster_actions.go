@@ -225,5 +225,10 @@ func rebaseLabels(own, oldTemplate, newTemplate map[string]string) map[string]st
 		}
 		out[k] = v
 	}
+	// Upgrading means running the new template's Kubernetes version, even
+	// when the cluster had pinned kube_tag itself.
+	if tag, ok := newTemplate["kube_tag"]; ok {
+		out["kube_tag"] = tag
+	}
 	return out
 }

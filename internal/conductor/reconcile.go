@@ -163,6 +163,7 @@ func (c *Conductor) apiVersions(ctx context.Context) (capi.APIVersions, error) {
 	pick("ClusterResourceSet", &v.Addons)
 	pick("DevClusterTemplate", &v.Infrastructure)
 	pick("OpenStackClusterTemplate", &v.Infrastructure)
+	pick("Metal3ClusterTemplate", &v.Infrastructure)
 	return v, nil
 }
 
