@@ -10,6 +10,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/conductor"
 	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/metrics"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
@@ -32,7 +33,7 @@ func conductorWanted(cfg *config.Config) bool {
 // startConductor connects to the management cluster and runs the conductor
 // until ctx ends. It returns the conductor (to wake it when the API queues
 // work) or nil when this process runs none.
-func startConductor(ctx context.Context, cfg *config.Config, st *store.DB, drivers *driver.Registry, host string, log *slog.Logger) (*conductor.Conductor, error) {
+func startConductor(ctx context.Context, cfg *config.Config, st *store.DB, drivers *driver.Registry, reg *metrics.Registry, host string, log *slog.Logger) (*conductor.Conductor, error) {
 	if !conductorWanted(cfg) {
 		log.Warn("no management cluster configured: requests are recorded and clusters stay in their *_IN_PROGRESS state until a conductor runs; set [management] kubeconfig")
 		return nil, nil
@@ -48,6 +49,7 @@ func startConductor(ctx context.Context, cfg *config.Config, st *store.DB, drive
 		Owner:   fmt.Sprintf("%s/%d", host, os.Getpid()),
 		Lease:   cfg.Duration("conductor", "lease"),
 		Workers: cfg.Int("conductor", "workers"),
+		Metrics: reg,
 	})
 	go func() {
 		// The management cluster may come up after Magnetite: keep trying.

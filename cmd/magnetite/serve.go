@@ -22,6 +22,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/logging"
+	"github.com/magnetite-io/magnetite/internal/metrics"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
 
@@ -137,7 +138,10 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 	if host == "" {
 		host, _ = os.Hostname()
 	}
-	cond, err := startConductor(ctx, cfg, st, drivers, host, log)
+	// One registry: the API's requests and the conductor's operations are
+	// scraped together.
+	reg := metrics.New(st, st.SQL(), log)
+	cond, err := startConductor(ctx, cfg, st, drivers, reg, host, log)
 	if err != nil {
 		return err
 	}
@@ -159,6 +163,7 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 		Hosts:                         hosts,
 		CheckCapacity:                 capacity.Check,
 		OnQueued:                      onQueued,
+		Metrics:                       reg,
 	})
 
 	ln, err := net.Listen("tcp", cfg.String("api", "listen"))

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/metrics"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
@@ -36,6 +37,9 @@ type Options struct {
 	IdleWait time.Duration
 	// StatusWorkers is how many clusters' statuses are computed at once.
 	StatusWorkers int
+	// Metrics receives finished operations and watch lag; nil records
+	// nothing.
+	Metrics *metrics.Registry
 }
 
 // Conductor runs operations and keeps cluster status in step with the
@@ -53,6 +57,11 @@ type Conductor struct {
 	watch *mgmt.Watch
 	// waiters are operations waiting for a cluster's objects to change.
 	waiters map[string][]chan struct{}
+	// lastTransition is the newest condition transition seen per object
+	// and unsynced the changes a cluster's next status write answers, for
+	// the watch-lag metric.
+	lastTransition map[string]time.Time
+	unsynced       map[string][]objectChange
 }
 
 // New builds a conductor.
@@ -77,8 +86,10 @@ func New(opts Options) *Conductor {
 	}
 	return &Conductor{
 		opts: opts, st: opts.Store, mc: opts.Mgmt, log: opts.Log, now: time.Now,
-		wake:    make(chan struct{}, 1),
-		waiters: map[string][]chan struct{}{},
+		wake:           make(chan struct{}, 1),
+		waiters:        map[string][]chan struct{}{},
+		lastTransition: map[string]time.Time{},
+		unsynced:       map[string][]objectChange{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, time.Minute),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "cluster-status"}),
@@ -145,6 +156,7 @@ func (c *Conductor) onEvent(ev mgmt.Event) {
 	if id == "" {
 		return
 	}
+	c.noteChange(ev, id)
 	c.queue.Add(id)
 	c.mu.Lock()
 	ws := c.waiters[id]
@@ -204,6 +216,10 @@ func (c *Conductor) idle(ctx context.Context) {
 // ended.
 func (c *Conductor) execute(ctx context.Context, op *model.Operation) {
 	log := c.log.With("operation", op.UUID, "type", op.Type, "cluster", op.ClusterID, "attempt", op.Attempts)
+	if op.RequestID != "" {
+		// The request that queued the operation ties its logs to the API's.
+		log = log.With("request_id", op.RequestID)
+	}
 	opCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go c.heartbeat(opCtx, cancel, op, log)
@@ -218,11 +234,17 @@ func (c *Conductor) execute(ctx context.Context, op *model.Operation) {
 		if cerr := c.st.CompleteOperation(ctx, op); cerr != nil {
 			log.Error("record operation completion", "error", cerr)
 		}
+		c.operationEnded(op, metrics.Succeeded)
 		log.Info("operation finished")
 	default:
 		permanent := errors.Is(err, errPermanent) || errors.Is(err, driver.ErrInvalid)
 		if ferr := c.st.FailOperation(ctx, op, err, permanent); ferr != nil {
 			log.Error("record operation failure", "error", ferr)
+		}
+		if permanent {
+			c.operationEnded(op, metrics.Failed)
+		} else {
+			c.operationEnded(op, metrics.Retried)
 		}
 		log.Warn("operation failed", "error", err, "permanent", permanent)
 		if permanent {

@@ -105,6 +105,7 @@ func (c *Conductor) syncStatus(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	c.statusStored(id, c.now())
 	switch {
 	case before.Status != after.Status:
 		c.event(ctx, id, model.EventStatus, after.Status, string(before.Status)+" -> "+string(after.Status), derefOr(after.StatusReason, ""))
