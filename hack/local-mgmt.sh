@@ -20,6 +20,8 @@
 # CAPD's in-memory backend always uses port 19000 and 20000 upwards (one
 # port per workload cluster), so only one CAPD can run on a machine: a lock
 # file in the temp folder, shared with the Go tests, keeps a second away.
+# start fails at once while another CAPD holds it, or waits for it up to
+# ${MAGNETITE_MGMT_CAPD_WAIT:-0} seconds.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,6 +29,7 @@ state_root="${XDG_STATE_HOME:-$HOME/.local/state}/magnetite"
 dir="${MAGNETITE_MGMT_DIR:-$state_root/mgmt}"
 base="${MAGNETITE_MGMT_PORT:-16443}"
 capd_lock="${TMPDIR:-/tmp}/magnetite-capd-inmemory.lock"
+capd_wait="${MAGNETITE_MGMT_CAPD_WAIT:-0}"
 
 apiserver_port=$base
 etcd_port=$((base + 1))
@@ -212,12 +215,13 @@ start() {
 			--health-addr="127.0.0.1:$hport" --diagnostics-address="127.0.0.1:$mport" --insecure-diagnostics
 			--feature-gates=ClusterTopology=true,KubeadmBootstrapFormatIgnition=true)
 		if [[ $m == capd-manager ]]; then
-			flock -n "$capd_lock" true || die "another CAPD runs on this machine (a test or another local-mgmt); lock $capd_lock"
-			# CAPD itself holds the machine-wide lock (on an inherited file
-			# descriptor) for as long as it runs, and keeps the pid we record.
-			# shellcheck disable=SC2016 # expanded by the inner shell
-			launch "$m" bash -c 'exec 9>"$1" && flock -n 9 || exit 75; shift; POD_IP=127.0.0.1 exec "$@"' \
-				local-mgmt "$capd_lock" "$capi_dir/$m" "${args[@]}"
+			# The machine-wide lock is taken here on descriptor 9, which CAPD
+			# inherits: it holds the lock for as long as it runs, with no gap
+			# between this check and its start for another CAPD to slip into.
+			exec 9>"$capd_lock"
+			flock -w "$capd_wait" 9 || die "another CAPD runs on this machine (a test or another local-mgmt); lock $capd_lock"
+			launch "$m" env POD_IP=127.0.0.1 "$capi_dir/$m" "${args[@]}"
+			exec 9>&-
 		else
 			launch "$m" "$capi_dir/$m" "${args[@]}"
 		fi

@@ -60,8 +60,6 @@ func (s *APIServer) StartManagers(t testing.TB, managers ...string) {
 	if err := os.WriteFile(kubeconfig, []byte(s.kubeconfig()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	for _, m := range managers {
 		manifest, ok := webhookManifest[m]
 		if !ok {
@@ -99,27 +97,38 @@ func (s *APIServer) StartManagers(t testing.TB, managers ...string) {
 		} else if err := start(); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.registerWebhooks(ctx, t, m, filepath.Join(capiDir, "webhooks", manifest), ports[0]); err != nil {
-			t.Fatal(err)
-		}
-		health := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1])
-		webhook := fmt.Sprintf("https://127.0.0.1:%d/", ports[0])
-		hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-		if err := poll(ctx, func() (bool, error) {
-			for _, u := range []string{health, webhook} {
-				res, err := hc.Get(u)
-				if err != nil {
-					return false, nil
-				}
-				res.Body.Close()
-				if u == health && res.StatusCode != http.StatusOK {
-					return false, nil
-				}
+		s.awaitManager(t, m, filepath.Join(capiDir, "webhooks", manifest), ports[0], ports[1])
+	}
+}
+
+// awaitManager registers a started manager's webhooks and waits until it
+// reports ready and its webhook server answers. The time allowed counts
+// from the manager's start, not from StartManagers' call: CAPD may first
+// have waited for its machine-wide lock.
+func (s *APIServer) awaitManager(t testing.TB, m, manifest string, webhookPort, healthPort int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := s.registerWebhooks(ctx, t, m, manifest, webhookPort); err != nil {
+		t.Fatal(err)
+	}
+	health := fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort)
+	webhook := fmt.Sprintf("https://127.0.0.1:%d/", webhookPort)
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	if err := poll(ctx, func() (bool, error) {
+		for _, u := range []string{health, webhook} {
+			res, err := hc.Get(u)
+			if err != nil {
+				return false, nil
 			}
-			return true, nil
-		}); err != nil {
-			t.Fatalf("testenv: %s did not become ready: %v\n%s", m, err, s.logTail(m))
+			res.Body.Close()
+			if u == health && res.StatusCode != http.StatusOK {
+				return false, nil
+			}
 		}
+		return true, nil
+	}); err != nil {
+		t.Fatalf("testenv: %s did not become ready: %v\n%s", m, err, s.logTail(m))
 	}
 }
 

@@ -24,7 +24,10 @@ func localMgmt(t *testing.T, dir string, port int, args ...string) (string, erro
 		t.Fatal(err)
 	}
 	cmd := exec.Command("bash", append([]string{filepath.Join(root, "hack", "local-mgmt.sh")}, args...)...)
-	cmd.Env = append(os.Environ(), "MAGNETITE_MGMT_DIR="+dir, "MAGNETITE_MGMT_PORT="+strconv.Itoa(port))
+	// Other test packages run CAPD at the same time; wait for the
+	// machine-wide lock as testenv's own CAPD does.
+	cmd.Env = append(os.Environ(), "MAGNETITE_MGMT_DIR="+dir, "MAGNETITE_MGMT_PORT="+strconv.Itoa(port),
+		"MAGNETITE_MGMT_CAPD_WAIT=1200")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
