@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -102,40 +101,7 @@ func TestClusterLifecycleOnRealClusterAPI(t *testing.T) {
 	}
 	kubectl := filepath.Join(testbin, "k8s-v1.36.3", "kubectl")
 
-	dir := t.TempDir()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "magnetite")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/magnetite")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	conf := filepath.Join(dir, "magnetite.conf")
-	ini := fmt.Sprintf(`[DEFAULT]
-state_dir = %s
-[auth]
-noauth_roles = admin,member
-[management]
-kubeconfig = %s
-[conductor]
-infrastructure = inmemory
-lease = 10s
-`, filepath.Join(dir, "state"), kubeconfig)
-	if err := os.WriteFile(conf, []byte(ini), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := &serveProc{bin: bin, conf: conf, addr: freeAddr(t), log: filepath.Join(dir, "serve.log")}
-	p.start(t)
-	t.Cleanup(func() {
-		p.stop()
-		if t.Failed() {
-			b, _ := os.ReadFile(p.log)
-			t.Logf("magnetite serve log:\n%s", b)
-		}
-	})
+	p := startConductor(t, kubeconfig)
 	c := newCLI(t, "http://"+p.addr+"/v1")
 	field := func(cluster, name string) string {
 		return strings.TrimSpace(c.ok(t, "coe", "cluster", "show", cluster, "-f", "value", "-c", name))

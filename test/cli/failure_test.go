@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/magnetite-io/magnetite/internal/testenv"
+)
+
+// startConductor builds magnetite and serves it with its conductor on the
+// management cluster of kubeconfig; the process stops at cleanup and its
+// log is shown when the test failed.
+func startConductor(t *testing.T, kubeconfig string) *serveProc {
+	t.Helper()
+	dir := t.TempDir()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "magnetite")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/magnetite")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	conf := filepath.Join(dir, "magnetite.conf")
+	ini := fmt.Sprintf(`[DEFAULT]
+state_dir = %s
+[auth]
+noauth_roles = admin,member
+[management]
+kubeconfig = %s
+[conductor]
+infrastructure = inmemory
+lease = 10s
+`, filepath.Join(dir, "state"), kubeconfig)
+	if err := os.WriteFile(conf, []byte(ini), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := &serveProc{bin: bin, conf: conf, addr: freeAddr(t), log: filepath.Join(dir, "serve.log")}
+	p.start(t)
+	t.Cleanup(func() {
+		p.stop()
+		if t.Failed() {
+			b, _ := os.ReadFile(p.log)
+			t.Logf("magnetite serve log:\n%s", b)
+		}
+	})
+	return p
+}
+
+// TestClusterThatCannotComeUpFailsAndDeletes creates, through the openstack
+// CLI on a real local Cluster API, a cluster whose machines can never
+// boot: its Kubernetes version (kube_tag v1.0.0) passes the webhooks, but
+// Cluster API's kubeadm bootstrap provider generates no bootstrap data for
+// versions below v1.22.0, so the control plane never initializes. With
+// create_timeout 1 it must reach CREATE_FAILED about a minute after the
+// create, with the last Cluster API condition (type and reason) quoted in
+// status_reason rather than sitting in CREATE_IN_PROGRESS, and then delete
+// cleanly: 404 and nothing of it left in the management cluster.
+func TestClusterThatCannotComeUpFailsAndDeletes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Debian's openstack CLI and a local Cluster API built by hack/build-testbin.sh; runs in the full suite (hack/test.sh)")
+	}
+	requireCLI(t)
+	mgmt := testenv.StartClusterAPI(t)
+	p := startConductor(t, mgmt.KubeconfigFile(t))
+	c := newCLI(t, "http://"+p.addr+"/v1")
+	field := func(name string) string {
+		return strings.TrimSpace(c.ok(t, "coe", "cluster", "show", "doomed", "-f", "value", "-c", name))
+	}
+
+	c.ok(t, "coe", "cluster", "template", "create", "mem-bad", "--coe", "kubernetes",
+		"--image", "ubuntu-2204-kube-v1.31.2", "--external-network", "public", "--labels", "kube_tag=v1.0.0")
+	c.ok(t, "coe", "cluster", "create", "doomed", "--cluster-template", "mem-bad",
+		"--master-count", "1", "--node-count", "1", "--timeout", "1")
+	uuid := field("uuid")
+	created := time.Now()
+
+	// create_timeout is one minute; allow the conductor a margin past it.
+	var reason string
+	waitFor(t, "CREATE_FAILED", 2*time.Minute, func() (bool, string) {
+		st := field("status")
+		reason = field("status_reason")
+		return st == "CREATE_FAILED", st + ": " + reason
+	})
+	t.Logf("CREATE_FAILED after %s: %s", time.Since(created).Round(time.Second), reason)
+	if !quotedTimeout.MatchString(reason) {
+		t.Errorf("status_reason %q does not match %s: the timeout and the Cluster API condition it last saw", reason, quotedTimeout)
+	}
+
+	c.ok(t, "coe", "cluster", "delete", "doomed")
+	waitFor(t, "the failed cluster to be gone (404)", 3*time.Minute, func() (bool, string) {
+		_, stderr, code := c.run(t, "coe", "cluster", "show", "doomed")
+		return code != 0 && strings.Contains(stderr, "could not be found"), stderr
+	})
+	dc := mgmt.Dynamic(t)
+	selector := "magnetite.io/cluster-uuid=" + uuid
+	for _, gvr := range []schema.GroupVersionResource{
+		{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"},
+		{Group: "controlplane.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmcontrolplanes"},
+		{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments"},
+		{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machines"},
+		{Version: "v1", Resource: "secrets"}, {Version: "v1", Resource: "configmaps"},
+	} {
+		l, err := dc.Resource(gvr).Namespace("").List(context.Background(), metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			t.Fatalf("list %s: %v", gvr.Resource, err)
+		}
+		if n := len(l.Items); n != 0 {
+			t.Errorf("%d %s of the deleted cluster are left", n, gvr.Resource)
+		}
+	}
+}
+
+// quotedTimeout is a create_timeout failure quoting a Cluster API
+// condition as "Type (Reason): message", for example "control plane
+// Available (NotAvailable): Control plane not yet initialized".
+var quotedTimeout = regexp.MustCompile(`^Timed out after 1 minutes; last reported problem: .*[A-Za-z]+ \([A-Za-z]+\)(: .+)?$`)
