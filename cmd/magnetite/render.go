@@ -20,13 +20,6 @@ import (
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
-// newDriverRegistry returns Magnetite's drivers: the Cluster API driver
-// for OpenStack, chosen by (server_type, os_distro, coe), and the in-memory
-// and Metal3 ones, chosen only by a template's driver field.
-func newDriverRegistry() (*driver.Registry, error) {
-	return driverRegistry(capi.Options{}, "openstack")
-}
-
 // driverRegistry registers both Cluster API drivers; the one of the
 // configured default infrastructure is also chosen by (server_type,
 // os_distro, coe), the other only by a template's driver field.

@@ -149,6 +149,7 @@ func (f field) coerce(v any) (any, error) {
 		}
 		if f.kind == kEnum {
 			if !slices.Contains(f.enum, s) {
+				//lint:ignore ST1005 WSME's wording, which Magnum's clients see
 				return nil, fmt.Errorf("Value should be one of: %s", strings.Join(f.enum, ", "))
 			}
 			return s, nil
@@ -166,9 +167,11 @@ func (f field) coerce(v any) (any, error) {
 			return nil, err
 		}
 		if n < f.min {
+			//lint:ignore ST1005 WSME's wording, which Magnum's clients see
 			return nil, fmt.Errorf("Value should be greater or equal to %d", f.min)
 		}
 		if f.max > 0 && n > f.max {
+			//lint:ignore ST1005 WSME's wording, which Magnum's clients see
 			return nil, fmt.Errorf("Value should be lower or equal to %d", f.max)
 		}
 		return n, nil
@@ -248,6 +251,7 @@ func toBool(v any) (bool, error) {
 			return false, nil
 		}
 	}
+	//lint:ignore ST1005 Magnum's wording, which its clients see
 	return false, fmt.Errorf("Wrong type. Expected a boolean (true or false)")
 }
 

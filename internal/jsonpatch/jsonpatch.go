@@ -93,9 +93,11 @@ func applyOne(doc map[string]any, parts []string, o Operation) error {
 		switch o.Op {
 		case "add":
 			if !exists {
+				//lint:ignore ST1005 Magnum's wording, which its clients see
 				return fmt.Errorf("%w: Adding a new attribute %s to the root of the resource is not allowed.", ErrInvalid, o.Path)
 			}
 			if cur != nil {
+				//lint:ignore ST1005 Magnum's wording, which its clients see
 				return fmt.Errorf("%w: The attribute %s has existed, please use 'replace' operation instead.", ErrInvalid, o.Path)
 			}
 			doc[attr] = o.Value

@@ -110,6 +110,7 @@ func (s *DB) quotaCheck(ctx context.Context, tx *sql.Tx, projectID string, defau
 		return err
 	}
 	if n >= limit {
+		//lint:ignore ST1005 Magnum's wording, which its clients see
 		return fmt.Errorf("%w: You have reached the maximum clusters per project, %d. You may delete a cluster to make room for a new one.", ErrQuotaExceeded, limit)
 	}
 	return nil
@@ -169,6 +170,7 @@ func saveNodeGroup(ctx context.Context, tx *sql.Tx, ng *model.NodeGroup) error {
 			formatTime(ng.CreatedAt), formatTimePtr(ng.UpdatedAt), "{}")
 		if err != nil {
 			if isUniqueViolation(err) {
+				//lint:ignore ST1005 Magnum's wording, which its clients see
 				return fmt.Errorf("%w: A node group with name %s already exists in the cluster %s.", ErrConflict, ng.Name, ng.ClusterID)
 			}
 			return err

@@ -36,6 +36,7 @@ func (s *DB) CreateQuota(ctx context.Context, q *model.Quota) error {
 		q.ProjectID, q.Resource, q.HardLimit, formatTime(q.CreatedAt))
 	if err != nil {
 		if isUniqueViolation(err) {
+			//lint:ignore ST1005 Magnum's wording, which its clients see
 			return fmt.Errorf("%w: Quota for project %s already exists for resource %s.", ErrConflict, q.ProjectID, q.Resource)
 		}
 		return err
