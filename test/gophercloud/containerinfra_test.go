@@ -603,8 +603,9 @@ func (e *env) nodeGroups(clusterID string, next *clustertemplates.ClusterTemplat
 		ng.IsDefault || ng.Status != "CREATE_IN_PROGRESS" || ng.NodeAddresses == nil {
 		t.Errorf("created node group: %+v", ng)
 	}
+	// The cluster was upgraded to next, which moved its kube_tag to next's.
 	requireLabels(t, "node group labels", ng.Labels, map[string]string{
-		"kube_tag": "v1.30.5", "auto_healing_enabled": "true", "team": "platform", "gpu": "true"})
+		"kube_tag": "v1.31.1", "auto_healing_enabled": "true", "team": "platform", "gpu": "true"})
 	requireLabels(t, "node group labels_added", ng.LabelsAdded, map[string]string{"gpu": "true"})
 	requireRecent(t, "node group created_at", ng.CreatedAt)
 	requireSelfLink(t, e.srv, ng.Links, "clusters/"+clusterID+"/nodegroups/"+ng.UUID)
