@@ -19,6 +19,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/cloud"
 	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/logging"
@@ -130,6 +131,12 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 	if err != nil {
 		return err
 	}
+	// With Keystone, templates and clusters are checked against the Glance,
+	// Nova and Neutron the catalog lists, as Magnum checks them.
+	var resources api.ResourceChecker
+	if catalog != nil {
+		resources = &cloud.Resources{Catalog: catalog, Log: log}
+	}
 	drivers, err := driverRegistry(capi.Options{}, cfg.String("conductor", "infrastructure"))
 	if err != nil {
 		return err
@@ -162,6 +169,7 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 		ValidateLabels:                validateLabels,
 		Hosts:                         hosts,
 		CheckCapacity:                 capacity.Check,
+		Resources:                     resources,
 		OnQueued:                      onQueued,
 		Metrics:                       reg,
 	})

@@ -368,6 +368,9 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	if err := s.validateClusterLabels(ct, c); err != nil {
 		return err
 	}
+	if _, err := s.checkResources(r, clusterRefs(ct, c)); err != nil {
+		return err
+	}
 	t := time.Now().UTC()
 	sn := stackName(c.Name, c.UUID)
 	c.StackID = &sn

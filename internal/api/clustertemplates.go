@@ -214,9 +214,6 @@ func (s *Server) createClusterTemplate(w http.ResponseWriter, r *http.Request) e
 	if ct.Labels == nil {
 		ct.Labels = map[string]string{}
 	}
-	if ct.ClusterDistro == nil {
-		ct.ClusterDistro = distroFromImageName(ct.ImageID)
-	}
 	if ct.Public || ct.Hidden {
 		if err := s.authorize(r, "clustertemplate:publish", nil); err != nil {
 			return forbidden("Not authorized to set public or hidden flag for cluster template.")
@@ -224,6 +221,16 @@ func (s *Server) createClusterTemplate(w http.ResponseWriter, r *http.Request) e
 	}
 	if err := validateTemplate(ct); err != nil {
 		return err
+	}
+	found, err := s.checkResources(r, templateRefs(ct))
+	if err != nil {
+		return err
+	}
+	if ct.ClusterDistro == nil && found.OSDistro != "" {
+		ct.ClusterDistro = &found.OSDistro
+	}
+	if ct.ClusterDistro == nil {
+		ct.ClusterDistro = distroFromImageName(ct.ImageID)
 	}
 	if err := s.checkTemplate(ct); err != nil {
 		return err
@@ -285,19 +292,21 @@ func distroFromImageName(image string) *string {
 }
 
 func (s *Server) updateClusterTemplate(w http.ResponseWriter, r *http.Request) error {
-	ct, err := s.lookupTemplate(r, r.PathValue("ident"))
-	if err != nil {
-		return err
-	}
-	if err := s.authorize(r, "clustertemplate:update", &auth.Target{ProjectID: ct.ProjectID, Public: ct.Public}); err != nil {
-		return err
-	}
+	// A body that is no JSON patch is refused before the template is looked
+	// up, as Magnum validates the request body first.
 	body, err := readBody(r)
 	if err != nil {
 		return err
 	}
 	ops, err := parsePatch(body, internalAttrs, templateNonRemovableAttrs)
 	if err != nil {
+		return err
+	}
+	ct, err := s.lookupTemplate(r, r.PathValue("ident"))
+	if err != nil {
+		return err
+	}
+	if err := s.authorize(r, "clustertemplate:update", &auth.Target{ProjectID: ct.ProjectID, Public: ct.Public}); err != nil {
 		return err
 	}
 	updated := &model.ClusterTemplate{}
@@ -324,6 +333,9 @@ func (s *Server) updateClusterTemplate(w http.ResponseWriter, r *http.Request) e
 		}
 	}
 	if err := validateTemplate(updated); err != nil {
+		return err
+	}
+	if _, err := s.checkResources(r, templateRefs(updated, changed...)); err != nil {
 		return err
 	}
 	if touchesDriver(changed) {

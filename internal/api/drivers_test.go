@@ -20,8 +20,8 @@ import (
 )
 
 // startWithDrivers runs the API with Magnetite's real driver registry and
-// label schema, as `magnetite serve` wires them.
-func startWithDrivers(t *testing.T) *apitest.Server {
+// label schema, as `magnetite serve` wires them, then the extra options.
+func startWithDrivers(t *testing.T, extra ...apitest.Option) *apitest.Server {
 	t.Helper()
 	reg := driver.NewRegistry()
 	if err := reg.Register(openstack.New(capi.Options{})); err != nil {
@@ -30,10 +30,10 @@ func startWithDrivers(t *testing.T) *apitest.Server {
 	if err := reg.RegisterExplicit(inmemory.New(capi.Options{})); err != nil {
 		t.Fatal(err)
 	}
-	return apitest.Start(t, func(o *api.Options) {
+	return apitest.Start(t, append([]apitest.Option{func(o *api.Options) {
 		o.Drivers = reg
 		o.ValidateLabels = func(ct *model.ClusterTemplate, l map[string]string) error { return labels.Check(ct.Labels, l) }
-	})
+	}}, extra...)...)
 }
 
 // call sends a JSON request at the latest microversion and returns the

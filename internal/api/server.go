@@ -69,6 +69,10 @@ type Options struct {
 	// warning is logged and kept in the cluster's events. nil checks
 	// nothing.
 	CheckCapacity func(ctx context.Context, req baremetal.CapacityRequest) (string, error)
+	// Resources checks the Glance image, Nova flavors and keypair and
+	// Neutron networks a new template or cluster (or a template's changed
+	// fields) names, with the caller's token. nil checks nothing.
+	Resources ResourceChecker
 	// Drivers finds a template's driver; templates and clusters whose
 	// (server_type, os_distro, coe) no driver provides are refused with a
 	// 400. nil accepts every template.

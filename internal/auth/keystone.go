@@ -24,6 +24,9 @@ import (
 var (
 	ErrUnauthenticated     = errors.New("auth: authentication required")
 	ErrIdentityUnavailable = errors.New("auth: identity service unavailable")
+	// ErrNoEndpoint means the catalog lists no such service (endpoint
+	// type, interface and region).
+	ErrNoEndpoint = errors.New("auth: the Keystone catalog has no such endpoint")
 )
 
 // KeystoneConfig is the [keystone_authtoken] section: Magnetite's own
@@ -479,7 +482,7 @@ func (k *Keystone) Endpoint(ctx context.Context, serviceType, iface string) (str
 	if k.cfg.RegionName != "" {
 		where = "region " + k.cfg.RegionName
 	}
-	return "", fmt.Errorf("auth: the Keystone catalog has no %s endpoint of type %s in %s", iface, serviceType, where)
+	return "", fmt.Errorf("%w: no %s endpoint of type %s in %s", ErrNoEndpoint, iface, serviceType, where)
 }
 
 // scrubURLError drops the URL from transport errors; it never holds a token,

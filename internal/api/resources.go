@@ -1,0 +1,75 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/magnetite-io/magnetite/internal/cloud"
+	"github.com/magnetite-io/magnetite/internal/model"
+)
+
+// ResourceChecker asks the cloud whether the image, flavors, networks and
+// keypair a request names exist (*cloud.Resources).
+type ResourceChecker interface {
+	Check(ctx context.Context, token string, refs cloud.Refs) (cloud.Found, error)
+}
+
+// checkResources checks refs with the caller's token, as Magnum does
+// before it accepts a template or a cluster: a missing resource is a 400
+// that names it, a service that cannot be asked a 503.
+func (s *Server) checkResources(r *http.Request, refs cloud.Refs) (cloud.Found, error) {
+	if s.opts.Resources == nil || refs.Empty() {
+		return cloud.Found{}, nil
+	}
+	found, err := s.opts.Resources.Check(r.Context(), identity(r).AuthToken, refs)
+	switch {
+	case errors.Is(err, cloud.ErrInvalid):
+		return found, badRequest("%s", strings.TrimPrefix(err.Error(), cloud.ErrInvalid.Error()+": "))
+	case errors.Is(err, cloud.ErrUnavailable):
+		return found, &apiError{Status: http.StatusServiceUnavailable, Title: "Service Unavailable",
+			Detail: strings.TrimPrefix(err.Error(), cloud.ErrUnavailable.Error()+": ")}
+	}
+	return found, err
+}
+
+// templateRefs are the resources a template names; with only set, just
+// those fields (the ones a PATCH changed).
+func templateRefs(ct *model.ClusterTemplate, only ...string) cloud.Refs {
+	pick := func(field string, v *string) string {
+		if v == nil || (len(only) > 0 && !slices.Contains(only, field)) {
+			return ""
+		}
+		return *v
+	}
+	image := ct.ImageID
+	return cloud.Refs{
+		Image:           pick("image_id", &image),
+		Flavors:         []string{pick("flavor_id", ct.FlavorID), pick("master_flavor_id", ct.MasterFlavorID)},
+		ExternalNetwork: pick("external_network_id", ct.ExternalNetworkID),
+		FixedNetwork:    pick("fixed_network", ct.FixedNetwork),
+		FixedSubnet:     pick("fixed_subnet", ct.FixedSubnet),
+	}
+}
+
+// clusterRefs are the resources a new cluster uses: its own flavors,
+// networks and keypair (already defaulted from the template) and the
+// template's image and external network.
+func clusterRefs(ct *model.ClusterTemplate, c *model.Cluster) cloud.Refs {
+	deref := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	return cloud.Refs{
+		Image:           ct.ImageID,
+		Flavors:         []string{deref(c.FlavorID), deref(c.MasterFlavorID)},
+		ExternalNetwork: deref(ct.ExternalNetworkID),
+		FixedNetwork:    deref(c.FixedNetwork),
+		FixedSubnet:     deref(c.FixedSubnet),
+		Keypair:         deref(c.Keypair),
+	}
+}

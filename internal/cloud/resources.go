@@ -1,0 +1,297 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/keypairs"
+	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+
+	"github.com/magnetite-io/magnetite/internal/auth"
+)
+
+var (
+	// ErrInvalid means a named resource does not exist or cannot be used;
+	// the API answers 400 with the message.
+	ErrInvalid = errors.New("cloud: invalid resource")
+	// ErrUnavailable means a service could not be asked; the API answers
+	// 503.
+	ErrUnavailable = errors.New("cloud: service unavailable")
+)
+
+// Catalog finds a service's endpoint (Keystone's catalog, *auth.Keystone);
+// for a service it does not list it returns an error wrapping
+// auth.ErrNoEndpoint, and checks of that service are skipped.
+type Catalog interface {
+	Endpoint(ctx context.Context, serviceType, iface string) (string, error)
+}
+
+// Refs are the resources a template, or a cluster with its template, names.
+// Empty fields are not checked.
+type Refs struct {
+	Image           string
+	Flavors         []string
+	ExternalNetwork string
+	FixedNetwork    string
+	FixedSubnet     string
+	Keypair         string
+}
+
+// Empty reports whether refs name nothing to check.
+func (r Refs) Empty() bool {
+	for _, f := range r.Flavors {
+		if f != "" {
+			return false
+		}
+	}
+	return r.Image == "" && r.ExternalNetwork == "" && r.FixedNetwork == "" && r.FixedSubnet == "" && r.Keypair == ""
+}
+
+// Found is what the checks learnt.
+type Found struct {
+	// OSDistro is the image's os_distro property ("" when Glance was not
+	// asked or the image has none).
+	OSDistro string
+}
+
+// Resources checks Refs against the services in the catalog.
+type Resources struct {
+	Catalog Catalog
+	// Timeout bounds each request (30s when zero).
+	Timeout time.Duration
+	Log     *slog.Logger
+
+	skipped sync.Map // service type -> struct{}: logged once
+}
+
+// Check asks each service about the resources named: ErrInvalid names the
+// first that is missing, ErrUnavailable a service that did not answer. A
+// service the catalog does not list is not asked.
+func (rs *Resources) Check(ctx context.Context, token string, refs Refs) (Found, error) {
+	var found Found
+	if refs.Image != "" {
+		err := rs.with(ctx, token, "image", openstack.NewImageV2, func(sc *gophercloud.ServiceClient) error {
+			var err error
+			found.OSDistro, err = imageDistro(ctx, sc, refs.Image)
+			return err
+		})
+		if err != nil {
+			return found, err
+		}
+	}
+	var flavorRefs []string
+	for _, f := range refs.Flavors {
+		if f != "" {
+			flavorRefs = append(flavorRefs, f)
+		}
+	}
+	if len(flavorRefs) > 0 || refs.Keypair != "" {
+		err := rs.with(ctx, token, "compute", openstack.NewComputeV2, func(sc *gophercloud.ServiceClient) error {
+			for _, f := range flavorRefs {
+				if err := flavorExists(ctx, sc, f); err != nil {
+					return err
+				}
+			}
+			if refs.Keypair == "" {
+				return nil
+			}
+			err := keypairs.Get(ctx, sc, refs.Keypair, nil).Err
+			if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+				return fmt.Errorf("%w: Unable to find keypair %s.", ErrInvalid, refs.Keypair)
+			}
+			return unavailable(err, "Nova", "read keypair "+refs.Keypair)
+		})
+		if err != nil {
+			return found, err
+		}
+	}
+	if refs.ExternalNetwork != "" || refs.FixedNetwork != "" || refs.FixedSubnet != "" {
+		err := rs.with(ctx, token, "network", openstack.NewNetworkV2, func(sc *gophercloud.ServiceClient) error {
+			if refs.ExternalNetwork != "" {
+				if err := networkExists(ctx, sc, refs.ExternalNetwork, true); err != nil {
+					return err
+				}
+			}
+			if refs.FixedNetwork != "" {
+				if err := networkExists(ctx, sc, refs.FixedNetwork, false); err != nil {
+					return err
+				}
+			}
+			if refs.FixedSubnet != "" {
+				return subnetExists(ctx, sc, refs.FixedSubnet)
+			}
+			return nil
+		})
+		if err != nil {
+			return found, err
+		}
+	}
+	return found, nil
+}
+
+type newClient func(*gophercloud.ProviderClient, gophercloud.EndpointOpts) (*gophercloud.ServiceClient, error)
+
+// with runs check with a client of the service, acting as the caller; a
+// service missing from the catalog is skipped (and said once in the log).
+func (rs *Resources) with(ctx context.Context, token, serviceType string, client newClient, check func(*gophercloud.ServiceClient) error) error {
+	ep, err := rs.Catalog.Endpoint(ctx, serviceType, "public")
+	if errors.Is(err, auth.ErrNoEndpoint) {
+		if _, seen := rs.skipped.LoadOrStore(serviceType, struct{}{}); !seen && rs.Log != nil {
+			rs.Log.Warn("the catalog lists no service of this type: resources it holds are not checked", "service_type", serviceType)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: cannot find the %s service: %v", ErrUnavailable, serviceType, err)
+	}
+	timeout := rs.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	pc := &gophercloud.ProviderClient{HTTPClient: http.Client{Timeout: timeout}}
+	pc.UserAgent.Prepend("magnetite")
+	pc.SetToken(token)
+	pc.EndpointLocator = func(gophercloud.EndpointOpts) (string, error) { return gophercloud.NormalizeURL(ep), nil }
+	sc, err := client(pc, gophercloud.EndpointOpts{})
+	if err != nil {
+		return fmt.Errorf("%w: %s endpoint %s: %v", ErrUnavailable, serviceType, ep, err)
+	}
+	return check(sc)
+}
+
+// unavailable wraps a failed request (nil stays nil).
+func unavailable(err error, service, doing string) error {
+	if err == nil {
+		return nil
+	}
+	var code gophercloud.ErrUnexpectedResponseCode
+	if errors.As(err, &code) {
+		return fmt.Errorf("%w: could not %s: %s answered %d", ErrUnavailable, doing, service, code.Actual)
+	}
+	return fmt.Errorf("%w: could not %s: %v", ErrUnavailable, doing, err)
+}
+
+// imageDistro finds an image by ID, else by a unique name, and returns its
+// os_distro property.
+func imageDistro(ctx context.Context, sc *gophercloud.ServiceClient, ref string) (string, error) {
+	img, err := images.Get(ctx, sc, ref).Extract()
+	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) || gophercloud.ResponseCodeIs(err, http.StatusBadRequest) {
+		// Not an image ID (Glance refuses what is not a UUID): a name.
+		var pages []images.Image
+		pages, err = listImages(ctx, sc, ref)
+		switch {
+		case err != nil:
+		case len(pages) == 0:
+			return "", fmt.Errorf("%w: Image %s could not be found.", ErrInvalid, ref)
+		case len(pages) > 1:
+			return "", fmt.Errorf("%w: Multiple images exist with same name %q. Please use the image ID instead.", ErrInvalid, ref)
+		default:
+			img = &pages[0]
+		}
+	}
+	if err != nil {
+		return "", unavailable(err, "Glance", "read image "+ref)
+	}
+	distro, _ := img.Properties["os_distro"].(string)
+	return strings.TrimSpace(distro), nil
+}
+
+func listImages(ctx context.Context, sc *gophercloud.ServiceClient, name string) ([]images.Image, error) {
+	pages, err := images.List(sc, images.ListOpts{Name: name}).AllPages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return images.ExtractImages(pages)
+}
+
+// flavorExists finds a flavor by ID, else by name, as Magnum accepts either.
+func flavorExists(ctx context.Context, sc *gophercloud.ServiceClient, ref string) error {
+	err := flavors.Get(ctx, sc, ref).Err
+	if !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		return unavailable(err, "Nova", "read flavor "+ref)
+	}
+	pages, err := flavors.ListDetail(sc, flavors.ListOpts{AccessType: flavors.AllAccess}).AllPages(ctx)
+	if err != nil {
+		return unavailable(err, "Nova", "list flavors")
+	}
+	all, err := flavors.ExtractFlavors(pages)
+	if err != nil {
+		return unavailable(err, "Nova", "list flavors")
+	}
+	for _, f := range all {
+		if f.Name == ref {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: Unable to find flavor %s.", ErrInvalid, ref)
+}
+
+// networkExists finds exactly one network whose ID or name is ref
+// (external ones only when external is set).
+func networkExists(ctx context.Context, sc *gophercloud.ServiceClient, ref string, externalOnly bool) error {
+	what := "fixed network"
+	var opts networks.ListOptsBuilder = networks.ListOpts{}
+	if externalOnly {
+		what = "external network"
+		yes := true
+		opts = external.ListOptsExt{ListOptsBuilder: opts, External: &yes}
+	}
+	pages, err := networks.List(sc, opts).AllPages(ctx)
+	if err != nil {
+		return unavailable(err, "Neutron", "list networks")
+	}
+	all, err := networks.ExtractNetworks(pages)
+	if err != nil {
+		return unavailable(err, "Neutron", "list networks")
+	}
+	n := 0
+	for _, nw := range all {
+		if nw.ID == ref || nw.Name == ref {
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		return fmt.Errorf("%w: Unable to find %s %s.", ErrInvalid, what, ref)
+	case n > 1:
+		return fmt.Errorf("%w: Multiple %ss exist with same name %q. Please use the network ID instead.", ErrInvalid, what, ref)
+	}
+	return nil
+}
+
+// subnetExists finds exactly one subnet whose ID or name is ref.
+func subnetExists(ctx context.Context, sc *gophercloud.ServiceClient, ref string) error {
+	pages, err := subnets.List(sc, subnets.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return unavailable(err, "Neutron", "list subnets")
+	}
+	all, err := subnets.ExtractSubnets(pages)
+	if err != nil {
+		return unavailable(err, "Neutron", "list subnets")
+	}
+	n := 0
+	for _, s := range all {
+		if s.ID == ref || s.Name == ref {
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		return fmt.Errorf("%w: Unable to find fixed subnet %s.", ErrInvalid, ref)
+	case n > 1:
+		return fmt.Errorf("%w: Multiple subnets exist with same name %q. Please use the subnet ID instead.", ErrInvalid, ref)
+	}
+	return nil
+}
