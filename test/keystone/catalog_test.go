@@ -7,18 +7,15 @@ package keystone
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
+	"github.com/magnetite-io/magnetite/internal/testmagnetite"
 )
 
 const (
@@ -53,7 +50,7 @@ func TestKeystoneRegistrationAsDocumented(t *testing.T) {
 		t.Fatalf("%s is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)", openstackBin)
 	}
 	steps := docSteps(t)
-	addr := freeAddr(t)
+	addr := testmagnetite.FreeAddr(t)
 	magnetiteURL := "http://" + addr
 
 	admin := cliEnv(ks, "admin", testkeystone.AdminPassword, "admin")
@@ -64,7 +61,7 @@ func TestKeystoneRegistrationAsDocumented(t *testing.T) {
 		"http://keystone.example.com:5000/v3", ks.AuthURL(),
 		"MAGNETITE_PASSWORD", servicePassword,
 	).Replace(steps["configure"])
-	startMagnetite(t, addr, conf)
+	testmagnetite.Serve(t, addr, conf)
 
 	project := ks.CreateProject("demo")
 	alice := ks.CreateUser("alice", "alice-password")
@@ -110,92 +107,4 @@ func run(t *testing.T, env []string, script string) string {
 		t.Fatalf("%v running:\n%s\noutput:\n%s", err, script, out.String())
 	}
 	return out.String()
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// startMagnetite builds and runs `magnetite serve` with conf as a drop-in,
-// and waits until it answers.
-func startMagnetite(t *testing.T, addr, conf string) {
-	t.Helper()
-	dir := t.TempDir()
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil || strings.TrimSpace(string(gomod)) == "" {
-		t.Fatalf("find the module root: %v", err)
-	}
-	bin := filepath.Join(dir, "magnetite")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/magnetite")
-	build.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/magnetite: %v\n%s", err, out)
-	}
-	confDir := filepath.Join(dir, "conf.d")
-	if err := os.Mkdir(confDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	main := fmt.Sprintf("[DEFAULT]\nstate_dir = %s\nhost = keystone-test\n", filepath.Join(dir, "state"))
-	if err := os.WriteFile(filepath.Join(dir, "magnetite.conf"), []byte(main), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(confDir, "20-keystone.conf"), []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(dir, "serve.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--config-file", filepath.Join(dir, "magnetite.conf"), "--config-dir", confDir, "serve", "--listen", addr)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		logFile.Close()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("magnetite serve log:\n%s", b)
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case <-exited:
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("magnetite serve exited:\n%s", b)
-		default:
-		}
-		if res, err := http.Get("http://" + addr + "/v1/"); err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("magnetite serve did not answer within 30s:\n%s", b)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -1,0 +1,396 @@
+package tempest
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/md5"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/magnetite-io/magnetite/internal/testkeystone"
+)
+
+// The resources the cloud holds, named in tempest.conf's [magnum] section.
+const (
+	imageName      = "ubuntu-2204-kube-v1.31.2"
+	kubeTag        = "v1.31.2"
+	flavorName     = "m1.small"
+	masterFlavor   = "m1.medium"
+	externalNet    = "public"
+	privateNetName = "private"
+)
+
+// cloud serves the reads Magnetite and the tempest plugin make of Glance,
+// Nova and Neutron, with the bodies those services document: Nova's
+// flavors and keypairs (the plugin creates its keypair through Nova),
+// Glance's images and Neutron's networks. Nova, Glance and Neutron cannot
+// run here without their whole stack (placement, message queue, agents),
+// and nothing else of them is used. Tokens are checked with Keystone, as
+// the real services do, because keypairs belong to users.
+type cloud struct {
+	t  *testing.T
+	ks *testkeystone.Keystone
+	// URL is the root; the services are under /compute, /image and
+	// /networking, as devstack lays them out.
+	URL string
+
+	mu       sync.Mutex
+	reads    map[string]int    // "GET /image/v2/images" -> requests Magnetite made
+	users    map[string]string // token -> user id
+	keypairs map[string]map[string]keypair
+	nextID   int
+}
+
+type keypair struct {
+	ID                           int
+	Name, PublicKey, Fingerprint string
+	Created                      time.Time
+}
+
+type flavor struct {
+	ID, Name         string
+	VCPUs, RAM, Disk int
+}
+
+type image struct {
+	ID, Name, OSDistro string
+}
+
+type network struct {
+	ID, Name string
+	External bool
+}
+
+var (
+	flavors = []flavor{
+		{ID: "1", Name: "m1.tiny", VCPUs: 1, RAM: 512, Disk: 1},
+		{ID: "2", Name: flavorName, VCPUs: 1, RAM: 2048, Disk: 20},
+		{ID: "3", Name: masterFlavor, VCPUs: 2, RAM: 4096, Disk: 40},
+	}
+	images = []image{
+		{ID: "0b3a6c1e-6f0e-4c2a-9d55-3f1f8c2d7a01", Name: imageName, OSDistro: "ubuntu"},
+		{ID: "0b3a6c1e-6f0e-4c2a-9d55-3f1f8c2d7a02", Name: "cirros-0.6.2", OSDistro: ""},
+	}
+	networks = []network{
+		{ID: "5a1c2f0e-7b7d-4d59-9a3e-0c7f5e2b9c01", Name: externalNet, External: true},
+		{ID: "5a1c2f0e-7b7d-4d59-9a3e-0c7f5e2b9c02", Name: privateNetName},
+	}
+)
+
+// startCloud serves the fake services on loopback and registers them in
+// Keystone's catalog as compute, image and network.
+func startCloud(t *testing.T, ks *testkeystone.Keystone) *cloud {
+	t.Helper()
+	c := &cloud{t: t, ks: ks, reads: map[string]int{}, users: map[string]string{}, keypairs: map[string]map[string]keypair{}}
+	mux := http.NewServeMux()
+	c.novaRoutes(mux)
+	c.glanceRoutes(mux)
+	c.neutronRoutes(mux)
+	srv := httptest.NewServer(c.authenticated(c.counted(mux)))
+	t.Cleanup(srv.Close)
+	c.URL = srv.URL
+	ks.RegisterService("compute", "nova", c.URL+"/compute/v2.1")
+	ks.RegisterService("image", "glance", c.URL+"/image")
+	ks.RegisterService("network", "neutron", c.URL+"/networking")
+	return c
+}
+
+// counted counts the requests Magnetite makes (its user agent names it), by
+// route.
+func (c *cloud) counted(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.UserAgent(), "magnetite") {
+			_, route := mux.Handler(r)
+			c.mu.Lock()
+			c.reads[route]++
+			c.mu.Unlock()
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// readsByMagnetite returns how often Magnetite asked each route.
+func (c *cloud) readsByMagnetite() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]int, len(c.reads))
+	for k, v := range c.reads {
+		out[k] = v
+	}
+	return out
+}
+
+// authenticated answers 401 without a token Keystone accepts, as
+// keystonemiddleware does in front of each service.
+func (c *cloud) authenticated(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, ok := c.user(r.Header.Get("X-Auth-Token"))
+		if !ok {
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication."}})
+			return
+		}
+		r.Header.Set("X-User-Id", user)
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (c *cloud) user(token string) (string, bool) {
+	if token == "" {
+		return "", false
+	}
+	c.mu.Lock()
+	user, ok := c.users[token]
+	c.mu.Unlock()
+	if ok {
+		return user, true
+	}
+	req, err := http.NewRequest("GET", c.ks.AuthURL()+"/auth/tokens", nil)
+	if err != nil {
+		return "", false
+	}
+	req.Header.Set("X-Auth-Token", c.ks.AdminToken())
+	req.Header.Set("X-Subject-Token", token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", false
+	}
+	defer res.Body.Close()
+	var body struct {
+		Token struct {
+			User struct{ ID string } `json:"user"`
+		} `json:"token"`
+	}
+	if res.StatusCode != http.StatusOK || json.NewDecoder(res.Body).Decode(&body) != nil {
+		return "", false
+	}
+	c.mu.Lock()
+	c.users[token] = body.Token.User.ID
+	c.mu.Unlock()
+	return body.Token.User.ID, true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func novaNotFound(w http.ResponseWriter, msg string) {
+	writeJSON(w, http.StatusNotFound, map[string]any{"itemNotFound": map[string]any{"code": 404, "message": msg}})
+}
+
+func (c *cloud) novaRoutes(mux *http.ServeMux) {
+	flavorBody := func(f flavor) map[string]any {
+		return map[string]any{
+			"id": f.ID, "name": f.Name, "vcpus": f.VCPUs, "ram": f.RAM, "disk": f.Disk,
+			"OS-FLV-EXT-DATA:ephemeral": 0, "OS-FLV-DISABLED:disabled": false, "swap": 0, "rxtx_factor": 1.0,
+			"os-flavor-access:is_public": true, "description": nil, "extra_specs": map[string]string{},
+			"links": []any{map[string]any{"rel": "self", "href": c.URL + "/compute/v2.1/flavors/" + f.ID}},
+		}
+	}
+	mux.HandleFunc("GET /compute/v2.1/flavors/detail", func(w http.ResponseWriter, r *http.Request) {
+		list := []any{}
+		for _, f := range flavors {
+			list = append(list, flavorBody(f))
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"flavors": list})
+	})
+	mux.HandleFunc("GET /compute/v2.1/flavors/{id}", func(w http.ResponseWriter, r *http.Request) {
+		for _, f := range flavors {
+			if f.ID == r.PathValue("id") {
+				writeJSON(w, http.StatusOK, map[string]any{"flavor": flavorBody(f)})
+				return
+			}
+		}
+		novaNotFound(w, "Flavor "+r.PathValue("id")+" could not be found.")
+	})
+	mux.HandleFunc("GET /compute/v2.1/os-keypairs", func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		list := []any{}
+		for _, k := range c.keypairs[r.Header.Get("X-User-Id")] {
+			list = append(list, map[string]any{"keypair": map[string]any{"name": k.Name, "public_key": k.PublicKey, "fingerprint": k.Fingerprint}})
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"keypairs": list})
+	})
+	mux.HandleFunc("GET /compute/v2.1/os-keypairs/{name}", func(w http.ResponseWriter, r *http.Request) {
+		user := r.Header.Get("X-User-Id")
+		c.mu.Lock()
+		k, ok := c.keypairs[user][r.PathValue("name")]
+		c.mu.Unlock()
+		if !ok {
+			novaNotFound(w, fmt.Sprintf("Keypair %s not found for user %s", r.PathValue("name"), user))
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"keypair": map[string]any{
+			"id": k.ID, "name": k.Name, "public_key": k.PublicKey, "fingerprint": k.Fingerprint, "user_id": user,
+			"deleted": false, "created_at": k.Created.Format("2006-01-02T15:04:05.000000"), "updated_at": nil, "deleted_at": nil,
+		}})
+	})
+	mux.HandleFunc("DELETE /compute/v2.1/os-keypairs/{name}", func(w http.ResponseWriter, r *http.Request) {
+		user := r.Header.Get("X-User-Id")
+		c.mu.Lock()
+		_, ok := c.keypairs[user][r.PathValue("name")]
+		delete(c.keypairs[user], r.PathValue("name"))
+		c.mu.Unlock()
+		if !ok {
+			novaNotFound(w, fmt.Sprintf("Keypair %s not found for user %s", r.PathValue("name"), user))
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
+	mux.HandleFunc("POST /compute/v2.1/os-keypairs", c.createKeypair)
+}
+
+// createKeypair imports the public key sent, or generates a key pair and
+// returns its private half once, as Nova does.
+func (c *cloud) createKeypair(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Keypair struct {
+			Name      string `json:"name"`
+			PublicKey string `json:"public_key"`
+		} `json:"keypair"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Keypair.Name == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"badRequest": map[string]any{"code": 400, "message": "Invalid input for field/attribute keypair."}})
+		return
+	}
+	pub, private := req.Keypair.PublicKey, ""
+	if pub == "" {
+		var err error
+		if pub, private, err = newSSHKey(); err != nil {
+			c.t.Error(err)
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+	}
+	fields := strings.Fields(pub)
+	blob, err := []byte(nil), error(nil)
+	if len(fields) >= 2 {
+		blob, err = base64.StdEncoding.DecodeString(fields[1])
+	}
+	if len(fields) < 2 || err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"badRequest": map[string]any{"code": 400, "message": "Keypair data is invalid: failed to generate fingerprint"}})
+		return
+	}
+	sum := md5.Sum(blob)
+	hexes := make([]string, len(sum))
+	for i, b := range sum {
+		hexes[i] = fmt.Sprintf("%02x", b)
+	}
+	user := r.Header.Get("X-User-Id")
+	c.mu.Lock()
+	if _, dup := c.keypairs[user][req.Keypair.Name]; dup {
+		c.mu.Unlock()
+		writeJSON(w, http.StatusConflict, map[string]any{"conflictingRequest": map[string]any{"code": 409, "message": "Key pair '" + req.Keypair.Name + "' already exists."}})
+		return
+	}
+	if c.keypairs[user] == nil {
+		c.keypairs[user] = map[string]keypair{}
+	}
+	c.nextID++
+	k := keypair{ID: c.nextID, Name: req.Keypair.Name, PublicKey: pub, Fingerprint: strings.Join(hexes, ":"), Created: time.Now().UTC()}
+	c.keypairs[user][k.Name] = k
+	c.mu.Unlock()
+	body := map[string]any{"name": k.Name, "public_key": k.PublicKey, "fingerprint": k.Fingerprint, "user_id": user}
+	if private != "" {
+		body["private_key"] = private
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"keypair": body})
+}
+
+// newSSHKey makes an ed25519 key pair: the public key in OpenSSH's
+// authorized_keys form, the private key as PKCS #8 PEM.
+func newSSHKey() (string, string, error) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	var blob bytes.Buffer
+	for _, part := range [][]byte{[]byte("ssh-ed25519"), pub} {
+		_ = binary.Write(&blob, binary.BigEndian, uint32(len(part)))
+		blob.Write(part)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return "", "", err
+	}
+	return "ssh-ed25519 " + base64.StdEncoding.EncodeToString(blob.Bytes()) + " Generated-by-Nova",
+		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), nil
+}
+
+func (c *cloud) glanceRoutes(mux *http.ServeMux) {
+	body := func(i image) map[string]any {
+		m := map[string]any{
+			"id": i.ID, "name": i.Name, "status": "active", "visibility": "public", "protected": false,
+			"container_format": "bare", "disk_format": "qcow2", "size": 13287936, "virtual_size": nil,
+			"min_disk": 0, "min_ram": 0, "tags": []string{}, "owner": "admin", "os_hidden": false,
+			"checksum": "443b7623e27ecf03dc9e01ee93f67afe", "os_hash_algo": "sha512", "os_hash_value": nil,
+			"created_at": "2024-05-02T10:00:00Z", "updated_at": "2024-05-02T10:00:05Z",
+			"self": "/v2/images/" + i.ID, "file": "/v2/images/" + i.ID + "/file", "schema": "/v2/schemas/image",
+		}
+		if i.OSDistro != "" {
+			m["os_distro"] = i.OSDistro
+		}
+		return m
+	}
+	mux.HandleFunc("GET /image/v2/images", func(w http.ResponseWriter, r *http.Request) {
+		list := []any{}
+		for _, i := range images {
+			if name := r.URL.Query().Get("name"); name != "" && name != i.Name {
+				continue
+			}
+			if id := r.URL.Query().Get("id"); id != "" && id != i.ID {
+				continue
+			}
+			list = append(list, body(i))
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"images": list, "first": "/v2/images", "schema": "/v2/schemas/images"})
+	})
+	mux.HandleFunc("GET /image/v2/images/{id}", func(w http.ResponseWriter, r *http.Request) {
+		for _, i := range images {
+			if i.ID == r.PathValue("id") {
+				writeJSON(w, http.StatusOK, body(i))
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprintf(w, "404 Not Found\n\nNo image found with ID %s\n\n", r.PathValue("id"))
+	})
+}
+
+func (c *cloud) neutronRoutes(mux *http.ServeMux) {
+	body := func(n network) map[string]any {
+		return map[string]any{
+			"id": n.ID, "name": n.Name, "status": "ACTIVE", "admin_state_up": true, "shared": false,
+			"router:external": n.External, "port_security_enabled": true, "mtu": 1500, "subnets": []string{},
+			"tenant_id": "admin", "project_id": "admin", "availability_zones": []string{"nova"},
+			"ipv4_address_scope": nil, "ipv6_address_scope": nil, "description": "", "tags": []string{},
+			"created_at": "2024-05-02T10:00:00Z", "updated_at": "2024-05-02T10:00:00Z", "revision_number": 1,
+		}
+	}
+	mux.HandleFunc("GET /networking/v2.0/networks", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		list := []any{}
+		for _, n := range networks {
+			if (q.Has("name") && q.Get("name") != n.Name) || (q.Has("id") && q.Get("id") != n.ID) ||
+				(q.Has("router:external") && q.Get("router:external") != fmt.Sprint(n.External)) {
+				continue
+			}
+			list = append(list, body(n))
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"networks": list})
+	})
+}
