@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -55,6 +56,16 @@ type Ironic struct {
 	client *gophercloud.ServiceClient
 	log    *slog.Logger
 	now    func() time.Time
+
+	// mu serialises the calls that read a node and then change it (its
+	// metadata in extra, its state) between API requests and the periodic
+	// pass. Ironic applies a PATCH to the node as it read it and saves the
+	// whole extra field once it holds the node's lock, so two overlapping
+	// PATCHes of different keys can lose one: a provide's target_state was
+	// seen undone by the pass clearing inspect_requested, leaving the host
+	// held at manageable for good. It also keeps the pass from acting on a
+	// node list read before a request changed a node.
+	mu sync.Mutex
 }
 
 // NewIronic builds the Ironic backend; it does not contact Ironic.
@@ -309,6 +320,8 @@ func (b *Ironic) Power(ctx context.Context, ident string, action PowerAction) (*
 
 // Inspect implements Backend.
 func (b *Ironic) Inspect(ctx context.Context, ident string) (*Host, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	n, err := b.managedNode(ctx, ident)
 	if err != nil {
 		return nil, err
@@ -329,6 +342,8 @@ func (b *Ironic) Inspect(ctx context.Context, ident string) (*Host, error) {
 
 // Provide implements Backend.
 func (b *Ironic) Provide(ctx context.Context, ident string) (*Host, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	n, err := b.managedNode(ctx, ident)
 	if err != nil {
 		return nil, err
@@ -356,6 +371,8 @@ const detachPrefix = "detached: "
 
 // Detach implements Backend.
 func (b *Ironic) Detach(ctx context.Context, ident, reason string) (*Host, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	n, err := b.node(ctx, ident)
 	if err != nil {
 		return nil, err
@@ -372,6 +389,8 @@ func (b *Ironic) Detach(ctx context.Context, ident, reason string) (*Host, error
 
 // Attach implements Backend.
 func (b *Ironic) Attach(ctx context.Context, ident string) (*Host, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	n, err := b.node(ctx, ident)
 	if err != nil {
 		return nil, err
@@ -388,6 +407,8 @@ func (b *Ironic) SetCleaningMode(ctx context.Context, ident, mode string) (*Host
 	if err := ValidateCleaningMode(mode); err != nil {
 		return nil, err
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	n, err := b.node(ctx, ident)
 	if err != nil {
 		return nil, err
@@ -404,6 +425,8 @@ func (b *Ironic) SetCleaningMode(ctx context.Context, ident, mode string) (*Host
 
 // Delete implements Backend.
 func (b *Ironic) Delete(ctx context.Context, ident string, force bool) (DeleteOutcome, *Host, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	n, err := b.node(ctx, ident)
 	if err != nil {
 		return Deleted, nil, err

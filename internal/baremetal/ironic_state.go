@@ -147,6 +147,8 @@ func intProp(v any) int {
 
 // Reconcile implements Backend: one step for every managed node.
 func (b *Ironic) Reconcile(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	ns, err := b.listNodes(ctx)
 	if err != nil {
 		return err
