@@ -571,6 +571,11 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 			if err := checkBounds(worker, patched.NodeCount); err != nil {
 				return err
 			}
+			if worker.NodeCount == patched.NodeCount {
+				// The cluster's node_count sums every worker group; PATCH
+				// sets default-worker, which may already have this size.
+				continue
+			}
 			if warning, err = s.checkCapacity(r, nil, c, grows(worker, patched.NodeCount-worker.NodeCount)); err != nil {
 				return err
 			}
