@@ -109,6 +109,7 @@ func (rs *Resources) Check(ctx context.Context, token string, refs Refs) (Found,
 			}
 			err := keypairs.Get(ctx, sc, refs.Keypair, nil).Err
 			if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+				//lint:ignore ST1005 Magnum's wording, which its clients see
 				return fmt.Errorf("%w: Unable to find keypair %s.", ErrInvalid, refs.Keypair)
 			}
 			return unavailable(err, "Nova", "read keypair "+refs.Keypair)
@@ -194,8 +195,10 @@ func imageDistro(ctx context.Context, sc *gophercloud.ServiceClient, ref string)
 		switch {
 		case err != nil:
 		case len(pages) == 0:
+			//lint:ignore ST1005 Magnum's wording, which its clients see
 			return "", fmt.Errorf("%w: Image %s could not be found.", ErrInvalid, ref)
 		case len(pages) > 1:
+			//lint:ignore ST1005 Magnum's wording, which its clients see
 			return "", fmt.Errorf("%w: Multiple images exist with same name %q. Please use the image ID instead.", ErrInvalid, ref)
 		default:
 			img = &pages[0]
@@ -235,6 +238,7 @@ func flavorExists(ctx context.Context, sc *gophercloud.ServiceClient, ref string
 			return nil
 		}
 	}
+	//lint:ignore ST1005 Magnum's wording, which its clients see
 	return fmt.Errorf("%w: Unable to find flavor %s.", ErrInvalid, ref)
 }
 
@@ -264,8 +268,10 @@ func networkExists(ctx context.Context, sc *gophercloud.ServiceClient, ref strin
 	}
 	switch {
 	case n == 0:
+		//lint:ignore ST1005 Magnum's wording, which its clients see
 		return fmt.Errorf("%w: Unable to find %s %s.", ErrInvalid, what, ref)
 	case n > 1:
+		//lint:ignore ST1005 Magnum's wording, which its clients see
 		return fmt.Errorf("%w: Multiple %ss exist with same name %q. Please use the network ID instead.", ErrInvalid, what, ref)
 	}
 	return nil
@@ -289,8 +295,10 @@ func subnetExists(ctx context.Context, sc *gophercloud.ServiceClient, ref string
 	}
 	switch {
 	case n == 0:
+		//lint:ignore ST1005 Magnum's wording, which its clients see
 		return fmt.Errorf("%w: Unable to find fixed subnet %s.", ErrInvalid, ref)
 	case n > 1:
+		//lint:ignore ST1005 Magnum's wording, which its clients see
 		return fmt.Errorf("%w: Multiple subnets exist with same name %q. Please use the subnet ID instead.", ErrInvalid, ref)
 	}
 	return nil
