@@ -150,3 +150,15 @@ func cleanCSRError(err error) string {
 	}
 	return "Invalid CSR: " + msg
 }
+
+// rotateCertificate is PATCH /v1/certificates/{ident}. Rotating a live
+// cluster's CA needs every node's certificates reissued and the machines
+// rolled, which Cluster API's kubeadm control plane does not do on a CA
+// change; Magnetite refuses it as Magnum does for drivers without rotation,
+// rather than swap the CA and leave the cluster unable to trust itself.
+func (s *Server) rotateCertificate(w http.ResponseWriter, r *http.Request) error {
+	if _, err := s.lookupCluster(r, "certificate:rotate_ca"); err != nil {
+		return err
+	}
+	return badRequest("Rotating the CA certificate is not supported: Cluster API does not roll a cluster's machines onto a new CA. Create a new cluster to get new certificate authorities.")
+}

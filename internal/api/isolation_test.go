@@ -284,6 +284,9 @@ var isolationMatrix = []matrixRow{
 	{route: "POST /v1/certificates", path: "/v1/certificates", body: func(w *isolationWorld, _ persona) any {
 		return map[string]any{"cluster_uuid": w.ids["{C}"], "csr": w.csr}
 	}, want: outcome(created, http.StatusBadRequest, forbid, created)},
+	// Rotation is refused for everyone allowed to ask (400, unsupported);
+	// another project cannot see the cluster at all.
+	{route: "PATCH /v1/certificates/{ident}", path: "/v1/certificates/{C}", want: outcome(http.StatusBadRequest, missing, forbid, http.StatusBadRequest)},
 
 	// The host inventory is for administrators; no backend is configured
 	// here, so an administrator gets 501 where the others get 403.

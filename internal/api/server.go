@@ -174,6 +174,7 @@ func (s *Server) routes() {
 
 	s.handle("GET /v1/certificates/{ident}", s.getCertificate)
 	s.handle("POST /v1/certificates", s.signCertificate)
+	s.handle("PATCH /v1/certificates/{ident}", s.rotateCertificate)
 
 	s.handle("GET /v1/stats", s.getStats)
 	s.handle("GET /v1/mservices", s.listServices)
