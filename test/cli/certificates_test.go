@@ -24,8 +24,6 @@ func TestCertificatesWithCLI(t *testing.T) {
 	}
 	requireCLI(t)
 	c := newCLI(t, startMagnetite(t))
-	// magnumclient reads $SHELL to print the export line.
-	c.env = append(c.env, "SHELL=/bin/bash")
 	c.ok(t, "coe", "cluster", "template", "create", "k8s-vm", "--coe", "kubernetes", "--image", "ubuntu-jammy",
 		"--external-network", "public", "--flavor", "m1.large")
 	c.ok(t, "coe", "cluster", "create", "k1", "--cluster-template", "k8s-vm")

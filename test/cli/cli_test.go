@@ -8,16 +8,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/magnetite-io/magnetite/internal/testmagnetite"
 )
 
 // openstackBin is Debian's CLI; another python may be first on PATH, so the
@@ -412,10 +410,12 @@ type cli struct {
 func newCLI(t *testing.T, endpoint string) *cli {
 	// Only this test's settings: no OS_* variables, clouds.yaml or Python
 	// overrides from the caller's environment.
-	env := []string{"HOME=" + t.TempDir()}
+	// magnumclient's `cluster config` reads $SHELL to choose the export
+	// line it prints; CI runners start tests without one, users never do.
+	env := []string{"HOME=" + t.TempDir(), "SHELL=/bin/bash"}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "OS_") || strings.HasPrefix(k, "PYTHON") || k == "HOME" || k == "VIRTUAL_ENV" {
+		if strings.HasPrefix(k, "OS_") || strings.HasPrefix(k, "PYTHON") || k == "HOME" || k == "SHELL" || k == "VIRTUAL_ENV" {
 			continue
 		}
 		env = append(env, kv)
@@ -553,105 +553,17 @@ func requireCLI(t *testing.T) {
 	}
 }
 
-// startMagnetite builds the magnetite binary, serves the API on a free
-// loopback port over a fresh state directory, and returns the v1 endpoint.
-// Each extraConf is a conf.d drop-in. The server stops when the test ends.
+// startMagnetite serves the API from a freshly built binary over a fresh
+// state directory (as this test's host, with noauth callers holding admin
+// and member) and returns the v1 endpoint. Each extraConf is a conf.d
+// drop-in. The server stops when the test ends.
 func startMagnetite(t *testing.T, extraConf ...string) string {
 	t.Helper()
-	dir := t.TempDir()
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil || strings.TrimSpace(string(gomod)) == "" {
-		t.Fatalf("find the module root: %v", err)
-	}
-	bin := filepath.Join(dir, "magnetite")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/magnetite")
-	build.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/magnetite: %v\n%s", err, out)
-	}
-
-	conf := filepath.Join(dir, "magnetite.conf")
-	confDir := filepath.Join(dir, "magnetite.conf.d")
-	state := filepath.Join(dir, "state")
-	for _, d := range []string{confDir, state} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ini := fmt.Sprintf("[DEFAULT]\nstate_dir = %s\nhost = cli-test-host\n\n[auth]\nnoauth_roles = admin,member\n", state)
-	if err := os.WriteFile(conf, []byte(ini), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range extraConf {
-		if err := os.WriteFile(filepath.Join(confDir, fmt.Sprintf("%02d-test.conf", i)), []byte(c), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	addr := freeAddr(t)
-	logPath := filepath.Join(dir, "serve.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := exec.Command(bin, "--config-file", conf, "--config-dir", confDir, "serve", "--listen", addr)
-	srv.Stdout, srv.Stderr = logFile, logFile
-	if err := srv.Start(); err != nil {
-		t.Fatalf("start magnetite serve: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- srv.Wait() }()
-	showLog := func() string {
-		b, _ := os.ReadFile(logPath)
-		return string(b)
-	}
-	t.Cleanup(func() {
-		_ = srv.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = srv.Process.Kill()
-			<-exited
-			t.Errorf("magnetite serve did not stop on SIGTERM within 15s")
-		}
-		logFile.Close()
-		if t.Failed() {
-			t.Logf("magnetite serve log:\n%s", showLog())
-		}
-	})
-
-	base := "http://" + addr
-	deadline := time.After(30 * time.Second)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	client := &http.Client{Timeout: time.Second}
-	for {
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("magnetite serve exited before answering: %v\n%s", err, showLog())
-		case <-deadline:
-			t.Fatalf("magnetite serve did not answer GET / on %s within 30s\n%s", addr, showLog())
-		case <-tick.C:
-		}
-		resp, err := client.Get(base + "/")
-		if err != nil {
-			continue
-		}
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			return base + "/v1"
-		}
-	}
+	addr := testmagnetite.FreeAddr(t)
+	base := "[DEFAULT]\nhost = cli-test-host\n\n[auth]\nnoauth_roles = admin,member\n"
+	testmagnetite.Serve(t, addr, append([]string{base}, extraConf...)...)
+	return "http://" + addr + "/v1"
 }
 
 // freeAddr returns a loopback address with a port nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+func freeAddr(t *testing.T) string { return testmagnetite.FreeAddr(t) }
