@@ -361,12 +361,12 @@ func TestClientQuotaStatsAndServiceCommandsInEveryFormat(t *testing.T) {
 			map[string]string{"clusters": "0", "nodes": "0"})
 	}
 
-	if err := srv.Store.ReportService(context.Background(), "cli-host", "magnetite-conductor"); err != nil {
+	if err := srv.Store.ReportService(context.Background(), "cli-host", "magnum-conductor"); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range formats {
 		rows := listed(t, f, mustCLI(t, srv, "service", "list", "-o", f), "host", "binary", "state", "disabled")
-		if len(rows) != 1 || rows[0]["host"] != "cli-host" || rows[0]["binary"] != "magnetite-conductor" || rows[0]["state"] != "up" || rows[0]["disabled"] != "false" {
+		if len(rows) != 1 || rows[0]["host"] != "cli-host" || rows[0]["binary"] != "magnum-conductor" || rows[0]["state"] != "up" || rows[0]["disabled"] != "false" {
 			t.Errorf("service list -o %s: %v", f, rows)
 		}
 	}

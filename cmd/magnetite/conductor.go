@@ -70,6 +70,6 @@ func startConductor(ctx context.Context, cfg *config.Config, st *store.DB, drive
 			wait = min(2*wait, time.Minute)
 		}
 	}()
-	go reportAlive(ctx, st, log, host, "magnetite-conductor", cfg.Duration("services", "report_interval"))
+	go reportAlive(ctx, st, log, host, "magnum-conductor", cfg.Duration("services", "report_interval"))
 	return c, nil
 }

@@ -179,7 +179,6 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 		return fmt.Errorf("listen on %s: %w", cfg.String("api", "listen"), err)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
-	go reportAlive(ctx, st, log, host, "magnetite-api", cfg.Duration("services", "report_interval"))
 	if hosts != nil {
 		go baremetal.Run(ctx, hosts, bmSettings.ReconcileInterval, log)
 		log.Info("bare-metal host inventory enabled", "backend", hosts.Name())
@@ -220,6 +219,9 @@ func keystoneConfig(cfg *config.Config, log *slog.Logger) auth.KeystoneConfig {
 }
 
 // reportAlive records this process in the services table until ctx ends.
+// Only the conductor reports, as "magnum-conductor": Magnum's API registers
+// no service of its own, and its clients, Horizon and monitoring look for
+// magnum-conductor.
 func reportAlive(ctx context.Context, st *store.DB, log *slog.Logger, host, binary string, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()

@@ -649,19 +649,19 @@ func TestMServicesReportsProcessesUpOrDown(t *testing.T) {
 	})
 	ctx := context.Background()
 	for range 3 {
-		if err := srv.Store.ReportService(ctx, "node-1", "magnetite-conductor"); err != nil {
+		if err := srv.Store.ReportService(ctx, "node-1", "magnum-conductor"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := srv.Store.ReportService(ctx, "node-2", "magnetite-api"); err != nil {
+	if err := srv.Store.ReportService(ctx, "node-2", "magnum-conductor"); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		host, binary string
 		reports      float64
 	}{
-		{"node-1", "magnetite-conductor", 3},
-		{"node-2", "magnetite-api", 1},
+		{"node-1", "magnum-conductor", 3},
+		{"node-2", "magnum-conductor", 1},
 	}
 	var out struct{ MServices []map[string]any }
 	c.must(http.StatusOK, "GET", "/v1/mservices", nil).decode(t, &out)

@@ -118,7 +118,7 @@ func sampleSteps() []sampleStep {
 func TestMagnumSamplesAreAcceptedAndAnswered(t *testing.T) {
 	srv := apitest.Start(t)
 	admin := newClient(t, srv)
-	if err := srv.Store.ReportService(context.Background(), "magnum-manager", "magnetite-conductor"); err != nil {
+	if err := srv.Store.ReportService(context.Background(), "magnum-manager", "magnum-conductor"); err != nil {
 		t.Fatal(err)
 	}
 	ids := map[string]string{}
