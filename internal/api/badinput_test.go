@@ -372,7 +372,7 @@ func badInputCases() []badCase {
 		{"member cannot list services", "GET", "/v1/mservices", member("projb"), ``, 403, "magnum-service:get_all"},
 
 		// Routing.
-		{"unknown collection", "GET", "/v1/bays", nil, ``, 404, "could not be found"},
+		{"unknown collection", "GET", "/v1/pods", nil, ``, 404, "could not be found"},
 		{"unknown API version path", "GET", "/v2/clusters", nil, ``, 404, "could not be found"},
 		{"method without a route", "PUT", clPath, nil, `{}`, 404, "PUT"},
 	}

@@ -82,16 +82,44 @@ func shapeOf(ngs []*model.NodeGroup) clusterShape {
 	return sh
 }
 
-func (s *Server) clusterSummary(r *http.Request, c *model.Cluster, sh clusterShape) apitypes.ClusterSummary {
+// clusterFields are the short-form fields clusters and bays show alike.
+func clusterFields(c *model.Cluster, sh clusterShape) apitypes.ClusterFields {
 	labels := c.Labels
 	if labels == nil {
 		labels = map[string]string{}
 	}
+	return apitypes.ClusterFields{
+		UUID: c.UUID, Name: c.Name, DockerVolumeSize: c.DockerVolumeSize, Labels: labels, NodeCount: sh.nodeCount,
+		MasterCount: sh.masterCount, Status: string(c.Status), MasterFlavorID: c.MasterFlavorID, FlavorID: c.FlavorID,
+	}
+}
+
+// clusterDetailFields are the full-form fields clusters and bays show alike.
+func clusterDetailFields(c *model.Cluster, sh clusterShape) apitypes.ClusterDetailFields {
+	return apitypes.ClusterDetailFields{
+		StatusReason: c.StatusReason, DiscoveryURL: c.DiscoveryURL, APIAddress: c.APIAddress, COEVersion: c.COEVersion,
+		ContainerVersion: c.ContainerVersion, NodeAddresses: sh.nodeAddrs, MasterAddresses: sh.masterAddrs,
+		FixedNetwork: c.FixedNetwork, FixedSubnet: c.FixedSubnet, FloatingIPEnabled: c.FloatingIPEnabled,
+		MasterLBEnabled: c.MasterLBEnabled, CreatedAt: timeString(c.CreatedAt), UpdatedAt: timePtrString(c.UpdatedAt),
+	}
+}
+
+// faultsOf is what a failed cluster reports as its faults (the reasons of
+// its failed node groups); nil, and so absent, for any other cluster.
+func faultsOf(c *model.Cluster, sh clusterShape) map[string]string {
+	if !c.Status.Failed() {
+		return nil
+	}
+	if sh.faults == nil {
+		return map[string]string{}
+	}
+	return sh.faults
+}
+
+func (s *Server) clusterSummary(r *http.Request, c *model.Cluster, sh clusterShape) apitypes.ClusterSummary {
 	out := apitypes.ClusterSummary{
-		UUID: c.UUID, Name: c.Name, ClusterTemplateID: c.ClusterTemplateID, Keypair: c.Keypair,
-		DockerVolumeSize: c.DockerVolumeSize, Labels: labels, NodeCount: sh.nodeCount, MasterCount: sh.masterCount,
-		Status: string(c.Status), MasterFlavorID: c.MasterFlavorID, FlavorID: c.FlavorID, CreateTimeout: c.CreateTimeout,
-		Links: toAPILinks(resourceLinks(baseURL(r), "clusters", c.UUID)),
+		ClusterFields: clusterFields(c, sh), ClusterTemplateID: c.ClusterTemplateID, Keypair: c.Keypair,
+		CreateTimeout: c.CreateTimeout, Links: toAPILinks(resourceLinks(baseURL(r), "clusters", c.UUID)),
 	}
 	if c.HealthStatus != nil {
 		h := string(*c.HealthStatus)
@@ -111,22 +139,11 @@ func (s *Server) clusterDetail(r *http.Request, c *model.Cluster, sh clusterShap
 	if hsr == nil {
 		hsr = map[string]string{}
 	}
-	out := apitypes.Cluster{
-		ClusterSummary: s.clusterSummary(r, c, sh),
-		StatusReason:   c.StatusReason, HealthStatusReason: hsr, DiscoveryURL: c.DiscoveryURL,
-		APIAddress: c.APIAddress, COEVersion: c.COEVersion, ContainerVersion: c.ContainerVersion,
-		ProjectID: c.ProjectID, UserID: c.UserID, NodeAddresses: sh.nodeAddrs, MasterAddresses: sh.masterAddrs,
-		FixedNetwork: c.FixedNetwork, FixedSubnet: c.FixedSubnet, FloatingIPEnabled: c.FloatingIPEnabled,
-		MasterLBEnabled: c.MasterLBEnabled, MergeLabels: c.MergeLabels, LabelsOverridden: over,
-		LabelsAdded: added, LabelsSkipped: skipped, CreatedAt: timeString(c.CreatedAt), UpdatedAt: timePtrString(c.UpdatedAt),
+	return apitypes.Cluster{
+		ClusterSummary: s.clusterSummary(r, c, sh), ClusterDetailFields: clusterDetailFields(c, sh),
+		HealthStatusReason: hsr, ProjectID: c.ProjectID, UserID: c.UserID, Faults: faultsOf(c, sh),
+		MergeLabels: c.MergeLabels, LabelsOverridden: over, LabelsAdded: added, LabelsSkipped: skipped,
 	}
-	if c.Status.Failed() {
-		out.Faults = sh.faults
-		if out.Faults == nil {
-			out.Faults = map[string]string{}
-		}
-	}
-	return out
 }
 
 // labelsDiff is Magnum's get_labels_diff: overridden holds the parent's
@@ -177,7 +194,8 @@ func (s *Server) listClusters(detail bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		path := "clusters"
+		fam := familyOf(r)
+		path := fam.clusters
 		next := ""
 		if len(cs) > 0 {
 			if detail {
@@ -185,25 +203,22 @@ func (s *Server) listClusters(detail bool) handlerFunc {
 			}
 			next = nextLink(r, path, p, len(cs), cs[len(cs)-1].UUID)
 		}
-		if !detail {
-			out := apitypes.ClusterList[apitypes.ClusterSummary]{Clusters: make([]apitypes.ClusterSummary, 0, len(cs)), Next: next}
-			for _, c := range cs {
-				out.Clusters = append(out.Clusters, s.clusterSummary(r, c, shapeOf(ngs[c.UUID])))
-			}
-			writeJSON(w, http.StatusOK, out)
-			return nil
-		}
+		items := make([]any, 0, len(cs))
 		templates := map[string]map[string]string{}
-		out := apitypes.ClusterList[apitypes.Cluster]{Clusters: make([]apitypes.Cluster, 0, len(cs)), Next: next}
 		for _, c := range cs {
+			sh := shapeOf(ngs[c.UUID])
+			if !detail {
+				items = append(items, fam.clusterSummary(s, r, c, sh))
+				continue
+			}
 			parent, ok := templates[c.ClusterTemplateID]
 			if !ok {
 				parent = s.templateLabels(ctx, c.ClusterTemplateID)
 				templates[c.ClusterTemplateID] = parent
 			}
-			out.Clusters = append(out.Clusters, s.clusterDetail(r, c, shapeOf(ngs[c.UUID]), parent))
+			items = append(items, fam.clusterDetail(s, r, c, sh, parent))
 		}
-		writeJSON(w, http.StatusOK, out)
+		writeJSON(w, http.StatusOK, fam.clusterPage(items, next))
 		return nil
 	}
 }
@@ -241,7 +256,7 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.clusterDetail(r, c, shapeOf(ngs[c.UUID]), s.templateLabels(r.Context(), c.ClusterTemplateID)))
+	writeJSON(w, http.StatusOK, familyOf(r).clusterDetail(s, r, c, shapeOf(ngs[c.UUID]), s.templateLabels(r.Context(), c.ClusterTemplateID)))
 	return nil
 }
 
@@ -262,9 +277,9 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	if aerr != nil {
 		return aerr
 	}
-	vals, aerr := clusterSchema.coerceAll(raw, v, false)
-	if aerr != nil {
-		return aerr
+	vals, err := familyOf(r).clusterValues(s, r, raw)
+	if err != nil {
+		return err
 	}
 	if vals["cluster_template_id"] == nil {
 		return badRequest("Invalid input for field/attribute cluster_template_id. Value: null. Mandatory field missing.")
@@ -404,8 +419,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.recordCapacityWarning(r, c, warning)
-	writeJSON(w, http.StatusAccepted, apitypes.ClusterID{UUID: c.UUID})
-	return nil
+	return familyOf(r).writeQueued(s, w, r, c, http.StatusCreated)
 }
 
 func isNotFound(err error) bool {
@@ -508,6 +522,9 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	fam := familyOf(r)
+	ops = fam.clusterPatch(ops)
+	updatable := fam.updatable()
 	ctx := r.Context()
 	ngs, err := s.st.NodeGroupsOf(ctx, []string{c.UUID})
 	if err != nil {
@@ -518,7 +535,7 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 	for k := range clusterSchema.fields {
 		updSchema.fields[k] = field{name: k, readOnly: true}
 	}
-	for k, f := range clusterUpdatable {
+	for k, f := range updatable {
 		updSchema.fields[k] = f
 	}
 	var patched struct {
@@ -531,7 +548,7 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 		if i := indexByte(top, '/'); i >= 0 {
 			top = top[:i]
 		}
-		if _, ok := clusterUpdatable[top]; !ok {
+		if _, ok := updatable[top]; !ok {
 			if _, known := clusterSchema.fields[top]; known {
 				return badRequest("cannot change cluster property(ies) %s. Only node_count, health_status and health_status_reason can be updated; use actions/resize or actions/upgrade for the rest.", top)
 			}
@@ -587,8 +604,7 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	if len(changed) == 0 {
-		writeJSON(w, http.StatusAccepted, apitypes.ClusterID{UUID: c.UUID})
-		return nil
+		return fam.writeQueued(s, w, r, c, http.StatusOK)
 	}
 	before := c.Status
 	c.UpdatedAt = &t
@@ -600,8 +616,7 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.recordCapacityWarning(r, c, warning)
-	writeJSON(w, http.StatusAccepted, apitypes.ClusterID{UUID: c.UUID})
-	return nil
+	return fam.writeQueued(s, w, r, c, http.StatusOK)
 }
 
 func indexByte(s string, b byte) int {

@@ -80,12 +80,14 @@ func timePtrString(t *time.Time) *string {
 	return &s
 }
 
-func (s *Server) templateView(r *http.Request, ct *model.ClusterTemplate) apitypes.ClusterTemplate {
+// templateFields are the fields a template shows under both its names,
+// linked under collection (clustertemplates or baymodels).
+func templateFields(r *http.Request, ct *model.ClusterTemplate, collection string) apitypes.TemplateFields {
 	labels := ct.Labels
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	return apitypes.ClusterTemplate{
+	return apitypes.TemplateFields{
 		UUID: ct.UUID, Name: ct.Name, COE: ct.COE, ImageID: ct.ImageID, FlavorID: ct.FlavorID,
 		MasterFlavorID: ct.MasterFlavorID, DNSNameserver: ct.DNSNameserver, KeypairID: ct.KeypairID,
 		ExternalNetworkID: ct.ExternalNetworkID, FixedNetwork: ct.FixedNetwork, FixedSubnet: ct.FixedSubnet,
@@ -95,8 +97,15 @@ func (s *Server) templateView(r *http.Request, ct *model.ClusterTemplate) apityp
 		NoProxy: ct.NoProxy, RegistryEnabled: ct.RegistryEnabled, TLSDisabled: ct.TLSDisabled, Public: ct.Public,
 		Hidden: ct.Hidden, ServerType: string(ct.ServerType), InsecureRegistry: ct.InsecureRegistry,
 		MasterLBEnabled: ct.MasterLBEnabled, FloatingIPEnabled: ct.FloatingIPEnabled, Tags: ct.Tags,
-		Driver: ct.Driver, ProjectID: ct.ProjectID, UserID: ct.UserID, CreatedAt: timeString(ct.CreatedAt),
-		UpdatedAt: timePtrString(ct.UpdatedAt), Links: toAPILinks(resourceLinks(baseURL(r), "clustertemplates", ct.UUID)),
+		CreatedAt: timeString(ct.CreatedAt), UpdatedAt: timePtrString(ct.UpdatedAt),
+		Links: toAPILinks(resourceLinks(baseURL(r), collection, ct.UUID)),
+	}
+}
+
+func (s *Server) templateView(r *http.Request, ct *model.ClusterTemplate) apitypes.ClusterTemplate {
+	return apitypes.ClusterTemplate{
+		TemplateFields: templateFields(r, ct, "clustertemplates"),
+		Driver:         ct.Driver, ProjectID: ct.ProjectID, UserID: ct.UserID,
 	}
 }
 
@@ -130,18 +139,16 @@ func (s *Server) listClusterTemplates(detail bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		out := apitypes.ClusterTemplateList{ClusterTemplates: make([]apitypes.ClusterTemplate, 0, len(cts))}
-		for _, ct := range cts {
-			out.ClusterTemplates = append(out.ClusterTemplates, s.templateView(r, ct))
-		}
-		path := "clustertemplates"
+		fam := familyOf(r)
+		path := fam.templates
 		if detail {
 			path += "/detail"
 		}
+		next := ""
 		if len(cts) > 0 {
-			out.Next = nextLink(r, path, p, len(cts), cts[len(cts)-1].UUID)
+			next = nextLink(r, path, p, len(cts), cts[len(cts)-1].UUID)
 		}
-		writeJSON(w, http.StatusOK, out)
+		writeJSON(w, http.StatusOK, fam.templatePage(s, r, cts, next))
 		return nil
 	}
 }
@@ -172,7 +179,7 @@ func (s *Server) getClusterTemplate(w http.ResponseWriter, r *http.Request) erro
 	if err := s.authorize(r, "clustertemplate:get", &auth.Target{ProjectID: ct.ProjectID, Public: ct.Public}); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.templateView(r, ct))
+	writeJSON(w, http.StatusOK, familyOf(r).templateView(s, r, ct))
 	return nil
 }
 
@@ -188,11 +195,12 @@ func (s *Server) createClusterTemplate(w http.ResponseWriter, r *http.Request) e
 	if aerr != nil {
 		return aerr
 	}
-	vals, aerr := templateSchema.coerceAll(raw, versionOf(r.Context()), false)
+	fam := familyOf(r)
+	vals, aerr := fam.templateSchema().coerceAll(raw, versionOf(r.Context()), false)
 	if aerr != nil {
 		return aerr
 	}
-	for _, f := range []string{"coe", "image_id"} {
+	for _, f := range fam.templateMandatory() {
 		if vals[f] == nil {
 			return badRequest("Invalid input for field/attribute %s. Value: null. Mandatory field missing.", f)
 		}
@@ -238,8 +246,8 @@ func (s *Server) createClusterTemplate(w http.ResponseWriter, r *http.Request) e
 	if err := s.st.CreateClusterTemplate(r.Context(), ct); err != nil {
 		return err
 	}
-	w.Header().Set("Location", baseURL(r)+"/v1/clustertemplates/"+ct.UUID)
-	writeJSON(w, http.StatusCreated, s.templateView(r, ct))
+	w.Header().Set("Location", baseURL(r)+"/v1/"+fam.templates+"/"+ct.UUID)
+	writeJSON(w, http.StatusCreated, fam.templateView(s, r, ct))
 	return nil
 }
 
@@ -298,7 +306,8 @@ func (s *Server) updateClusterTemplate(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	ops, err := parsePatch(body, internalAttrs, templateNonRemovableAttrs)
+	fam := familyOf(r)
+	ops, err := parsePatch(body, internalAttrs, fam.templateNonRemovable())
 	if err != nil {
 		return err
 	}
@@ -310,12 +319,12 @@ func (s *Server) updateClusterTemplate(w http.ResponseWriter, r *http.Request) e
 		return err
 	}
 	updated := &model.ClusterTemplate{}
-	changed, err := applyPatch(ct, ops, templateSchema, versionOf(r.Context()), updated)
+	changed, err := applyPatch(ct, ops, fam.templateSchema(), versionOf(r.Context()), updated)
 	if err != nil {
 		return err
 	}
 	if len(changed) == 0 {
-		writeJSON(w, http.StatusOK, s.templateView(r, ct))
+		writeJSON(w, http.StatusOK, fam.templateView(s, r, ct))
 		return nil
 	}
 	if updated.Labels == nil {
@@ -349,7 +358,7 @@ func (s *Server) updateClusterTemplate(w http.ResponseWriter, r *http.Request) e
 	if err := s.st.UpdateClusterTemplate(r.Context(), updated, changed); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.templateView(r, updated))
+	writeJSON(w, http.StatusOK, fam.templateView(s, r, updated))
 	return nil
 }
 

@@ -223,6 +223,11 @@ var (
 			return map[string]any{"name": w.uniq("new"), "cluster_template_id": w.ids[template], "node_count": 1}
 		}
 	}
+	bayBody = func(template string) func(*isolationWorld, persona) any {
+		return func(w *isolationWorld, _ persona) any {
+			return map[string]any{"name": w.uniq("new"), "baymodel_id": w.ids[template], "node_count": 1}
+		}
+	}
 )
 
 var ownProject = []persona{owner, readerP, adminP}
@@ -295,6 +300,31 @@ var isolationMatrix = []matrixRow{
 	{route: "GET /v1/hosts/{ident}", path: "/v1/hosts/bm-0", want: outcome(forbid, forbid, forbid, notImpl)},
 	{route: "DELETE /v1/hosts/{ident}", path: "/v1/hosts/bm-0", want: outcome(forbid, forbid, forbid, notImpl)},
 	{route: "POST /v1/hosts/{ident}/actions/{action}", path: "/v1/hosts/bm-0/actions/inspect", body: fixed(map[string]any{}), want: outcome(forbid, forbid, forbid, notImpl)},
+
+	// Magnum's bay-era names for templates and clusters: the same objects
+	// under the same rules. A bay naming a baymodel the caller cannot see
+	// is a 400, as in Magnum's bay controller.
+	{route: "GET /v1/baymodels", path: "/v1/baymodels", want: outcome(ok, ok, ok, ok), lists: "{T}", listedFor: ownProject},
+	{route: "GET /v1/baymodels", path: "/v1/baymodels", want: outcome(ok, ok, ok, ok), lists: "{P}", listedFor: []persona{owner, outsider, readerP, adminP}},
+	{route: "GET /v1/baymodels/detail", path: "/v1/baymodels/detail", want: outcome(ok, ok, ok, ok), lists: "{T}", listedFor: ownProject},
+	{route: "GET /v1/baymodels/{ident}", path: "/v1/baymodels/{T}", want: outcome(ok, missing, ok, ok)},
+	{route: "GET /v1/baymodels/{ident}", path: "/v1/baymodels/{P}", want: outcome(ok, ok, ok, ok)},
+	{route: "POST /v1/baymodels", path: "/v1/baymodels", body: namedBody(map[string]any{"coe": "kubernetes", "image_id": "ubuntu-2204-kube-v1.30.4", "keypair_id": "kp"}), want: outcome(created, created, forbid, created)},
+	{route: "POST /v1/baymodels", path: "/v1/baymodels", body: namedBody(map[string]any{"coe": "kubernetes", "image_id": "ubuntu-2204-kube-v1.30.4", "keypair_id": "kp", "public": true}), want: outcome(forbid, forbid, forbid, created)},
+	{route: "PATCH /v1/baymodels/{ident}", path: "/v1/baymodels/{T}", body: func(w *isolationWorld, p persona) any {
+		return []map[string]any{{"op": "replace", "path": "/name", "value": w.uniq("renamed")}}
+	}, want: outcome(ok, missing, forbid, ok)},
+	{route: "PATCH /v1/baymodels/{ident}", path: "/v1/baymodels/{new}", fresh: freshTemplate, body: replaceOp("/public", true), want: outcome(forbid, missing, forbid, ok)},
+	{route: "DELETE /v1/baymodels/{ident}", path: "/v1/baymodels/{new}", fresh: freshTemplate, want: outcome(noContent, missing, forbid, noContent)},
+	{route: "DELETE /v1/baymodels/{ident}", path: "/v1/baymodels/{new}", fresh: freshPublic, want: outcome(forbid, forbid, forbid, noContent)},
+
+	{route: "GET /v1/bays", path: "/v1/bays", want: outcome(ok, ok, ok, ok), lists: "{C}", listedFor: ownProject},
+	{route: "GET /v1/bays/detail", path: "/v1/bays/detail", want: outcome(ok, ok, ok, ok), lists: "{C}", listedFor: ownProject},
+	{route: "GET /v1/bays/{ident}", path: "/v1/bays/{C}", want: outcome(ok, missing, ok, ok)},
+	{route: "POST /v1/bays", path: "/v1/bays", body: bayBody("{T}"), want: outcome(accepted, http.StatusBadRequest, forbid, accepted)},
+	{route: "POST /v1/bays", path: "/v1/bays", body: bayBody("{P}"), want: outcome(accepted, accepted, forbid, accepted)},
+	{route: "PATCH /v1/bays/{ident}", path: "/v1/bays/{C}", body: replaceOp("/node_count", 3), want: outcome(accepted, missing, forbid, accepted)},
+	{route: "DELETE /v1/bays/{ident}", path: "/v1/bays/{new}", fresh: freshCluster, want: outcome(noContent, missing, forbid, noContent)},
 
 	{route: "GET /v1/stats", path: "/v1/stats", want: outcome(ok, ok, ok, ok)},
 	{route: "GET /v1/stats", path: "/v1/stats?project_id={A}", want: outcome(ok, forbid, ok, ok)},

@@ -179,6 +179,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/stats", s.getStats)
 	s.handle("GET /v1/mservices", s.listServices)
 	s.hostRoutes()
+	s.bayEraRoutes()
 
 	// Anything else under the API is a Magnum-format 404 (or 405).
 	s.handle("/", func(w http.ResponseWriter, r *http.Request) error {

@@ -7,8 +7,9 @@ type Link struct {
 	Type string `json:"type,omitempty"`
 }
 
-// ClusterTemplate is a cluster template as returned by the API.
-type ClusterTemplate struct {
+// TemplateFields are what a cluster template and a baymodel (Magnum's
+// bay-era name for one) show alike.
+type TemplateFields struct {
 	UUID                string            `json:"uuid"`
 	Name                string            `json:"name"`
 	COE                 string            `json:"coe"`
@@ -39,12 +40,29 @@ type ClusterTemplate struct {
 	MasterLBEnabled     bool              `json:"master_lb_enabled"`
 	FloatingIPEnabled   bool              `json:"floating_ip_enabled"`
 	Tags                *string           `json:"tags"`
-	Driver              *string           `json:"driver"`
-	ProjectID           string            `json:"project_id"`
-	UserID              string            `json:"user_id"`
 	CreatedAt           string            `json:"created_at"`
 	UpdatedAt           *string           `json:"updated_at"`
 	Links               []Link            `json:"links"`
+}
+
+// ClusterTemplate is a cluster template as returned by the API.
+type ClusterTemplate struct {
+	TemplateFields
+	Driver    *string `json:"driver"`
+	ProjectID string  `json:"project_id"`
+	UserID    string  `json:"user_id"`
+}
+
+// BayModel is a cluster template as GET /v1/baymodels shows it: Magnum's
+// bay-era form has no driver, project_id or user_id.
+type BayModel struct {
+	TemplateFields
+}
+
+// BayModelList is GET /v1/baymodels.
+type BayModelList struct {
+	BayModels []BayModel `json:"baymodels"`
+	Next      string     `json:"next,omitempty"`
 }
 
 // ClusterTemplateList is GET /v1/clustertemplates.
@@ -58,25 +76,40 @@ type ClusterID struct {
 	UUID string `json:"uuid"`
 }
 
+// ClusterFields are what the short forms of a cluster and of a bay (Magnum's
+// bay-era name for a cluster) show alike.
+type ClusterFields struct {
+	UUID             string            `json:"uuid"`
+	Name             string            `json:"name"`
+	DockerVolumeSize *int              `json:"docker_volume_size"`
+	Labels           map[string]string `json:"labels"`
+	NodeCount        int               `json:"node_count"`
+	MasterCount      int               `json:"master_count"`
+	Status           string            `json:"status"`
+	MasterFlavorID   *string           `json:"master_flavor_id"`
+	FlavorID         *string           `json:"flavor_id"`
+}
+
 // ClusterSummary is the short form of a cluster in GET /v1/clusters.
 type ClusterSummary struct {
-	UUID              string            `json:"uuid"`
-	Name              string            `json:"name"`
-	ClusterTemplateID string            `json:"cluster_template_id"`
-	Keypair           *string           `json:"keypair"`
-	DockerVolumeSize  *int              `json:"docker_volume_size"`
-	Labels            map[string]string `json:"labels"`
-	NodeCount         int               `json:"node_count"`
-	MasterCount       int               `json:"master_count"`
-	Status            string            `json:"status"`
-	MasterFlavorID    *string           `json:"master_flavor_id"`
-	FlavorID          *string           `json:"flavor_id"`
-	CreateTimeout     int               `json:"create_timeout"`
-	HealthStatus      *string           `json:"health_status"`
+	ClusterFields
+	ClusterTemplateID string  `json:"cluster_template_id"`
+	Keypair           *string `json:"keypair"`
+	CreateTimeout     int     `json:"create_timeout"`
+	HealthStatus      *string `json:"health_status"`
 	// Exactly one of StackID (before 1.13) and ClusterID (1.13 on) is set.
 	StackID   *OptionalString `json:"stack_id,omitempty"`
 	ClusterID *OptionalString `json:"cluster_id,omitempty"`
 	Links     []Link          `json:"links"`
+}
+
+// BaySummary is the short form of a bay in GET /v1/bays.
+type BaySummary struct {
+	ClusterFields
+	BayModelID       string  `json:"baymodel_id"`
+	BayCreateTimeout int     `json:"bay_create_timeout"`
+	StackID          *string `json:"stack_id"`
+	Links            []Link  `json:"links"`
 }
 
 // OptionalString is a field that is present (possibly null) or absent.
@@ -92,36 +125,57 @@ func (o OptionalString) MarshalJSON() ([]byte, error) {
 	return marshalString(*o.Value), nil
 }
 
+// ClusterDetailFields are what the full forms of a cluster and of a bay add
+// to their short forms alike.
+type ClusterDetailFields struct {
+	StatusReason      *string  `json:"status_reason"`
+	DiscoveryURL      *string  `json:"discovery_url"`
+	APIAddress        *string  `json:"api_address"`
+	COEVersion        *string  `json:"coe_version"`
+	ContainerVersion  *string  `json:"container_version"`
+	NodeAddresses     []string `json:"node_addresses"`
+	MasterAddresses   []string `json:"master_addresses"`
+	FixedNetwork      *string  `json:"fixed_network"`
+	FixedSubnet       *string  `json:"fixed_subnet"`
+	FloatingIPEnabled bool     `json:"floating_ip_enabled"`
+	MasterLBEnabled   bool     `json:"master_lb_enabled"`
+	CreatedAt         string   `json:"created_at"`
+	UpdatedAt         *string  `json:"updated_at"`
+}
+
 // Cluster is the full form of a cluster.
 type Cluster struct {
 	ClusterSummary
-	StatusReason       *string           `json:"status_reason"`
+	ClusterDetailFields
 	HealthStatusReason map[string]string `json:"health_status_reason"`
-	DiscoveryURL       *string           `json:"discovery_url"`
-	APIAddress         *string           `json:"api_address"`
-	COEVersion         *string           `json:"coe_version"`
-	ContainerVersion   *string           `json:"container_version"`
 	ProjectID          string            `json:"project_id"`
 	UserID             string            `json:"user_id"`
-	NodeAddresses      []string          `json:"node_addresses"`
-	MasterAddresses    []string          `json:"master_addresses"`
 	Faults             map[string]string `json:"faults,omitempty"`
-	FixedNetwork       *string           `json:"fixed_network"`
-	FixedSubnet        *string           `json:"fixed_subnet"`
-	FloatingIPEnabled  bool              `json:"floating_ip_enabled"`
-	MasterLBEnabled    bool              `json:"master_lb_enabled"`
 	MergeLabels        bool              `json:"merge_labels"`
 	LabelsOverridden   map[string]string `json:"labels_overridden"`
 	LabelsAdded        map[string]string `json:"labels_added"`
 	LabelsSkipped      map[string]string `json:"labels_skipped"`
-	CreatedAt          string            `json:"created_at"`
-	UpdatedAt          *string           `json:"updated_at"`
+}
+
+// Bay is the full form of a bay: Magnum's bay-era form of a cluster, with
+// baymodel_id, bay_create_timeout and bay_faults for cluster_template_id,
+// create_timeout and faults, and without the fields clusters gained later.
+type Bay struct {
+	BaySummary
+	ClusterDetailFields
+	BayFaults map[string]string `json:"bay_faults,omitempty"`
 }
 
 // ClusterList is GET /v1/clusters (summaries) or /v1/clusters/detail.
 type ClusterList[T any] struct {
 	Clusters []T    `json:"clusters"`
 	Next     string `json:"next,omitempty"`
+}
+
+// BayList is GET /v1/bays (summaries) or /v1/bays/detail.
+type BayList[T any] struct {
+	Bays []T    `json:"bays"`
+	Next string `json:"next,omitempty"`
 }
 
 // Taint is a node taint (1.14).
