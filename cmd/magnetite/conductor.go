@@ -7,6 +7,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/magnetite-io/magnetite/internal/api"
+	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/conductor"
 	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/driver"
@@ -33,7 +35,7 @@ func conductorWanted(cfg *config.Config) bool {
 // startConductor connects to the management cluster and runs the conductor
 // until ctx ends. It returns the conductor (to wake it when the API queues
 // work) or nil when this process runs none.
-func startConductor(ctx context.Context, cfg *config.Config, st *store.DB, drivers *driver.Registry, reg *metrics.Registry, host string, log *slog.Logger) (*conductor.Conductor, error) {
+func startConductor(ctx context.Context, cfg *config.Config, st *store.DB, drivers *driver.Registry, reg *metrics.Registry, host string, creds conductor.CloudCredentials, log *slog.Logger) (*conductor.Conductor, error) {
 	if !conductorWanted(cfg) {
 		log.Warn("no management cluster configured: requests are recorded and clusters stay in their *_IN_PROGRESS state until a conductor runs; set [management] kubeconfig")
 		return nil, nil
@@ -46,10 +48,11 @@ func startConductor(ctx context.Context, cfg *config.Config, st *store.DB, drive
 	}
 	c := conductor.New(conductor.Options{
 		Store: st, Mgmt: mc, Drivers: drivers, Log: log.With("component", "conductor"),
-		Owner:   fmt.Sprintf("%s/%d", host, os.Getpid()),
-		Lease:   cfg.Duration("conductor", "lease"),
-		Workers: cfg.Int("conductor", "workers"),
-		Metrics: reg,
+		Owner:       fmt.Sprintf("%s/%d", host, os.Getpid()),
+		Lease:       cfg.Duration("conductor", "lease"),
+		Workers:     cfg.Int("conductor", "workers"),
+		Metrics:     reg,
+		Credentials: creds,
 	})
 	go func() {
 		// The management cluster may come up after Magnetite: keep trying.
@@ -72,4 +75,42 @@ func startConductor(ctx context.Context, cfg *config.Config, st *store.DB, drive
 	}()
 	go reportAlive(ctx, st, log, host, "magnum-conductor", cfg.Duration("services", "report_interval"))
 	return c, nil
+}
+
+// cloudCredentials is how the conductor writes clusters' application
+// credentials into their Secrets, and deletes them with Magnetite's service
+// token.
+func cloudCredentials(cfg *config.Config, ks *auth.Keystone) (conductor.CloudCredentials, error) {
+	if ks == nil {
+		return conductor.CloudCredentials{}, nil
+	}
+	cc := conductor.CloudCredentials{
+		Keystone:   ks,
+		AuthURL:    cfg.String("cluster_credentials", "auth_url"),
+		RegionName: cfg.String("cluster_credentials", "region_name"),
+		Interface:  cfg.String("cluster_credentials", "interface"),
+	}
+	if cc.AuthURL == "" {
+		cc.AuthURL = ks.PublicAuthURL()
+	}
+	if cc.RegionName == "" {
+		cc.RegionName = ks.RegionName()
+	}
+	if f := cfg.String("cluster_credentials", "cafile"); f != "" {
+		pem, err := os.ReadFile(f)
+		if err != nil {
+			return cc, fmt.Errorf("config: [cluster_credentials] cafile: %w", err)
+		}
+		cc.CACert = pem
+	}
+	return cc, nil
+}
+
+// credentialIssuer is the API's maker of application credentials; nil when
+// clusters get none.
+func credentialIssuer(ks *auth.Keystone) api.CredentialIssuer {
+	if ks == nil {
+		return nil
+	}
+	return ks
 }

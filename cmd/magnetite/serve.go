@@ -88,6 +88,11 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 	if err != nil {
 		return err
 	}
+	return serveLogging(ctx, cfg, log, ready)
+}
+
+// serveLogging is serve with the logger given.
+func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, ready chan<- string) error {
 	st, where, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
@@ -96,6 +101,8 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 	log.Info("database ready", "backend", where)
 
 	var authn api.Authenticator
+	// keystone issues clusters' application credentials; nil issues none.
+	var keystone *auth.Keystone
 	switch cfg.String("auth", "strategy") {
 	case "noauth":
 		var roles []string
@@ -111,6 +118,9 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 			return err
 		}
 		authn = ks
+		if cfg.String("cluster_credentials", "enabled") != "false" {
+			keystone = ks
+		}
 	default:
 		return fmt.Errorf("config: [auth] strategy %q is not available in this build; use noauth or keystone", cfg.String("auth", "strategy"))
 	}
@@ -148,7 +158,11 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 	// One registry: the API's requests and the conductor's operations are
 	// scraped together.
 	reg := metrics.New(st, st.SQL(), log)
-	cond, err := startConductor(ctx, cfg, st, drivers, reg, host, log)
+	creds, err := cloudCredentials(cfg, keystone)
+	if err != nil {
+		return err
+	}
+	cond, err := startConductor(ctx, cfg, st, drivers, reg, host, creds, log)
 	if err != nil {
 		return err
 	}
@@ -171,6 +185,7 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 		CheckCapacity:                 capacity.Check,
 		Resources:                     resources,
 		OnQueued:                      onQueued,
+		Credentials:                   credentialIssuer(keystone),
 		Metrics:                       reg,
 	})
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -36,18 +37,7 @@ func TestServeWithTheMetal3Backend(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["m"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
-	kc.AuthInfos["m"] = &clientcmdapi.AuthInfo{Token: env.Config.BearerToken}
-	kc.Contexts["m"] = &clientcmdapi.Context{Cluster: "m", AuthInfo: "m"}
-	kc.CurrentContext = "m"
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := writeKubeconfig(t, env, dir)
 	cfg, err := config.Load("", "", []string{
 		"MAGNETITE_DEFAULT_STATE_DIR=" + dir, "MAGNETITE_API_LISTEN=127.0.0.1:0", "MAGNETITE_AUTH_NOAUTH_ROLES=admin",
 		"MAGNETITE_LOG_LEVEL=error", "MAGNETITE_BAREMETAL_BACKEND=metal3", "MAGNETITE_BAREMETAL_METAL3_NAMESPACE=hosts",
@@ -56,23 +46,11 @@ func TestServeWithTheMetal3Backend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, ready) }()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		t.Fatalf("serve stopped: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("serve did not start within a minute")
+	log, err := newLogger(cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
+	addr := startServe(t, cfg, log)
 
 	post := func(path string, body any) (*http.Response, []byte) {
 		t.Helper()
@@ -112,4 +90,48 @@ func TestServeWithTheMetal3Backend(t *testing.T) {
 	if res.StatusCode != http.StatusConflict || !bytes.Contains(body, []byte("Metal3 hosts")) {
 		t.Errorf("a Metal3 cluster with no free host: %d %s", res.StatusCode, body)
 	}
+}
+
+// writeKubeconfig writes a kubeconfig (mode 0600) for env into dir.
+func writeKubeconfig(t *testing.T, env *testenv.APIServer, dir string) string {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["m"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
+	kc.AuthInfos["m"] = &clientcmdapi.AuthInfo{Token: env.Config.BearerToken}
+	kc.Contexts["m"] = &clientcmdapi.Context{Cluster: "m", AuthInfo: "m"}
+	kc.CurrentContext = "m"
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
+}
+
+// startServe runs serve until the test ends and returns its address.
+func startServe(t *testing.T, cfg *config.Config, log *slog.Logger) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- serveLogging(ctx, cfg, log, ready) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	select {
+	case addr := <-ready:
+		return addr
+	case err := <-done:
+		cancel()
+		done <- err
+		t.Fatalf("serve stopped: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("serve did not start within a minute")
+	}
+	return ""
 }

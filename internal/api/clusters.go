@@ -411,11 +411,16 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	cred, err := s.issueCredential(r, c)
+	if err != nil {
+		return err
+	}
 	err = s.applyClusterChange(r, "", store.ClusterChange{
 		Cluster: c, Create: true, QuotaLimit: s.opts.DefaultClusterQuota,
-		NodeGroups: []*model.NodeGroup{master, worker}, Operation: op, Certificates: keyPairs,
+		NodeGroups: []*model.NodeGroup{master, worker}, Operation: op, Certificates: keyPairs, Credential: cred,
 	})
 	if err != nil {
+		s.withdrawCredential(r, cred)
 		return err
 	}
 	s.recordCapacityWarning(r, c, warning)

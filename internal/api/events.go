@@ -127,6 +127,8 @@ func operationMessage(op *model.Operation) string {
 		}
 	case model.OpNodeGroupDelete:
 		msg = fmt.Sprintf("Node group %v delete requested", p["nodegroup"])
+	case model.OpCredentialRotate:
+		msg = fmt.Sprintf("Credential rotation requested: new application credential %v", p["credential"])
 	default:
 		msg = string(op.Type) + " requested"
 	}

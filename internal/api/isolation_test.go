@@ -171,6 +171,8 @@ type matrixRow struct {
 	// destructive calls of one persona do not change what the next sees.
 	fresh func(t *testing.T, w *isolationWorld) string
 	want  map[persona]int // owner, other project, reader, admin
+	// wantKeystone replaces want where Keystone changes the outcome.
+	wantKeystone map[persona]int
 	// public routes answer without a token.
 	public bool
 	// lists names a placeholder whose id must appear in a 200 answer for
@@ -292,6 +294,12 @@ var isolationMatrix = []matrixRow{
 	// Rotation is refused for everyone allowed to ask (400, unsupported);
 	// another project cannot see the cluster at all.
 	{route: "PATCH /v1/certificates/{ident}", path: "/v1/certificates/{C}", want: outcome(http.StatusBadRequest, missing, forbid, http.StatusBadRequest)},
+	// Credentials are made with the caller's token in the cluster's project:
+	// without Keystone there are none to rotate (400); with Keystone the
+	// owner gets a new one and an administrator of another project is told
+	// to use a token scoped to the cluster's project.
+	{route: "PATCH /v1/credentials/{ident}", path: "/v1/credentials/{C}", want: outcome(http.StatusBadRequest, missing, forbid, http.StatusBadRequest),
+		wantKeystone: outcome(accepted, missing, forbid, forbid)},
 
 	// The host inventory is for administrators; no backend is configured
 	// here, so an administrator gets 501 where the others get 403.
@@ -343,6 +351,9 @@ func runMatrix(t *testing.T, w *isolationWorld) {
 					continue
 				}
 				want, listed := row.want[p], slices.Contains(row.listedFor, p)
+				if row.wantKeystone != nil && w.challenge != "" {
+					want = row.wantKeystone[p]
+				}
 				if p == anonymous || p == revoked {
 					want, listed = http.StatusUnauthorized, false
 					if row.public {

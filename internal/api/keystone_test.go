@@ -64,6 +64,7 @@ func startKeystoneWorld(t *testing.T) *keystoneWorld {
 	w := &isolationWorld{projectA: alpha, projectB: beta, challenge: fmt.Sprintf("Keystone uri=%q", ks.AuthURL())}
 	w.srv = apitest.Start(t, func(o *api.Options) {
 		o.Auth, o.Log, o.DefaultClusterQuota = validator, log, 1000
+		o.Credentials = validator
 	})
 	withToken := func(tok string) *caller { return &caller{w: w, headers: map[string]string{"X-Auth-Token": tok}} }
 	w.callers = map[persona]*caller{anonymous: {w: w, headers: map[string]string{}}}
@@ -124,6 +125,15 @@ func TestKeystoneTenantIsolation(t *testing.T) {
 		}
 		for _, k := range keys {
 			kw.secrets["the "+k.Purpose+" private key"] = pemBody(k.KeyPEM)
+		}
+		// So are the clusters' application credentials, the active one and
+		// the one a rotation retired.
+		creds, err := kw.srv.Store.ClusterCredentials(context.Background(), kw.ids["{C}"])
+		if err != nil || len(creds) < 2 {
+			t.Fatalf("cluster %s has %d application credentials, want the active and the retired one: %v", kw.ids["{C}"], len(creds), err)
+		}
+		for i, c := range creds {
+			kw.secrets[fmt.Sprintf("application credential secret %d", i)] = c.Secret
 		}
 		logs := kw.logs.String()
 		if !strings.Contains(logs, `"msg":"request"`) {

@@ -73,6 +73,10 @@ type Options struct {
 	// Neutron networks a new template or cluster (or a template's changed
 	// fields) names, with the caller's token. nil checks nothing.
 	Resources ResourceChecker
+	// Credentials makes each new cluster a Keystone application credential
+	// with the caller's token and serves PATCH /v1/credentials; nil (noauth)
+	// makes none.
+	Credentials CredentialIssuer
 	// Drivers finds a template's driver; templates and clusters whose
 	// (server_type, os_distro, coe) no driver provides are refused with a
 	// 400. nil accepts every template.
@@ -175,6 +179,7 @@ func (s *Server) routes() {
 	s.handle("GET /v1/certificates/{ident}", s.getCertificate)
 	s.handle("POST /v1/certificates", s.signCertificate)
 	s.handle("PATCH /v1/certificates/{ident}", s.rotateCertificate)
+	s.handle("PATCH /v1/credentials/{ident}", s.rotateCredential)
 
 	s.handle("GET /v1/stats", s.getStats)
 	s.handle("GET /v1/mservices", s.listServices)

@@ -40,6 +40,9 @@ type Options struct {
 	// Metrics receives finished operations and watch lag; nil records
 	// nothing.
 	Metrics *metrics.Registry
+	// Credentials turns clusters' application credentials into Secrets and
+	// deletes retired ones.
+	Credentials CloudCredentials
 }
 
 // Conductor runs operations and keeps cluster status in step with the
@@ -290,7 +293,7 @@ func (c *Conductor) run(ctx context.Context, op *model.Operation) error {
 		}
 		return c.removeNodeGroup(ctx, op)
 	case model.OpClusterCreate, model.OpClusterUpdate, model.OpClusterResize, model.OpClusterUpgrade,
-		model.OpNodeGroupCreate, model.OpNodeGroupUpdate:
+		model.OpNodeGroupCreate, model.OpNodeGroupUpdate, model.OpCredentialRotate:
 		return c.reconcile(ctx, op)
 	}
 	return permanentf("unknown operation type %q", op.Type)

@@ -34,6 +34,10 @@ func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) erro
 	if err := c.cleanup(ctx, cl, ns); err != nil {
 		return err
 	}
+	// Nothing uses the cluster's application credentials any more.
+	if err := c.deleteCredentials(ctx, cl, true); err != nil {
+		return err
+	}
 	if err := c.st.DeleteCluster(ctx, cl.UUID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}

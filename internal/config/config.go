@@ -134,10 +134,15 @@ func (c *Config) validate() error {
 			return fmt.Errorf("config: [%s] %s = %q (from %s) is not a duration such as 10s", v.Section, v.Name, v.Value, v.Source)
 		}
 	}
-	switch c.String("conductor", "enabled") {
-	case "auto", "true", "false":
-	default:
-		return fmt.Errorf("config: [conductor] enabled must be auto, true or false, got %q", c.String("conductor", "enabled"))
+	for _, sec := range []string{"conductor", "cluster_credentials"} {
+		switch c.String(sec, "enabled") {
+		case "auto", "true", "false":
+		default:
+			return fmt.Errorf("config: [%s] enabled must be auto, true or false, got %q", sec, c.String(sec, "enabled"))
+		}
+	}
+	if c.String("cluster_credentials", "enabled") == "true" && c.String("auth", "strategy") != "keystone" {
+		return fmt.Errorf("config: [cluster_credentials] enabled = true needs [auth] strategy = keystone: application credentials are made with the caller's Keystone token")
 	}
 	switch c.String("conductor", "infrastructure") {
 	case "openstack", "inmemory":

@@ -465,6 +465,32 @@ var storeCases = []storeCase{
 		}
 	}},
 
+	{"credentials: a cluster has one active application credential; rotation retires the old one", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		ct := createTemplate(t, db, template("alpha", "cred", false, false))
+		ch := clusterChange("alpha", "cred-1", ct.UUID, 1)
+		ch.Credential = &model.ClusterCredential{ID: "ac-1", ClusterID: ch.Cluster.UUID, UserID: "u1", ProjectID: "alpha", Secret: "one"}
+		if err := db.ApplyClusterChange(ctx, ch); err != nil {
+			t.Fatal(err)
+		}
+		rot := store.ClusterChange{Credential: &model.ClusterCredential{ID: "ac-2", ClusterID: ch.Cluster.UUID, UserID: "u2", ProjectID: "alpha", Secret: "two"}}
+		if err := db.ApplyClusterChange(ctx, rot); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.ClusterCredentials(ctx, ch.Cluster.UUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 2 || got[0].ID != "ac-2" || got[0].Retired || got[0].Secret != "two" || got[0].UserID != "u2" || got[1].ID != "ac-1" || !got[1].Retired {
+			t.Fatalf("credentials = %+v %+v, want ac-2 active then ac-1 retired", got[0], got[len(got)-1])
+		}
+		wantErr(t, db.ApplyClusterChange(ctx, rot), store.ErrConflict)
+		if err := db.ForgetClusterCredential(ctx, "ac-1"); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := db.ClusterCredentials(ctx, ch.Cluster.UUID); len(got) != 1 || got[0].ID != "ac-2" {
+			t.Fatalf("after forgetting ac-1: %+v", got)
+		}
+	}},
 	{"stats count clusters and nodes per scope", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
 		ct := createTemplate(t, db, template("ops", "k8s", true, false))
 		createCluster(t, db, "alpha", "a1", ct.UUID, 2)

@@ -38,6 +38,9 @@ type ClusterChange struct {
 	// Certificates are the cluster's key pairs, stored with its create so a
 	// cluster never exists without its CA.
 	Certificates []*model.ClusterCertificate
+	// Credential is the cluster's new application credential; the ones it
+	// had before are retired in the same transaction.
+	Credential *model.ClusterCredential
 }
 
 // ApplyClusterChange writes ch in one transaction. On MariaDB a transaction
@@ -74,6 +77,11 @@ func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
 		}
 		for _, c := range ch.Certificates {
 			if err := insertCertificate(ctx, tx, c); err != nil {
+				return err
+			}
+		}
+		if ch.Credential != nil {
+			if err := putCredential(ctx, tx, ch.Credential); err != nil {
 				return err
 			}
 		}

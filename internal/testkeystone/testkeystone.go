@@ -452,7 +452,7 @@ func (k *Keystone) Revoke(token string) {
 // such as Magnetite, and returns the user's id.
 func (k *Keystone) ServiceUser(name, password string) string {
 	k.t.Helper()
-	project := k.projectID("service")
+	project := k.ProjectID("service")
 	if project == "" {
 		project = k.CreateProject("service")
 	}
@@ -461,7 +461,8 @@ func (k *Keystone) ServiceUser(name, password string) string {
 	return id
 }
 
-func (k *Keystone) projectID(name string) string {
+// ProjectID returns the id of the named project, or "" when there is none.
+func (k *Keystone) ProjectID(name string) string {
 	k.t.Helper()
 	var list struct {
 		Projects []struct{ ID string } `json:"projects"`

@@ -5,6 +5,9 @@
 package openstack
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/labels"
@@ -223,9 +226,29 @@ func (Infrastructure) CloudProviderAddons(p *capi.Plan) []capi.AddonBundle {
 
 func (Infrastructure) Secrets(p *capi.Plan) []driver.SecretRef {
 	return []driver.SecretRef{
-		{Name: p.Name + "-cloud-config", Purpose: "CAPO credentials: clouds.yaml with the cluster's application credential under cloud " + cloudName},
-		{Name: p.Name + "-cloud-config-addon", Purpose: "ClusterResourceSet Secret with the workload cluster's kube-system/cloud-config (cloud.conf) and Manila credentials"},
+		{Name: p.Name + "-cloud-config", Purpose: "CAPO credentials: clouds.yaml with the cluster's application credential under cloud " + cloudName,
+			Credentials: driver.CredentialsCloudsYAML},
+		{Name: p.Name + "-cloud-config-addon", Purpose: "ClusterResourceSet Secret with the workload cluster's kube-system/cloud-config (cloud.conf) and Manila credentials",
+			Credentials: driver.CredentialsCloudConfigAddon, CloudConf: cloudConf(p), Manila: p.ManilaCSI},
 	}
+}
+
+// cloudConf is the part of the cloud controller manager's cloud.conf that
+// holds no credentials: how it makes load balancers for Services.
+func cloudConf(p *capi.Plan) string {
+	var b strings.Builder
+	b.WriteString("[LoadBalancer]\n")
+	if n := p.Network.ExternalNetworkID; n != "" {
+		fmt.Fprintf(&b, "floating-network-id=%s\n", n)
+	}
+	if v := p.Network.LBProvider; v != "" {
+		fmt.Fprintf(&b, "lb-provider=%s\n", v)
+	}
+	if p.Network.FixedSubnetID != "" {
+		fmt.Fprintf(&b, "subnet-id=%s\n", p.Network.FixedSubnetID)
+	}
+	b.WriteString("create-monitor=true\n")
+	return b.String()
 }
 
 func setIf(m map[string]any, k, v string) {

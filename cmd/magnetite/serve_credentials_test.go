@@ -1,0 +1,374 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/magnetite-io/magnetite/internal/config"
+	"github.com/magnetite-io/magnetite/internal/logging"
+	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/testenv"
+	"github.com/magnetite-io/magnetite/internal/testkeystone"
+)
+
+// credentialsWorld is magnetite serve with Keystone auth and a conductor on
+// a real kube-apiserver, and a user of project alpha.
+type credentialsWorld struct {
+	t        *testing.T
+	ks       *testkeystone.Keystone
+	addr     string
+	dc       dynamic.Interface
+	userID   string
+	token    string
+	logs     *lockedBuffer
+	services map[string]string
+}
+
+// TestServeGivesEveryClusterItsOwnApplicationCredential runs serve with
+// [auth] strategy = keystone and a conductor against a real Keystone and a
+// real kube-apiserver with Cluster API's CRDs: a cluster created with a
+// user's token gets an application credential of that user in Keystone,
+// written as a clouds.yaml Secret into the cluster's management namespace
+// that really authenticates; PATCH /v1/credentials replaces it and the old
+// one is deleted from Keystone; deleting the cluster deletes both the
+// Secret and the credential. No credential secret reaches the log.
+func TestServeGivesEveryClusterItsOwnApplicationCredential(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Keystone and a kube-apiserver; runs in the full suite (hack/test.sh)")
+	}
+	w := startCredentialsWorld(t)
+	ctx := t.Context()
+
+	res, body := w.api("POST", "/v1/clustertemplates", "", map[string]any{"name": "k8s", "coe": "kubernetes",
+		"image_id": "ubuntu-noble", "cluster_distro": "ubuntu", "labels": map[string]string{"kube_tag": "v1.33.1"}})
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("template: %d %s", res.StatusCode, body)
+	}
+	res, body = w.api("POST", "/v1/clusters", "", map[string]any{"name": "c1", "cluster_template_id": "k8s", "node_count": 1})
+	if res.StatusCode != http.StatusAccepted {
+		t.Fatalf("cluster: %d %s", res.StatusCode, body)
+	}
+	var created struct{ UUID string }
+	if err := json.Unmarshal(body, &created); err != nil {
+		t.Fatal(err)
+	}
+	clusterUUID := created.UUID
+
+	creds := w.appCredentials()
+	if len(creds) != 1 || !strings.Contains(creds[0].Name, clusterUUID) {
+		t.Fatalf("Keystone holds %+v for the user, want one credential named after cluster %s", creds, clusterUUID)
+	}
+	first := creds[0].ID
+	secret := w.waitCloudsSecret(ctx, clusterUUID, first)
+	cloud := w.parseClouds(secret)
+	if cloud.Auth.AuthURL != w.ks.AuthURL() || cloud.AuthType != "v3applicationcredential" || cloud.Auth.ID != first {
+		t.Fatalf("clouds.yaml = %+v, want Keystone %s and credential %s", cloud, w.ks.AuthURL(), first)
+	}
+	project, user := w.authenticate(cloud.Auth.ID, cloud.Auth.Secret)
+	if project != w.services["alpha"] || user != w.userID {
+		t.Fatalf("the cluster's credential acts for user %s in project %s, want %s in %s", user, project, w.userID, w.services["alpha"])
+	}
+	firstSecret := cloud.Auth.Secret
+
+	t.Run("an application credential cannot create clusters", func(t *testing.T) {
+		tok := w.appCredentialToken(cloud.Auth.ID, cloud.Auth.Secret)
+		res, body := w.api("POST", "/v1/clusters", tok, map[string]any{"name": "c2", "cluster_template_id": "k8s", "node_count": 1})
+		if res.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "application credential") {
+			t.Fatalf("cluster create with an application credential's token: %d %s", res.StatusCode, body)
+		}
+		if n := len(w.appCredentials()); n != 1 {
+			t.Errorf("the refused create left %d credentials, want 1", n)
+		}
+	})
+
+	t.Run("rotation needs 1.12", func(t *testing.T) {
+		res, body := w.apiAt("1.11", "PATCH", "/v1/credentials/"+clusterUUID, "", nil)
+		if res.StatusCode != http.StatusNotAcceptable {
+			t.Fatalf("PATCH /v1/credentials at 1.11: %d %s", res.StatusCode, body)
+		}
+	})
+
+	t.Run("rotation replaces the credential and deletes the old one", func(t *testing.T) {
+		res, body := w.api("PATCH", "/v1/credentials/"+clusterUUID, "", nil)
+		if res.StatusCode != http.StatusAccepted || !strings.Contains(string(body), clusterUUID) {
+			t.Fatalf("rotate: %d %s", res.StatusCode, body)
+		}
+		var second string
+		for _, c := range w.appCredentials() {
+			if c.ID != first {
+				second = c.ID
+			}
+		}
+		if second == "" {
+			t.Fatal("rotation made no new credential in Keystone")
+		}
+		cloud := w.parseClouds(w.waitCloudsSecret(ctx, clusterUUID, second))
+		if _, u := w.authenticate(cloud.Auth.ID, cloud.Auth.Secret); u != w.userID {
+			t.Fatalf("the new credential acts for %s", u)
+		}
+		w.waitKeystone("the old credential is deleted", func(ids []string) bool { return len(ids) == 1 && ids[0] == second })
+		// Keystone answers 401 or 404 for a credential it no longer has.
+		if code := w.authenticateStatus(first, firstSecret); code == http.StatusCreated || code >= 500 {
+			t.Errorf("the old credential still authenticates, or Keystone failed (%d)", code)
+		}
+	})
+
+	t.Run("deleting the cluster deletes its credential and Secret", func(t *testing.T) {
+		res, body := w.api("DELETE", "/v1/clusters/"+clusterUUID, "", nil)
+		if res.StatusCode != http.StatusNoContent {
+			t.Fatalf("delete: %d %s", res.StatusCode, body)
+		}
+		w.waitKeystone("the cluster's credential is deleted", func(ids []string) bool { return len(ids) == 0 })
+		waitFor(t, "the cluster to be gone", func() bool {
+			res, _ := w.api("GET", "/v1/clusters/"+clusterUUID, "", nil)
+			return res.StatusCode == http.StatusNotFound
+		})
+		list, err := w.dc.Resource(secretsGVR).List(ctx, metav1.ListOptions{LabelSelector: mgmt.ClusterSelector(clusterUUID)})
+		if err != nil || len(list.Items) != 0 {
+			t.Fatalf("the cluster's Secrets are still there: %v %v", err, list)
+		}
+	})
+
+	t.Run("no credential secret reaches the log", func(t *testing.T) {
+		if !strings.Contains(w.logs.String(), "operation finished") {
+			t.Fatalf("the conductor logged nothing; the capture is broken:\n%.2000s", w.logs.String())
+		}
+		if strings.Contains(w.logs.String(), firstSecret) {
+			t.Error("an application credential secret appears in the log")
+		}
+	})
+}
+
+var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+
+func startCredentialsWorld(t *testing.T) *credentialsWorld {
+	ks := testkeystone.Start(t)
+	const servicePassword = "magnetite-service-password-31"
+	svc := ks.ServiceUser("magnetite", servicePassword)
+	// Deleting other users' application credentials takes the admin role
+	// (in the service token's project) under Keystone's default policy.
+	ks.Grant(svc, ks.ProjectID("service"), "admin")
+	alpha := ks.CreateProject("alpha")
+	userID := ks.CreateUser("olivia", "olivia-password-0815")
+	ks.Grant(userID, alpha, "member")
+	w := &credentialsWorld{t: t, ks: ks, userID: userID, token: ks.Token("olivia", "olivia-password-0815", "alpha"),
+		logs: &lockedBuffer{}, services: map[string]string{"alpha": alpha}}
+
+	env := testenv.Start(t)
+	env.InstallCRDs(t, testenv.ClusterAPICRDs(t), nil)
+	w.dc = env.Dynamic(t)
+	dir := t.TempDir()
+	kubeconfig := writeKubeconfig(t, env, dir)
+	cfg, err := config.Load("", "", []string{
+		"MAGNETITE_DEFAULT_STATE_DIR=" + dir, "MAGNETITE_API_LISTEN=127.0.0.1:0", "MAGNETITE_LOG_LEVEL=debug",
+		"MAGNETITE_AUTH_STRATEGY=keystone", "MAGNETITE_KEYSTONE_AUTHTOKEN_AUTH_URL=" + ks.AuthURL(),
+		"MAGNETITE_KEYSTONE_AUTHTOKEN_USERNAME=magnetite", "MAGNETITE_KEYSTONE_AUTHTOKEN_PASSWORD=" + servicePassword,
+		"MAGNETITE_MANAGEMENT_KUBECONFIG=" + kubeconfig, "MAGNETITE_CONDUCTOR_INFRASTRUCTURE=inmemory",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := logging.New(w.logs, "text", "debug")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.addr = startServe(t, cfg, log)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("magnetite log:\n%s", w.logs.String())
+		}
+	})
+	return w
+}
+
+func (w *credentialsWorld) api(method, path, token string, body any) (*http.Response, []byte) {
+	return w.apiAt("latest", method, path, token, body)
+}
+
+func (w *credentialsWorld) apiAt(version, method, path, token string, body any) (*http.Response, []byte) {
+	w.t.Helper()
+	if token == "" {
+		token = w.token
+	}
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, "http://"+w.addr+path, rd)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	req.Header.Set("X-Auth-Token", token)
+	req.Header.Set("OpenStack-API-Version", "container-infra "+version)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res, b
+}
+
+type appCredential struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// appCredentials lists the user's application credentials in Keystone.
+func (w *credentialsWorld) appCredentials() []appCredential {
+	w.t.Helper()
+	req, _ := http.NewRequest("GET", w.ks.AuthURL()+"/users/"+w.userID+"/application_credentials", nil)
+	req.Header.Set("X-Auth-Token", w.token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out struct {
+		Creds []appCredential `json:"application_credentials"`
+	}
+	if res.StatusCode != http.StatusOK || json.NewDecoder(res.Body).Decode(&out) != nil {
+		w.t.Fatalf("list application credentials: %d", res.StatusCode)
+	}
+	return out.Creds
+}
+
+func (w *credentialsWorld) waitKeystone(what string, done func(ids []string) bool) {
+	w.t.Helper()
+	waitFor(w.t, what, func() bool {
+		var ids []string
+		for _, c := range w.appCredentials() {
+			ids = append(ids, c.ID)
+		}
+		return done(ids)
+	})
+}
+
+// waitCloudsSecret waits until the cluster's clouds.yaml Secret carries the
+// credential and returns its clouds.yaml.
+func (w *credentialsWorld) waitCloudsSecret(ctx context.Context, clusterUUID, credentialID string) []byte {
+	w.t.Helper()
+	var data []byte
+	waitFor(w.t, "the clouds.yaml Secret with credential "+credentialID, func() bool {
+		list, err := w.dc.Resource(secretsGVR).List(ctx, metav1.ListOptions{LabelSelector: mgmt.ClusterSelector(clusterUUID)})
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		for _, s := range list.Items {
+			if !strings.HasSuffix(s.GetName(), "-cloud-config") || s.GetAnnotations()["magnetite.io/application-credential-id"] != credentialID {
+				continue
+			}
+			if s.GetLabels()[mgmt.LabelProjectID] != w.services["alpha"] {
+				w.t.Fatalf("the Secret %s/%s is not labelled with the cluster's project: %v", s.GetNamespace(), s.GetName(), s.GetLabels())
+			}
+			enc, _, _ := unstructured.NestedString(s.Object, "data", "clouds.yaml")
+			var err error
+			data, err = base64.StdEncoding.DecodeString(enc)
+			return err == nil
+		}
+		return false
+	})
+	return data
+}
+
+type cloudsEntry struct {
+	Auth struct {
+		AuthURL string `json:"auth_url"`
+		ID      string `json:"application_credential_id"`
+		Secret  string `json:"application_credential_secret"`
+	} `json:"auth"`
+	AuthType string `json:"auth_type"`
+}
+
+func (w *credentialsWorld) parseClouds(b []byte) cloudsEntry {
+	w.t.Helper()
+	var doc struct {
+		Clouds map[string]cloudsEntry `json:"clouds"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		w.t.Fatalf("clouds.yaml: %v\n%s", err, b)
+	}
+	c, ok := doc.Clouds["openstack"]
+	if !ok {
+		w.t.Fatalf("clouds.yaml has no cloud openstack:\n%s", b)
+	}
+	return c
+}
+
+func appCredentialAuth(id, secret string) []byte {
+	b, _ := json.Marshal(map[string]any{"auth": map[string]any{"identity": map[string]any{
+		"methods": []string{"application_credential"}, "application_credential": map[string]any{"id": id, "secret": secret}}}})
+	return b
+}
+
+func (w *credentialsWorld) authenticateStatus(id, secret string) int {
+	w.t.Helper()
+	res, err := http.Post(w.ks.AuthURL()+"/auth/tokens", "application/json", bytes.NewReader(appCredentialAuth(id, secret)))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
+}
+
+// authenticate logs in with an application credential and returns the
+// token's project and user.
+func (w *credentialsWorld) authenticate(id, secret string) (project, user string) {
+	w.t.Helper()
+	res, err := http.Post(w.ks.AuthURL()+"/auth/tokens", "application/json", bytes.NewReader(appCredentialAuth(id, secret)))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out struct {
+		Token struct {
+			User    struct{ ID string } `json:"user"`
+			Project struct{ ID string } `json:"project"`
+		} `json:"token"`
+	}
+	if res.StatusCode != http.StatusCreated || json.NewDecoder(res.Body).Decode(&out) != nil {
+		w.t.Fatalf("the application credential does not authenticate: %d", res.StatusCode)
+	}
+	return out.Token.Project.ID, out.Token.User.ID
+}
+
+func (w *credentialsWorld) appCredentialToken(id, secret string) string {
+	w.t.Helper()
+	res, err := http.Post(w.ks.AuthURL()+"/auth/tokens", "application/json", bytes.NewReader(appCredentialAuth(id, secret)))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		w.t.Fatalf("application credential login: %d", res.StatusCode)
+	}
+	return res.Header.Get("X-Subject-Token")
+}
+
+// waitFor polls a condition the test cannot be told about (another
+// service's state) until it holds, for at most two minutes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -1,0 +1,60 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/magnetite-io/magnetite/internal/model"
+)
+
+// putCredential stores a cluster's new application credential and retires
+// every other one the cluster has, so exactly one is active.
+func putCredential(ctx context.Context, tx *sql.Tx, c *model.ClusterCredential) error {
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = now()
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE cluster_credentials SET retired = 1 WHERE cluster_id = ? AND credential_id <> ?`,
+		c.ClusterID, c.ID); err != nil {
+		return fmt.Errorf("store: retire the credentials of cluster %s: %w", c.ClusterID, err)
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO cluster_credentials (credential_id, cluster_id, user_id, project_id, secret, retired, created_at)
+		VALUES (?, ?, ?, ?, ?, 0, ?)`, c.ID, c.ClusterID, c.UserID, c.ProjectID, c.Secret, formatTime(c.CreatedAt))
+	if err != nil {
+		if isUniqueViolation(err) {
+			return fmt.Errorf("%w: application credential %s is already recorded", ErrConflict, c.ID)
+		}
+		return fmt.Errorf("store: record the application credential of cluster %s: %w", c.ClusterID, err)
+	}
+	return nil
+}
+
+// ClusterCredentials reads a cluster's application credentials, the active
+// one first, then the retired ones oldest first.
+func (s *DB) ClusterCredentials(ctx context.Context, clusterUUID string) ([]*model.ClusterCredential, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT credential_id, cluster_id, user_id, project_id, secret, retired, created_at
+		FROM cluster_credentials WHERE cluster_id = ? ORDER BY retired, created_at`, clusterUUID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*model.ClusterCredential
+	for rows.Next() {
+		var c model.ClusterCredential
+		var retired int
+		var created string
+		if err := rows.Scan(&c.ID, &c.ClusterID, &c.UserID, &c.ProjectID, &c.Secret, &retired, &created); err != nil {
+			return nil, err
+		}
+		c.Retired, c.CreatedAt = retired != 0, parseTime(created)
+		out = append(out, &c)
+	}
+	return out, rows.Err()
+}
+
+// ForgetClusterCredential removes the record of an application credential
+// once it is gone from Keystone.
+func (s *DB) ForgetClusterCredential(ctx context.Context, id string) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM cluster_credentials WHERE credential_id = ?`, id)
+	return err
+}
