@@ -35,7 +35,7 @@ func conductorWanted(cfg *config.Config) bool {
 // startConductor connects to the management cluster and runs the conductor
 // until ctx ends. It returns the conductor (to wake it when the API queues
 // work) or nil when this process runs none.
-func startConductor(ctx context.Context, cfg *config.Config, st *store.DB, drivers *driver.Registry, reg *metrics.Registry, host string, creds conductor.CloudCredentials, log *slog.Logger) (*conductor.Conductor, error) {
+func startConductor(ctx context.Context, cfg *config.Config, st *store.DB, drivers *driver.Registry, reg *metrics.Registry, host string, creds conductor.CloudCredentials, facts conductor.FactsSource, log *slog.Logger) (*conductor.Conductor, error) {
 	if !conductorWanted(cfg) {
 		log.Warn("no management cluster configured: requests are recorded and clusters stay in their *_IN_PROGRESS state until a conductor runs; set [management] kubeconfig")
 		return nil, nil
@@ -53,6 +53,7 @@ func startConductor(ctx context.Context, cfg *config.Config, st *store.DB, drive
 		Workers:     cfg.Int("conductor", "workers"),
 		Metrics:     reg,
 		Credentials: creds,
+		Facts:       facts,
 	})
 	go func() {
 		// The management cluster may come up after Magnetite: keep trying.

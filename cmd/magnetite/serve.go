@@ -20,6 +20,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/cloud"
+	"github.com/magnetite-io/magnetite/internal/conductor"
 	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/logging"
@@ -162,7 +163,13 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 	if err != nil {
 		return err
 	}
-	cond, err := startConductor(ctx, cfg, st, drivers, reg, host, creds, log)
+	// Clusters with an application credential are read from the cloud as
+	// themselves; without Keystone there is no cloud to read.
+	var facts conductor.FactsSource
+	if keystone != nil {
+		facts = &conductor.CloudFacts{Store: st, Login: keystone, Reader: &cloud.Resources{Catalog: keystone, Log: log}}
+	}
+	cond, err := startConductor(ctx, cfg, st, drivers, reg, host, creds, facts, log)
 	if err != nil {
 		return err
 	}

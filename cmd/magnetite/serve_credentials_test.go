@@ -20,6 +20,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/logging"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/testcloud"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
 )
@@ -34,17 +35,21 @@ type credentialsWorld struct {
 	userID   string
 	token    string
 	logs     *lockedBuffer
+	cloud    *testcloud.Cloud
 	services map[string]string
 }
 
 // TestServeGivesEveryClusterItsOwnApplicationCredential runs serve with
-// [auth] strategy = keystone and a conductor against a real Keystone and a
-// real kube-apiserver with Cluster API's CRDs: a cluster created with a
-// user's token gets an application credential of that user in Keystone,
-// written as a clouds.yaml Secret into the cluster's management namespace
-// that really authenticates; PATCH /v1/credentials replaces it and the old
-// one is deleted from Keystone; deleting the cluster deletes both the
-// Secret and the credential. No credential secret reaches the log.
+// [auth] strategy = keystone and an OpenStack conductor against a real
+// Keystone and a real kube-apiserver with Cluster API's and CAPO's CRDs
+// (Nova, Glance and Neutron are internal/testcloud's stand-ins): a cluster
+// created with a user's token gets an application credential of that user
+// in Keystone, with which the conductor reads the cloud's flavors, images
+// and networks, and which it writes as a clouds.yaml Secret (that really
+// authenticates) and the workload cluster's cloud.conf; PATCH
+// /v1/credentials replaces it and the old one is deleted from Keystone;
+// deleting the cluster deletes the Secrets and the credential. No
+// credential secret reaches the log.
 func TestServeGivesEveryClusterItsOwnApplicationCredential(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Keystone and a kube-apiserver; runs in the full suite (hack/test.sh)")
@@ -53,7 +58,8 @@ func TestServeGivesEveryClusterItsOwnApplicationCredential(t *testing.T) {
 	ctx := t.Context()
 
 	res, body := w.api("POST", "/v1/clustertemplates", "", map[string]any{"name": "k8s", "coe": "kubernetes",
-		"image_id": "ubuntu-noble", "cluster_distro": "ubuntu", "labels": map[string]string{"kube_tag": "v1.33.1"}})
+		"image_id": testcloud.ImageName, "flavor_id": testcloud.FlavorName, "master_flavor_id": testcloud.MasterFlavor,
+		"external_network_id": testcloud.ExternalNet, "labels": map[string]string{"kube_tag": testcloud.KubeTag}})
 	if res.StatusCode != http.StatusCreated {
 		t.Fatalf("template: %d %s", res.StatusCode, body)
 	}
@@ -82,6 +88,22 @@ func TestServeGivesEveryClusterItsOwnApplicationCredential(t *testing.T) {
 		t.Fatalf("the cluster's credential acts for user %s in project %s, want %s in %s", user, project, w.userID, w.services["alpha"])
 	}
 	firstSecret := cloud.Auth.Secret
+
+	t.Run("the conductor read the cloud as the cluster and rendered it for OpenStack", func(t *testing.T) {
+		reads := w.cloud.ReadsByMagnetite()
+		for _, route := range []string{"GET /compute/v2.1/flavors/{id}/os-extra_specs", "GET /networking/v2.0/networks"} {
+			if reads[route] == 0 {
+				t.Errorf("the conductor never asked %s (reads: %v)", route, reads)
+			}
+		}
+		conf := w.workloadCloudConf(ctx, clusterUUID)
+		for _, want := range []string{"application-credential-id=" + first + "\n", "auth-url=" + w.ks.AuthURL() + "\n",
+			"[LoadBalancer]\nfloating-network-id=" + testcloud.ExternalNetID + "\n"} {
+			if !strings.Contains(conf, want) {
+				t.Errorf("the workload cluster's cloud.conf lacks %q:\n%s", want, conf)
+			}
+		}
+	})
 
 	t.Run("an application credential cannot create clusters", func(t *testing.T) {
 		tok := w.appCredentialToken(cloud.Auth.ID, cloud.Auth.Secret)
@@ -169,6 +191,8 @@ func startCredentialsWorld(t *testing.T) *credentialsWorld {
 
 	env := testenv.Start(t)
 	env.InstallCRDs(t, testenv.ClusterAPICRDs(t), nil)
+	env.InstallCRDs(t, testenv.ProviderCRDs(t, "capo"), testenv.ProviderLabels)
+	w.cloud = testcloud.Start(t, ks)
 	w.dc = env.Dynamic(t)
 	dir := t.TempDir()
 	kubeconfig := writeKubeconfig(t, env, dir)
@@ -176,7 +200,7 @@ func startCredentialsWorld(t *testing.T) *credentialsWorld {
 		"MAGNETITE_DEFAULT_STATE_DIR=" + dir, "MAGNETITE_API_LISTEN=127.0.0.1:0", "MAGNETITE_LOG_LEVEL=debug",
 		"MAGNETITE_AUTH_STRATEGY=keystone", "MAGNETITE_KEYSTONE_AUTHTOKEN_AUTH_URL=" + ks.AuthURL(),
 		"MAGNETITE_KEYSTONE_AUTHTOKEN_USERNAME=magnetite", "MAGNETITE_KEYSTONE_AUTHTOKEN_PASSWORD=" + servicePassword,
-		"MAGNETITE_MANAGEMENT_KUBECONFIG=" + kubeconfig, "MAGNETITE_CONDUCTOR_INFRASTRUCTURE=inmemory",
+		"MAGNETITE_MANAGEMENT_KUBECONFIG=" + kubeconfig, "MAGNETITE_CONDUCTOR_INFRASTRUCTURE=openstack",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -371,4 +395,41 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// workloadCloudConf returns the cloud.conf the cluster's ClusterResourceSet
+// Secret puts into the workload cluster.
+func (w *credentialsWorld) workloadCloudConf(ctx context.Context, clusterUUID string) string {
+	w.t.Helper()
+	list, err := w.dc.Resource(secretsGVR).List(ctx, metav1.ListOptions{LabelSelector: mgmt.ClusterSelector(clusterUUID)})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for _, s := range list.Items {
+		if !strings.HasSuffix(s.GetName(), "-cloud-config-addon") {
+			continue
+		}
+		if typ, _, _ := unstructured.NestedString(s.Object, "type"); typ != "addons.cluster.x-k8s.io/resource-set" {
+			w.t.Errorf("the addon Secret has type %q", typ)
+		}
+		enc, _, _ := unstructured.NestedString(s.Object, "data", "cloud-config.yaml")
+		stream, err := base64.StdEncoding.DecodeString(enc)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		var inner struct {
+			Metadata struct{ Name, Namespace string }
+			Data     map[string]string
+		}
+		if err := yaml.Unmarshal(stream, &inner); err != nil || inner.Metadata.Name != "cloud-config" || inner.Metadata.Namespace != "kube-system" {
+			w.t.Fatalf("the addon Secret does not carry kube-system/cloud-config (%v):\n%s", err, stream)
+		}
+		conf, err := base64.StdEncoding.DecodeString(inner.Data["cloud.conf"])
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		return string(conf)
+	}
+	w.t.Fatalf("cluster %s has no -cloud-config-addon Secret: %d Secrets", clusterUUID, len(list.Items))
+	return ""
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // ErrRefused means Keystone understood a request and refused it (403, or a
@@ -172,4 +173,52 @@ func keystoneMessage(body []byte) string {
 		s = s[:200]
 	}
 	return s
+}
+
+// ApplicationCredentialToken logs in with an application credential and
+// returns a token scoped to its project, and when to log in again (three
+// quarters into the token's life). A credential Keystone no longer knows
+// is a *RefusedError.
+func (k *Keystone) ApplicationCredentialToken(ctx context.Context, id, secret string) (string, time.Time, error) {
+	payload, err := json.Marshal(map[string]any{"auth": map[string]any{"identity": map[string]any{
+		"methods":                []string{"application_credential"},
+		"application_credential": map[string]any{"id": id, "secret": secret},
+	}}})
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, k.base+"/auth/tokens?nocatalog", bytes.NewReader(payload))
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	issued := k.now()
+	res, err := k.client.Do(req)
+	if err != nil {
+		k.log.Warn("keystone unreachable while logging in with a cluster's application credential", "error", scrubURLError(err))
+		return "", time.Time{}, fmt.Errorf("%w: Keystone could not be reached", ErrIdentityUnavailable)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("%w: reading Keystone's answer: %v", ErrIdentityUnavailable, err)
+	}
+	switch {
+	case res.StatusCode == http.StatusCreated:
+	case res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusNotFound || res.StatusCode == http.StatusForbidden:
+		return "", time.Time{}, &RefusedError{Status: res.StatusCode, Message: "application credential " + id + ": " + keystoneMessage(body)}
+	default:
+		return "", time.Time{}, fmt.Errorf("%w: Keystone answered %d: %s", ErrIdentityUnavailable, res.StatusCode, keystoneMessage(body))
+	}
+	var tb tokenBody
+	tok := res.Header.Get("X-Subject-Token")
+	if err := json.Unmarshal(body, &tb); err != nil || tok == "" {
+		return "", time.Time{}, fmt.Errorf("%w: Keystone's answer to an application credential login lacks a token", ErrIdentityUnavailable)
+	}
+	expires, err := time.Parse(time.RFC3339Nano, tb.Token.ExpiresAt)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("%w: Keystone's token has no valid expires_at", ErrIdentityUnavailable)
+	}
+	return tok, issued.Add(expires.Sub(issued) * 3 / 4), nil
 }

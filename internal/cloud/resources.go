@@ -187,6 +187,16 @@ func unavailable(err error, service, doing string) error {
 // imageDistro finds an image by ID, else by a unique name, and returns its
 // os_distro property.
 func imageDistro(ctx context.Context, sc *gophercloud.ServiceClient, ref string) (string, error) {
+	img, err := findImage(ctx, sc, ref)
+	if err != nil {
+		return "", err
+	}
+	distro, _ := img.Properties["os_distro"].(string)
+	return strings.TrimSpace(distro), nil
+}
+
+// findImage finds an image by ID, else by a unique name.
+func findImage(ctx context.Context, sc *gophercloud.ServiceClient, ref string) (*images.Image, error) {
 	img, err := images.Get(ctx, sc, ref).Extract()
 	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) || gophercloud.ResponseCodeIs(err, http.StatusBadRequest) {
 		// Not an image ID (Glance refuses what is not a UUID): a name.
@@ -196,19 +206,18 @@ func imageDistro(ctx context.Context, sc *gophercloud.ServiceClient, ref string)
 		case err != nil:
 		case len(pages) == 0:
 			//lint:ignore ST1005 Magnum's wording, which its clients see
-			return "", fmt.Errorf("%w: Image %s could not be found.", ErrInvalid, ref)
+			return nil, fmt.Errorf("%w: Image %s could not be found.", ErrInvalid, ref)
 		case len(pages) > 1:
 			//lint:ignore ST1005 Magnum's wording, which its clients see
-			return "", fmt.Errorf("%w: Multiple images exist with same name %q. Please use the image ID instead.", ErrInvalid, ref)
+			return nil, fmt.Errorf("%w: Multiple images exist with same name %q. Please use the image ID instead.", ErrInvalid, ref)
 		default:
 			img = &pages[0]
 		}
 	}
 	if err != nil {
-		return "", unavailable(err, "Glance", "read image "+ref)
+		return nil, unavailable(err, "Glance", "read image "+ref)
 	}
-	distro, _ := img.Properties["os_distro"].(string)
-	return strings.TrimSpace(distro), nil
+	return img, nil
 }
 
 func listImages(ctx context.Context, sc *gophercloud.ServiceClient, name string) ([]images.Image, error) {
@@ -221,25 +230,31 @@ func listImages(ctx context.Context, sc *gophercloud.ServiceClient, name string)
 
 // flavorExists finds a flavor by ID, else by name, as Magnum accepts either.
 func flavorExists(ctx context.Context, sc *gophercloud.ServiceClient, ref string) error {
-	err := flavors.Get(ctx, sc, ref).Err
+	_, err := findFlavor(ctx, sc, ref)
+	return err
+}
+
+// findFlavor finds a flavor by ID, else by name.
+func findFlavor(ctx context.Context, sc *gophercloud.ServiceClient, ref string) (*flavors.Flavor, error) {
+	f, err := flavors.Get(ctx, sc, ref).Extract()
 	if !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-		return unavailable(err, "Nova", "read flavor "+ref)
+		return f, unavailable(err, "Nova", "read flavor "+ref)
 	}
 	pages, err := flavors.ListDetail(sc, flavors.ListOpts{AccessType: flavors.AllAccess}).AllPages(ctx)
 	if err != nil {
-		return unavailable(err, "Nova", "list flavors")
+		return nil, unavailable(err, "Nova", "list flavors")
 	}
 	all, err := flavors.ExtractFlavors(pages)
 	if err != nil {
-		return unavailable(err, "Nova", "list flavors")
+		return nil, unavailable(err, "Nova", "list flavors")
 	}
-	for _, f := range all {
-		if f.Name == ref {
-			return nil
+	for i := range all {
+		if all[i].Name == ref {
+			return &all[i], nil
 		}
 	}
 	//lint:ignore ST1005 Magnum's wording, which its clients see
-	return fmt.Errorf("%w: Unable to find flavor %s.", ErrInvalid, ref)
+	return nil, fmt.Errorf("%w: Unable to find flavor %s.", ErrInvalid, ref)
 }
 
 // networkExists finds exactly one network whose ID or name is ref

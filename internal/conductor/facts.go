@@ -2,9 +2,15 @@ package conductor
 
 import (
 	"context"
+	"errors"
+	"sync"
+	"time"
 
+	"github.com/magnetite-io/magnetite/internal/auth"
+	"github.com/magnetite-io/magnetite/internal/cloud"
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/store"
 )
 
 // FactsSource reads what the cloud says about the resources a cluster uses.
@@ -20,4 +26,96 @@ type NoCloud struct{}
 // Facts returns empty facts.
 func (NoCloud) Facts(context.Context, *model.ClusterTemplate, *model.Cluster, []*model.NodeGroup) (*driver.Facts, error) {
 	return &driver.Facts{}, nil
+}
+
+// CredentialLogin logs in with an application credential (auth.Keystone).
+type CredentialLogin interface {
+	ApplicationCredentialToken(ctx context.Context, id, secret string) (token string, renewAt time.Time, err error)
+}
+
+// FactsReader reads flavors, images and networks with a token
+// (cloud.Resources).
+type FactsReader interface {
+	Facts(ctx context.Context, token string, refs cloud.FactRefs) (*driver.Facts, error)
+}
+
+// CloudFacts reads an OpenStack cluster's facts from Nova, Glance and
+// Neutron as the cluster itself: with its application credential, so the
+// conductor sees exactly the flavors, images and networks the cluster's
+// project sees, and needs no cloud-wide credentials of its own.
+type CloudFacts struct {
+	Store  *store.DB
+	Login  CredentialLogin
+	Reader FactsReader
+
+	mu     sync.Mutex
+	tokens map[string]cachedToken // by application credential id
+}
+
+type cachedToken struct {
+	token   string
+	renewAt time.Time
+}
+
+// Facts implements FactsSource.
+func (f *CloudFacts) Facts(ctx context.Context, ct *model.ClusterTemplate, c *model.Cluster, ngs []*model.NodeGroup) (*driver.Facts, error) {
+	creds, err := f.Store.ClusterCredentials(ctx, c.UUID)
+	if err != nil {
+		return nil, err
+	}
+	if len(creds) == 0 || creds[0].Retired {
+		return nil, permanentf("cluster %s has no application credential to read the cloud with: Magnetite makes one when a cluster is created with a Keystone token; give it one with PATCH /v1/credentials/%s", c.Name, c.UUID)
+	}
+	tok, err := f.token(ctx, creds[0])
+	if errors.Is(err, auth.ErrRefused) {
+		return nil, permanentf("Keystone no longer accepts cluster %s's application credential (%v): rotate it with PATCH /v1/credentials/%s", c.Name, err, c.UUID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	img := ct.ImageID
+	imagesRef := []*string{&img}
+	flavorsRef := []*string{ct.FlavorID, ct.MasterFlavorID, c.FlavorID, c.MasterFlavorID}
+	for _, ng := range ngs {
+		imagesRef = append(imagesRef, ng.ImageID)
+		flavorsRef = append(flavorsRef, ng.FlavorID)
+	}
+	fixed := ct.FixedNetwork
+	if c.FixedNetwork != nil {
+		fixed = c.FixedNetwork
+	}
+	refs := cloud.FactRefsOf(imagesRef, flavorsRef, []*string{ct.ExternalNetworkID, fixed})
+	facts, err := f.Reader.Facts(ctx, tok, refs)
+	if err != nil {
+		// A token Keystone revoked meanwhile is logged in again next time.
+		f.forget(creds[0].ID)
+		return nil, err
+	}
+	return facts, nil
+}
+
+func (f *CloudFacts) token(ctx context.Context, cred *model.ClusterCredential) (string, error) {
+	f.mu.Lock()
+	t, ok := f.tokens[cred.ID]
+	f.mu.Unlock()
+	if ok && time.Now().Before(t.renewAt) {
+		return t.token, nil
+	}
+	tok, renewAt, err := f.Login.ApplicationCredentialToken(ctx, cred.ID, cred.Secret)
+	if err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	if f.tokens == nil {
+		f.tokens = map[string]cachedToken{}
+	}
+	f.tokens[cred.ID] = cachedToken{token: tok, renewAt: renewAt}
+	f.mu.Unlock()
+	return tok, nil
+}
+
+func (f *CloudFacts) forget(credentialID string) {
+	f.mu.Lock()
+	delete(f.tokens, credentialID)
+	f.mu.Unlock()
 }

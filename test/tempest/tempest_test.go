@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magnetite-io/magnetite/internal/testcloud"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
 	"github.com/magnetite-io/magnetite/internal/testmagnetite"
@@ -45,7 +46,7 @@ func TestMagnumTempestAPI(t *testing.T) {
 	exceptions := docExceptions(t)
 
 	ks := testkeystone.Start(t)
-	cl := startCloud(t, ks)
+	cl := testcloud.Start(t, ks)
 	// Clusters are built for real by the conductor on a local Cluster API
 	// management plane with the in-memory infrastructure.
 	mgmt := testenv.StartClusterAPI(t)
@@ -115,7 +116,7 @@ infrastructure = inmemory
 	}
 	// Magnum checks the image, flavors, external network and keypair a
 	// template or cluster names; so must Magnetite, with the caller's token.
-	reads := cl.readsByMagnetite()
+	reads := cl.ReadsByMagnetite()
 	for _, route := range []string{"GET /image/v2/images", "GET /compute/v2.1/flavors/detail",
 		"GET /networking/v2.0/networks", "GET /compute/v2.1/os-keypairs/{name}"} {
 		if reads[route] == 0 {
@@ -252,9 +253,9 @@ func provisionAccounts(t *testing.T, ks *testkeystone.Keystone) string {
 func clusterTemplate(t *testing.T, ks *testkeystone.Keystone, base string) string {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{
-		"name": "tempest-k8s", "coe": "kubernetes", "public": true, "image_id": imageName,
-		"flavor_id": flavorName, "master_flavor_id": masterFlavor, "external_network_id": externalNet,
-		"labels": map[string]string{"kube_tag": kubeTag},
+		"name": "tempest-k8s", "coe": "kubernetes", "public": true, "image_id": testcloud.ImageName,
+		"flavor_id": testcloud.FlavorName, "master_flavor_id": testcloud.MasterFlavor, "external_network_id": testcloud.ExternalNet,
+		"labels": map[string]string{"kube_tag": testcloud.KubeTag},
 	})
 	req, err := http.NewRequest("POST", base+"/v1/clustertemplates", bytes.NewReader(body))
 	if err != nil {
@@ -329,7 +330,7 @@ dns_nameserver = 8.8.8.8
 copy_logs = false
 cluster_creation_timeout = 15
 cluster_template_id = %[10]s
-`, ws.dir, testkeystone.AdminPassword, ks.AuthURL(), testkeystone.Region, imageName, externalNet, flavorName, masterFlavor, accounts, template)
+`, ws.dir, testkeystone.AdminPassword, ks.AuthURL(), testkeystone.Region, testcloud.ImageName, testcloud.ExternalNet, testcloud.FlavorName, testcloud.MasterFlavor, accounts, template)
 	if err := os.WriteFile(filepath.Join(ws.dir, "etc", "tempest.conf"), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,6 @@
-package tempest
+// Package testcloud serves, for tests, the reads Magnetite and Magnum's
+// tempest plugin make of Glance, Nova and Neutron.
+package testcloud
 
 import (
 	"bytes"
@@ -21,24 +23,28 @@ import (
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
 )
 
-// The resources the cloud holds, named in tempest.conf's [magnum] section.
+// The resources the cloud holds.
 const (
-	imageName      = "ubuntu-2204-kube-v1.31.2"
-	kubeTag        = "v1.31.2"
-	flavorName     = "m1.small"
-	masterFlavor   = "m1.medium"
-	externalNet    = "public"
-	privateNetName = "private"
+	ImageName    = "ubuntu-2204-kube-v1.31.2"
+	KubeTag      = "v1.31.2"
+	FlavorName   = "m1.small"
+	MasterFlavor = "m1.medium"
+	// BareMetalFlavor is scheduled onto Ironic nodes of resource class
+	// BAREMETAL_GOLD.
+	BareMetalFlavor = "bm.gold"
+	ExternalNet     = "public"
+	ExternalNetID   = "5a1c2f0e-7b7d-4d59-9a3e-0c7f5e2b9c01"
+	PrivateNet      = "private"
 )
 
-// cloud serves the reads Magnetite and the tempest plugin make of Glance,
+// Cloud serves the reads Magnetite and the tempest plugin make of Glance,
 // Nova and Neutron, with the bodies those services document: Nova's
 // flavors and keypairs (the plugin creates its keypair through Nova),
 // Glance's images and Neutron's networks. Nova, Glance and Neutron cannot
 // run here without their whole stack (placement, message queue, agents),
 // and nothing else of them is used. Tokens are checked with Keystone, as
 // the real services do, because keypairs belong to users.
-type cloud struct {
+type Cloud struct {
 	t  *testing.T
 	ks *testkeystone.Keystone
 	// URL is the root; the services are under /compute, /image and
@@ -61,10 +67,11 @@ type keypair struct {
 type flavor struct {
 	ID, Name         string
 	VCPUs, RAM, Disk int
+	ExtraSpecs       map[string]string
 }
 
 type image struct {
-	ID, Name, OSDistro string
+	ID, Name, OSDistro, KubeVersion string
 }
 
 type network struct {
@@ -75,24 +82,26 @@ type network struct {
 var (
 	flavors = []flavor{
 		{ID: "1", Name: "m1.tiny", VCPUs: 1, RAM: 512, Disk: 1},
-		{ID: "2", Name: flavorName, VCPUs: 1, RAM: 2048, Disk: 20},
-		{ID: "3", Name: masterFlavor, VCPUs: 2, RAM: 4096, Disk: 40},
+		{ID: "2", Name: FlavorName, VCPUs: 1, RAM: 2048, Disk: 20},
+		{ID: "3", Name: MasterFlavor, VCPUs: 2, RAM: 4096, Disk: 40},
+		{ID: "4", Name: BareMetalFlavor, VCPUs: 32, RAM: 131072, Disk: 480, ExtraSpecs: map[string]string{
+			"resources:CUSTOM_BAREMETAL_GOLD": "1", "resources:VCPU": "0", "resources:MEMORY_MB": "0", "resources:DISK_GB": "0"}},
 	}
 	images = []image{
-		{ID: "0b3a6c1e-6f0e-4c2a-9d55-3f1f8c2d7a01", Name: imageName, OSDistro: "ubuntu"},
+		{ID: "0b3a6c1e-6f0e-4c2a-9d55-3f1f8c2d7a01", Name: ImageName, OSDistro: "ubuntu", KubeVersion: KubeTag},
 		{ID: "0b3a6c1e-6f0e-4c2a-9d55-3f1f8c2d7a02", Name: "cirros-0.6.2", OSDistro: ""},
 	}
 	networks = []network{
-		{ID: "5a1c2f0e-7b7d-4d59-9a3e-0c7f5e2b9c01", Name: externalNet, External: true},
-		{ID: "5a1c2f0e-7b7d-4d59-9a3e-0c7f5e2b9c02", Name: privateNetName},
+		{ID: ExternalNetID, Name: ExternalNet, External: true},
+		{ID: "5a1c2f0e-7b7d-4d59-9a3e-0c7f5e2b9c02", Name: PrivateNet},
 	}
 )
 
-// startCloud serves the fake services on loopback and registers them in
+// Start serves the fake services on loopback and registers them in
 // Keystone's catalog as compute, image and network.
-func startCloud(t *testing.T, ks *testkeystone.Keystone) *cloud {
+func Start(t *testing.T, ks *testkeystone.Keystone) *Cloud {
 	t.Helper()
-	c := &cloud{t: t, ks: ks, reads: map[string]int{}, users: map[string]string{}, keypairs: map[string]map[string]keypair{}}
+	c := &Cloud{t: t, ks: ks, reads: map[string]int{}, users: map[string]string{}, keypairs: map[string]map[string]keypair{}}
 	mux := http.NewServeMux()
 	c.novaRoutes(mux)
 	c.glanceRoutes(mux)
@@ -108,7 +117,7 @@ func startCloud(t *testing.T, ks *testkeystone.Keystone) *cloud {
 
 // counted counts the requests Magnetite makes (its user agent names it), by
 // route.
-func (c *cloud) counted(mux *http.ServeMux) http.Handler {
+func (c *Cloud) counted(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.UserAgent(), "magnetite") {
 			_, route := mux.Handler(r)
@@ -120,8 +129,8 @@ func (c *cloud) counted(mux *http.ServeMux) http.Handler {
 	})
 }
 
-// readsByMagnetite returns how often Magnetite asked each route.
-func (c *cloud) readsByMagnetite() map[string]int {
+// ReadsByMagnetite returns how often Magnetite asked each route.
+func (c *Cloud) ReadsByMagnetite() map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[string]int, len(c.reads))
@@ -133,7 +142,7 @@ func (c *cloud) readsByMagnetite() map[string]int {
 
 // authenticated answers 401 without a token Keystone accepts, as
 // keystonemiddleware does in front of each service.
-func (c *cloud) authenticated(next http.Handler) http.Handler {
+func (c *Cloud) authenticated(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, ok := c.user(r.Header.Get("X-Auth-Token"))
 		if !ok {
@@ -145,7 +154,7 @@ func (c *cloud) authenticated(next http.Handler) http.Handler {
 	})
 }
 
-func (c *cloud) user(token string) (string, bool) {
+func (c *Cloud) user(token string) (string, bool) {
 	if token == "" {
 		return "", false
 	}
@@ -190,12 +199,16 @@ func novaNotFound(w http.ResponseWriter, msg string) {
 	writeJSON(w, http.StatusNotFound, map[string]any{"itemNotFound": map[string]any{"code": 404, "message": msg}})
 }
 
-func (c *cloud) novaRoutes(mux *http.ServeMux) {
+func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 	flavorBody := func(f flavor) map[string]any {
+		specs := map[string]string{}
+		for k, v := range f.ExtraSpecs {
+			specs[k] = v
+		}
 		return map[string]any{
 			"id": f.ID, "name": f.Name, "vcpus": f.VCPUs, "ram": f.RAM, "disk": f.Disk,
 			"OS-FLV-EXT-DATA:ephemeral": 0, "OS-FLV-DISABLED:disabled": false, "swap": 0, "rxtx_factor": 1.0,
-			"os-flavor-access:is_public": true, "description": nil, "extra_specs": map[string]string{},
+			"os-flavor-access:is_public": true, "description": nil, "extra_specs": specs,
 			"links": []any{map[string]any{"rel": "self", "href": c.URL + "/compute/v2.1/flavors/" + f.ID}},
 		}
 	}
@@ -210,6 +223,19 @@ func (c *cloud) novaRoutes(mux *http.ServeMux) {
 		for _, f := range flavors {
 			if f.ID == r.PathValue("id") {
 				writeJSON(w, http.StatusOK, map[string]any{"flavor": flavorBody(f)})
+				return
+			}
+		}
+		novaNotFound(w, "Flavor "+r.PathValue("id")+" could not be found.")
+	})
+	mux.HandleFunc("GET /compute/v2.1/flavors/{id}/os-extra_specs", func(w http.ResponseWriter, r *http.Request) {
+		for _, f := range flavors {
+			if f.ID == r.PathValue("id") {
+				specs := map[string]string{}
+				for k, v := range f.ExtraSpecs {
+					specs[k] = v
+				}
+				writeJSON(w, http.StatusOK, map[string]any{"extra_specs": specs})
 				return
 			}
 		}
@@ -255,7 +281,7 @@ func (c *cloud) novaRoutes(mux *http.ServeMux) {
 
 // createKeypair imports the public key sent, or generates a key pair and
 // returns its private half once, as Nova does.
-func (c *cloud) createKeypair(w http.ResponseWriter, r *http.Request) {
+func (c *Cloud) createKeypair(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Keypair struct {
 			Name      string `json:"name"`
@@ -330,7 +356,7 @@ func newSSHKey() (string, string, error) {
 		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), nil
 }
 
-func (c *cloud) glanceRoutes(mux *http.ServeMux) {
+func (c *Cloud) glanceRoutes(mux *http.ServeMux) {
 	body := func(i image) map[string]any {
 		m := map[string]any{
 			"id": i.ID, "name": i.Name, "status": "active", "visibility": "public", "protected": false,
@@ -342,6 +368,9 @@ func (c *cloud) glanceRoutes(mux *http.ServeMux) {
 		}
 		if i.OSDistro != "" {
 			m["os_distro"] = i.OSDistro
+		}
+		if i.KubeVersion != "" {
+			m["kube_version"] = i.KubeVersion
 		}
 		return m
 	}
@@ -371,7 +400,7 @@ func (c *cloud) glanceRoutes(mux *http.ServeMux) {
 	})
 }
 
-func (c *cloud) neutronRoutes(mux *http.ServeMux) {
+func (c *Cloud) neutronRoutes(mux *http.ServeMux) {
 	body := func(n network) map[string]any {
 		return map[string]any{
 			"id": n.ID, "name": n.Name, "status": "ACTIVE", "admin_state_up": true, "shared": false,

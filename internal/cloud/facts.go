@@ -1,0 +1,126 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+
+	"github.com/magnetite-io/magnetite/internal/driver"
+)
+
+// FactRefs are the images, flavors and networks a cluster's rendering
+// needs to know about, by ID or name.
+type FactRefs struct {
+	Images   []string
+	Flavors  []string
+	Networks []string
+}
+
+// Facts reads what the driver needs about refs: each flavor with its extra
+// specs (bare-metal resource classes), each image with its properties
+// (os_distro, kube_version) and each network with router:external and
+// port_security_enabled. A resource that does not exist is left out (the
+// driver names what is missing); a service that does not answer is
+// ErrUnavailable, worth retrying.
+func (rs *Resources) Facts(ctx context.Context, token string, refs FactRefs) (*driver.Facts, error) {
+	facts := &driver.Facts{}
+	if len(refs.Images) > 0 {
+		err := rs.with(ctx, token, "image", openstack.NewImageV2, func(sc *gophercloud.ServiceClient) error {
+			for _, ref := range refs.Images {
+				img, err := findImage(ctx, sc, ref)
+				if errors.Is(err, ErrInvalid) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				props := map[string]string{}
+				for k, v := range img.Properties {
+					if s, ok := v.(string); ok {
+						props[k] = s
+					}
+				}
+				facts.Images = append(facts.Images, driver.Image{ID: img.ID, Name: img.Name, Properties: props})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(refs.Flavors) > 0 {
+		err := rs.with(ctx, token, "compute", openstack.NewComputeV2, func(sc *gophercloud.ServiceClient) error {
+			for _, ref := range refs.Flavors {
+				f, err := findFlavor(ctx, sc, ref)
+				if errors.Is(err, ErrInvalid) {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				specs, err := flavors.ListExtraSpecs(ctx, sc, f.ID).Extract()
+				if err != nil {
+					return unavailable(err, "Nova", "read the extra specs of flavor "+f.Name)
+				}
+				facts.Flavors = append(facts.Flavors, driver.Flavor{ID: f.ID, Name: f.Name, VCPUs: f.VCPUs,
+					RAM: f.RAM, Disk: f.Disk, ExtraSpecs: specs})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(refs.Networks) > 0 {
+		err := rs.with(ctx, token, "network", openstack.NewNetworkV2, func(sc *gophercloud.ServiceClient) error {
+			// port_security_enabled is absent without Neutron's
+			// port-security extension: unknown, not false.
+			var all []struct {
+				ID                  string `json:"id"`
+				Name                string `json:"name"`
+				External            bool   `json:"router:external"`
+				PortSecurityEnabled *bool  `json:"port_security_enabled"`
+			}
+			pages, err := networks.List(sc, networks.ListOpts{}).AllPages(ctx)
+			if err == nil {
+				err = networks.ExtractNetworksInto(pages, &all)
+			}
+			if err != nil {
+				return unavailable(err, "Neutron", "list networks")
+			}
+			for _, ref := range refs.Networks {
+				for _, n := range all {
+					if n.ID == ref || n.Name == ref {
+						facts.Networks = append(facts.Networks, driver.Network{ID: n.ID, Name: n.Name,
+							External: n.External, PortSecurityEnabled: n.PortSecurityEnabled})
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return facts, nil
+}
+
+// FactRefsOf lists what a cluster's template, cluster and node groups name.
+func FactRefsOf(images, flavors, networks []*string) FactRefs {
+	collect := func(ptrs []*string) []string {
+		var out []string
+		seen := map[string]bool{}
+		for _, p := range ptrs {
+			if p != nil && *p != "" && !seen[*p] {
+				seen[*p] = true
+				out = append(out, *p)
+			}
+		}
+		return out
+	}
+	return FactRefs{Images: collect(images), Flavors: collect(flavors), Networks: collect(networks)}
+}
