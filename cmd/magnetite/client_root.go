@@ -31,7 +31,7 @@ type clientOptions struct {
 func clientCommands() []*cobra.Command {
 	o := &clientOptions{getenv: os.Getenv}
 	cmds := []*cobra.Command{
-		templateCommand(o), clusterCommand(o), nodeGroupCommand(o),
+		templateCommand(o), clusterCommand(o), nodeGroupCommand(o), credentialCommand(o),
 		quotaCommand(o), statsCommand(o), serviceCommand(o),
 	}
 	for _, c := range cmds {

@@ -124,9 +124,14 @@ func TestServeGivesEveryClusterItsOwnApplicationCredential(t *testing.T) {
 	})
 
 	t.Run("rotation replaces the credential and deletes the old one", func(t *testing.T) {
-		res, body := w.api("PATCH", "/v1/credentials/"+clusterUUID, "", nil)
-		if res.StatusCode != http.StatusAccepted || !strings.Contains(string(body), clusterUUID) {
-			t.Fatalf("rotate: %d %s", res.StatusCode, body)
+		// Through the client, by the cluster's name.
+		var out, errb lockedBuffer
+		root := rootCommand()
+		root.SetOut(&out)
+		root.SetErr(&errb)
+		root.SetArgs([]string{"credential", "rotate", "c1", "--os-endpoint", "http://" + w.addr + "/v1", "--os-token", w.token})
+		if err := root.ExecuteContext(ctx); err != nil || !strings.Contains(out.String(), "Request to rotate the credentials of cluster "+clusterUUID+" has been accepted.") {
+			t.Fatalf("magnetite credential rotate c1: %v\n%s%s", err, out.String(), errb.String())
 		}
 		var second string
 		for _, c := range w.appCredentials() {

@@ -154,6 +154,15 @@ func (c *Client) UpgradeCluster(ctx context.Context, ident string, req UpgradeRe
 	return id.UUID, err
 }
 
+// RotateCredential gives a cluster a new application credential, made
+// with the caller's token; the old one is deleted once the cluster uses the
+// new one (PATCH /v1/credentials, 1.12).
+func (c *Client) RotateCredential(ctx context.Context, ident string) (string, error) {
+	var id apitypes.ClusterID
+	err := c.do(ctx, "PATCH", "/credentials/"+esc(ident), nil, nil, &id)
+	return id.UUID, err
+}
+
 // DeleteCluster asks for a cluster's deletion.
 func (c *Client) DeleteCluster(ctx context.Context, ident string) error {
 	return c.do(ctx, "DELETE", "/clusters/"+esc(ident), nil, nil, nil)
