@@ -81,6 +81,10 @@ type Cluster struct {
 	AppliedGeneration int64      `json:"applied_generation,omitempty"`
 	CreatedAt         time.Time  `json:"created_at"`
 	UpdatedAt         *time.Time `json:"updated_at"`
+	// Stored is the cluster as the store last read or wrote it, so a write
+	// made from that read changes only the fields its writer changed, never
+	// what another writer changed meanwhile. Internal.
+	Stored []byte `json:"-"`
 }
 
 // Taint is a Kubernetes node taint requested for a node group (API 1.14).
@@ -116,6 +120,9 @@ type NodeGroup struct {
 	NodeTaints       []Taint           `json:"node_taints"`
 	CreatedAt        time.Time         `json:"created_at"`
 	UpdatedAt        *time.Time        `json:"updated_at"`
+	// Stored is the node group as the store last read or wrote it (see
+	// Cluster.Stored). Internal.
+	Stored []byte `json:"-"`
 }
 
 // Quota is a per-project hard limit on a resource (only "Cluster" today).

@@ -491,6 +491,70 @@ var storeCases = []storeCase{
 			t.Fatalf("after forgetting ac-1: %+v", got)
 		}
 	}},
+	{"a write from a stale read keeps what another writer changed meanwhile", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		ct := createTemplate(t, db, template("alpha", "stale", false, false))
+		ch := createCluster(t, db, "alpha", "stale-1", ct.UUID, 2)
+		// The API reads the cluster and its node groups...
+		c, err := db.GetClusterByUUID(ctx, ch.Cluster.UUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ngs, err := db.NodeGroupsOf(ctx, []string{c.UUID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// ...the conductor records health, addresses and a node group's
+		// status...
+		healthy := model.Healthy
+		_, err = db.UpdateClusterStatus(ctx, c.UUID, func(cl *model.Cluster, groups []*model.NodeGroup) ([]*model.NodeGroup, bool) {
+			cl.HealthStatus = &healthy
+			addr := "https://192.0.2.10:6443"
+			cl.APIAddress = &addr
+			for _, g := range groups {
+				g.NodeAddresses = []string{"192.0.2.2" + g.Name[len(g.Name)-1:]}
+				g.Status = model.CreateComplete
+			}
+			return groups, true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// ...and the API writes its change from the read it made before.
+		c.Labels = map[string]string{"kube_tag": "v1.33.1"}
+		c.Status = model.UpdateInProgress
+		var worker *model.NodeGroup
+		for _, g := range ngs[c.UUID] {
+			if g.Role == model.RoleWorker {
+				worker = g
+			}
+		}
+		worker.NodeCount = 5
+		if err := db.ApplyClusterChange(ctx, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{worker}}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.GetClusterByUUID(ctx, c.UUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.HealthStatus == nil || *got.HealthStatus != healthy || got.APIAddress == nil || got.Status != model.UpdateInProgress || got.Labels["kube_tag"] != "v1.33.1" {
+			t.Errorf("cluster after both writes: health %v, api %v, status %s, labels %v", got.HealthStatus, got.APIAddress, got.Status, got.Labels)
+		}
+		if c.HealthStatus == nil || *c.HealthStatus != healthy {
+			t.Errorf("the writer's copy is not what was written: health %v", c.HealthStatus)
+		}
+		after, err := db.NodeGroupsOf(ctx, []string{c.UUID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range after[c.UUID] {
+			if g.Status != model.CreateComplete || len(g.NodeAddresses) != 1 {
+				t.Errorf("node group %s lost the conductor's write: status %s, addresses %v", g.Name, g.Status, g.NodeAddresses)
+			}
+			if g.Role == model.RoleWorker && g.NodeCount != 5 {
+				t.Errorf("the worker group lost the API's write: node_count %d", g.NodeCount)
+			}
+		}
+	}},
 	{"stats count clusters and nodes per scope", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
 		ct := createTemplate(t, db, template("ops", "k8s", true, false))
 		createCluster(t, db, "alpha", "a1", ct.UUID, 2)

@@ -1,11 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/magnetite-io/magnetite/internal/model"
 )
@@ -51,7 +53,9 @@ func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
 	for i, ng := range ch.NodeGroups {
 		inserted[i] = ng.ID == 0
 	}
-	return s.retryTx(ctx, func(tx *sql.Tx) error {
+	var wroteCluster []byte
+	wroteGroups := make([][]byte, len(ch.NodeGroups))
+	err := s.retryTx(ctx, func(tx *sql.Tx) error {
 		// A retried attempt inserts again what the rolled-back one did.
 		for i, ng := range ch.NodeGroups {
 			if inserted[i] {
@@ -66,14 +70,20 @@ func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
 				if err := insertCluster(ctx, tx, ch.Cluster); err != nil {
 					return err
 				}
-			} else if err := updateCluster(ctx, tx, ch.Cluster); err != nil {
-				return err
+			} else {
+				data, err := updateCluster(ctx, tx, ch.Cluster, s.forUpdate())
+				if err != nil {
+					return err
+				}
+				wroteCluster = data
 			}
 		}
-		for _, ng := range ch.NodeGroups {
-			if err := saveNodeGroup(ctx, tx, ng); err != nil {
+		for i, ng := range ch.NodeGroups {
+			data, err := saveNodeGroup(ctx, tx, ng, s.forUpdate())
+			if err != nil {
 				return err
 			}
+			wroteGroups[i] = data
 		}
 		for _, c := range ch.Certificates {
 			if err := insertCertificate(ctx, tx, c); err != nil {
@@ -97,6 +107,16 @@ func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	if wroteCluster != nil {
+		refreshCluster(ch.Cluster, wroteCluster)
+	}
+	for i, ng := range ch.NodeGroups {
+		refreshNodeGroup(ng, wroteGroups[i])
+	}
+	return nil
 }
 
 // quotaCheck counts the project's clusters with a locking read on MariaDB,
@@ -143,22 +163,51 @@ func insertCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster) error {
 	return nil
 }
 
-func updateCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster) error {
+// updateCluster writes c and returns the JSON written. When c was read
+// from the store and the row has changed since, only the fields c's writer
+// changed are written over the row's current values (see mergeSince); lock
+// is the dialect's row lock. c itself is left alone: the caller refreshes
+// it (refreshCluster) once the transaction has committed, since a retried
+// transaction must merge from the same read again.
+func updateCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster, lock string) ([]byte, error) {
 	data, err := json.Marshal(c)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	data, w, err := sinceRead(ctx, tx, "clusters", "cluster", c.UUID, lock, c.Stored, data, c)
+	if err != nil {
+		return nil, err
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE clusters SET name = ?, cluster_template_id = ?, status = ?, health_status = ?,
 		stack_id = ?, updated_at = ?, data = ? WHERE uuid = ?`,
-		c.Name, c.ClusterTemplateID, string(c.Status), healthCol(c.HealthStatus), c.StackID,
-		formatTimePtr(c.UpdatedAt), string(data), c.UUID)
+		w.Name, w.ClusterTemplateID, string(w.Status), healthCol(w.HealthStatus), w.StackID,
+		formatTimePtr(w.UpdatedAt), string(data), c.UUID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("%w: cluster %s", ErrNotFound, c.UUID)
+		return nil, fmt.Errorf("%w: cluster %s", ErrNotFound, c.UUID)
 	}
-	return nil
+	return data, nil
+}
+
+// refreshCluster makes c what was written for it.
+func refreshCluster(c *model.Cluster, data []byte) {
+	fresh := model.Cluster{}
+	if json.Unmarshal(data, &fresh) == nil {
+		fresh.ID = c.ID
+		*c = fresh
+	}
+	c.Stored = data
+}
+
+// refreshNodeGroup makes ng what was written for it.
+func refreshNodeGroup(ng *model.NodeGroup, data []byte) {
+	fresh := model.NodeGroup{}
+	if json.Unmarshal(data, &fresh) == nil {
+		*ng = fresh
+	}
+	ng.Stored = data
 }
 
 func healthCol(h *model.Health) any {
@@ -168,7 +217,9 @@ func healthCol(h *model.Health) any {
 	return string(*h)
 }
 
-func saveNodeGroup(ctx context.Context, tx *sql.Tx, ng *model.NodeGroup) error {
+// saveNodeGroup inserts ng (ID 0, which it sets) or writes it as
+// updateCluster writes a cluster, and returns the JSON written.
+func saveNodeGroup(ctx context.Context, tx *sql.Tx, ng *model.NodeGroup, lock string) ([]byte, error) {
 	if ng.ID == 0 {
 		// The id is part of the wire object, so insert first and then write
 		// the JSON that carries it.
@@ -179,26 +230,30 @@ func saveNodeGroup(ctx context.Context, tx *sql.Tx, ng *model.NodeGroup) error {
 		if err != nil {
 			if isUniqueViolation(err) {
 				//lint:ignore ST1005 Magnum's wording, which its clients see
-				return fmt.Errorf("%w: A node group with name %s already exists in the cluster %s.", ErrConflict, ng.Name, ng.ClusterID)
+				return nil, fmt.Errorf("%w: A node group with name %s already exists in the cluster %s.", ErrConflict, ng.Name, ng.ClusterID)
 			}
-			return err
+			return nil, err
 		}
 		ng.ID, _ = res.LastInsertId()
 	}
 	data, err := json.Marshal(ng)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	data, w, err := sinceRead(ctx, tx, "nodegroups", "node group", ng.UUID, lock, ng.Stored, data, ng)
+	if err != nil {
+		return nil, err
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE nodegroups SET name = ?, role = ?, is_default = ?, status = ?, node_count = ?,
 		updated_at = ?, data = ? WHERE uuid = ?`,
-		ng.Name, ng.Role, ng.IsDefault, string(ng.Status), ng.NodeCount, formatTimePtr(ng.UpdatedAt), string(data), ng.UUID)
+		w.Name, w.Role, w.IsDefault, string(w.Status), w.NodeCount, formatTimePtr(w.UpdatedAt), string(data), ng.UUID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("%w: node group %s", ErrNotFound, ng.UUID)
+		return nil, fmt.Errorf("%w: node group %s", ErrNotFound, ng.UUID)
 	}
-	return nil
+	return data, nil
 }
 
 func scanCluster(row interface{ Scan(...any) error }) (*model.Cluster, error) {
@@ -211,7 +266,7 @@ func scanCluster(row interface{ Scan(...any) error }) (*model.Cluster, error) {
 	if err := json.Unmarshal([]byte(data), c); err != nil {
 		return nil, fmt.Errorf("store: decode cluster %d: %w", id, err)
 	}
-	c.ID = id
+	c.ID, c.Stored = id, []byte(data)
 	return c, nil
 }
 
@@ -308,7 +363,7 @@ func scanNodeGroup(row interface{ Scan(...any) error }) (*model.NodeGroup, error
 	if err := json.Unmarshal([]byte(data), ng); err != nil {
 		return nil, fmt.Errorf("store: decode node group %d: %w", id, err)
 	}
-	ng.ID = id
+	ng.ID, ng.Stored = id, []byte(data)
 	return ng, nil
 }
 
@@ -416,4 +471,69 @@ func (s *DB) CountClusters(ctx context.Context, projectID string) (int, error) {
 	var n int
 	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM clusters WHERE project_id = ?`, projectID).Scan(&n)
 	return n, err
+}
+
+// sinceRead is what to write for obj (encoded as data), read from the
+// table's row uuid as stored: data itself when the row has not changed
+// since (or obj was not read from the store), else the merge of the
+// writer's changes into the current row, with the merged object (whose
+// fields fill the row's indexed columns).
+func sinceRead[T any](ctx context.Context, tx *sql.Tx, table, what, uuid, lock string, stored, data []byte, obj *T) ([]byte, *T, error) {
+	if len(stored) == 0 {
+		return data, obj, nil
+	}
+	var cur string
+	err := tx.QueryRowContext(ctx, "SELECT data FROM "+table+" WHERE uuid = ?"+lock, uuid).Scan(&cur)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, fmt.Errorf("%w: %s %s", ErrNotFound, what, uuid)
+	}
+	if err != nil || cur == string(stored) {
+		return data, obj, err
+	}
+	if data, err = mergeSince(stored, data, []byte(cur)); err != nil {
+		return nil, nil, fmt.Errorf("store: merge %s %s: %w", what, uuid, err)
+	}
+	merged := new(T)
+	if err := json.Unmarshal(data, merged); err != nil {
+		return nil, nil, err
+	}
+	return data, merged, nil
+}
+
+// mergeSince merges a writer's object into the stored row when the row
+// changed after the writer read it: each top-level field the writer changed
+// (ours differs from base) is the writer's, every other field is the
+// current row's. Two writers changing different fields (a user's resize and
+// the conductor's status) both keep their change; when both changed the
+// same field, the later writer's value stands.
+func mergeSince(base, ours, current []byte) ([]byte, error) {
+	decode := func(b []byte) (map[string]any, error) {
+		m := map[string]any{}
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber()
+		return m, d.Decode(&m)
+	}
+	b, err := decode(base)
+	if err != nil {
+		return nil, err
+	}
+	o, err := decode(ours)
+	if err != nil {
+		return nil, err
+	}
+	out, err := decode(current)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range o {
+		if bv, ok := b[k]; !ok || !reflect.DeepEqual(bv, v) {
+			out[k] = v
+		}
+	}
+	for k := range b {
+		if _, ok := o[k]; !ok {
+			delete(out, k)
+		}
+	}
+	return json.Marshal(out)
 }

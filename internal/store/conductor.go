@@ -49,11 +49,11 @@ func (s *DB) UpdateClusterStatus(ctx context.Context, uuid string, fn StatusMuta
 		if !changed {
 			return nil
 		}
-		if err := updateCluster(ctx, tx, c); err != nil {
+		if _, err := updateCluster(ctx, tx, c, s.forUpdate()); err != nil {
 			return err
 		}
 		for _, ng := range groups {
-			if err := saveNodeGroup(ctx, tx, ng); err != nil {
+			if _, err := saveNodeGroup(ctx, tx, ng, s.forUpdate()); err != nil {
 				return err
 			}
 		}
