@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,7 +59,35 @@ func newLogger(cfg *config.Config) (*slog.Logger, error) {
 
 // openStore opens the configured database, creating and migrating it.
 func openStore(ctx context.Context, cfg *config.Config) (*store.DB, string, error) {
-	return connectStore(ctx, cfg, store.OpenSQLite, store.OpenMySQL)
+	st, where, err := connectStore(ctx, cfg, store.OpenSQLite, store.OpenMySQL)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := sealSecrets(ctx, cfg, st); err != nil {
+		st.Close()
+		return nil, "", err
+	}
+	return st, where, nil
+}
+
+// sealSecrets turns on sealing of the database's secrets when [database]
+// secret_key is set, and seals those written before.
+func sealSecrets(ctx context.Context, cfg *config.Config, st *store.DB) error {
+	k := cfg.String("database", "secret_key")
+	if k == "" {
+		return nil
+	}
+	key, err := base64.StdEncoding.DecodeString(k)
+	if err != nil {
+		return fmt.Errorf("config: [database] secret_key: %w", err)
+	}
+	if err := st.SealSecrets(key); err != nil {
+		return err
+	}
+	if _, err := st.SealExisting(ctx); err != nil {
+		return fmt.Errorf("seal the secrets written before [database] secret_key was set: %w", err)
+	}
+	return nil
 }
 
 // connectStore opens the configured database with the opener of its

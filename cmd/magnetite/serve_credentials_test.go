@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +38,7 @@ type credentialsWorld struct {
 	token    string
 	logs     *lockedBuffer
 	cloud    *testcloud.Cloud
+	stateDir string
 	services map[string]string
 }
 
@@ -169,6 +172,22 @@ func TestServeGivesEveryClusterItsOwnApplicationCredential(t *testing.T) {
 		}
 	})
 
+	t.Run("the credential secrets are sealed in the database", func(t *testing.T) {
+		files, err := filepath.Glob(filepath.Join(w.stateDir, "magnetite.db*"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no database files in %s: %v", w.stateDir, err)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(b, []byte(firstSecret)) {
+				t.Errorf("%s holds an application credential secret in the clear", filepath.Base(f))
+			}
+		}
+	})
+
 	t.Run("no credential secret reaches the log", func(t *testing.T) {
 		if !strings.Contains(w.logs.String(), "operation finished") {
 			t.Fatalf("the conductor logged nothing; the capture is broken:\n%.2000s", w.logs.String())
@@ -203,6 +222,7 @@ func startCredentialsWorld(t *testing.T) *credentialsWorld {
 	kubeconfig := writeKubeconfig(t, env, dir)
 	cfg, err := config.Load("", "", []string{
 		"MAGNETITE_DEFAULT_STATE_DIR=" + dir, "MAGNETITE_API_LISTEN=127.0.0.1:0", "MAGNETITE_LOG_LEVEL=debug",
+		"MAGNETITE_DATABASE_SECRET_KEY=" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
 		"MAGNETITE_AUTH_STRATEGY=keystone", "MAGNETITE_KEYSTONE_AUTHTOKEN_AUTH_URL=" + ks.AuthURL(),
 		"MAGNETITE_KEYSTONE_AUTHTOKEN_USERNAME=magnetite", "MAGNETITE_KEYSTONE_AUTHTOKEN_PASSWORD=" + servicePassword,
 		"MAGNETITE_MANAGEMENT_KUBECONFIG=" + kubeconfig, "MAGNETITE_CONDUCTOR_INFRASTRUCTURE=openstack",
@@ -215,6 +235,7 @@ func startCredentialsWorld(t *testing.T) *credentialsWorld {
 		t.Fatal(err)
 	}
 	w.addr = startServe(t, cfg, log)
+	w.stateDir = dir
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("magnetite log:\n%s", w.logs.String())

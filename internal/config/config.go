@@ -2,6 +2,7 @@ package config
 
 import (
 	"bufio"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -143,6 +144,11 @@ func (c *Config) validate() error {
 	}
 	if c.String("cluster_credentials", "enabled") == "true" && c.String("auth", "strategy") != "keystone" {
 		return fmt.Errorf("config: [cluster_credentials] enabled = true needs [auth] strategy = keystone: application credentials are made with the caller's Keystone token")
+	}
+	if k := c.String("database", "secret_key"); k != "" {
+		if raw, err := base64.StdEncoding.DecodeString(k); err != nil || len(raw) != 32 {
+			return fmt.Errorf("config: [database] secret_key must be 32 random bytes, base64-encoded (openssl rand -base64 32)")
+		}
 	}
 	switch c.String("conductor", "infrastructure") {
 	case "openstack", "inmemory":

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -553,6 +554,77 @@ var storeCases = []storeCase{
 			if g.Role == model.RoleWorker && g.NodeCount != 5 {
 				t.Errorf("the worker group lost the API's write: node_count %d", g.NodeCount)
 			}
+		}
+	}},
+	{"secrets are sealed at rest with the secret key and readable only with it", func(t *testing.T, db *store.DB, reopen func() (*store.DB, error)) {
+		ct := createTemplate(t, db, template("alpha", "seal", false, false))
+		// Written before a key was set: stored as they are, sealed later.
+		early := clusterChange("alpha", "seal-0", ct.UUID, 1)
+		early.Certificates = []*model.ClusterCertificate{{ClusterID: early.Cluster.UUID, Purpose: "ca", CertPEM: []byte("CERT-0"), KeyPEM: []byte("PRIVATE-KEY-0")}}
+		if err := db.ApplyClusterChange(ctx, early); err != nil {
+			t.Fatal(err)
+		}
+		key := bytes.Repeat([]byte{7}, 32)
+		if err := db.SealSecrets(key); err != nil {
+			t.Fatal(err)
+		}
+		ch := clusterChange("alpha", "seal-1", ct.UUID, 1)
+		ch.Certificates = []*model.ClusterCertificate{{ClusterID: ch.Cluster.UUID, Purpose: "ca", CertPEM: []byte("CERT-1"), KeyPEM: []byte("PRIVATE-KEY-1")}}
+		ch.Credential = &model.ClusterCredential{ID: "ac-seal", ClusterID: ch.Cluster.UUID, UserID: "u", ProjectID: "alpha", Secret: "APP-CRED-SECRET"}
+		if err := db.ApplyClusterChange(ctx, ch); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := db.SealExisting(ctx); err != nil || n != 1 {
+			t.Fatalf("SealExisting sealed %d (%v), want the one key written before", n, err)
+		}
+		var raw strings.Builder
+		for _, q := range []string{"SELECT key_pem FROM cluster_certificates", "SELECT secret FROM cluster_credentials"} {
+			rows, err := db.SQL().QueryContext(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var v string
+				if err := rows.Scan(&v); err != nil {
+					t.Fatal(err)
+				}
+				if !strings.HasPrefix(v, "magnetite-sealed:v1:") {
+					t.Errorf("%s holds an unsealed value", q)
+				}
+				raw.WriteString(v)
+			}
+			rows.Close()
+		}
+		for _, secret := range []string{"PRIVATE-KEY-0", "PRIVATE-KEY-1", "APP-CRED-SECRET"} {
+			if strings.Contains(raw.String(), secret) {
+				t.Errorf("%s is readable in the database", secret)
+			}
+		}
+		got, err := db.ClusterCertificate(ctx, early.Cluster.UUID, "ca")
+		if err != nil || string(got.KeyPEM) != "PRIVATE-KEY-0" {
+			t.Fatalf("sealed key read back as %v, %v", got, err)
+		}
+		creds, err := db.ClusterCredentials(ctx, ch.Cluster.UUID)
+		if err != nil || len(creds) != 1 || creds[0].Secret != "APP-CRED-SECRET" {
+			t.Fatalf("sealed credential read back as %+v, %v", creds, err)
+		}
+
+		other, err := reopen()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		if _, err := other.ClusterCertificate(ctx, ch.Cluster.UUID, "ca"); !errors.Is(err, store.ErrSealed) || !strings.Contains(err.Error(), "secret_key") {
+			t.Errorf("without the key: %v, want ErrSealed naming [database] secret_key", err)
+		}
+		if err := other.SealSecrets(bytes.Repeat([]byte{8}, 32)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.ClusterCredentials(ctx, ch.Cluster.UUID); !errors.Is(err, store.ErrSealed) {
+			t.Errorf("with another key: %v, want ErrSealed", err)
+		}
+		if err := db.SealSecrets([]byte("short")); err == nil {
+			t.Error("a 5-byte key was accepted")
 		}
 	}},
 	{"stats count clusters and nodes per scope", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {

@@ -9,12 +9,16 @@ import (
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
-func insertCertificate(ctx context.Context, tx *sql.Tx, c *model.ClusterCertificate) error {
+func (s *DB) insertCertificate(ctx context.Context, tx *sql.Tx, c *model.ClusterCertificate) error {
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = now()
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO cluster_certificates (cluster_id, purpose, cert_pem, key_pem, created_at)
-		VALUES (?, ?, ?, ?, ?)`, c.ClusterID, c.Purpose, string(c.CertPEM), string(c.KeyPEM), formatTime(c.CreatedAt))
+	key, err := s.seal(string(c.KeyPEM), certificateAAD(c.ClusterID, c.Purpose))
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO cluster_certificates (cluster_id, purpose, cert_pem, key_pem, created_at)
+		VALUES (?, ?, ?, ?, ?)`, c.ClusterID, c.Purpose, string(c.CertPEM), key, formatTime(c.CreatedAt))
 	if err != nil {
 		if isUniqueViolation(err) {
 			return fmt.Errorf("%w: cluster %s already has a %q key pair", ErrConflict, c.ClusterID, c.Purpose)
@@ -26,10 +30,14 @@ func insertCertificate(ctx context.Context, tx *sql.Tx, c *model.ClusterCertific
 
 const certificateCols = `cluster_id, purpose, cert_pem, key_pem, created_at`
 
-func scanCertificate(row interface{ Scan(...any) error }) (*model.ClusterCertificate, error) {
+func (s *DB) scanCertificate(row interface{ Scan(...any) error }) (*model.ClusterCertificate, error) {
 	var c model.ClusterCertificate
 	var cert, key, created string
 	if err := row.Scan(&c.ClusterID, &c.Purpose, &cert, &key, &created); err != nil {
+		return nil, err
+	}
+	key, err := s.open(key, certificateAAD(c.ClusterID, c.Purpose))
+	if err != nil {
 		return nil, err
 	}
 	c.CertPEM, c.KeyPEM, c.CreatedAt = []byte(cert), []byte(key), parseTime(created)
@@ -38,7 +46,7 @@ func scanCertificate(row interface{ Scan(...any) error }) (*model.ClusterCertifi
 
 // ClusterCertificate reads one key pair of a cluster by purpose.
 func (s *DB) ClusterCertificate(ctx context.Context, clusterUUID, purpose string) (*model.ClusterCertificate, error) {
-	c, err := scanCertificate(s.db.QueryRowContext(ctx, "SELECT "+certificateCols+
+	c, err := s.scanCertificate(s.db.QueryRowContext(ctx, "SELECT "+certificateCols+
 		" FROM cluster_certificates WHERE cluster_id = ? AND purpose = ?", clusterUUID, purpose))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: cluster %s has no %q key pair", ErrNotFound, clusterUUID, purpose)
@@ -57,7 +65,7 @@ func (s *DB) ClusterCertificates(ctx context.Context, clusterUUID string) ([]*mo
 	defer rows.Close()
 	var out []*model.ClusterCertificate
 	for rows.Next() {
-		c, err := scanCertificate(rows)
+		c, err := s.scanCertificate(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -74,7 +82,7 @@ func (s *DB) ClusterCertificates(ctx context.Context, clusterUUID string) ([]*mo
 func (s *DB) AddClusterCertificates(ctx context.Context, certs []*model.ClusterCertificate) error {
 	return s.retryTx(ctx, func(tx *sql.Tx) error {
 		for _, c := range certs {
-			if err := insertCertificate(ctx, tx, c); err != nil {
+			if err := s.insertCertificate(ctx, tx, c); err != nil {
 				return err
 			}
 		}

@@ -86,12 +86,12 @@ func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
 			wroteGroups[i] = data
 		}
 		for _, c := range ch.Certificates {
-			if err := insertCertificate(ctx, tx, c); err != nil {
+			if err := s.insertCertificate(ctx, tx, c); err != nil {
 				return err
 			}
 		}
 		if ch.Credential != nil {
-			if err := putCredential(ctx, tx, ch.Credential); err != nil {
+			if err := s.putCredential(ctx, tx, ch.Credential); err != nil {
 				return err
 			}
 		}

@@ -10,7 +10,7 @@ import (
 
 // putCredential stores a cluster's new application credential and retires
 // every other one the cluster has, so exactly one is active.
-func putCredential(ctx context.Context, tx *sql.Tx, c *model.ClusterCredential) error {
+func (s *DB) putCredential(ctx context.Context, tx *sql.Tx, c *model.ClusterCredential) error {
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = now()
 	}
@@ -18,8 +18,12 @@ func putCredential(ctx context.Context, tx *sql.Tx, c *model.ClusterCredential) 
 		c.ClusterID, c.ID); err != nil {
 		return fmt.Errorf("store: retire the credentials of cluster %s: %w", c.ClusterID, err)
 	}
-	_, err := tx.ExecContext(ctx, `INSERT INTO cluster_credentials (credential_id, cluster_id, user_id, project_id, secret, retired, created_at)
-		VALUES (?, ?, ?, ?, ?, 0, ?)`, c.ID, c.ClusterID, c.UserID, c.ProjectID, c.Secret, formatTime(c.CreatedAt))
+	secret, err := s.seal(c.Secret, credentialAAD(c.ID))
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO cluster_credentials (credential_id, cluster_id, user_id, project_id, secret, retired, created_at)
+		VALUES (?, ?, ?, ?, ?, 0, ?)`, c.ID, c.ClusterID, c.UserID, c.ProjectID, secret, formatTime(c.CreatedAt))
 	if err != nil {
 		if isUniqueViolation(err) {
 			return fmt.Errorf("%w: application credential %s is already recorded", ErrConflict, c.ID)
@@ -47,6 +51,9 @@ func (s *DB) ClusterCredentials(ctx context.Context, clusterUUID string) ([]*mod
 			return nil, err
 		}
 		c.Retired, c.CreatedAt = retired != 0, parseTime(created)
+		if c.Secret, err = s.open(c.Secret, credentialAAD(c.ID)); err != nil {
+			return nil, err
+		}
 		out = append(out, &c)
 	}
 	return out, rows.Err()

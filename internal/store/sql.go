@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/cipher"
 	"database/sql"
 	"embed"
 	"errors"
@@ -32,6 +33,8 @@ type DB struct {
 	db      *sql.DB
 	dialect Dialect
 	retry   RetryPolicy
+	// aead seals secrets at rest; nil keeps them as they are.
+	aead cipher.AEAD
 }
 
 // OpenSQLite opens (creating if needed) the SQLite database at path, in WAL
