@@ -22,6 +22,7 @@ func (s *Server) checkCapacity(r *http.Request, ct *model.ClusterTemplate, c *mo
 			return "", err
 		}
 	}
+	s.holdCapacityLock(r)
 	warning, err := s.opts.CheckCapacity(r.Context(), baremetal.CapacityRequest{
 		Template: ct, Cluster: c, Growth: growth, AuthToken: identity(r).AuthToken})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -85,6 +86,10 @@ type Options struct {
 
 // Server is the Magnum v1 API.
 type Server struct {
+	// capacityMu is held from a bare-metal capacity check to the write of
+	// the request that passed it.
+	capacityMu sync.Mutex
+
 	opts    Options
 	st      *store.DB
 	log     *slog.Logger
@@ -135,10 +140,40 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 		if rec, ok := w.(*statusRecorder); ok {
 			rec.route = r.Pattern
 		}
+		st := &requestState{}
+		r = r.WithContext(context.WithValue(r.Context(), requestStateKey{}, st))
+		defer st.finish()
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
 		}
 	})
+}
+
+// requestState is what a handler holds until it has answered.
+type requestState struct {
+	capacityLocked bool
+	after          []func()
+}
+
+type requestStateKey struct{}
+
+func (st *requestState) finish() {
+	for i := len(st.after) - 1; i >= 0; i-- {
+		st.after[i]()
+	}
+}
+
+// holdCapacityLock serializes requests that add bare-metal nodes, from
+// their capacity check to their write, so two of them cannot both count
+// the same free hosts; the lock is released when the handler returns.
+func (s *Server) holdCapacityLock(r *http.Request) {
+	st, ok := r.Context().Value(requestStateKey{}).(*requestState)
+	if !ok || st.capacityLocked {
+		return
+	}
+	s.capacityMu.Lock()
+	st.capacityLocked = true
+	st.after = append(st.after, s.capacityMu.Unlock)
 }
 
 func (s *Server) routes() {

@@ -67,9 +67,9 @@ type SelectorCapacity interface {
 // flavor asks for with resources:CUSTOM_<CLASS>=1; node groups of a Metal3
 // template are counted per host selector instead.
 //
-// The count is taken when the request arrives: hosts promised to clusters
-// still being built are not subtracted, so two requests racing for the
-// last hosts can both pass.
+// Hosts promised to node groups still being built (their nodes that have
+// no address yet) are subtracted from the free ones, so a request cannot
+// count hosts an earlier request was accepted for.
 type CapacityCheck struct {
 	Mode  string
 	Hosts Backend
@@ -77,7 +77,20 @@ type CapacityCheck struct {
 	// server_type alone and counts DefaultResourceClass.
 	Flavors              FlavorSource
 	DefaultResourceClass string
-	Log                  *slog.Logger
+	// Building lists the node groups still being built; nil subtracts
+	// nothing.
+	Building func(ctx context.Context) ([]Building, error)
+	Log      *slog.Logger
+}
+
+// Building is a node group whose nodes are still being provisioned: the
+// hosts it still needs are promised to it.
+type Building struct {
+	Template  *model.ClusterTemplate
+	Cluster   *model.Cluster
+	NodeGroup *model.NodeGroup
+	// Outstanding is how many of its nodes have no host yet.
+	Outstanding int
 }
 
 // demand is what a request asks of one kind of host.
@@ -109,7 +122,12 @@ func (cc *CapacityCheck) Check(ctx context.Context, req CapacityRequest) (string
 	if cc == nil || cc.Mode == CheckOff || cc.Hosts == nil || req.Template == nil {
 		return "", nil
 	}
-	demands, err := cc.demands(ctx, req)
+	flavors := flavorMemo{}
+	demands, err := cc.demands(ctx, req, flavors)
+	if err != nil {
+		return cc.cannotCheck(err)
+	}
+	promised, err := cc.promised(ctx, req.AuthToken, demands, flavors)
 	if err != nil {
 		return cc.cannotCheck(err)
 	}
@@ -119,9 +137,10 @@ func (cc *CapacityCheck) Check(ctx context.Context, req CapacityRequest) (string
 		if err != nil {
 			return cc.cannotCheck(err)
 		}
-		if d.nodes > c.Free {
-			short = append(short, fmt.Sprintf("%s: %d needed (%s), %d free of %d (%d deployed, %d detached)",
-				d.name(), d.nodes, strings.Join(d.groups, ", "), c.Free, c.Total, c.Deployed, c.InMaintenance))
+		p := promised[d.name()]
+		if free := max(0, c.Free-p); d.nodes > free {
+			short = append(short, fmt.Sprintf("%s: %d needed (%s), %d free of %d (%d deployed, %d detached, %d promised to node groups being built)",
+				d.name(), d.nodes, strings.Join(d.groups, ", "), free, c.Total, c.Deployed, c.InMaintenance, p))
 		}
 	}
 	if len(short) == 0 {
@@ -144,13 +163,56 @@ func (cc *CapacityCheck) cannotCheck(err error) (string, error) {
 		ErrUnavailable, msg)
 }
 
-func (cc *CapacityCheck) demands(ctx context.Context, req CapacityRequest) ([]*demand, error) {
+// promised counts, per kind of host the request asks for, the hosts node
+// groups still being built are waiting for.
+func (cc *CapacityCheck) promised(ctx context.Context, token string, demands []*demand, flavors flavorMemo) (map[string]int, error) {
+	out := map[string]int{}
+	if cc.Building == nil || len(demands) == 0 {
+		return out, nil
+	}
+	building, err := cc.Building(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the node groups being built could not be read: %v", ErrUnavailable, err)
+	}
+	for _, b := range building {
+		if b.Outstanding <= 0 || b.NodeGroup == nil || b.Template == nil {
+			continue
+		}
+		d, err := cc.demandOf(ctx, CapacityRequest{Template: b.Template, Cluster: b.Cluster, AuthToken: token}, b.NodeGroup, flavors)
+		if err != nil {
+			return nil, err
+		}
+		if d != nil {
+			out[d.name()] += b.Outstanding
+		}
+	}
+	return out, nil
+}
+
+// flavorMemo remembers the flavors one check read.
+type flavorMemo map[string]flavorAnswer
+
+type flavorAnswer struct {
+	f   driver.Flavor
+	err error
+}
+
+func (cc *CapacityCheck) flavor(ctx context.Context, token, ref string, memo flavorMemo) (driver.Flavor, error) {
+	if a, ok := memo[ref]; ok {
+		return a.f, a.err
+	}
+	f, err := cc.Flavors.Flavor(ctx, token, ref)
+	memo[ref] = flavorAnswer{f, err}
+	return f, err
+}
+
+func (cc *CapacityCheck) demands(ctx context.Context, req CapacityRequest, flavors flavorMemo) ([]*demand, error) {
 	byKey := map[string]*demand{}
 	for _, g := range req.Growth {
 		if g.Nodes <= 0 || g.NodeGroup == nil {
 			continue
 		}
-		d, err := cc.demandOf(ctx, req, g.NodeGroup)
+		d, err := cc.demandOf(ctx, req, g.NodeGroup, flavors)
 		if err != nil {
 			return nil, err
 		}
@@ -175,7 +237,7 @@ func (cc *CapacityCheck) demands(ctx context.Context, req CapacityRequest) ([]*d
 
 // demandOf decides whether a node group's nodes are bare-metal hosts and
 // which; nil means they are not.
-func (cc *CapacityCheck) demandOf(ctx context.Context, req CapacityRequest, ng *model.NodeGroup) (*demand, error) {
+func (cc *CapacityCheck) demandOf(ctx context.Context, req CapacityRequest, ng *model.NodeGroup, flavors flavorMemo) (*demand, error) {
 	ct, c := req.Template, req.Cluster
 	l := ng.Labels
 	if l == nil && c != nil {
@@ -186,7 +248,7 @@ func (cc *CapacityCheck) demandOf(ctx context.Context, req CapacityRequest, ng *
 	}
 	ref := flavorOf(ct, c, ng)
 	if cc.Flavors != nil && ref != "" {
-		f, err := cc.Flavors.Flavor(ctx, req.AuthToken, ref)
+		f, err := cc.flavor(ctx, req.AuthToken, ref, flavors)
 		switch {
 		case err == nil:
 			spec, ironic := f.BareMetal()

@@ -103,3 +103,55 @@ func (s *DB) ClusterUUIDs(ctx context.Context) ([]string, error) {
 	}
 	return out, rows.Err()
 }
+
+// Building is a cluster being created or updated, with its node groups.
+type Building struct {
+	Cluster    *model.Cluster
+	Template   *model.ClusterTemplate
+	NodeGroups []*model.NodeGroup
+}
+
+// BuildingClusters lists the clusters being created or updated, for the
+// bare-metal capacity check to count the hosts their node groups still
+// wait for.
+func (s *DB) BuildingClusters(ctx context.Context) ([]Building, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT id, data FROM clusters WHERE status IN (?, ?) ORDER BY id",
+		string(model.CreateInProgress), string(model.UpdateInProgress))
+	if err != nil {
+		return nil, err
+	}
+	var clusters []*model.Cluster
+	for rows.Next() {
+		c, err := scanCluster(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		clusters = append(clusters, c)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(clusters) == 0 {
+		return nil, err
+	}
+	uuids := make([]string, len(clusters))
+	for i, c := range clusters {
+		uuids[i] = c.UUID
+	}
+	groups, err := s.NodeGroupsOf(ctx, uuids)
+	if err != nil {
+		return nil, err
+	}
+	templates := map[string]*model.ClusterTemplate{}
+	out := make([]Building, 0, len(clusters))
+	for _, c := range clusters {
+		ct, ok := templates[c.ClusterTemplateID]
+		if !ok {
+			if ct, err = s.GetClusterTemplateByUUID(ctx, c.ClusterTemplateID); err != nil && !errors.Is(err, ErrNotFound) {
+				return nil, err
+			}
+			templates[c.ClusterTemplateID] = ct
+		}
+		out = append(out, Building{Cluster: c, Template: ct, NodeGroups: groups[c.UUID]})
+	}
+	return out, nil
+}

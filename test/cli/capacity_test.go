@@ -8,8 +8,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,7 +169,8 @@ var createdClusterID = regexp.MustCompile(`Request to create cluster ([0-9a-f-]{
 // node groups that need more hosts of their flavor's resource class
 // (resources:CUSTOM_<CLASS>=1) than are available are refused with a 409
 // that says how many are needed and free, on cluster create, resize and
-// node group create; virtual node groups never count; with capacity_check
+// node group create; hosts promised to node groups still being built are
+// not free for anyone else; virtual node groups never count; with capacity_check
 // = warn the same request is accepted and the warning kept in the
 // cluster's events.
 func TestCapacityPreflightThroughTheOpenStackCLI(t *testing.T) {
@@ -210,7 +213,7 @@ func TestCapacityPreflightThroughTheOpenStackCLI(t *testing.T) {
 		}
 	}
 	refused("create with 4 gold workers and 3 gold hosts",
-		"Not enough free bare-metal hosts for this request: resource class CUSTOM_BAREMETAL_GOLD: 4 needed (default-worker 4), 3 free of 3 (0 deployed, 0 detached). Enroll or free hosts, or ask for fewer nodes.",
+		"Not enough free bare-metal hosts for this request: resource class CUSTOM_BAREMETAL_GOLD: 4 needed (default-worker 4), 3 free of 3 (0 deployed, 0 detached, 0 promised to node groups being built). Enroll or free hosts, or ask for fewer nodes.",
 		"coe", "cluster", "create", "too-big", "--cluster-template", "k8s-bm-gold", "--node-count", "4", "--master-count", "3")
 	if out := c.ok(t, "coe", "cluster", "list", "-f", "value", "-c", "name"); out != "" {
 		t.Errorf("a refused create left clusters: %q", out)
@@ -243,30 +246,83 @@ func TestCapacityPreflightThroughTheOpenStackCLI(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // polling interval while Ironic deploys
 	}
 
-	// Resizing counts only the nodes added: 2 -> 5 adds 3.
-	refused("resize adding 3 gold workers with 2 free",
-		"resource class CUSTOM_BAREMETAL_GOLD: 3 needed (default-worker 3), 2 free of 3 (1 deployed, 0 detached)",
+	// Two gold hosts are available in Ironic, and both are promised to
+	// cluster fits, still being built (nothing deploys its nodes without a
+	// conductor): no other request may count them. Resizing counts only the
+	// nodes added: 2 -> 5 adds 3, 2 -> 4 adds 2.
+	refused("resize adding 3 gold workers with both free hosts promised",
+		"resource class CUSTOM_BAREMETAL_GOLD: 3 needed (default-worker 3), 0 free of 3 (1 deployed, 0 detached, 2 promised to node groups being built)",
 		"coe", "cluster", "resize", "fits", "5")
+	refused("resize adding 2 gold workers with both free hosts promised",
+		"resource class CUSTOM_BAREMETAL_GOLD: 2 needed (default-worker 2), 0 free of 3 (1 deployed, 0 detached, 2 promised to node groups being built)",
+		"coe", "cluster", "resize", "fits", "4")
 	if out := c.ok(t, "coe", "cluster", "show", "fits", "-f", "value", "-c", "node_count"); out != "2\n" {
 		t.Errorf("node_count after a refused resize = %q", out)
 	}
-	wantLine(t, c.ok(t, "coe", "cluster", "resize", "fits", "4"), "Request to resize cluster fits has been accepted.")
-	// Shrinking never needs hosts.
+	// Shrinking never needs hosts, and gives one promised host back.
 	wantLine(t, c.ok(t, "coe", "cluster", "resize", "fits", "1"), "Request to resize cluster fits has been accepted.")
 
 	// The only silver host is detached.
 	refused("node group of silver hosts",
-		"resource class CUSTOM_BAREMETAL_SILVER: 1 needed (silver 1), 0 free of 1 (0 deployed, 1 detached)",
+		"resource class CUSTOM_BAREMETAL_SILVER: 1 needed (silver 1), 0 free of 1 (0 deployed, 1 detached, 0 promised to node groups being built)",
 		"coe", "nodegroup", "create", "fits", "silver", "--flavor", "bm.silver", "--node-count", "1")
 	// A virtual node group needs no host.
 	c.ok(t, "coe", "nodegroup", "create", "fits", "vms", "--flavor", "m1.large", "--node-count", "5")
-	// A gold node group counts against the same hosts, and its resize too.
+	// A gold node group takes the host the shrink gave back, and counts
+	// against the same hosts when it grows: both free gold hosts are
+	// promised now (default-worker 1, gold 1).
 	c.ok(t, "coe", "nodegroup", "create", "fits", "gold", "--flavor", "bm.gold", "--node-count", "1")
-	// Hosts promised to clusters still being built are not subtracted
-	// (nothing deploys them without a conductor): two gold hosts are free.
 	refused("node group resize past the free hosts",
-		"resource class CUSTOM_BAREMETAL_GOLD: 3 needed (gold 3), 2 free of 3 (1 deployed, 0 detached)",
+		"resource class CUSTOM_BAREMETAL_GOLD: 3 needed (gold 3), 0 free of 3 (1 deployed, 0 detached, 2 promised to node groups being built)",
 		"coe", "cluster", "resize", "fits", "4", "--nodegroup", "gold")
+
+	// Two creates racing through the openstack CLI for the last two free
+	// gold hosts (a fresh Magnetite: nothing is promised yet): exactly one
+	// is accepted, and the other is told the hosts are promised.
+	raceEndpoint := startMagnetite(t, conf("refuse"))
+	rc := newCLI(t, raceEndpoint)
+	rc.ok(t, "coe", "cluster", "template", "create", "k8s-bm-gold", "--coe", "kubernetes", "--server-type", "bm",
+		"--image", "ubuntu-noble", "--external-network", "public", "--flavor", "bm.gold", "--master-flavor", "m1.large",
+		"--master-lb-enabled", "--labels", "kube_tag=v1.33.1")
+	type outcome struct {
+		stderr string
+		code   int
+	}
+	results := make([]outcome, 2)
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			args := append(append([]string{}, rc.base...), "coe", "cluster", "create", fmt.Sprintf("race-%d", i),
+				"--cluster-template", "k8s-bm-gold", "--node-count", "2", "--master-count", "3")
+			cmd := exec.Command(openstackBin, args...)
+			cmd.Env = rc.env
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
+				results[i] = outcome{err.Error(), -1}
+				return
+			}
+			results[i] = outcome{stderr.String(), cmd.ProcessState.ExitCode()}
+		}()
+	}
+	wg.Wait()
+	accepted, refusedRace := 0, 0
+	for _, r := range results {
+		switch {
+		case r.code == 0:
+			accepted++
+		case strings.Contains(r.stderr, "2 needed (default-worker 2), 0 free of 3 (1 deployed, 0 detached, 2 promised to node groups being built)") &&
+			strings.Contains(r.stderr, "(HTTP 409)"):
+			refusedRace++
+		default:
+			t.Errorf("a racing create ended %d: %s", r.code, r.stderr)
+		}
+	}
+	if accepted != 1 || refusedRace != 1 {
+		t.Errorf("racing creates: %d accepted and %d refused, want 1 and 1", accepted, refusedRace)
+	}
 
 	// In warn mode the same create is accepted and the warning kept.
 	warnEndpoint := startMagnetite(t, conf("warn"))
