@@ -1,0 +1,74 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/magnetite-io/magnetite/internal/apitest"
+	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/store"
+)
+
+// BenchmarkListLargePages measures the listings Horizon and the CLI make
+// of a busy cloud: a page of 1000 cluster templates and one of 1000
+// clusters (with their node groups), in detail, through the whole HTTP
+// stack. Run with:
+//
+//	go test ./internal/api -run '^$' -bench ListLargePages -benchmem
+func BenchmarkListLargePages(b *testing.B) {
+	srv := apitest.Start(b)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	var tmpl string
+	for i := range 1000 {
+		ct := &model.ClusterTemplate{UUID: uuid.NewString(), Name: fmt.Sprint("t", i), ProjectID: "bench", UserID: "u",
+			COE: "kubernetes", ImageID: "ubuntu-2204-kube-v1.30.4", ServerType: model.ServerTypeVM,
+			Labels: map[string]string{"kube_tag": "v1.30.4", "auto_healing_enabled": "true"}, CreatedAt: now}
+		if err := srv.Store.CreateClusterTemplate(ctx, ct); err != nil {
+			b.Fatal(err)
+		}
+		tmpl = ct.UUID
+	}
+	for i := range 1000 {
+		c := &model.Cluster{UUID: uuid.NewString(), Name: fmt.Sprint("c", i), ProjectID: "bench", UserID: "u",
+			ClusterTemplateID: tmpl, Status: model.CreateComplete, Labels: map[string]string{"kube_tag": "v1.30.4"},
+			CreateTimeout: 60, CreatedAt: now, HealthStatusReason: map[string]string{}}
+		var ngs []*model.NodeGroup
+		for _, role := range []string{model.RoleMaster, model.RoleWorker} {
+			ngs = append(ngs, &model.NodeGroup{UUID: uuid.NewString(), Name: "default-" + role, ClusterID: c.UUID,
+				ProjectID: "bench", Role: role, NodeCount: 3, IsDefault: true, Status: model.CreateComplete,
+				NodeAddresses: []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}, Labels: map[string]string{}, CreatedAt: now})
+		}
+		if err := srv.Store.ApplyClusterChange(ctx, store.ClusterChange{Cluster: c, Create: true, QuotaLimit: 10000, NodeGroups: ngs}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	get := func(b *testing.B, path string) {
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		req.Header.Set("OpenStack-API-Version", "container-infra latest")
+		req.Header.Set("X-Project-Id", "bench")
+		req.Header.Set("X-Roles", "member")
+		res, err := srv.Client().Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || n < 100000 {
+			b.Fatalf("GET %s: %d, %d bytes", path, res.StatusCode, n)
+		}
+	}
+	for _, path := range []string{"/v1/clustertemplates/detail?limit=1000", "/v1/clusters/detail?limit=1000"} {
+		b.Run(path, func(b *testing.B) {
+			for b.Loop() {
+				get(b, path)
+			}
+		})
+	}
+}
