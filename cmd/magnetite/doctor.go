@@ -178,6 +178,9 @@ func cloudChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
 	if provider == nil {
 		return rs
 	}
+	if cfg.String("cluster_credentials", "enabled") != "false" {
+		rs = append(rs, doctor.CredentialCleanup(provider, cloud.Username))
+	}
 	rs = append(rs, doctor.ServiceEndpoints(ctx, hc, provider, cloud.Region)...)
 	return append(rs, doctor.BareMetalFlavors(ctx, provider, cloud.Region))
 }

@@ -70,7 +70,7 @@ func versionDocument(body string) http.Handler {
 func TestCloudChecksAgainstARealKeystone(t *testing.T) {
 	ks := testkeystone.Start(t)
 	ctx := context.Background()
-	ks.ServiceUser("magnetite", "service-secret")
+	serviceUser := ks.ServiceUser("magnetite", "service-secret")
 
 	nova := &fakeNova{}
 	novaSrv := httptest.NewServer(nova)
@@ -101,6 +101,12 @@ func TestCloudChecksAgainstARealKeystone(t *testing.T) {
 
 	r, provider = doctor.ServiceCredentials(ctx, hc, cloud)
 	expect(t, r, doctor.Pass, "magnetite", "service")
+	// With the service role alone, clusters' application credentials would
+	// be left behind; with admin they can be deleted.
+	expect(t, doctor.CredentialCleanup(provider, "magnetite"), doctor.Warn, "not admin", "openstack role add", "magnetite admin")
+	ks.Grant(serviceUser, ks.ProjectID("service"), "admin")
+	_, withAdmin := doctor.ServiceCredentials(ctx, hc, cloud)
+	expect(t, doctor.CredentialCleanup(withAdmin, "magnetite"), doctor.Pass, "admin role")
 
 	endpoints := results(doctor.ServiceEndpoints(ctx, hc, provider, cloud.Region))
 	expect(t, endpoints["endpoint compute (Nova)"], doctor.Pass, novaSrv.URL)

@@ -13,6 +13,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
+	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/driver"
@@ -242,4 +243,35 @@ func unwrapURLError(err error) error {
 		return ue.Err
 	}
 	return err
+}
+
+// CredentialCleanup checks that Magnetite's service user may delete the
+// application credentials it makes for clusters (on cluster delete and
+// rotation): Keystone's default policy lets only the owner or the admin
+// role delete another user's application credential.
+func CredentialCleanup(provider *gophercloud.ProviderClient, username string) Result {
+	const check = "keystone credential clean-up"
+	var roles []tokens.Role
+	var err error
+	switch res := provider.GetAuthResult().(type) {
+	case tokens.CreateResult:
+		roles, err = res.ExtractRoles()
+	case tokens.GetResult:
+		roles, err = res.ExtractRoles()
+	default:
+		return warn(check, "log in again with [keystone_authtoken]", "the service token's roles are unknown")
+	}
+	if err != nil {
+		return warn(check, "log in again with [keystone_authtoken]", "the service token's roles cannot be read: %v", err)
+	}
+	var names []string
+	for _, r := range roles {
+		if strings.EqualFold(r.Name, "admin") {
+			return pass(check, "the service user holds the admin role: it can delete clusters' application credentials")
+		}
+		names = append(names, r.Name)
+	}
+	return warn(check, fmt.Sprintf("openstack role add --project <service project> --user %s admin, or set [cluster_credentials] enabled = false", username),
+		"the service user holds %s but not admin: clusters' application credentials will be left in Keystone when clusters are deleted or their credentials rotated",
+		strings.Join(names, ", "))
 }
