@@ -33,78 +33,113 @@ func FreeAddr(t *testing.T) string {
 // shown.
 func Serve(t *testing.T, addr string, dropIns ...string) {
 	t.Helper()
-	dir := t.TempDir()
+	p, err := Start(t, Build(t), "test-host", addr, dropIns...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.WaitReady(t, 30*time.Second)
+}
+
+// Build builds the magnetite binary of this module and returns its path.
+func Build(t *testing.T) string {
+	t.Helper()
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil || strings.TrimSpace(string(gomod)) == "" {
 		t.Fatalf("find the module root: %v", err)
 	}
-	bin := filepath.Join(dir, "magnetite")
+	bin := filepath.Join(t.TempDir(), "magnetite")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/magnetite")
 	build.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/magnetite: %v\n%s", err, out)
 	}
+	return bin
+}
+
+// Process is a running `magnetite serve`.
+type Process struct {
+	Name string
+	// Base is its API's URL, http://addr.
+	Base string
+	// Log is the file its standard output and error go to.
+	Log    string
+	exited chan struct{}
+}
+
+// Start runs bin's `magnetite serve` on addr, reporting host name, with a
+// fresh state directory and each dropIn as a conf.d file, and stops it at
+// cleanup (SIGTERM, then SIGKILL and an error after 15s). It does not wait
+// for the API; it calls no Fatal, so tests may start several at once.
+func Start(t *testing.T, bin, name, addr string, dropIns ...string) (*Process, error) {
+	dir := t.TempDir()
 	confDir := filepath.Join(dir, "conf.d")
 	if err := os.Mkdir(confDir, 0o700); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	main := fmt.Sprintf("[DEFAULT]\nstate_dir = %s\nhost = test-host\n", filepath.Join(dir, "state"))
+	main := fmt.Sprintf("[DEFAULT]\nstate_dir = %s\nhost = %s\n", filepath.Join(dir, "state"), name)
 	if err := os.WriteFile(filepath.Join(dir, "magnetite.conf"), []byte(main), 0o600); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	for i, conf := range dropIns {
 		if err := os.WriteFile(filepath.Join(confDir, fmt.Sprintf("%02d-test.conf", 20+i)), []byte(conf), 0o600); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
-	logPath := filepath.Join(dir, "serve.log")
-	logFile, err := os.Create(logPath)
+	p := &Process{Name: name, Base: "http://" + addr, Log: filepath.Join(dir, "serve.log"), exited: make(chan struct{})}
+	logFile, err := os.Create(p.Log)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cmd := exec.Command(bin, "--config-file", filepath.Join(dir, "magnetite.conf"), "--config-dir", confDir, "serve", "--listen", addr)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	exited := make(chan struct{})
 	go func() {
 		cmd.Wait()
 		logFile.Close()
-		close(exited)
+		close(p.exited)
 	}()
 	t.Cleanup(func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		select {
-		case <-exited:
+		case <-p.exited:
 		case <-time.After(15 * time.Second):
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-			t.Errorf("magnetite serve did not stop on SIGTERM within 15s")
+			<-p.exited
+			t.Errorf("%s did not stop on SIGTERM within 15s", name)
 		}
 		if t.Failed() {
-			t.Logf("magnetite serve log:\n%s", notable(logPath))
+			t.Logf("%s log:\n%s", name, notable(p.Log))
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
+	return p, nil
+}
+
+// WaitReady waits until the process answers GET / with 200, failing the
+// test when it exits or does not answer within timeout.
+func (p *Process) WaitReady(t *testing.T, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
 	client := &http.Client{Timeout: time.Second}
 	for {
 		select {
-		case <-exited:
-			t.Fatalf("magnetite serve exited:\n%s", notable(logPath))
+		case <-p.exited:
+			t.Fatalf("%s exited:\n%s", p.Name, notable(p.Log))
 		default:
 		}
-		if res, err := client.Get("http://" + addr + "/"); err == nil {
+		if res, err := client.Get(p.Base + "/"); err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
 				return
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("magnetite serve did not answer within 30s:\n%s", notable(logPath))
+			t.Fatalf("%s did not answer within %s:\n%s", p.Name, timeout, notable(p.Log))
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // polling interval while serve starts
 	}
 }
 

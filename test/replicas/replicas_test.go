@@ -11,19 +11,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
+	"github.com/magnetite-io/magnetite/internal/testmagnetite"
 	"github.com/magnetite-io/magnetite/internal/testmariadb"
 )
 
@@ -32,16 +29,16 @@ const (
 	projects = 4
 )
 
+// replica is one `magnetite serve` of the pair.
 type replica struct {
-	name string
-	base string
-	log  string
+	*testmagnetite.Process
 }
 
 func TestTwoReplicasShareOneMariaDB(t *testing.T) {
 	db := testmariadb.Start(t) // skips under -short
 	dsn := db.NewDatabase()
-	bin := buildMagnetite(t)
+	bin := testmagnetite.Build(t)
+	addrs := [2]string{testmagnetite.FreeAddr(t), testmagnetite.FreeAddr(t)}
 
 	// Both start at once, so both find an empty database: the migration
 	// lock must let exactly one of them create the schema.
@@ -51,7 +48,7 @@ func TestTwoReplicasShareOneMariaDB(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			replicas[i] = startReplica(t, bin, fmt.Sprintf("replica-%d", i), dsn)
+			replicas[i] = startReplica(t, bin, fmt.Sprintf("replica-%d", i), addrs[i], dsn)
 		}()
 	}
 	wg.Wait()
@@ -94,7 +91,7 @@ func TestTwoReplicasShareOneMariaDB(t *testing.T) {
 				res, body, err := r.call(project, "POST", "/v1/clusters", map[string]any{
 					"name": fmt.Sprintf("c-%03d", n), "cluster_template_id": template, "node_count": 1})
 				if err != nil || res != http.StatusAccepted {
-					errs <- fmt.Errorf("create c-%03d via %s: %d %v %s", n, r.name, res, err, body)
+					errs <- fmt.Errorf("create c-%03d via %s: %d %v %s", n, r.Name, res, err, body)
 					continue
 				}
 				var out struct{ UUID string }
@@ -142,7 +139,7 @@ func TestTwoReplicasShareOneMariaDB(t *testing.T) {
 				}
 			}
 			if len(seen) != clusters {
-				t.Errorf("%s lists %d clusters, want %d", r.name, len(seen), clusters)
+				t.Errorf("%s lists %d clusters, want %d", r.Name, len(seen), clusters)
 			}
 			for _, u := range uuids[:20] {
 				r.must(t, "admin", http.StatusOK, "GET", "/v1/clusters/"+u, nil)
@@ -236,15 +233,15 @@ func TestTwoReplicasShareOneMariaDB(t *testing.T) {
 
 	t.Run("the database password from the configuration is in no log", func(t *testing.T) {
 		for _, r := range replicas {
-			logs, err := os.ReadFile(r.log)
+			logs, err := os.ReadFile(r.Log)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Contains(logs, []byte("database ready")) {
-				t.Fatalf("%s log lacks the start-up lines; is it the right file?\n%s", r.name, logs)
+				t.Fatalf("%s log lacks the start-up lines; is it the right file?\n%s", r.Name, logs)
 			}
 			if bytes.Contains(logs, []byte(testmariadb.Password)) {
-				t.Errorf("%s logged the database password", r.name)
+				t.Errorf("%s logged the database password", r.Name)
 			}
 		}
 	})
@@ -326,39 +323,8 @@ func drain(st *store.DB, owner string, creating <-chan struct{}, claims *claimLo
 	}
 }
 
-func buildMagnetite(t *testing.T) string {
-	t.Helper()
-	gomod, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil || strings.TrimSpace(string(gomod)) == "" {
-		t.Fatalf("find the module root: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "magnetite")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/magnetite")
-	build.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/magnetite: %v\n%s", err, out)
-	}
-	return bin
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-func startReplica(t *testing.T, bin, name, dsn string) *replica {
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "magnetite.conf")
-	ini := fmt.Sprintf(`[DEFAULT]
-state_dir = %s
-host = %s
-
-[database]
+func startReplica(t *testing.T, bin, name, addr, dsn string) *replica {
+	p, err := testmagnetite.Start(t, bin, name, addr, fmt.Sprintf(`[database]
 connection = %s
 
 [auth]
@@ -369,66 +335,18 @@ max_clusters_per_project = 1000
 
 [services]
 report_interval = 1s
-`, dir, name, dsn)
-	if err := os.WriteFile(conf, []byte(ini), 0o600); err != nil {
-		t.Error(err)
-		return nil
-	}
-	addr := freeAddr(t)
-	logPath := filepath.Join(dir, "serve.log")
-	logFile, err := os.Create(logPath)
+`, dsn))
 	if err != nil {
 		t.Error(err)
 		return nil
 	}
-	cmd := exec.Command(bin, "--config-file", conf, "serve", "--listen", addr)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Errorf("start %s: %v", name, err)
-		return nil
-	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		logFile.Close()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-			t.Errorf("%s did not stop on SIGTERM within 15s", name)
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("%s log:\n%s", name, b)
-		}
-	})
-	return &replica{name: name, base: "http://" + addr, log: logPath}
+	return &replica{p}
 }
 
 func waitReady(t *testing.T, rs []*replica) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
 	for _, r := range rs {
-		for {
-			res, err := http.Get(r.base + "/v1/")
-			if err == nil {
-				res.Body.Close()
-				if res.StatusCode == http.StatusOK {
-					break
-				}
-			}
-			if time.Now().After(deadline) {
-				b, _ := os.ReadFile(r.log)
-				t.Fatalf("%s did not answer within a minute: %v\n%s", r.name, err, b)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		r.WaitReady(t, time.Minute)
 	}
 }
 
@@ -439,7 +357,7 @@ func (r *replica) call(project, method, path string, body any) (int, []byte, err
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, r.base+path, rd)
+	req, err := http.NewRequest(method, r.Base+path, rd)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -462,10 +380,10 @@ func (r *replica) mustRaw(t *testing.T, project string, status int, method, path
 	t.Helper()
 	got, b, err := r.call(project, method, path, body)
 	if err != nil {
-		t.Fatalf("%s %s via %s: %v", method, path, r.name, err)
+		t.Fatalf("%s %s via %s: %v", method, path, r.Name, err)
 	}
 	if got != status {
-		t.Fatalf("%s %s via %s: status %d, want %d: %s", method, path, r.name, got, status, b)
+		t.Fatalf("%s %s via %s: status %d, want %d: %s", method, path, r.Name, got, status, b)
 	}
 	return b
 }
@@ -494,7 +412,7 @@ func (r *replica) listAll(t *testing.T, project, path string) []string {
 		for _, c := range page.Clusters {
 			out = append(out, c.UUID)
 		}
-		path = strings.TrimPrefix(page.Next, r.base)
+		path = strings.TrimPrefix(page.Next, r.Base)
 		if len(page.Clusters) == 0 {
 			path = ""
 		}
