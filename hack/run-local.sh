@@ -41,6 +41,9 @@ listen = $listen
 noauth_roles = admin,member
 [management]
 kubeconfig = $kubeconfig
+# The local plane runs no kube-controller-manager, whose namespace controller
+# finishes deleting namespaces: keep each project's namespace.
+delete_empty_namespaces = false
 [conductor]
 infrastructure = inmemory
 CONF

@@ -48,12 +48,13 @@ func startConductor(ctx context.Context, cfg *config.Config, st *store.DB, drive
 	}
 	c := conductor.New(conductor.Options{
 		Store: st, Mgmt: mc, Drivers: drivers, Log: log.With("component", "conductor"),
-		Owner:       fmt.Sprintf("%s/%d", host, os.Getpid()),
-		Lease:       cfg.Duration("conductor", "lease"),
-		Workers:     cfg.Int("conductor", "workers"),
-		Metrics:     reg,
-		Credentials: creds,
-		Facts:       facts,
+		Owner:          fmt.Sprintf("%s/%d", host, os.Getpid()),
+		Lease:          cfg.Duration("conductor", "lease"),
+		Workers:        cfg.Int("conductor", "workers"),
+		Metrics:        reg,
+		Credentials:    creds,
+		Facts:          facts,
+		KeepNamespaces: !cfg.Bool("management", "delete_empty_namespaces"),
 	})
 	go func() {
 		// The management cluster may come up after Magnetite: keep trying.

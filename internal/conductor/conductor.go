@@ -43,6 +43,9 @@ type Options struct {
 	// Credentials turns clusters' application credentials into Secrets and
 	// deletes retired ones.
 	Credentials CloudCredentials
+	// KeepNamespaces leaves a project's namespace in place when its last
+	// cluster is deleted ([management] delete_empty_namespaces = false).
+	KeepNamespaces bool
 }
 
 // Conductor runs operations and keeps cluster status in step with the
@@ -252,6 +255,8 @@ func (c *Conductor) execute(ctx context.Context, op *model.Operation) {
 		log.Warn("operation failed", "error", err, "permanent", permanent)
 		if permanent {
 			c.failCluster(ctx, op, err)
+		} else {
+			c.noteRetry(ctx, op, err)
 		}
 	}
 	c.queue.Add(op.ClusterID)
@@ -321,6 +326,23 @@ func (c *Conductor) failCluster(ctx context.Context, op *model.Operation, cause 
 		return
 	}
 	c.event(ctx, op.ClusterID, model.EventStatus, "", string(op.Type)+" failed", msg)
+}
+
+// noteRetry shows why an operation is being retried in the status_reason
+// of a cluster still in progress, so users waiting on it see what it waits
+// for; status from Cluster API replaces it as soon as there is any.
+func (c *Conductor) noteRetry(ctx context.Context, op *model.Operation, cause error) {
+	msg := fmt.Sprintf("Retrying (attempt %d failed): %v", op.Attempts, cause)
+	_, err := c.st.UpdateClusterStatus(ctx, op.ClusterID, func(cl *model.Cluster, _ []*model.NodeGroup) ([]*model.NodeGroup, bool) {
+		if !cl.Status.InProgress() || (cl.StatusReason != nil && *cl.StatusReason == msg) {
+			return nil, false
+		}
+		cl.StatusReason = &msg
+		return nil, true
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		c.log.Warn("record retry reason", "cluster", op.ClusterID, "error", err)
+	}
 }
 
 // event records a cluster event, logging (not failing) when it cannot.

@@ -41,8 +41,10 @@ func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) erro
 	if err := c.st.DeleteCluster(ctx, cl.UUID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	if _, err := c.mc.ReleaseNamespace(ctx, cl.ProjectID); err != nil {
-		c.log.Warn("release project namespace", "namespace", ns, "error", err)
+	if !c.opts.KeepNamespaces {
+		if _, err := c.mc.ReleaseNamespace(ctx, cl.ProjectID); err != nil {
+			c.log.Warn("release project namespace", "namespace", ns, "error", err)
+		}
 	}
 	c.log.Info("cluster deleted", "cluster", cl.UUID, "name", cl.Name)
 	return nil

@@ -4,15 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 
+	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/metrics"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
@@ -164,4 +169,56 @@ func TestConductorWithoutMetricsRecordsNothingAndDoesNotPanic(t *testing.T) {
 	c.onEvent(conditionEvent(mgmt.Updated, id, time.Now().Add(time.Second)))
 	c.statusStored(id, time.Now())
 	c.operationEnded(&model.Operation{Type: model.OpClusterCreate}, metrics.Succeeded)
+}
+
+// unreachableCloud is a facts source whose cloud does not answer.
+type unreachableCloud struct{}
+
+func (unreachableCloud) Facts(context.Context, *model.ClusterTemplate, *model.Cluster, []*model.NodeGroup) (*driver.Facts, error) {
+	return nil, errors.New("Nova answered 503")
+}
+
+// TestRetriedOperationShowsWhyInStatusReason: a transient failure leaves
+// the cluster in progress, and its status_reason says what it waits for.
+func TestRetriedOperationShowsWhyInStatusReason(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ct := &model.ClusterTemplate{UUID: uuid.NewString(), Name: "t", ProjectID: "p", UserID: "u", COE: "kubernetes",
+		ImageID: "img", ServerType: model.ServerTypeVM, Labels: map[string]string{}, CreatedAt: time.Now().UTC()}
+	if err := st.CreateClusterTemplate(ctx, ct); err != nil {
+		t.Fatal(err)
+	}
+	cl := &model.Cluster{UUID: uuid.NewString(), Name: "c", ProjectID: "p", UserID: "u", ClusterTemplateID: ct.UUID,
+		Status: model.CreateInProgress, Labels: map[string]string{}, CreatedAt: time.Now().UTC()}
+	op := &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterCreate, ClusterID: cl.UUID, ProjectID: "p"}
+	if err := st.ApplyClusterChange(ctx, store.ClusterChange{Cluster: cl, Create: true, QuotaLimit: 10, Operation: op}); err != nil {
+		t.Fatal(err)
+	}
+	reg := metrics.New(nil, nil, nil)
+	// The cloud fails before the management cluster is asked anything.
+	mc, err := mgmt.NewForConfig(&rest.Config{Host: "https://127.0.0.1:1"}, mgmt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(Options{Store: st, Metrics: reg, Owner: "test", Mgmt: mc, Facts: unreachableCloud{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	claimed, err := st.ClaimOperation(ctx, "test", time.Minute)
+	if err != nil || claimed == nil {
+		t.Fatalf("claim: %v, %v", claimed, err)
+	}
+	c.execute(ctx, claimed)
+	got, err := st.GetClusterByUUID(ctx, cl.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != model.CreateInProgress || got.StatusReason == nil ||
+		!strings.HasPrefix(*got.StatusReason, "Retrying (attempt 1 failed): ") || !strings.Contains(*got.StatusReason, "Nova answered 503") {
+		t.Errorf("cluster after a transient failure: %s, %v", got.Status, got.StatusReason)
+	}
+	if m := family(t, reg, "magnetite_operations_finished_total", map[string]string{"type": string(model.OpClusterCreate), "result": "retried"}); m == nil || m.GetCounter().GetValue() != 1 {
+		t.Errorf("operations_finished_total{result=retried} = %v, want 1", m)
+	}
 }

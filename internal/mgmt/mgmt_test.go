@@ -310,6 +310,14 @@ func TestServerSideApplyIsIdempotentAndLabelsOwnership(t *testing.T) {
 	if err == nil && gone.GetDeletionTimestamp() == nil {
 		t.Error("namespace neither gone nor terminating")
 	}
+	// This kube-apiserver runs no namespace controller, so the namespace
+	// stays Terminating: the project's next cluster is told to wait, not
+	// failed.
+	if err == nil {
+		if _, err := c.EnsureNamespace(ctx, owner.ProjectID); !errors.Is(err, mgmt.ErrNamespaceTerminating) {
+			t.Errorf("ensuring a terminating namespace: %v, want ErrNamespaceTerminating", err)
+		}
+	}
 }
 
 func TestReleaseNamespaceKeepsANamespaceWithClusters(t *testing.T) {

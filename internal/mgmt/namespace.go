@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -70,16 +71,25 @@ func labelValue(s string) string {
 	return readable + "-" + suffix
 }
 
+// ErrNamespaceTerminating means the project's namespace is still being
+// deleted (its last cluster went moments ago): nothing can be created in it
+// until it is gone, so the caller waits and tries again.
+var ErrNamespaceTerminating = errors.New("mgmt: namespace is being deleted")
+
 // EnsureNamespace creates (or re-labels) the project's namespace and returns
-// its name.
+// its name; ErrNamespaceTerminating while an earlier one is being deleted.
 func (c *Client) EnsureNamespace(ctx context.Context, projectID string) (string, error) {
 	name := c.NamespaceName(projectID)
 	ns := &unstructured.Unstructured{}
 	ns.SetAPIVersion("v1")
 	ns.SetKind("Namespace")
 	ns.SetName(name)
-	if _, err := c.Apply(ctx, Owner{ProjectID: projectID}, ns); err != nil {
+	applied, err := c.Apply(ctx, Owner{ProjectID: projectID}, ns)
+	if err != nil {
 		return "", err
+	}
+	if applied.GetDeletionTimestamp() != nil {
+		return "", fmt.Errorf("%w: namespace %s of project %s is still being deleted; waiting until it is gone", ErrNamespaceTerminating, name, projectID)
 	}
 	return name, nil
 }
