@@ -54,25 +54,10 @@ func family(t *testing.T, reg *metrics.Registry, name string, want map[string]st
 
 func TestExecutedOperationIsCountedAndLoggedWithItsRequestID(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "m.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	ct := &model.ClusterTemplate{UUID: uuid.NewString(), Name: "t", ProjectID: "p", UserID: "u", COE: "kubernetes",
-		ImageID: "img", ServerType: model.ServerTypeVM, Labels: map[string]string{}, CreatedAt: time.Now().UTC()}
-	if err := st.CreateClusterTemplate(ctx, ct); err != nil {
-		t.Fatal(err)
-	}
-	cl := &model.Cluster{UUID: uuid.NewString(), Name: "c", ProjectID: "p", UserID: "u", ClusterTemplateID: ct.UUID,
-		Status: model.CreateInProgress, Labels: map[string]string{}, CreatedAt: time.Now().UTC()}
 	// An operation type no handler knows fails permanently without touching
 	// the management cluster.
 	const opType model.OperationType = "cluster_unknown"
-	op := &model.Operation{UUID: uuid.NewString(), Type: opType, ClusterID: cl.UUID, ProjectID: "p", RequestID: "req-42"}
-	if err := st.ApplyClusterChange(ctx, store.ClusterChange{Cluster: cl, Create: true, QuotaLimit: 10, Operation: op}); err != nil {
-		t.Fatal(err)
-	}
+	st, cl, op := clusterWithOperation(t, opType)
 	var logs bytes.Buffer
 	reg := metrics.New(nil, nil, nil)
 	c := New(Options{Store: st, Metrics: reg, Owner: "test", Log: slog.New(slog.NewJSONHandler(&logs, nil))})
@@ -182,22 +167,7 @@ func (unreachableCloud) Facts(context.Context, *model.ClusterTemplate, *model.Cl
 // the cluster in progress, and its status_reason says what it waits for.
 func TestRetriedOperationShowsWhyInStatusReason(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "m.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	ct := &model.ClusterTemplate{UUID: uuid.NewString(), Name: "t", ProjectID: "p", UserID: "u", COE: "kubernetes",
-		ImageID: "img", ServerType: model.ServerTypeVM, Labels: map[string]string{}, CreatedAt: time.Now().UTC()}
-	if err := st.CreateClusterTemplate(ctx, ct); err != nil {
-		t.Fatal(err)
-	}
-	cl := &model.Cluster{UUID: uuid.NewString(), Name: "c", ProjectID: "p", UserID: "u", ClusterTemplateID: ct.UUID,
-		Status: model.CreateInProgress, Labels: map[string]string{}, CreatedAt: time.Now().UTC()}
-	op := &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterCreate, ClusterID: cl.UUID, ProjectID: "p"}
-	if err := st.ApplyClusterChange(ctx, store.ClusterChange{Cluster: cl, Create: true, QuotaLimit: 10, Operation: op}); err != nil {
-		t.Fatal(err)
-	}
+	st, cl, _ := clusterWithOperation(t, model.OpClusterCreate)
 	reg := metrics.New(nil, nil, nil)
 	// The cloud fails before the management cluster is asked anything.
 	mc, err := mgmt.NewForConfig(&rest.Config{Host: "https://127.0.0.1:1"}, mgmt.Options{})
@@ -221,4 +191,28 @@ func TestRetriedOperationShowsWhyInStatusReason(t *testing.T) {
 	if m := family(t, reg, "magnetite_operations_finished_total", map[string]string{"type": string(model.OpClusterCreate), "result": "retried"}); m == nil || m.GetCounter().GetValue() != 1 {
 		t.Errorf("operations_finished_total{result=retried} = %v, want 1", m)
 	}
+}
+
+// clusterWithOperation is a store holding a cluster being created and one
+// queued operation of typ for it (request id req-42).
+func clusterWithOperation(t *testing.T, typ model.OperationType) (*store.DB, *model.Cluster, *model.Operation) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ct := &model.ClusterTemplate{UUID: uuid.NewString(), Name: "t", ProjectID: "p", UserID: "u", COE: "kubernetes",
+		ImageID: "img", ServerType: model.ServerTypeVM, Labels: map[string]string{}, CreatedAt: time.Now().UTC()}
+	if err := st.CreateClusterTemplate(ctx, ct); err != nil {
+		t.Fatal(err)
+	}
+	cl := &model.Cluster{UUID: uuid.NewString(), Name: "c", ProjectID: "p", UserID: "u", ClusterTemplateID: ct.UUID,
+		Status: model.CreateInProgress, Labels: map[string]string{}, CreatedAt: time.Now().UTC()}
+	op := &model.Operation{UUID: uuid.NewString(), Type: typ, ClusterID: cl.UUID, ProjectID: "p", RequestID: "req-42"}
+	if err := st.ApplyClusterChange(ctx, store.ClusterChange{Cluster: cl, Create: true, QuotaLimit: 10, Operation: op}); err != nil {
+		t.Fatal(err)
+	}
+	return st, cl, op
 }
