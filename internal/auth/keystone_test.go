@@ -52,10 +52,16 @@ func (c *countingTransport) lastServiceToken() string {
 	return c.svcTokens[len(c.svcTokens)-1]
 }
 
-// clock is real time shifted by an offset the test moves forward.
-type clock struct{ offset atomic.Int64 }
+// clock stands still until the test moves it forward, so what a test
+// expects within a cache time holds however slowly the machine runs.
+type clock struct {
+	start  time.Time
+	offset atomic.Int64
+}
 
-func (c *clock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
+func newClock() *clock { return &clock{start: time.Now()} }
+
+func (c *clock) Now() time.Time          { return c.start.Add(time.Duration(c.offset.Load())) }
 func (c *clock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 type keystoneWorld struct {
@@ -68,7 +74,7 @@ type keystoneWorld struct {
 
 func (w *keystoneWorld) validator(t *testing.T, mod func(*auth.KeystoneConfig)) (*auth.Keystone, *countingTransport, *clock) {
 	t.Helper()
-	ct, clk := &countingTransport{}, &clock{}
+	ct, clk := &countingTransport{}, newClock()
 	cfg := auth.KeystoneConfig{
 		AuthURL: w.ks.AuthURL(), Username: w.svcUser, Password: w.svcPwd, ProjectName: "service",
 		CacheTime: time.Minute, Transport: ct, Now: clk.Now,

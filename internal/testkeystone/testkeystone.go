@@ -10,6 +10,8 @@ package testkeystone
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -50,6 +52,10 @@ type Keystone struct {
 	adminToken string
 	proc       *exec.Cmd
 	exited     chan struct{}
+	// nonce is sent by this Keystone's uwsgi in every answer, so an answer
+	// from another process on the same port (another test's Keystone that
+	// won a race for it) is never taken for this one's.
+	nonce string
 
 	mu    sync.Mutex
 	roles map[string]string // name -> id
@@ -89,7 +95,12 @@ func Start(t testing.TB, opts ...Option) *Keystone {
 		t.Fatalf("uwsgi is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)")
 	}
 	dir := t.TempDir()
-	k := &Keystone{t: t, dir: dir, client: &http.Client{Timeout: 60 * time.Second}, roles: map[string]string{}}
+	// uwsgi closes every connection after its answer; a kept-alive client
+	// connection would race that close, and a POST sent on a connection
+	// the server has just closed fails with EOF (Go retries only
+	// idempotent requests). One connection per request, as uwsgi serves.
+	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	k := &Keystone{t: t, dir: dir, client: client, roles: map[string]string{}, nonce: nonce()}
 	conf := k.writeConfig(set)
 	k.setup(conf)
 	k.serve(uwsgi, conf)
@@ -224,9 +235,10 @@ master = true
 die-on-term = true
 need-app = true
 add-header = Connection: close
+add-header = %s: %s
 buffer-size = 65535
 env = OS_KEYSTONE_CONFIG_FILES=%s
-`, port, wsgiPublic, conf)
+`, port, wsgiPublic, nonceHeader, k.nonce, conf)
 	if err := os.WriteFile(ini, []byte(body), 0o600); err != nil {
 		return err
 	}
@@ -273,14 +285,27 @@ env = OS_KEYSTONE_CONFIG_FILES=%s
 	}
 }
 
+// answers reports whether this Keystone (not another process that holds
+// the port) serves the identity API.
 func (k *Keystone) answers() bool {
-	c := &http.Client{Timeout: 2 * time.Second}
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	res, err := c.Get(k.URL + "/v3")
 	if err != nil {
 		return false
 	}
 	res.Body.Close()
-	return res.StatusCode == http.StatusOK
+	return res.StatusCode == http.StatusOK && res.Header.Get(nonceHeader) == k.nonce
+}
+
+// nonceHeader carries a Keystone's nonce in each of its answers.
+const nonceHeader = "X-Test-Keystone-Nonce"
+
+func nonce() string {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
 }
 
 // stop ends uwsgi (the process group this helper started) and waits for it.
@@ -301,6 +326,19 @@ func (k *Keystone) stop() {
 		syscall.Kill(-pid, syscall.SIGKILL)
 		<-k.exited
 	}
+}
+
+// diagnosis is what a failed call reports about the server: whether uwsgi
+// is still running and the end of its log.
+func (k *Keystone) diagnosis() string {
+	state := "running"
+	select {
+	case <-k.exited:
+		state = "exited"
+	default:
+	}
+	out, _ := os.ReadFile(filepath.Join(k.dir, "uwsgi.log"))
+	return fmt.Sprintf("\nuwsgi serving Keystone is %s; its log ends:\n%s", state, tail(out))
 }
 
 // Stop ends Keystone before the test does, to see how clients behave when
@@ -348,12 +386,15 @@ func (k *Keystone) do(req *http.Request, want int, out any) http.Header {
 	k.t.Helper()
 	res, err := k.client.Do(req)
 	if err != nil {
-		k.t.Fatalf("keystone %s %s: %v", req.Method, req.URL.Path, err)
+		k.t.Fatalf("keystone %s %s: %v%s", req.Method, req.URL.Path, err, k.diagnosis())
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
+	if got := res.Header.Get(nonceHeader); got != k.nonce {
+		k.t.Fatalf("keystone %s %s: answered by another process on %s, not this test's Keystone%s", req.Method, req.URL.Path, k.URL, k.diagnosis())
+	}
 	if res.StatusCode != want {
-		k.t.Fatalf("keystone %s %s: status %d, want %d: %s", req.Method, req.URL.Path, res.StatusCode, want, b)
+		k.t.Fatalf("keystone %s %s: status %d, want %d: %s%s", req.Method, req.URL.Path, res.StatusCode, want, b, k.diagnosis())
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
