@@ -26,7 +26,6 @@ import (
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/logging"
 	"github.com/magnetite-io/magnetite/internal/metrics"
-	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
 
@@ -172,9 +171,6 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 	if err != nil {
 		return err
 	}
-	if capacity != nil {
-		capacity.Building = buildingNodeGroups(st)
-	}
 	// With Keystone, templates and clusters are checked against the Glance,
 	// Nova and Neutron the catalog lists, as Magnum checks them.
 	var resources api.ResourceChecker
@@ -210,6 +206,10 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 	if cond != nil {
 		onQueued = cond.Notify
 	}
+	var planner api.CapacityPlanner
+	if capacity != nil {
+		planner = capacity
+	}
 	handler := api.New(api.Options{
 		Store: st, Auth: authn, Policy: policy, Log: log,
 		MaxLimit:                      cfg.Int("api", "max_limit"),
@@ -222,7 +222,7 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 		Drivers:                       drivers,
 		ValidateLabels:                validateLabels,
 		Hosts:                         hosts,
-		CheckCapacity:                 capacity.Check,
+		Capacity:                      planner,
 		Resources:                     resources,
 		OnQueued:                      onQueued,
 		Credentials:                   credentialIssuer(keystone),
@@ -289,28 +289,5 @@ func reportAlive(ctx context.Context, st *store.DB, log *slog.Logger, host, bina
 			return
 		case <-t.C:
 		}
-	}
-}
-
-// buildingNodeGroups lists the node groups of clusters being created or
-// updated with how many of their nodes have no address yet: the hosts the
-// capacity check counts as promised.
-func buildingNodeGroups(st *store.DB) func(context.Context) ([]baremetal.Building, error) {
-	return func(ctx context.Context) ([]baremetal.Building, error) {
-		building, err := st.BuildingClusters(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var out []baremetal.Building
-		for _, b := range building {
-			for _, ng := range b.NodeGroups {
-				if ng.Status == model.DeleteInProgress {
-					continue
-				}
-				out = append(out, baremetal.Building{Template: b.Template, Cluster: b.Cluster, NodeGroup: ng,
-					Outstanding: ng.NodeCount - len(ng.NodeAddresses)})
-			}
-		}
-		return out, nil
 	}
 }

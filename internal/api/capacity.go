@@ -1,57 +1,97 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/store"
 )
 
-// checkCapacity asks the bare-metal inventory whether the hosts a create or
-// resize adds exist: 409 when they do not, 503 when that cannot be told,
-// and a warning to keep when the check only warns. ct is loaded when nil.
-func (s *Server) checkCapacity(r *http.Request, ct *model.ClusterTemplate, c *model.Cluster, growth ...baremetal.Growth) (string, error) {
-	if s.opts.CheckCapacity == nil {
-		return "", nil
+// CapacityPlanner plans a request's claim on bare-metal hosts before its
+// transaction (baremetal.CapacityCheck).
+type CapacityPlanner interface {
+	Plan(ctx context.Context, req baremetal.CapacityRequest, building func(context.Context) ([]baremetal.Building, error)) (*baremetal.CapacityPlan, error)
+}
+
+// capacityClaim is a request's claim on bare-metal hosts: planned before
+// the request's transaction (flavors and the inventory are read over the
+// network), made inside it by applyClusterChange.
+type capacityClaim struct {
+	s    *Server
+	r    *http.Request
+	req  baremetal.CapacityRequest
+	plan *baremetal.CapacityPlan
+	// warning is what a claim accepted in warn mode keeps in the cluster's
+	// events.
+	warning string
+}
+
+// checkCapacity plans the bare-metal hosts a create or resize adds; nil
+// when the request adds none (or no inventory is configured), so that it
+// takes no part in reservations. ct is loaded when nil.
+func (s *Server) checkCapacity(r *http.Request, ct *model.ClusterTemplate, c *model.Cluster, growth ...baremetal.Growth) (*capacityClaim, error) {
+	if s.opts.Capacity == nil {
+		return nil, nil
 	}
 	if ct == nil {
 		var err error
 		if ct, err = s.st.GetClusterTemplateByUUID(r.Context(), c.ClusterTemplateID); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
-	s.holdCapacityLock(r)
-	warning, err := s.opts.CheckCapacity(r.Context(), baremetal.CapacityRequest{
-		Template: ct, Cluster: c, Growth: growth, AuthToken: identity(r).AuthToken})
-	if err != nil {
-		msg := err.Error()
-		for _, p := range []string{baremetal.ErrInsufficientCapacity.Error() + ": ", baremetal.ErrUnavailable.Error() + ": "} {
-			msg = strings.TrimPrefix(msg, p)
-		}
-		switch {
-		case errors.Is(err, baremetal.ErrInsufficientCapacity):
-			return "", conflict("%s", msg)
-		case errors.Is(err, baremetal.ErrUnavailable):
-			return "", &apiError{Status: http.StatusServiceUnavailable, Title: "Service Unavailable", Detail: msg}
-		}
-		return "", err
+	cl := &capacityClaim{s: s, r: r, req: baremetal.CapacityRequest{
+		Template: ct, Cluster: c, Growth: growth, AuthToken: identity(r).AuthToken}}
+	if err := cl.replan(); err != nil || cl.plan == nil {
+		return nil, err
 	}
-	if warning != "" {
-		s.log.WarnContext(r.Context(), "request accepted without the bare-metal hosts it needs", "cluster", c.UUID, "warning", warning)
+	return cl, nil
+}
+
+func (cl *capacityClaim) replan() error {
+	plan, err := cl.s.opts.Capacity.Plan(cl.r.Context(), cl.req, func(ctx context.Context) ([]baremetal.Building, error) {
+		bs, err := cl.s.st.BuildingClusters(ctx)
+		return buildingNodeGroups(bs), err
+	})
+	cl.plan = plan
+	return err
+}
+
+// reserve decides the claim inside the transaction (store.ClusterChange.Reserve).
+func (cl *capacityClaim) reserve(building []store.Building) error {
+	warning, err := cl.plan.Verify(buildingNodeGroups(building))
+	cl.warning = warning
+	return err
+}
+
+// buildingNodeGroups are the node groups of clusters being created or
+// updated with how many of their nodes have no address yet: the hosts the
+// capacity check counts as promised.
+func buildingNodeGroups(building []store.Building) []baremetal.Building {
+	var out []baremetal.Building
+	for _, b := range building {
+		for _, ng := range b.NodeGroups {
+			if ng.Status == model.DeleteInProgress {
+				continue
+			}
+			out = append(out, baremetal.Building{Template: b.Template, Cluster: b.Cluster, NodeGroup: ng,
+				Outstanding: ng.NodeCount - len(ng.NodeAddresses)})
+		}
 	}
-	return warning, nil
+	return out
 }
 
 // recordCapacityWarning keeps the warning of a request accepted in warn
 // mode in the cluster's events, where `cluster events` shows it.
-func (s *Server) recordCapacityWarning(r *http.Request, c *model.Cluster, warning string) {
-	if warning == "" {
+func (s *Server) recordCapacityWarning(r *http.Request, c *model.Cluster, cl *capacityClaim) {
+	if cl == nil || cl.warning == "" {
 		return
 	}
+	s.log.WarnContext(r.Context(), "request accepted without the bare-metal hosts it needs", "cluster", c.UUID, "warning", cl.warning)
 	ev := model.ClusterEvent{ClusterID: c.UUID, ProjectID: c.ProjectID, Kind: model.EventCondition, Status: c.Status,
-		Reason: "InsufficientBareMetalCapacity", Message: warning}
+		Reason: "InsufficientBareMetalCapacity", Message: cl.warning}
 	if err := s.st.RecordEvent(r.Context(), ev); err != nil {
 		s.log.WarnContext(r.Context(), "cluster event not recorded", "cluster", c.UUID, "error", err.Error())
 	}
@@ -61,3 +101,10 @@ func (s *Server) recordCapacityWarning(r *http.Request, c *model.Cluster, warnin
 func grows(ng *model.NodeGroup, nodes int) baremetal.Growth {
 	return baremetal.Growth{NodeGroup: ng, Nodes: nodes}
 }
+
+// replans is how often a claim is planned again when node groups
+// began to be built between its plan and its transaction.
+const replans = 3
+
+// isReplan reports a claim to plan again.
+func isReplan(err error) bool { return errors.Is(err, baremetal.ErrReplan) }

@@ -91,7 +91,7 @@ func (s *Server) resizeCluster(w http.ResponseWriter, r *http.Request) error {
 	if len(remove) > ng.NodeCount {
 		return badRequest("nodes_to_remove names %d nodes but node group %s has only %d.", len(remove), ng.Name, ng.NodeCount)
 	}
-	warning, err := s.checkCapacity(r, nil, c, grows(ng, n-ng.NodeCount))
+	claim, err := s.checkCapacity(r, nil, c, grows(ng, n-ng.NodeCount))
 	if err != nil {
 		return err
 	}
@@ -108,10 +108,10 @@ func (s *Server) resizeCluster(w http.ResponseWriter, r *http.Request) error {
 	op := s.newOperation(r, model.OpClusterResize, c, ng.UUID, map[string]any{
 		"node_count": n, "nodes_to_remove": remove, "nodegroup": ng.Name,
 	})
-	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}); err != nil {
+	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}, claim); err != nil {
 		return err
 	}
-	s.recordCapacityWarning(r, c, warning)
+	s.recordCapacityWarning(r, c, claim)
 	writeJSON(w, http.StatusAccepted, apitypes.ClusterID{UUID: c.UUID})
 	return nil
 }
@@ -207,7 +207,7 @@ func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request) error {
 		payload["max_batch_size"] = mbs
 	}
 	ch.Operation = s.newOperation(r, model.OpClusterUpgrade, c, ng.UUID, payload)
-	if err := s.applyClusterChange(r, before, ch); err != nil {
+	if err := s.applyClusterChange(r, before, ch, nil); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusAccepted, apitypes.ClusterID{UUID: c.UUID})

@@ -398,7 +398,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	master.MinNodeCount = 1
 	worker := s.newNodeGroup(c, model.DefaultWorkerNodeGroup, model.RoleWorker, nodeCount, c.FlavorID, ct.ImageID, t)
 	worker.MinNodeCount, worker.MaxNodeCount = minNodes, maxNodes
-	warning, err := s.checkCapacity(r, ct, c, grows(master, masterCount), grows(worker, nodeCount))
+	claim, err := s.checkCapacity(r, ct, c, grows(master, masterCount), grows(worker, nodeCount))
 	if err != nil {
 		return err
 	}
@@ -418,12 +418,12 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	err = s.applyClusterChange(r, "", store.ClusterChange{
 		Cluster: c, Create: true, QuotaLimit: s.opts.DefaultClusterQuota,
 		NodeGroups: []*model.NodeGroup{master, worker}, Operation: op, Certificates: keyPairs, Credential: cred,
-	})
+	}, claim)
 	if err != nil {
 		s.withdrawCredential(r, cred)
 		return err
 	}
-	s.recordCapacityWarning(r, c, warning)
+	s.recordCapacityWarning(r, c, claim)
 	return familyOf(r).writeQueued(s, w, r, c, http.StatusCreated)
 }
 
@@ -570,7 +570,7 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 	t := time.Now().UTC()
 	ch := store.ClusterChange{Cluster: c}
 	var needsOp bool
-	var warning string
+	var claim *capacityClaim
 	for _, f := range changed {
 		switch f {
 		case "health_status":
@@ -598,7 +598,7 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 				// sets default-worker, which may already have this size.
 				continue
 			}
-			if warning, err = s.checkCapacity(r, nil, c, grows(worker, patched.NodeCount-worker.NodeCount)); err != nil {
+			if claim, err = s.checkCapacity(r, nil, c, grows(worker, patched.NodeCount-worker.NodeCount)); err != nil {
 				return err
 			}
 			worker.NodeCount = patched.NodeCount
@@ -617,10 +617,10 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 		c.Status = nextStatus(c.Status)
 		ch.Operation = s.newOperation(r, model.OpClusterUpdate, c, "", map[string]any{"node_count": patched.NodeCount})
 	}
-	if err := s.applyClusterChange(r, before, ch); err != nil {
+	if err := s.applyClusterChange(r, before, ch, claim); err != nil {
 		return err
 	}
-	s.recordCapacityWarning(r, c, warning)
+	s.recordCapacityWarning(r, c, claim)
 	return fam.writeQueued(s, w, r, c, http.StatusOK)
 }
 
@@ -676,7 +676,7 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) error {
 	c.StatusReason = &reason
 	c.UpdatedAt = &t
 	op := s.newOperation(r, model.OpClusterDelete, c, "", nil)
-	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, Operation: op}); err != nil {
+	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, Operation: op}, nil); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

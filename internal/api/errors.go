@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/magnetite-io/magnetite/internal/auth"
+	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
 
@@ -74,6 +75,13 @@ func toAPIError(err error) *apiError {
 		return forbidden("Resource limit exceeded: %s", msg)
 	case errors.Is(err, store.ErrInvalidSort):
 		return badRequest("The sort_key value %s is an invalid field for sorting.", strings.TrimPrefix(msg, "invalid sort key: "))
+	case errors.Is(err, baremetal.ErrInsufficientCapacity):
+		return conflict("%s", msg)
+	case errors.Is(err, baremetal.ErrUnavailable):
+		return &apiError{Status: http.StatusServiceUnavailable, Title: "Service Unavailable", Detail: msg}
+	case errors.Is(err, baremetal.ErrReplan):
+		return &apiError{Status: http.StatusServiceUnavailable, Title: "Service Unavailable",
+			Detail: "Other requests kept changing the bare-metal hosts being claimed; try again."}
 	case errors.Is(err, store.ErrInvalidMarker):
 		return badRequest("The marker %s does not name an object in this listing.", strings.TrimPrefix(msg, "marker not found: "))
 	case errors.Is(err, auth.ErrForbidden):
@@ -95,7 +103,8 @@ func cleanMessage(err error) string {
 	msg := err.Error()
 	for _, p := range []string{"store: not found: ", "store: conflicts with an existing object: ",
 		"store: object is referenced by clusters: ", "store: project quota exceeded: ", "store: ",
-		"auth: forbidden: ", "auth: authentication required: ", "auth: identity service unavailable: "} {
+		"auth: forbidden: ", "auth: authentication required: ", "auth: identity service unavailable: ",
+		baremetal.ErrInsufficientCapacity.Error() + ": ", baremetal.ErrUnavailable.Error() + ": "} {
 		if strings.HasPrefix(msg, p) {
 			return strings.TrimPrefix(msg, p)
 		}

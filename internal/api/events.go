@@ -75,10 +75,27 @@ func (s *Server) listClusterEvents(w http.ResponseWriter, r *http.Request) error
 // status moved (before is the status it had, "" on create), an operation
 // event otherwise. The history is written after the change commits; a
 // failure to write it is logged and does not fail the request, whose work is
-// already queued.
-func (s *Server) applyClusterChange(r *http.Request, before model.Status, ch store.ClusterChange) error {
-	if err := s.st.ApplyClusterChange(r.Context(), ch); err != nil {
-		return err
+// already queued. cl, when not nil, is the request's claim on bare-metal
+// hosts, reserved inside the change's transaction (planned again when node
+// groups began to be built since its plan).
+func (s *Server) applyClusterChange(r *http.Request, before model.Status, ch store.ClusterChange, cl *capacityClaim) error {
+	if cl != nil {
+		ch.Reserve = cl.reserve
+	}
+	for attempt := 1; ; attempt++ {
+		err := s.st.ApplyClusterChange(r.Context(), ch)
+		if err == nil {
+			break
+		}
+		if !isReplan(err) || attempt == replans {
+			return err
+		}
+		if err := cl.replan(); err != nil {
+			return err
+		}
+		if cl.plan == nil {
+			ch.Reserve = nil
+		}
 	}
 	if ch.Cluster == nil || ch.Operation == nil {
 		return nil

@@ -227,7 +227,7 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkNodeGroupLabels(ct, ng); err != nil {
 		return err
 	}
-	warning, err := s.checkCapacity(r, ct, c, grows(ng, ng.NodeCount))
+	claim, err := s.checkCapacity(r, ct, c, grows(ng, ng.NodeCount))
 	if err != nil {
 		return err
 	}
@@ -251,13 +251,13 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 		c.Status = model.UpdateInProgress
 	}
 	op := s.newOperation(r, model.OpNodeGroupCreate, c, ng.UUID, map[string]any{"nodegroup": ng.Name})
-	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}); err != nil {
+	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}, claim); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return conflict("A node group with name %s already exists in the cluster %s.", ng.Name, c.Name)
 		}
 		return err
 	}
-	s.recordCapacityWarning(r, c, warning)
+	s.recordCapacityWarning(r, c, claim)
 	writeJSON(w, http.StatusAccepted, s.nodeGroupView(r, c, ng))
 	return nil
 }
@@ -297,7 +297,7 @@ func (s *Server) updateNodeGroup(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusAccepted, s.nodeGroupView(r, c, ng))
 		return nil
 	}
-	warning, err := s.checkCapacity(r, nil, c, grows(updated, updated.NodeCount-ng.NodeCount))
+	claim, err := s.checkCapacity(r, nil, c, grows(updated, updated.NodeCount-ng.NodeCount))
 	if err != nil {
 		return err
 	}
@@ -309,16 +309,19 @@ func (s *Server) updateNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	}
 	t := time.Now().UTC()
 	updated.ID, updated.UUID, updated.ClusterID, updated.ProjectID, updated.CreatedAt = ng.ID, ng.UUID, ng.ClusterID, ng.ProjectID, ng.CreatedAt
+	// Written over what the node group is now, not over what it was when
+	// read: fields this request did not change keep the conductor's values.
+	updated.Stored = ng.Stored
 	updated.Status = nextStatus(ng.Status)
 	updated.UpdatedAt = &t
 	before := c.Status
 	c.Status = nextStatus(c.Status)
 	c.UpdatedAt = &t
 	op := s.newOperation(r, model.OpNodeGroupUpdate, c, ng.UUID, map[string]any{"nodegroup": ng.Name, "changed": changed})
-	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{updated}, Operation: op}); err != nil {
+	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{updated}, Operation: op}, claim); err != nil {
 		return err
 	}
-	s.recordCapacityWarning(r, c, warning)
+	s.recordCapacityWarning(r, c, claim)
 	writeJSON(w, http.StatusAccepted, s.nodeGroupView(r, c, updated))
 	return nil
 }
@@ -349,7 +352,7 @@ func (s *Server) deleteNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	c.Status = nextStatus(c.Status)
 	c.UpdatedAt = &t
 	op := s.newOperation(r, model.OpNodeGroupDelete, c, ng.UUID, map[string]any{"nodegroup": ng.Name})
-	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}); err != nil {
+	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}, nil); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -65,11 +64,12 @@ type Options struct {
 	// Hosts is the bare-metal host inventory's backend; nil turns
 	// /v1/hosts off (501).
 	Hosts baremetal.Backend
-	// CheckCapacity is asked before a create or resize adds nodes
-	// (baremetal.CapacityCheck.Check): an error refuses the request, a
-	// warning is logged and kept in the cluster's events. nil checks
-	// nothing.
-	CheckCapacity func(ctx context.Context, req baremetal.CapacityRequest) (string, error)
+	// Capacity plans the bare-metal hosts a create or resize adds
+	// (baremetal.CapacityCheck); the hosts are reserved in the request's
+	// transaction, so replicas sharing the database never both take the
+	// last free ones. A refusal is a 409, a warning (warn mode) is logged
+	// and kept in the cluster's events. nil checks nothing.
+	Capacity CapacityPlanner
 	// Resources checks the Glance image, Nova flavors and keypair and
 	// Neutron networks a new template or cluster (or a template's changed
 	// fields) names, with the caller's token. nil checks nothing.
@@ -86,10 +86,6 @@ type Options struct {
 
 // Server is the Magnum v1 API.
 type Server struct {
-	// capacityMu is held from a bare-metal capacity check to the write of
-	// the request that passed it.
-	capacityMu sync.Mutex
-
 	opts    Options
 	st      *store.DB
 	log     *slog.Logger
@@ -140,40 +136,10 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 		if rec, ok := w.(*statusRecorder); ok {
 			rec.route = r.Pattern
 		}
-		st := &requestState{}
-		r = r.WithContext(context.WithValue(r.Context(), requestStateKey{}, st))
-		defer st.finish()
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
 		}
 	})
-}
-
-// requestState is what a handler holds until it has answered.
-type requestState struct {
-	capacityLocked bool
-	after          []func()
-}
-
-type requestStateKey struct{}
-
-func (st *requestState) finish() {
-	for i := len(st.after) - 1; i >= 0; i-- {
-		st.after[i]()
-	}
-}
-
-// holdCapacityLock serializes requests that add bare-metal nodes, from
-// their capacity check to their write, so two of them cannot both count
-// the same free hosts; the lock is released when the handler returns.
-func (s *Server) holdCapacityLock(r *http.Request) {
-	st, ok := r.Context().Value(requestStateKey{}).(*requestState)
-	if !ok || st.capacityLocked {
-		return
-	}
-	s.capacityMu.Lock()
-	st.capacityLocked = true
-	st.after = append(st.after, s.capacityMu.Unlock)
 }
 
 func (s *Server) routes() {

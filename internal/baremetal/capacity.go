@@ -55,6 +55,13 @@ type FlavorSource interface {
 	Flavor(ctx context.Context, token, ref string) (driver.Flavor, error)
 }
 
+// HostCounter is the part of a Backend the capacity check reads.
+type HostCounter interface {
+	Name() string
+	// Capacity counts the hosts of a resource class.
+	Capacity(ctx context.Context, resourceClass string) (Capacity, error)
+}
+
 // SelectorCapacity is a backend that picks hosts by labels (Metal3).
 type SelectorCapacity interface {
 	CapacityMatching(ctx context.Context, selector map[string]string) (Capacity, error)
@@ -69,18 +76,19 @@ type SelectorCapacity interface {
 //
 // Hosts promised to node groups still being built (their nodes that have
 // no address yet) are subtracted from the free ones, so a request cannot
-// count hosts an earlier request was accepted for.
+// count hosts an earlier request was accepted for. A check is made in two
+// steps so that replicas sharing a database cannot both take the last free
+// hosts: Plan reads what needs the network (flavors, the inventory) before
+// the request's transaction, and Verify decides inside it, from the node
+// groups being built as the transaction sees them.
 type CapacityCheck struct {
 	Mode  string
-	Hosts Backend
+	Hosts HostCounter
 	// Flavors reads node groups' flavors; nil (no Nova) decides by
 	// server_type alone and counts DefaultResourceClass.
 	Flavors              FlavorSource
 	DefaultResourceClass string
-	// Building lists the node groups still being built; nil subtracts
-	// nothing.
-	Building func(ctx context.Context) ([]Building, error)
-	Log      *slog.Logger
+	Log                  *slog.Logger
 }
 
 // Building is a node group whose nodes are still being provisioned: the
@@ -93,12 +101,17 @@ type Building struct {
 	Outstanding int
 }
 
+// ErrReplan means node groups began to be built after a plan was made, so
+// the plan cannot tell which hosts they are promised: plan again.
+var ErrReplan = errors.New("baremetal: node groups being built changed since the capacity was planned")
+
 // demand is what a request asks of one kind of host.
 type demand struct {
 	resourceClass string
 	selector      map[string]string
 	nodes         int
 	groups        []string
+	hosts         Capacity
 }
 
 func (d *demand) name() string {
@@ -115,32 +128,91 @@ func (d *demand) name() string {
 	return "resource class " + d.resourceClass
 }
 
-// Check answers a request: a warning to keep with the request (warn mode),
-// ErrInsufficientCapacity (refuse mode), or ErrUnavailable when the flavors
-// or the inventory could not be read in refuse mode.
-func (cc *CapacityCheck) Check(ctx context.Context, req CapacityRequest) (string, error) {
+// CapacityPlan is a request's demand for bare-metal hosts with what the
+// inventory holds, read before the request's transaction.
+type CapacityPlan struct {
+	mode    string
+	demands []*demand
+	// kinds names, for each node group being built when the plan was made,
+	// the kind of host it waits for ("" when it is not bare metal).
+	kinds map[string]string
+	// warning is set when, in warn mode, the capacity could not be read.
+	warning string
+}
+
+// Plan reads what a request needs of the inventory: nil when the request
+// adds no bare-metal nodes (or the check is off), so that it reserves
+// nothing. building reads the node groups being built as the database
+// holds them now (only when the request adds bare-metal nodes). The error is ErrUnavailable when flavors or the inventory could
+// not be read in refuse mode.
+func (cc *CapacityCheck) Plan(ctx context.Context, req CapacityRequest, building func(context.Context) ([]Building, error)) (*CapacityPlan, error) {
 	if cc == nil || cc.Mode == CheckOff || cc.Hosts == nil || req.Template == nil {
-		return "", nil
+		return nil, nil
 	}
 	flavors := flavorMemo{}
 	demands, err := cc.demands(ctx, req, flavors)
 	if err != nil {
 		return cc.cannotCheck(err)
 	}
-	promised, err := cc.promised(ctx, req.AuthToken, demands, flavors)
-	if err != nil {
-		return cc.cannotCheck(err)
+	if len(demands) == 0 {
+		return nil, nil
 	}
-	var short []string
-	for _, d := range demands {
-		c, err := cc.count(ctx, d)
+	now, err := building(ctx)
+	if err != nil {
+		return cc.cannotCheck(fmt.Errorf("%w: the node groups being built could not be read: %v", ErrUnavailable, err))
+	}
+	p := &CapacityPlan{mode: cc.Mode, demands: demands, kinds: map[string]string{}}
+	for _, b := range now {
+		if b.NodeGroup == nil || b.Template == nil {
+			continue
+		}
+		d, err := cc.demandOf(ctx, CapacityRequest{Template: b.Template, Cluster: b.Cluster, AuthToken: req.AuthToken}, b.NodeGroup, flavors)
 		if err != nil {
 			return cc.cannotCheck(err)
 		}
-		p := promised[d.name()]
-		if free := max(0, c.Free-p); d.nodes > free {
+		p.kinds[b.NodeGroup.UUID] = ""
+		if d != nil {
+			p.kinds[b.NodeGroup.UUID] = d.name()
+		}
+	}
+	for _, d := range demands {
+		if d.hosts, err = cc.count(ctx, d); err != nil {
+			return cc.cannotCheck(err)
+		}
+	}
+	return p, nil
+}
+
+// Verify decides a planned request against the node groups being built as
+// the request's transaction sees them: a warning to keep with the request
+// (warn mode), ErrInsufficientCapacity (refuse mode), or ErrReplan when a
+// node group began to be built after the plan.
+func (p *CapacityPlan) Verify(building []Building) (string, error) {
+	if p == nil {
+		return "", nil
+	}
+	if p.warning != "" {
+		return p.warning, nil
+	}
+	promised := map[string]int{}
+	for _, b := range building {
+		if b.NodeGroup == nil || b.Template == nil || b.Outstanding <= 0 {
+			continue
+		}
+		kind, ok := p.kinds[b.NodeGroup.UUID]
+		if !ok {
+			return "", ErrReplan
+		}
+		if kind != "" {
+			promised[kind] += b.Outstanding
+		}
+	}
+	var short []string
+	for _, d := range p.demands {
+		c, n := d.hosts, promised[d.name()]
+		if free := max(0, c.Free-n); d.nodes > free {
 			short = append(short, fmt.Sprintf("%s: %d needed (%s), %d free of %d (%d deployed, %d detached, %d promised to node groups being built)",
-				d.name(), d.nodes, strings.Join(d.groups, ", "), free, c.Total, c.Deployed, c.InMaintenance, p))
+				d.name(), d.nodes, strings.Join(d.groups, ", "), free, c.Total, c.Deployed, c.InMaintenance, n))
 		}
 	}
 	if len(short) == 0 {
@@ -148,45 +220,21 @@ func (cc *CapacityCheck) Check(ctx context.Context, req CapacityRequest) (string
 	}
 	msg := "Not enough free bare-metal hosts for this request: " + strings.Join(short, "; ") +
 		". Enroll or free hosts, or ask for fewer nodes."
-	if cc.Mode == CheckWarn {
+	if p.mode == CheckWarn {
 		return msg, nil
 	}
 	return "", fmt.Errorf("%w: %s", ErrInsufficientCapacity, msg)
 }
 
-func (cc *CapacityCheck) cannotCheck(err error) (string, error) {
+// cannotCheck is the plan of a request whose capacity could not be read:
+// in warn mode one that only warns, otherwise ErrUnavailable.
+func (cc *CapacityCheck) cannotCheck(err error) (*CapacityPlan, error) {
 	msg := strings.TrimPrefix(err.Error(), ErrUnavailable.Error()+": ")
 	if cc.Mode == CheckWarn {
-		return "The bare-metal capacity could not be checked: " + msg, nil
+		return &CapacityPlan{mode: cc.Mode, warning: "The bare-metal capacity could not be checked: " + msg}, nil
 	}
-	return "", fmt.Errorf("%w: the bare-metal capacity could not be checked: %s; set [baremetal] capacity_check = warn to accept such requests unchecked",
+	return nil, fmt.Errorf("%w: the bare-metal capacity could not be checked: %s; set [baremetal] capacity_check = warn to accept such requests unchecked",
 		ErrUnavailable, msg)
-}
-
-// promised counts, per kind of host the request asks for, the hosts node
-// groups still being built are waiting for.
-func (cc *CapacityCheck) promised(ctx context.Context, token string, demands []*demand, flavors flavorMemo) (map[string]int, error) {
-	out := map[string]int{}
-	if cc.Building == nil || len(demands) == 0 {
-		return out, nil
-	}
-	building, err := cc.Building(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("%w: the node groups being built could not be read: %v", ErrUnavailable, err)
-	}
-	for _, b := range building {
-		if b.Outstanding <= 0 || b.NodeGroup == nil || b.Template == nil {
-			continue
-		}
-		d, err := cc.demandOf(ctx, CapacityRequest{Template: b.Template, Cluster: b.Cluster, AuthToken: token}, b.NodeGroup, flavors)
-		if err != nil {
-			return nil, err
-		}
-		if d != nil {
-			out[d.name()] += b.Outstanding
-		}
-	}
-	return out, nil
 }
 
 // flavorMemo remembers the flavors one check read.

@@ -112,6 +112,20 @@ func createCluster(t *testing.T, db *store.DB, project, name, templateUUID strin
 	return ch
 }
 
+// readCluster reads a cluster and its node groups as a request does.
+func readCluster(t *testing.T, db *store.DB, uuid string) (*model.Cluster, []*model.NodeGroup) {
+	t.Helper()
+	c, err := db.GetClusterByUUID(ctx, uuid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ngs, err := db.NodeGroupsOf(ctx, []string{uuid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, ngs[uuid]
+}
+
 func names[T any](items []T, name func(T) string) string {
 	out := make([]string, len(items))
 	for i, it := range items {
@@ -496,18 +510,12 @@ var storeCases = []storeCase{
 		ct := createTemplate(t, db, template("alpha", "stale", false, false))
 		ch := createCluster(t, db, "alpha", "stale-1", ct.UUID, 2)
 		// The API reads the cluster and its node groups...
-		c, err := db.GetClusterByUUID(ctx, ch.Cluster.UUID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ngs, err := db.NodeGroupsOf(ctx, []string{c.UUID})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, groups := readCluster(t, db, ch.Cluster.UUID)
+		ngs := map[string][]*model.NodeGroup{c.UUID: groups}
 		// ...the conductor records health, addresses and a node group's
 		// status...
 		healthy := model.Healthy
-		_, err = db.UpdateClusterStatus(ctx, c.UUID, func(cl *model.Cluster, groups []*model.NodeGroup) ([]*model.NodeGroup, bool) {
+		_, err := db.UpdateClusterStatus(ctx, c.UUID, func(cl *model.Cluster, groups []*model.NodeGroup) ([]*model.NodeGroup, bool) {
 			cl.HealthStatus = &healthy
 			addr := "https://192.0.2.10:6443"
 			cl.APIAddress = &addr
@@ -554,6 +562,87 @@ var storeCases = []storeCase{
 			if g.Role == model.RoleWorker && g.NodeCount != 5 {
 				t.Errorf("the worker group lost the API's write: node_count %d", g.NodeCount)
 			}
+		}
+	}},
+	{"a change read before a delete cannot commit after it", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		ct := createTemplate(t, db, template("alpha", "undo", false, false))
+		ch := createCluster(t, db, "alpha", "undo-1", ct.UUID, 2)
+		// Two requests read the cluster: a resize and a delete.
+		read := func() (*model.Cluster, *model.NodeGroup) {
+			c, ngs := readCluster(t, db, ch.Cluster.UUID)
+			for _, g := range ngs {
+				if g.Role == model.RoleWorker {
+					return c, g
+				}
+			}
+			t.Fatal("no worker group")
+			return nil, nil
+		}
+		resizeC, resizeNG := read()
+		deleteC, _ := read()
+		// The delete commits first...
+		deleteC.Status = model.DeleteInProgress
+		del := &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterDelete, ClusterID: deleteC.UUID, ProjectID: "alpha"}
+		if err := db.ApplyClusterChange(ctx, store.ClusterChange{Cluster: deleteC, Operation: del}); err != nil {
+			t.Fatal(err)
+		}
+		// ...then the resize, from its earlier read, is refused whole.
+		resizeC.Status = model.UpdateInProgress
+		resizeNG.NodeCount, resizeNG.Status = 5, model.UpdateInProgress
+		resize := &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterResize, ClusterID: resizeC.UUID, ProjectID: "alpha"}
+		err := db.ApplyClusterChange(ctx, store.ClusterChange{Cluster: resizeC, NodeGroups: []*model.NodeGroup{resizeNG}, Operation: resize})
+		wantErr(t, err, store.ErrConflict)
+		if !strings.Contains(err.Error(), "undo-1 is being deleted") {
+			t.Errorf("refusal %q does not say the cluster is being deleted", err)
+		}
+		// A node-group change alone (a PATCH of the node group) is refused too.
+		_, ng := read()
+		ng.NodeCount, ng.Status = 7, model.UpdateInProgress
+		c, _ := read()
+		c.Status = model.UpdateInProgress
+		wantErr(t, db.ApplyClusterChange(ctx, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}}), store.ErrConflict)
+		got, worker := read()
+		if got.Status != model.DeleteInProgress || worker.NodeCount != 2 || worker.Status != model.CreateInProgress {
+			t.Errorf("after the refused changes: cluster %s, worker %d nodes %s; want DELETE_IN_PROGRESS, 2, CREATE_IN_PROGRESS", got.Status, worker.NodeCount, worker.Status)
+		}
+		ops, err := db.OperationsForCluster(ctx, got.UUID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := ops[len(ops)-1]; last.Type != model.OpClusterDelete {
+			t.Errorf("the last operation queued is %s, want the delete", last.Type)
+		}
+		// Deleting again is the same delete, not a change.
+		again, _ := read()
+		if err := db.ApplyClusterChange(ctx, store.ClusterChange{Cluster: again}); err != nil {
+			t.Errorf("writing the deleting cluster as it is: %v", err)
+		}
+	}},
+	{"a node group being deleted cannot be changed back", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		ct := createTemplate(t, db, template("alpha", "ngdel", false, false))
+		ch := createCluster(t, db, "alpha", "ngdel-1", ct.UUID, 2)
+		extra := &model.NodeGroup{UUID: uuid.NewString(), Name: "extra", ClusterID: ch.Cluster.UUID, ProjectID: "alpha", Role: "worker",
+			NodeCount: 1, Status: model.CreateInProgress, CreatedAt: time.Now().UTC()}
+		if err := db.ApplyClusterChange(ctx, store.ClusterChange{Cluster: ch.Cluster, NodeGroups: []*model.NodeGroup{extra}}); err != nil {
+			t.Fatal(err)
+		}
+		stale, err := db.GetNodeGroup(ctx, ch.Cluster.UUID, "extra")
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleting := *stale
+		deleting.Status = model.DeleteInProgress
+		if err := db.ApplyClusterChange(ctx, store.ClusterChange{Cluster: ch.Cluster, NodeGroups: []*model.NodeGroup{&deleting}}); err != nil {
+			t.Fatal(err)
+		}
+		stale.NodeCount, stale.Status = 3, model.UpdateInProgress
+		wantErr(t, db.ApplyClusterChange(ctx, store.ClusterChange{Cluster: ch.Cluster, NodeGroups: []*model.NodeGroup{stale}}), store.ErrConflict)
+		got, err := db.GetNodeGroup(ctx, ch.Cluster.UUID, "extra")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != model.DeleteInProgress || got.NodeCount != 1 {
+			t.Errorf("node group after the refused change: %s with %d nodes", got.Status, got.NodeCount)
 		}
 	}},
 	{"secrets are sealed at rest with the secret key and readable only with it", func(t *testing.T, db *store.DB, reopen func() (*store.DB, error)) {

@@ -43,6 +43,12 @@ type ClusterChange struct {
 	// Credential is the cluster's new application credential; the ones it
 	// had before are retired in the same transaction.
 	Credential *model.ClusterCredential
+	// Reserve, when set, claims the bare-metal hosts the change adds: it is
+	// called inside the transaction, once the change holds the
+	// baremetal_capacity lock (so changes of every replica reserve one at a
+	// time), with the clusters being built as the transaction sees them; an
+	// error refuses the whole change.
+	Reserve func(building []Building) error
 }
 
 // ApplyClusterChange writes ch in one transaction. On MariaDB a transaction
@@ -61,6 +67,23 @@ func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
 			if inserted[i] {
 				ng.ID = 0
 			}
+		}
+		if ch.Reserve != nil {
+			// First, so that every read after it sees what the change that
+			// held the lock before wrote.
+			if err := s.takeLock(ctx, tx, lockBareMetalCapacity); err != nil {
+				return err
+			}
+			building, err := s.buildingClusters(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if err := ch.Reserve(building); err != nil {
+				return err
+			}
+		}
+		if err := s.refuseUndoingDelete(ctx, tx, ch); err != nil {
+			return err
 		}
 		if ch.Cluster != nil {
 			if ch.Create {
@@ -108,6 +131,13 @@ func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
 		return nil
 	})
 	if err != nil {
+		// The change may be made again (after planning anew): what it
+		// inserts is still to be inserted.
+		for i, ng := range ch.NodeGroups {
+			if inserted[i] {
+				ng.ID = 0
+			}
+		}
 		return err
 	}
 	if wroteCluster != nil {
@@ -115,6 +145,61 @@ func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
 	}
 	for i, ng := range ch.NodeGroups {
 		refreshNodeGroup(ng, wroteGroups[i])
+	}
+	return nil
+}
+
+// lockBareMetalCapacity is the row of the locks table that serializes
+// reservations of bare-metal hosts.
+const lockBareMetalCapacity = "baremetal_capacity"
+
+// takeLock locks a row of the locks table until the transaction ends. On
+// SQLite the transaction already holds the database's one write lock
+// (BEGIN IMMEDIATE); the read only checks that the row exists.
+func (s *DB) takeLock(ctx context.Context, tx *sql.Tx, name string) error {
+	var got string
+	err := tx.QueryRowContext(ctx, `SELECT name FROM locks WHERE name = ?`+s.forUpdate(), name).Scan(&got)
+	if err != nil {
+		return fmt.Errorf("store: take the %s lock: %w", name, err)
+	}
+	return nil
+}
+
+// refuseUndoingDelete refuses, inside the change's transaction, any change
+// to a cluster or node group that is being deleted, other than the delete
+// itself: a request that read the object before a delete was accepted must
+// not commit after it and move the object out of its delete (Magnum answers
+// such a change with a 409 too). The rows are read with the dialect's lock,
+// so a delete cannot commit between this check and the write.
+func (s *DB) refuseUndoingDelete(ctx context.Context, tx *sql.Tx, ch ClusterChange) error {
+	if ch.Create || ch.Cluster == nil || ch.Cluster.Status == model.DeleteInProgress {
+		return nil
+	}
+	var name, status string
+	err := tx.QueryRowContext(ctx, `SELECT name, status FROM clusters WHERE uuid = ?`+s.forUpdate(), ch.Cluster.UUID).Scan(&name, &status)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: Cluster %s could not be found.", ErrNotFound, ch.Cluster.UUID)
+	}
+	if err != nil {
+		return err
+	}
+	if model.Status(status) == model.DeleteInProgress {
+		return fmt.Errorf("%w: Cluster %s is being deleted (DELETE_IN_PROGRESS); it can no longer be changed.", ErrConflict, name)
+	}
+	for _, ng := range ch.NodeGroups {
+		if ng.ID == 0 || ng.Status == model.DeleteInProgress {
+			continue
+		}
+		err := tx.QueryRowContext(ctx, `SELECT name, status FROM nodegroups WHERE uuid = ?`+s.forUpdate(), ng.UUID).Scan(&name, &status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("%w: Nodegroup %s could not be found.", ErrNotFound, ng.UUID)
+		}
+		if err != nil {
+			return err
+		}
+		if model.Status(status) == model.DeleteInProgress {
+			return fmt.Errorf("%w: Node group %s is being deleted (DELETE_IN_PROGRESS); it can no longer be changed.", ErrConflict, name)
+		}
 	}
 	return nil
 }
@@ -398,6 +483,10 @@ func (s *DB) ListNodeGroups(ctx context.Context, clusterUUID string, f NodeGroup
 // NodeGroupsOf returns every node group of the clusters given, keyed by
 // cluster UUID, in creation order (one query for a whole page of clusters).
 func (s *DB) NodeGroupsOf(ctx context.Context, clusterUUIDs []string) (map[string][]*model.NodeGroup, error) {
+	return nodeGroupsOf(ctx, s.db, clusterUUIDs)
+}
+
+func nodeGroupsOf(ctx context.Context, q querier, clusterUUIDs []string) (map[string][]*model.NodeGroup, error) {
 	out := make(map[string][]*model.NodeGroup, len(clusterUUIDs))
 	if len(clusterUUIDs) == 0 {
 		return out, nil
@@ -414,7 +503,7 @@ func (s *DB) NodeGroupsOf(ctx context.Context, clusterUUIDs []string) (map[strin
 			}
 			marks = append(marks, '?')
 		}
-		rows, err := s.db.QueryContext(ctx, "SELECT id, data FROM nodegroups WHERE cluster_id IN ("+string(marks)+") ORDER BY id", args...)
+		rows, err := q.QueryContext(ctx, "SELECT id, data FROM nodegroups WHERE cluster_id IN ("+string(marks)+") ORDER BY id", args...)
 		if err != nil {
 			return nil, err
 		}

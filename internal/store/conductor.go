@@ -115,7 +115,17 @@ type Building struct {
 // bare-metal capacity check to count the hosts their node groups still
 // wait for.
 func (s *DB) BuildingClusters(ctx context.Context) ([]Building, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT id, data FROM clusters WHERE status IN (?, ?) ORDER BY id",
+	return s.buildingClusters(ctx, s.db)
+}
+
+// querier is a database or a transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (s *DB) buildingClusters(ctx context.Context, q querier) ([]Building, error) {
+	rows, err := q.QueryContext(ctx, "SELECT id, data FROM clusters WHERE status IN (?, ?) ORDER BY id",
 		string(model.CreateInProgress), string(model.UpdateInProgress))
 	if err != nil {
 		return nil, err
@@ -137,7 +147,7 @@ func (s *DB) BuildingClusters(ctx context.Context) ([]Building, error) {
 	for i, c := range clusters {
 		uuids[i] = c.UUID
 	}
-	groups, err := s.NodeGroupsOf(ctx, uuids)
+	groups, err := nodeGroupsOf(ctx, q, uuids)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +156,7 @@ func (s *DB) BuildingClusters(ctx context.Context) ([]Building, error) {
 	for _, c := range clusters {
 		ct, ok := templates[c.ClusterTemplateID]
 		if !ok {
-			if ct, err = s.GetClusterTemplateByUUID(ctx, c.ClusterTemplateID); err != nil && !errors.Is(err, ErrNotFound) {
+			if ct, err = templateByUUID(ctx, q, c.ClusterTemplateID); err != nil && !errors.Is(err, ErrNotFound) {
 				return nil, err
 			}
 			templates[c.ClusterTemplateID] = ct

@@ -103,6 +103,11 @@ func loadMigrations(dialect Dialect) ([]migration, error) {
 		out = append(out, migration{version: v, name: n, body: string(body)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i := 1; i < len(out); i++ {
+		if out[i].version == out[i-1].version {
+			return nil, fmt.Errorf("store: migrations %s and %s share version %d", out[i-1].name, out[i].name, out[i].version)
+		}
+	}
 	return out, nil
 }
 

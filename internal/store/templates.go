@@ -102,7 +102,11 @@ func (s *DB) GetClusterTemplate(ctx context.Context, sc TemplateScope, ident str
 // GetClusterTemplateByUUID reads a template regardless of project, for
 // internal use (a cluster always resolves its own template).
 func (s *DB) GetClusterTemplateByUUID(ctx context.Context, uuid string) (*model.ClusterTemplate, error) {
-	ct, err := scanTemplate(s.db.QueryRowContext(ctx, "SELECT id, data FROM cluster_templates WHERE uuid = ?", uuid))
+	return templateByUUID(ctx, s.db, uuid)
+}
+
+func templateByUUID(ctx context.Context, q querier, uuid string) (*model.ClusterTemplate, error) {
+	ct, err := scanTemplate(q.QueryRowContext(ctx, "SELECT id, data FROM cluster_templates WHERE uuid = ?", uuid))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: cluster template %s", ErrNotFound, uuid)
 	}
