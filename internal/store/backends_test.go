@@ -618,6 +618,63 @@ var storeCases = []storeCase{
 			t.Errorf("writing the deleting cluster as it is: %v", err)
 		}
 	}},
+	{"replicas reserve bare-metal hosts one at a time", func(t *testing.T, db *store.DB, reopen func() (*store.DB, error)) {
+		if db.Dialect() == store.SQLite {
+			t.Skip("one process owns a SQLite database, and BEGIN IMMEDIATE serializes its writers")
+		}
+		other := mustOpen(t, reopen) // a second replica, with its own connections
+		ct := createTemplate(t, db, template("alpha", "bm", false, false))
+		a, b := clusterChange("alpha", "a", ct.UUID, 2), clusterChange("alpha", "b", ct.UUID, 2)
+		inA, release := make(chan struct{}), make(chan struct{})
+		a.Reserve = func([]store.Building) error {
+			close(inA)
+			<-release
+			return nil
+		}
+		var sawA bool
+		b.Reserve = func(building []store.Building) error {
+			for _, bl := range building {
+				sawA = sawA || bl.Cluster.Name == "a"
+			}
+			return nil
+		}
+		errA, errB := make(chan error, 1), make(chan error, 1)
+		go func() { errA <- db.ApplyClusterChange(ctx, a) }()
+		<-inA
+		go func() { errB <- other.ApplyClusterChange(ctx, b) }()
+		// b must wait for a's lock: its locking read stays in progress on
+		// the server while a holds the row.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var waiting int
+			if err := db.SQL().QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.PROCESSLIST
+				WHERE COMMAND = 'Query' AND INFO LIKE 'SELECT name FROM locks %FOR UPDATE'`).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+			if waiting == 1 {
+				break
+			}
+			select {
+			case err := <-errB:
+				t.Fatalf("the second replica's change finished while the first held the lock: %v", err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the second replica's transaction never reached the lock")
+			}
+			time.Sleep(10 * time.Millisecond) // polling interval for the server's process list
+		}
+		close(release)
+		if err := <-errA; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-errB; err != nil {
+			t.Fatal(err)
+		}
+		if !sawA {
+			t.Error("the second reservation did not see the cluster the first one committed")
+		}
+	}},
 	{"a node group being deleted cannot be changed back", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
 		ct := createTemplate(t, db, template("alpha", "ngdel", false, false))
 		ch := createCluster(t, db, "alpha", "ngdel-1", ct.UUID, 2)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
+	"github.com/magnetite-io/magnetite/internal/testmariadb"
 )
 
 // novaFlavor is a flavor as Nova's compute API documents it.
@@ -277,11 +278,12 @@ func TestCapacityPreflightThroughTheOpenStackCLI(t *testing.T) {
 		"coe", "cluster", "resize", "fits", "4", "--nodegroup", "gold")
 
 	// Two creates racing through the openstack CLI for the last two free
-	// gold hosts (a fresh Magnetite: nothing is promised yet): exactly one
-	// is accepted, and the other is told the hosts are promised.
-	raceEndpoint := startMagnetite(t, conf("refuse"))
-	rc := newCLI(t, raceEndpoint)
-	rc.ok(t, "coe", "cluster", "template", "create", "k8s-bm-gold", "--coe", "kubernetes", "--server-type", "bm",
+	// gold hosts, each sent to another of two replicas sharing a fresh
+	// MariaDB database (nothing is promised yet): exactly one is accepted,
+	// and the other is told the hosts are promised.
+	shared := fmt.Sprintf("[database]\nconnection = %s\n", testmariadb.Start(t).NewDatabase())
+	replicas := []*cli{newCLI(t, startMagnetite(t, conf("refuse"), shared)), newCLI(t, startMagnetite(t, conf("refuse"), shared))}
+	replicas[0].ok(t, "coe", "cluster", "template", "create", "k8s-bm-gold", "--coe", "kubernetes", "--server-type", "bm",
 		"--image", "ubuntu-noble", "--external-network", "public", "--flavor", "bm.gold", "--master-flavor", "m1.large",
 		"--master-lb-enabled", "--labels", "kube_tag=v1.33.1")
 	type outcome struct {
@@ -294,6 +296,7 @@ func TestCapacityPreflightThroughTheOpenStackCLI(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			rc := replicas[i]
 			args := append(append([]string{}, rc.base...), "coe", "cluster", "create", fmt.Sprintf("race-%d", i),
 				"--cluster-template", "k8s-bm-gold", "--node-count", "2", "--master-count", "3")
 			cmd := exec.Command(openstackBin, args...)
