@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -115,7 +116,18 @@ func databaseChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
 	if reach.Status == doctor.Fail {
 		return []doctor.Result{reach}
 	}
-	return []doctor.Result{reach, doctor.DatabaseMigrated(ctx, db)}
+	migrated := doctor.DatabaseMigrated(ctx, db)
+	if migrated.Status == doctor.Fail {
+		return []doctor.Result{reach, migrated}
+	}
+	key := doctor.SecretKey{Configured: cfg.String("database", "secret_key") != ""}
+	if !key.Configured && db.Dialect() == store.SQLite {
+		key.Generated = filepath.Join(cfg.StateDir(), generatedKeyFile)
+		if _, err := os.Stat(key.Generated); err != nil {
+			key.Generated = ""
+		}
+	}
+	return []doctor.Result{reach, migrated, doctor.DatabaseSecretsSealed(ctx, db, key)}
 }
 
 // managementChecks check the management cluster: kubeconfig, reachability,

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -57,24 +59,68 @@ func newLogger(cfg *config.Config) (*slog.Logger, error) {
 	return logging.New(os.Stderr, cfg.String("log", "format"), cfg.String("log", "level"))
 }
 
-// openStore opens the configured database, creating and migrating it.
-func openStore(ctx context.Context, cfg *config.Config) (*store.DB, string, error) {
+// openStore opens the configured database, creating and migrating it, in
+// a state directory only its owner can read.
+func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (*store.DB, string, error) {
+	if err := privateDir(cfg.StateDir()); err != nil {
+		return nil, "", err
+	}
 	st, where, err := connectStore(ctx, cfg, store.OpenSQLite, store.OpenMySQL)
 	if err != nil {
 		return nil, "", err
 	}
-	if err := sealSecrets(ctx, cfg, st); err != nil {
+	if err := sealSecrets(ctx, cfg, st, log); err != nil {
 		st.Close()
 		return nil, "", err
 	}
 	return st, where, nil
 }
 
-// sealSecrets turns on sealing of the database's secrets when [database]
-// secret_key is set, and seals those written before.
-func sealSecrets(ctx context.Context, cfg *config.Config, st *store.DB) error {
+// privateDir makes the state directory, or takes every permission but its
+// owner's from the one that exists: it holds the database and the key that
+// seals its secrets.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create the state directory %s: %w", dir, err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, fi.Mode().Perm()&0o700); err != nil {
+			return fmt.Errorf("the state directory %s is open to other users (mode %v) and its mode cannot be changed: %w; make it 0700 or set [DEFAULT] state_dir to a private directory", dir, fi.Mode().Perm(), err)
+		}
+	}
+	return nil
+}
+
+// generatedKeyFile is where a key is kept that Magnetite generated because
+// [database] secret_key is not set.
+const generatedKeyFile = "secret_key"
+
+// sealSecrets turns on sealing of the database's secrets, and seals those
+// written before. The key is [database] secret_key; when it is not set, a
+// SQLite database (one process owns it) gets a key generated on first
+// start and kept in the state directory, so secrets are sealed by default.
+// Replicas sharing MariaDB must share one key, which only the operator can
+// give them: without [database] secret_key their secrets stay unsealed, as
+// the log and doctor say.
+func sealSecrets(ctx context.Context, cfg *config.Config, st *store.DB, log *slog.Logger) error {
 	k := cfg.String("database", "secret_key")
+	if k == "" && st.Dialect() == store.SQLite {
+		path := filepath.Join(cfg.StateDir(), generatedKeyFile)
+		var generated bool
+		var err error
+		if k, generated, err = generatedKey(path); err != nil {
+			return err
+		}
+		if generated {
+			log.Info("generated the key that seals the database's secrets; back it up with the database, or set [database] secret_key", "path", path)
+		}
+	}
 	if k == "" {
+		log.Warn("the database's secrets (clusters' CA keys, application credential secrets) are stored unsealed: set [database] secret_key, the same on every replica")
 		return nil
 	}
 	key, err := base64.StdEncoding.DecodeString(k)
@@ -88,6 +134,40 @@ func sealSecrets(ctx context.Context, cfg *config.Config, st *store.DB) error {
 		return fmt.Errorf("seal the secrets written before [database] secret_key was set: %w", err)
 	}
 	return nil
+}
+
+// generatedKey reads the key kept at path, or generates one there (0600)
+// when there is none.
+func generatedKey(path string) (key string, generated bool, err error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		key = strings.TrimSpace(string(b))
+		if raw, err := base64.StdEncoding.DecodeString(key); err != nil || len(raw) != 32 {
+			return "", false, fmt.Errorf("%s does not hold a secret key (32 random bytes, base64-encoded); restore it from the backup of this database, or set [database] secret_key", path)
+		}
+		return key, false, os.Chmod(path, 0o600)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", false, err
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", false, err
+	}
+	key = base64.StdEncoding.EncodeToString(raw)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", false, fmt.Errorf("keep the generated secret key: %w", err)
+	}
+	if _, err := f.WriteString(key + "\n"); err != nil {
+		f.Close()
+		return "", false, err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return "", false, err
+	}
+	return key, true, f.Close()
 }
 
 // connectStore opens the configured database with the opener of its
@@ -123,7 +203,7 @@ func serve(ctx context.Context, cfg *config.Config, ready chan<- string) error {
 
 // serveLogging is serve with the logger given.
 func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, ready chan<- string) error {
-	st, where, err := openStore(ctx, cfg)
+	st, where, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,40 @@ import (
 type Database interface {
 	SchemaVersion(ctx context.Context) (int, error)
 	Dialect() store.Dialect
+	UnsealedSecrets(ctx context.Context) (int, error)
+}
+
+// SecretKey is where the key sealing the database's secrets comes from.
+type SecretKey struct {
+	// Configured is set when [database] secret_key is.
+	Configured bool
+	// Generated is the file holding the key `magnetite serve` generated
+	// for a SQLite database, when there is one.
+	Generated string
+}
+
+// DatabaseSecretsSealed warns when the clusters' CA keys and application
+// credential secrets are, or will be, stored unsealed.
+func DatabaseSecretsSealed(ctx context.Context, db Database, key SecretKey) Result {
+	const check = "database secrets sealed"
+	n, err := db.UnsealedSecrets(ctx)
+	if err != nil {
+		return warn(check, "see database reachable", "could not count the unsealed secrets: %v", err)
+	}
+	switch {
+	case !key.Configured && key.Generated == "" && db.Dialect() == store.SQLite:
+		return warn(check, "start `magnetite serve` once: it generates a key in the state directory and seals them, or set [database] secret_key",
+			"no secret key yet; %d secrets stored unsealed", n)
+	case !key.Configured && key.Generated == "":
+		return warn(check, "set [database] secret_key (openssl rand -base64 32), the same on every replica, and restart them: secrets are sealed at start",
+			"no [database] secret_key: clusters' CA keys and application credential secrets are stored unsealed (%d now)", n)
+	case n > 0:
+		return warn(check, "restart `magnetite serve`: it seals the secrets written without a key at start",
+			"%d secrets are stored unsealed", n)
+	case key.Configured:
+		return pass(check, "sealed with [database] secret_key")
+	}
+	return pass(check, "sealed with the key generated in %s (back it up with the database)", key.Generated)
 }
 
 // DatabaseReachable reports whether the database at where could be opened

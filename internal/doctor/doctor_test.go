@@ -119,6 +119,7 @@ func TestDatabaseChecksOnARealSQLiteDatabase(t *testing.T) {
 	db := inspect()
 	expect(t, doctor.DatabaseReachable(ctx, "sqlite "+path, db, nil), doctor.Pass, path)
 	expect(t, doctor.DatabaseMigrated(ctx, db), doctor.Pass)
+	expect(t, doctor.DatabaseSecretsSealed(ctx, db, doctor.SecretKey{}), doctor.Warn, "magnetite serve", "generates a key")
 
 	// One migration behind: a database an older build left.
 	if _, err := st.SQL().ExecContext(ctx, `DELETE FROM schema_migrations WHERE version = ?`, latest); err != nil {
@@ -215,6 +216,9 @@ func TestDatabaseChecksOnARealMariaDB(t *testing.T) {
 	db, err = store.InspectMySQL(ctx, fresh)
 	expect(t, doctor.DatabaseReachable(ctx, "mysql", db, err), doctor.Pass)
 	expect(t, doctor.DatabaseMigrated(ctx, db), doctor.Pass)
+	// Replicas must share a key only the operator can give them.
+	expect(t, doctor.DatabaseSecretsSealed(ctx, db, doctor.SecretKey{}), doctor.Warn, "no [database] secret_key", "same on every replica")
+	expect(t, doctor.DatabaseSecretsSealed(ctx, db, doctor.SecretKey{Configured: true}), doctor.Pass)
 	db.Close()
 
 	// Nothing listening: unreachable.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -840,5 +841,36 @@ func TestEveryMigrationExistsInBothDialects(t *testing.T) {
 	}
 	if store.LatestVersion(store.SQLite) != store.LatestVersion(store.MySQL) {
 		t.Fatal("the dialects' latest schema versions differ")
+	}
+}
+
+// TestSQLiteFilesArePrivateAndCommitsSynced: the database and its WAL are
+// the owner's only whatever the umask and whatever mode the file had, and
+// every commit is synced (synchronous=FULL) so an acknowledged write
+// survives a power loss.
+func TestSQLiteFilesArePrivateAndCommitsSynced(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "magnetite.db")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := mustOpen(t, func() (*store.DB, error) { return store.OpenSQLite(ctx, path) })
+	createTemplate(t, db, template("alpha", "wal", false, false))
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", f, fi.Mode().Perm())
+		}
+	}
+	var sync int
+	if err := db.SQL().QueryRowContext(ctx, `PRAGMA synchronous`).Scan(&sync); err != nil {
+		t.Fatal(err)
+	}
+	if sync != 2 {
+		t.Errorf("PRAGMA synchronous = %d, want 2 (FULL)", sync)
 	}
 }

@@ -142,3 +142,18 @@ func (s *DB) SealExisting(ctx context.Context) (int, error) {
 	})
 	return n, err
 }
+
+// UnsealedSecrets counts the secrets the database holds as they are (not
+// sealed with a secret key).
+func (s *DB) UnsealedSecrets(ctx context.Context) (int, error) {
+	n := 0
+	for _, q := range []string{`SELECT COUNT(*) FROM cluster_certificates WHERE key_pem NOT LIKE ?`,
+		`SELECT COUNT(*) FROM cluster_credentials WHERE secret NOT LIKE ?`} {
+		var c int
+		if err := s.db.QueryRowContext(ctx, q, sealedPrefix+"%").Scan(&c); err != nil {
+			return 0, err
+		}
+		n += c
+	}
+	return n, nil
+}

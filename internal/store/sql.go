@@ -38,12 +38,18 @@ type DB struct {
 }
 
 // OpenSQLite opens (creating if needed) the SQLite database at path, in WAL
-// mode with a busy timeout, and applies pending migrations.
+// mode with a busy timeout, and applies pending migrations. The database
+// and its -wal and -shm files are readable by their owner only, whatever
+// they were before: they hold clusters' secrets. Every commit is synced to
+// disk (synchronous=FULL), so an acknowledged change survives a power loss.
 func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store: create state directory: %w", err)
 	}
-	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	if err := privateFiles(path); err != nil {
+		return nil, err
+	}
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=synchronous(FULL)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite: %w", err)
@@ -56,6 +62,33 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// privateFiles creates the database file 0600 if it does not exist (SQLite
+// gives its -wal and -shm files the database file's mode) and takes every
+// permission but the owner's from the files that exist.
+func privateFiles(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("store: open %s: %w", path, err)
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		if fi.Mode().Perm()&0o077 == 0 {
+			continue
+		}
+		if err := os.Chmod(p, 0o600); err != nil {
+			return fmt.Errorf("store: %s is readable by other users (mode %v) and its mode cannot be changed: %w; make it 0600", p, fi.Mode().Perm(), err)
+		}
+	}
+	return nil
 }
 
 // OpenSQL wraps an already opened database of the given dialect and applies

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/magnetite-io/magnetite/internal/config"
+	"github.com/magnetite-io/magnetite/internal/doctor"
+	"github.com/magnetite-io/magnetite/internal/store"
+)
+
+// serveUntil runs serve with cfg until stop is called, which waits for it
+// to end; it returns serve's address.
+func serveUntil(t *testing.T, cfg *config.Config) (addr string, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan string, 1), make(chan error, 1)
+	go func() { done <- serveLogging(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), ready) }()
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve stopped: %v", err)
+	case <-time.After(time.Minute):
+		cancel()
+		t.Fatal("serve did not start within a minute")
+	}
+	return addr, func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}
+}
+
+// TestSecretsAreSealedByDefaultInAPrivateStateDirectory: with no [database]
+// secret_key, the first start generates a key in the state directory and
+// seals the clusters' CA keys with it; the state directory (made 0755 by
+// the operator), the key and the database files are the owner's only,
+// whatever the umask; a restart finds the same key and reads the secrets.
+func TestSecretsAreSealedByDefaultInAPrivateStateDirectory(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	state := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(state, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load("", "", []string{"MAGNETITE_DEFAULT_STATE_DIR=" + state, "MAGNETITE_API_LISTEN=127.0.0.1:0",
+		"MAGNETITE_AUTH_NOAUTH_ROLES=admin", "MAGNETITE_LOG_LEVEL=error"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(addr, method, path string, body any, want int) []byte {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+		req, _ := http.NewRequest(method, "http://"+addr+path, rd)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != want {
+			t.Fatalf("%s %s: %d %s, want %d", method, path, res.StatusCode, b, want)
+		}
+		return b
+	}
+
+	addr, stop := serveUntil(t, cfg)
+	call(addr, "POST", "/v1/clustertemplates", map[string]any{"name": "k8s", "coe": "kubernetes", "image_id": "ubuntu", "master_lb_enabled": true}, http.StatusCreated)
+	var created struct{ UUID string }
+	if err := json.Unmarshal(call(addr, "POST", "/v1/clusters", map[string]any{"name": "sealed", "cluster_template_id": "k8s"}, http.StatusAccepted), &created); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+
+	wantMode := func(path string, want os.FileMode) {
+		t.Helper()
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s has mode %v, want %v", path, got, want)
+		}
+	}
+	wantMode(state, 0o700)
+	keyFile := filepath.Join(state, generatedKeyFile)
+	wantMode(keyFile, 0o600)
+	db := filepath.Join(state, "magnetite.db")
+	for _, f := range []string{db, db + "-wal", db + "-shm"} {
+		if _, err := os.Stat(f); err == nil {
+			wantMode(f, 0o600)
+		}
+	}
+	b, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b))); err != nil || len(raw) != 32 {
+		t.Fatalf("%s does not hold a 32-byte key: %q", keyFile, b)
+	}
+	st, err := store.InspectSQLite(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := st.UnsealedSecrets(context.Background())
+	st.Close()
+	if err != nil || n != 0 {
+		t.Fatalf("%d secrets unsealed (%v), want none", n, err)
+	}
+	rs := databaseChecks(context.Background(), cfg)
+	if r := rs[len(rs)-1]; r.Check != "database secrets sealed" || r.Status != doctor.Pass {
+		t.Errorf("doctor: %+v", r)
+	}
+
+	// The operator loosens the modes; a restart takes them back and reads
+	// the sealed CA with the key it kept.
+	for _, f := range []string{state, db} {
+		if err := os.Chmod(f, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr, stop = serveUntil(t, cfg)
+	defer stop()
+	var ca struct{ PEM string }
+	if err := json.Unmarshal(call(addr, "GET", "/v1/certificates/"+created.UUID, nil, http.StatusOK), &ca); err != nil || !strings.Contains(ca.PEM, "BEGIN CERTIFICATE") {
+		t.Fatalf("the cluster's CA after a restart: %+v %v", ca, err)
+	}
+	wantMode(state, 0o700)
+	wantMode(db, 0o600)
+}
