@@ -320,7 +320,7 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 	}
 
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(api.MagnumErrors(ln)) }()
 	log.Info("Magnum v1 API listening", "address", "http://"+ln.Addr().String(), "auth", cfg.String("auth", "strategy"))
 	if ready != nil {
 		ready <- ln.Addr().String()

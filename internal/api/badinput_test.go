@@ -49,8 +49,16 @@ var reader = hdr("X-Roles", "reader")
 // tplBody is a valid template create body with extra members (a JSON
 // fragment such as `"name": 1`) appended or, when they repeat a key,
 // overriding it.
+// tplBody is a valid template body with extra fields, which replace the
+// defaults they name (a body never carries one key twice).
 func tplBody(extra string) string {
-	return `{"coe": "kubernetes", "image_id": "ubuntu-2204-kube-v1.30.4", ` + extra + `}`
+	body := `{`
+	for _, kv := range []string{`"coe": "kubernetes", `, `"image_id": "ubuntu-2204-kube-v1.30.4", `} {
+		if !strings.Contains(extra, kv[:strings.Index(kv, ":")]) {
+			body += kv
+		}
+	}
+	return body + extra + `}`
 }
 
 func clBody(extra string) string { return `{"cluster_template_id": "{tpl}", ` + extra + `}` }
@@ -371,6 +379,23 @@ func badInputCases() []badCase {
 		{"stats of another project", "GET", "/v1/stats?project_id=full", member("projb"), ``, 403, "stats:get_all"},
 		{"member cannot list services", "GET", "/v1/mservices", member("projb"), ``, 403, "magnum-service:get_all"},
 
+		// Sizes, names and bodies a client cannot mean.
+		{"cluster node_count of a billion", "POST", "/v1/clusters", nil, clBody(`"node_count": 1000000000`), 400, "node_count. Value: 1000000000. Value should be lower or equal to 5000"},
+		{"cluster of more nodes than Kubernetes supports", "POST", "/v1/clusters", nil, clBody(`"node_count": 4999, "master_count": 3, "master_lb_enabled": true`), 400, "would have 5002 nodes"},
+		{"resize past 5000 nodes", "POST", resize, nil, `{"node_count": 5001}`, 400, "lower or equal to 5000"},
+		{"node group max_node_count of a billion", "POST", ngPath, nil, ngBody(`"max_node_count": 1000000000`), 400, "max_node_count"},
+		{"template name with a newline", "POST", "/v1/clustertemplates", nil, tplBody(`"name": "k8s\nFAKE LOG LINE"`), 400, "control characters"},
+		{"template name with NUL", "POST", "/v1/clustertemplates", nil, tplBody(`"name": "k8s\u0000"`), 400, "control characters"},
+		{"node group name with a tab", "POST", ngPath, nil, `{"name": "tab\there"}`, 400, "control characters"},
+		{"template patch name with a newline", "PATCH", tplPath, nil, patch("replace", "/name", `"a\nb"`), 400, "control characters"},
+		{"template with a duplicate key", "POST", "/v1/clustertemplates", nil, `{"coe": "kubernetes", "image_id": "a", "image_id": "b"}`, 400, `key "image_id" twice`},
+		{"template with a duplicate label key", "POST", "/v1/clustertemplates", nil, tplBody(`"labels": {"kube_tag": "v1.30.4", "kube_tag": "v1.31.0"}`), 400, `key "kube_tag" twice`},
+		{"template posted as text/plain", "POST", "/v1/clustertemplates", map[string]string{"Content-Type": "text/plain"}, tplBody(`"name": "form"`), 415, "Content-Type: application/json"},
+		{"template posted as a form", "POST", "/v1/clustertemplates", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, `coe=kubernetes&image_id=x`, 415, "must be JSON"},
+		{"resize the control plane to 2 without a load balancer", "POST", "/v1/clusters/{nolb}/actions/resize", nil, `{"node_count": 2, "nodegroup": "default-master"}`, 400, "master_count must be 1 when master_lb_enabled is False"},
+		{"path with an empty segment", "GET", "//v1//clusters", nil, ``, 404, "could not be found"},
+		{"path with a dot-dot segment", "GET", "/v1/clusters/../clustertemplates", nil, ``, 404, "could not be found"},
+
 		// Routing.
 		{"unknown collection", "GET", "/v1/pods", nil, ``, 404, "could not be found"},
 		{"unknown API version path", "GET", "/v2/clusters", nil, ``, 404, "could not be found"},
@@ -388,11 +413,13 @@ func fixtures(t *testing.T, c *client) *strings.Replacer {
 	dm := c.createTemplate(map[string]any{"name": "dm", "docker_storage_driver": "devicemapper", "docker_volume_size": 3})
 	tplB := c.as("projb", "member").createTemplate(map[string]any{"name": "b-own"})
 	cl := c.createCluster(inuse, map[string]any{"name": "c1"})
+	single := c.createTemplate(map[string]any{"name": "single"})
+	nolb := c.createCluster(single, map[string]any{"name": "c-nolb"})
 	c.must(http.StatusAccepted, "POST", "/v1/clusters/"+cl+"/nodegroups", map[string]any{"name": "ng1"})
 	c.must(http.StatusCreated, "POST", "/v1/quotas", map[string]any{"project_id": "full", "resource": "Cluster", "hard_limit": 1})
 	c.as("full", "member").createCluster(pub, nil)
 	return strings.NewReplacer("{tpl}", tpl, "{inuse}", inuse, "{pub}", pub, "{hidden}", hidden, "{dm}", dm,
-		"{tplB}", tplB, "{cl}", cl)
+		"{tplB}", tplB, "{cl}", cl, "{nolb}", nolb)
 }
 
 // snapshot is everything an admin can read; a refused request must leave

@@ -107,7 +107,7 @@ var baySchema = func() schema {
 		"flavor_id", "bay_create_timeout", "discovery_url", "fixed_network", "fixed_subnet", "floating_ip_enabled",
 		"master_lb_enabled", "uuid", "links", "stack_id", "status", "status_reason", "api_address", "coe_version",
 		"container_version", "node_addresses", "master_addresses", "bay_faults", "created_at", "updated_at")
-	sch.fields["node_count"] = integer("node_count", 1, 0)
+	sch.fields["node_count"] = integer("node_count", 1, maxNodes)
 	return sch
 }()
 

@@ -23,7 +23,7 @@ var caCertTypes = map[string]certs.Purpose{
 
 var certificateSchema = newSchema("certificate",
 	str("cluster_uuid", 1, 255),
-	str("csr", 1, 0),
+	text("csr", 1, 0),
 	field{name: "ca_cert_type", kind: kEnum, enum: []string{"kubernetes", "etcd", "front-proxy", "front_proxy"}},
 )
 

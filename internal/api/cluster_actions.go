@@ -12,7 +12,7 @@ import (
 )
 
 var resizeSchema = newSchema("cluster_resize_req",
-	integer("node_count", 0, 0),
+	integer("node_count", 0, maxNodes),
 	field{name: "nodes_to_remove", kind: kStringList},
 	str("nodegroup", 1, 255),
 )
@@ -81,7 +81,10 @@ func (s *Server) resizeCluster(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkBounds(ng, n); err != nil {
+	if err := checkBounds(c, ng, n); err != nil {
+		return err
+	}
+	if err := s.checkClusterSize(r, c, ng, n); err != nil {
 		return err
 	}
 	remove, _ := vals["nodes_to_remove"].([]string)

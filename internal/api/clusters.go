@@ -22,8 +22,8 @@ var clusterSchema = newSchema("cluster",
 		patternH: "A cluster name must start with a letter and contain only letters, digits, '_', '.' and '-'."},
 	str("cluster_template_id", 1, 255),
 	str("keypair", 1, 255),
-	integer("node_count", 0, 0),
-	integer("master_count", 1, 0),
+	integer("node_count", 0, maxNodes),
+	integer("master_count", 1, maxNodes),
 	integer("docker_volume_size", 1, 0),
 	field{name: "labels", kind: kLabels},
 	str("master_flavor_id", 1, 255),
@@ -46,7 +46,7 @@ var clusterSchema = newSchema("cluster",
 // clusterUpdatable are the only cluster properties PATCH may change
 // (Magnum's cluster_update_allowed_properties).
 var clusterUpdatable = map[string]field{
-	"node_count":           integer("node_count", 0, 0),
+	"node_count":           integer("node_count", 0, maxNodes),
 	"health_status":        {name: "health_status", kind: kEnum, enum: healthValues},
 	"health_status_reason": {name: "health_status_reason", kind: kStringMap},
 }
@@ -364,8 +364,11 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 			c.CreateTimeout = s.opts.DefaultBareMetalCreateTimeout
 		}
 	}
-	if masterCount > 1 && !c.MasterLBEnabled {
-		return badRequest("master_count must be 1 when master_lb_enabled is False; enable master_lb_enabled to run %d control plane nodes.", masterCount)
+	if err := checkMasterCount(c, masterCount); err != nil {
+		return err
+	}
+	if err := checkTotalNodes(masterCount + nodeCount); err != nil {
+		return err
 	}
 	if ct.DockerStorageDriver != nil && *ct.DockerStorageDriver == "devicemapper" && (c.DockerVolumeSize == nil || *c.DockerVolumeSize < 3) {
 		return badRequest("docker volume size %s GB is not valid, expecting minimum value 3GB for devicemapper storage", intString(c.DockerVolumeSize))
@@ -590,7 +593,10 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 			if worker == nil {
 				return conflict("Cluster %s has no default-worker node group to resize; use actions/resize with a nodegroup.", c.Name)
 			}
-			if err := checkBounds(worker, patched.NodeCount); err != nil {
+			if err := checkBounds(c, worker, patched.NodeCount); err != nil {
+				return err
+			}
+			if err := s.checkClusterSize(r, c, worker, patched.NodeCount); err != nil {
 				return err
 			}
 			if worker.NodeCount == patched.NodeCount {
@@ -647,15 +653,51 @@ func defaultWorker(ngs []*model.NodeGroup) *model.NodeGroup {
 	return nil
 }
 
-func checkBounds(ng *model.NodeGroup, n int) error {
+// checkBounds applies to the node count a resize asks for the rules a
+// create applies: the control plane follows master_count's, the others
+// their node group's bounds.
+func checkBounds(c *model.Cluster, ng *model.NodeGroup, n int) error {
 	if ng.Role == model.RoleMaster {
 		if n < 1 {
 			return badRequest("The control plane node group %s needs at least one node; got %d.", ng.Name, n)
 		}
-		return nil
+		return checkMasterCount(c, n)
 	}
 	if n < ng.MinNodeCount || (ng.MaxNodeCount != nil && *ng.MaxNodeCount > 0 && n > *ng.MaxNodeCount) {
 		return badRequest("Resizing %s outside the allowed range: min_node_count = %d, max_node_count = %s", ng.Name, ng.MinNodeCount, intString(ng.MaxNodeCount))
+	}
+	return nil
+}
+
+// checkMasterCount: several control plane nodes need the load balancer
+// that spreads the API across them.
+func checkMasterCount(c *model.Cluster, n int) error {
+	if n > 1 && !c.MasterLBEnabled {
+		return badRequest("master_count must be 1 when master_lb_enabled is False; enable master_lb_enabled to run %d control plane nodes.", n)
+	}
+	return nil
+}
+
+// checkClusterSize refuses a change that would give the cluster more nodes
+// than Kubernetes supports: ng (new, or one of the cluster's) with n nodes
+// beside the cluster's other node groups.
+func (s *Server) checkClusterSize(r *http.Request, c *model.Cluster, ng *model.NodeGroup, n int) error {
+	ngs, err := s.st.NodeGroupsOf(r.Context(), []string{c.UUID})
+	if err != nil {
+		return err
+	}
+	total := n
+	for _, g := range ngs[c.UUID] {
+		if g.UUID != ng.UUID {
+			total += g.NodeCount
+		}
+	}
+	return checkTotalNodes(total)
+}
+
+func checkTotalNodes(total int) error {
+	if total > maxNodes {
+		return badRequest("The cluster would have %d nodes; Kubernetes supports at most %d nodes in one cluster.", total, maxNodes)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/magnetite-io/magnetite/internal/labels"
 	"github.com/magnetite-io/magnetite/internal/model"
@@ -43,6 +44,10 @@ type field struct {
 	minVersion int
 	// nullable fields accept JSON null as "unset".
 	nonNull bool
+	// multiline strings may hold line breaks; others refuse every control
+	// character (a name with a newline or NUL breaks logs, CLI tables and
+	// the objects named after it).
+	multiline bool
 }
 
 type schema struct {
@@ -61,6 +66,16 @@ func newSchema(resource string, fs ...field) schema {
 func str(name string, min, max int) field {
 	return field{name: name, kind: kString, min: min, max: max}
 }
+
+// text is a string that may span lines (a PEM document).
+func text(name string, min, max int) field {
+	return field{name: name, kind: kString, min: min, max: max, multiline: true}
+}
+
+// maxNodes bounds every node count: Kubernetes supports clusters of up to
+// 5,000 nodes, and no request may ask for more.
+const maxNodes = 5000
+
 func integer(name string, min, max int) field {
 	return field{name: name, kind: kInt, min: min, max: max}
 }
@@ -156,6 +171,9 @@ func (f field) coerce(v any) (any, error) {
 		}
 		if n := len([]rune(s)); n < f.min || (f.max > 0 && n > f.max) {
 			return nil, fmt.Errorf("expected a string of %d to %d characters", f.min, f.max)
+		}
+		if !f.multiline && strings.IndexFunc(s, unicode.IsControl) >= 0 {
+			return nil, fmt.Errorf("control characters (line breaks, tabs, NUL) are not allowed")
 		}
 		if f.pattern != nil && !f.pattern.MatchString(s) {
 			return nil, fmt.Errorf("%s", f.patternH)

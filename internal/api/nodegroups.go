@@ -25,10 +25,10 @@ var nodeGroupSchema = newSchema("nodegroup",
 	field{name: "labels", kind: kLabels},
 	str("flavor_id", 1, 255),
 	str("image_id", 1, 255),
-	integer("node_count", 0, 0),
+	integer("node_count", 0, maxNodes),
 	str("role", 1, 255),
-	integer("min_node_count", 0, 0),
-	integer("max_node_count", 0, 0),
+	integer("min_node_count", 0, maxNodes),
+	integer("max_node_count", 0, maxNodes),
 	boolean("merge_labels"),
 	field{name: "node_labels", kind: kStringMap, minVersion: 14},
 	field{name: "node_taints", kind: kTaints, minVersion: 14},
@@ -225,6 +225,9 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 		ng.Labels = merged
 	}
 	if err := s.checkNodeGroupLabels(ct, ng); err != nil {
+		return err
+	}
+	if err := s.checkClusterSize(r, c, ng, ng.NodeCount); err != nil {
 		return err
 	}
 	claim, err := s.checkCapacity(r, ct, c, grows(ng, ng.NodeCount))

@@ -31,6 +31,9 @@ func send(t *testing.T, srv *apitest.Server, method, path string, body string, h
 		t.Fatal(err)
 	}
 	req.Header.Set("OpenStack-API-Version", "container-infra latest")
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}

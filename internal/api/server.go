@@ -218,6 +218,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(rec, r.Body, s.opts.MaxBodyBytes)
 	}
+	if !cleanPath(r.URL.Path) {
+		s.writeError(rec, r, notFound("The resource could not be found: %s (empty, . or .. path segments)", r.URL.Path))
+		return
+	}
 	if s.serveOperator(rec, r) {
 		return
 	}
@@ -236,6 +240,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		h.Set(versionHeader, serviceType+" "+v.String())
+		if err := requireJSON(r); err != nil {
+			s.writeError(rec, r, err)
+			return
+		}
 		ctx = withVersion(ctx, v)
 		if !publicRoute(r.URL.Path) {
 			id, err := s.opts.Auth.Identify(r)
@@ -328,6 +336,9 @@ func readBody(r *http.Request) ([]byte, error) {
 				Detail: fmt.Sprintf("The request body is larger than %d bytes.", mbe.Limit)}
 		}
 		return nil, badRequest("The request body could not be read: %v", err)
+	}
+	if k, dup := duplicateKey(b); dup {
+		return nil, badRequest("The request body has the key %q twice in one object; send each key once.", k)
 	}
 	return b, nil
 }

@@ -1,8 +1,13 @@
 package api_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -69,4 +74,116 @@ func TestNoChangeCommitsAfterAnAcknowledgedDelete(t *testing.T) {
 			}
 		})
 	}
+}
+
+// rawServer serves the API as `magnetite serve` does: behind
+// api.MagnumErrors, with headers limited to maxHeader bytes.
+func rawServer(t *testing.T, maxHeader int) string {
+	t.Helper()
+	srv := apitest.Start(t)
+	hs := httptest.NewUnstartedServer(srv.API)
+	hs.Listener = api.MagnumErrors(hs.Listener)
+	hs.Config.MaxHeaderBytes = maxHeader
+	hs.Start()
+	t.Cleanup(hs.Close)
+	return hs.Listener.Addr().String()
+}
+
+// rawExchange sends req as it is on a new connection and reads the answer.
+func rawExchange(t *testing.T, addr, req string) *http.Response {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestErrorsOfTheHTTPStackAreInMagnumFormat: requests Go's HTTP server
+// refuses before any handler runs (a NUL byte in a header, headers too
+// large, a malformed request line) are answered in Magnum's error format,
+// as are writes without a JSON body type and unclean paths.
+func TestErrorsOfTheHTTPStackAreInMagnumFormat(t *testing.T) {
+	addr := rawServer(t, 4096)
+	for _, tc := range []struct {
+		name, req string
+		status    int
+		says      string
+	}{
+		{"NUL in a header", "GET /v1/clusters HTTP/1.1\r\nHost: x\r\nX-Bad: a\x00b\r\n\r\n", 400, "Bad Request"},
+		{"headers too large", "GET /v1/clusters HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 16<<10) + "\r\n\r\n", 431, "Request Header Fields Too Large"},
+		{"malformed request line", "GET\r\n\r\n", 400, "Bad Request"},
+		{"write without Content-Type", "POST /v1/clustertemplates HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", 415, "got none"},
+		{"empty path segments", "GET //v1//clusters HTTP/1.1\r\nHost: x\r\n\r\n", 404, "could not be found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := rawExchange(t, addr, tc.req)
+			defer res.Body.Close()
+			b, _ := io.ReadAll(res.Body)
+			assertMagnumError(t, &response{Status: res.StatusCode, Header: res.Header, Body: b}, tc.says)
+			if res.StatusCode != tc.status {
+				t.Errorf("status %d, want %d: %s", res.StatusCode, tc.status, b)
+			}
+			if res.Header.Get("X-Openstack-Request-Id") == "" {
+				t.Error("no X-Openstack-Request-Id")
+			}
+		})
+	}
+}
+
+// FuzzDuplicateKey: the duplicate-key scan never panics on any body, and
+// finds a key exactly when one object of a valid body holds it twice.
+func FuzzDuplicateKey(f *testing.F) {
+	for _, seed := range []string{`{}`, `{"a":1,"a":2}`, `{"a":{"b":1,"b":2}}`, `[{"a":1},{"a":1}]`, `{"a":[{"b":1}],"b":2}`, `{"a":`, `"x"`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		key, got := api.DuplicateKeyForTest([]byte(body))
+		var v any
+		if json.Unmarshal([]byte(body), &v) != nil {
+			return
+		}
+		if want := referenceDuplicate(json.NewDecoder(strings.NewReader(body))); got != want {
+			t.Fatalf("duplicateKey(%q) = %q, %v; reference says duplicate: %v", body, key, got, want)
+		}
+	})
+}
+
+// referenceDuplicate decodes one value recursively, keeping each object's
+// keys, and reports whether any object repeats one.
+func referenceDuplicate(dec *json.Decoder) bool {
+	tok, err := dec.Token()
+	if err != nil {
+		return false
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen, dup := map[string]bool{}, false
+		for dec.More() {
+			k, _ := dec.Token()
+			if seen[k.(string)] {
+				dup = true
+			}
+			seen[k.(string)] = true
+			dup = referenceDuplicate(dec) || dup
+		}
+		dec.Token()
+		return dup
+	case json.Delim('['):
+		dup := false
+		for dec.More() {
+			dup = referenceDuplicate(dec) || dup
+		}
+		dec.Token()
+		return dup
+	}
+	return false
 }

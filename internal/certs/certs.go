@@ -1,6 +1,7 @@
 package certs
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -238,9 +239,12 @@ func SignClientCSR(ca KeyPair, csrPEM []byte, now time.Time) ([]byte, error) {
 // signature must verify, its subject must name a user (CN), and its key must
 // be strong enough.
 func ParseCSR(csrPEM []byte) (*x509.CertificateRequest, error) {
-	block, _ := pem.Decode(csrPEM)
+	block, rest := pem.Decode(csrPEM)
 	if block == nil {
 		return nil, fmt.Errorf("%w: expected a PEM block \"CERTIFICATE REQUEST\"", ErrInvalidCSR)
+	}
+	if len(bytes.TrimSpace(rest)) > 0 {
+		return nil, fmt.Errorf("%w: there is data after the PEM block; send exactly one \"CERTIFICATE REQUEST\"", ErrInvalidCSR)
 	}
 	if block.Type != "CERTIFICATE REQUEST" && block.Type != "NEW CERTIFICATE REQUEST" {
 		return nil, fmt.Errorf("%w: the PEM block is a %q, expected \"CERTIFICATE REQUEST\"", ErrInvalidCSR, block.Type)

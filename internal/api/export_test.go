@@ -1,0 +1,4 @@
+package api
+
+// DuplicateKeyForTest exposes the duplicate-key scan to the fuzz target.
+var DuplicateKeyForTest = duplicateKey
