@@ -56,6 +56,7 @@ func startConductor(ctx context.Context, cfg *config.Config, st *store.DB, drive
 		Facts:          facts,
 		KeepNamespaces: !cfg.Bool("management", "delete_empty_namespaces"),
 	})
+	go c.ProbeManagement(ctx)
 	go func() {
 		// The management cluster may come up after Magnetite: keep trying.
 		wait := 2 * time.Second

@@ -286,6 +286,13 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 	if cond != nil {
 		onQueued = cond.Notify
 	}
+	var management func() api.ManagementHealth
+	if cond != nil {
+		management = func() api.ManagementHealth {
+			m := cond.Management()
+			return api.ManagementHealth{Known: m.Known, Reachable: m.Reachable, Since: m.Since, Error: m.Error}
+		}
+	}
 	var planner api.CapacityPlanner
 	if capacity != nil {
 		planner = capacity
@@ -303,6 +310,7 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 		ValidateLabels:                validateLabels,
 		Hosts:                         hosts,
 		Capacity:                      planner,
+		Management:                    management,
 		Resources:                     resources,
 		OnQueued:                      onQueued,
 		Credentials:                   credentialIssuer(keystone),

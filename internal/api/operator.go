@@ -56,10 +56,14 @@ func (s *Server) healthcheck(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	reasons := []healthReason{s.databaseHealth(r.Context())}
-	healthy := true
-	for _, hr := range reasons {
-		healthy = healthy && hr.Reason == "OK"
+	db := s.databaseHealth(r.Context())
+	healthy := db.Reason == "OK"
+	reasons := []healthReason{db}
+	// The management cluster is reported, never counted: every replica
+	// shares it, and taking them all out of the load balancer would stop
+	// the reads and queued changes that still work without it.
+	if s.opts.Management != nil {
+		reasons = append(reasons, managementHealth(s.opts.Management()))
 	}
 	status := http.StatusOK
 	if !healthy {
@@ -109,6 +113,29 @@ func (s *Server) databaseHealth(ctx context.Context) healthReason {
 	hr.Reason = "OK"
 	hr.Details = fmt.Sprintf("%s database answered in %s; schema version %d (this build's latest %d)",
 		s.st.Dialect(), time.Since(start).Round(time.Microsecond), v, store.LatestVersion(s.st.Dialect()))
+	return hr
+}
+
+// ManagementHealth is the conductor's view of the management cluster.
+type ManagementHealth struct {
+	// Known is false until the conductor's first probe.
+	Known, Reachable bool
+	Since            time.Time
+	Error            string
+}
+
+func managementHealth(m ManagementHealth) healthReason {
+	hr := healthReason{Class: "ManagementClusterCheck"}
+	switch {
+	case !m.Known:
+		hr.Reason, hr.Details = "OK", "the conductor has not probed the management cluster yet"
+	case m.Reachable:
+		hr.Reason, hr.Details = "OK", "the management cluster answers (since "+m.Since.UTC().Format(time.RFC3339)+")"
+	default:
+		hr.Reason = "management cluster unreachable"
+		hr.Details = "unreachable since " + m.Since.UTC().Format(time.RFC3339) + ": " + m.Error +
+			"; cluster status is not being watched and operations wait (the API still serves reads and queues changes)"
+	}
 	return hr
 }
 

@@ -78,6 +78,9 @@ type Options struct {
 	// with the caller's token and serves PATCH /v1/credentials; nil (noauth)
 	// makes none.
 	Credentials CredentialIssuer
+	// Management reports the conductor's view of the management cluster
+	// for /healthcheck; nil (no conductor in this process) reports nothing.
+	Management func() ManagementHealth
 	// Drivers finds a template's driver; templates and clusters whose
 	// (server_type, os_distro, coe) no driver provides are refused with a
 	// 400. nil accepts every template.

@@ -46,6 +46,9 @@ type Options struct {
 	// KeepNamespaces leaves a project's namespace in place when its last
 	// cluster is deleted ([management] delete_empty_namespaces = false).
 	KeepNamespaces bool
+	// ProbeInterval is how often the management cluster's API is asked
+	// whether it answers; two failures in a row count as a loss.
+	ProbeInterval time.Duration
 }
 
 // Conductor runs operations and keeps cluster status in step with the
@@ -68,6 +71,9 @@ type Conductor struct {
 	// the watch-lag metric.
 	lastTransition map[string]time.Time
 	unsynced       map[string][]objectChange
+
+	reachMu sync.Mutex
+	reach   ManagementState
 }
 
 // New builds a conductor.
@@ -83,6 +89,9 @@ func New(opts Options) *Conductor {
 	}
 	if opts.StatusWorkers <= 0 {
 		opts.StatusWorkers = 4
+	}
+	if opts.ProbeInterval <= 0 {
+		opts.ProbeInterval = 2 * time.Second
 	}
 	if opts.Facts == nil {
 		opts.Facts = NoCloud{}
@@ -333,6 +342,10 @@ func (c *Conductor) failCluster(ctx context.Context, op *model.Operation, cause 
 // for; status from Cluster API replaces it as soon as there is any.
 func (c *Conductor) noteRetry(ctx context.Context, op *model.Operation, cause error) {
 	msg := fmt.Sprintf("Retrying (attempt %d failed): %v", op.Attempts, cause)
+	if st := c.Management(); st.Known && !st.Reachable {
+		// Why the attempt failed is already said, better.
+		msg = unreachableReason(st.Since, errors.New(st.Error))
+	}
 	_, err := c.st.UpdateClusterStatus(ctx, op.ClusterID, func(cl *model.Cluster, _ []*model.NodeGroup) ([]*model.NodeGroup, bool) {
 		if !cl.Status.InProgress() || (cl.StatusReason != nil && *cl.StatusReason == msg) {
 			return nil, false

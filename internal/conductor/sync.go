@@ -74,6 +74,11 @@ func groupOf(ngs []*model.NodeGroup) func(map[string]string) string {
 // writes it when it changed. Deadlines (create_timeout) are timers on the
 // queue, not polling.
 func (c *Conductor) syncStatus(ctx context.Context, id string) error {
+	if !c.reachable() {
+		// The caches hold what was seen before the loss; every cluster is
+		// looked at again when the management cluster answers.
+		return nil
+	}
 	obs, err := c.observe(id)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,6 +47,8 @@ type Registry struct {
 	operations        *prometheus.CounterVec
 	operationDuration *prometheus.HistogramVec
 	watchLag          *prometheus.HistogramVec
+	management        prometheus.Gauge
+	managementOnce    sync.Once
 }
 
 // New builds the registry. state and db may be nil (no store-backed gauges,
@@ -79,6 +82,10 @@ func New(state StateSource, db *sql.DB, log *slog.Logger) *Registry {
 			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
 		}, []string{"kind"}),
 	}
+	r.management = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "management_cluster_reachable",
+		Help: "1 while the conductor's probes of the management cluster's API succeed, 0 while they fail; absent without a conductor.",
+	})
 	buildInfo := prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "build_info", Help: "Always 1; the version label names the build.",
 		ConstLabels: prometheus.Labels{"version": version.String()},
@@ -118,6 +125,17 @@ func (r *Registry) ObserveRequest(method, route string, code int, d time.Duratio
 func (r *Registry) OperationFinished(typ model.OperationType, result Result, age time.Duration) {
 	r.operations.WithLabelValues(string(typ), string(result)).Inc()
 	r.operationDuration.WithLabelValues(string(typ), string(result)).Observe(age.Seconds())
+}
+
+// SetManagementReachable records the conductor's view of the management
+// cluster; the gauge appears with the first call.
+func (r *Registry) SetManagementReachable(reachable bool) {
+	r.managementOnce.Do(func() { r.reg.MustRegister(r.management) })
+	if reachable {
+		r.management.Set(1)
+	} else {
+		r.management.Set(0)
+	}
 }
 
 // ObserveWatchLag records how long after a management-cluster change of the

@@ -283,3 +283,14 @@ func (c *Client) Delete(ctx context.Context, kind, namespace, name string) (bool
 	}
 	return true, nil
 }
+
+// Ping asks the management cluster's API server for its version: the
+// cheapest request every authenticated user may make, so an error means it
+// cannot be reached or does not accept Magnetite's credentials.
+func (c *Client) Ping(ctx context.Context) error {
+	res := c.disc.RESTClient().Get().AbsPath("/version").Do(ctx)
+	if err := res.Error(); err != nil {
+		return fmt.Errorf("mgmt: %s does not answer: %w", c.cfg.Host, err)
+	}
+	return nil
+}

@@ -123,6 +123,9 @@ type APIServer struct {
 
 	procs []*proc
 	pki   *pkiFiles
+	// apiserver is kube-apiserver's binary and arguments, to start it again
+	// after StopAPIServer.
+	apiserver []string
 }
 
 type proc struct {
@@ -182,17 +185,18 @@ func Start(t testing.TB) *APIServer {
 		t.Fatalf("testenv: etcd did not become healthy: %v\n%s", err, s.logTail("etcd"))
 	}
 	host := fmt.Sprintf("127.0.0.1:%d", ports[2])
-	if err := s.run(filepath.Join(k8s, "kube-apiserver"), "kube-apiserver",
-		"--etcd-servers="+etcdURL,
+	s.apiserver = []string{filepath.Join(k8s, "kube-apiserver"),
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", ports[2]),
-		"--cert-dir="+filepath.Join(s.Dir, "apiserver-certs"),
-		"--tls-cert-file="+pki.serverCert, "--tls-private-key-file="+pki.serverKey,
-		"--client-ca-file="+pki.caCert, "--token-auth-file="+pki.tokens,
+		"--cert-dir=" + filepath.Join(s.Dir, "apiserver-certs"),
+		"--tls-cert-file=" + pki.serverCert, "--tls-private-key-file=" + pki.serverKey,
+		"--client-ca-file=" + pki.caCert, "--token-auth-file=" + pki.tokens,
 		"--authorization-mode=RBAC",
-		"--service-account-issuer=https://"+host, "--service-account-key-file="+pki.saPub,
-		"--service-account-signing-key-file="+pki.saKey,
+		"--service-account-issuer=https://" + host, "--service-account-key-file=" + pki.saPub,
+		"--service-account-signing-key-file=" + pki.saKey,
 		"--service-cluster-ip-range=10.0.0.0/24",
-		"--disable-admission-plugins=ServiceAccount", "--allow-privileged=true"); err != nil {
+		"--disable-admission-plugins=ServiceAccount", "--allow-privileged=true"}
+	if err := s.run(s.apiserver[0], "kube-apiserver", s.apiserver[1:]...); err != nil {
 		t.Fatal(err)
 	}
 	s.Config = &rest.Config{
@@ -202,6 +206,13 @@ func Start(t testing.TB) *APIServer {
 		QPS:             200, Burst: 400,
 		Timeout: 30 * time.Second,
 	}
+	s.awaitAPIServer(ctx, t)
+	return s
+}
+
+// awaitAPIServer waits until kube-apiserver reports ready.
+func (s *APIServer) awaitAPIServer(ctx context.Context, t testing.TB) {
+	t.Helper()
 	tr, err := rest.TransportFor(s.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +228,39 @@ func Start(t testing.TB) *APIServer {
 	}); err != nil {
 		t.Fatalf("testenv: kube-apiserver did not become ready: %v\n%s", err, s.logTail("kube-apiserver"))
 	}
-	return s
+}
+
+// StopAPIServer stops kube-apiserver alone, leaving etcd and every manager
+// running: an outage of the management cluster's API as its clients see it.
+func (s *APIServer) StopAPIServer(t testing.TB) {
+	t.Helper()
+	for i, p := range s.procs {
+		if p.name != "kube-apiserver" {
+			continue
+		}
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		s.procs = append(s.procs[:i], s.procs[i+1:]...)
+		return
+	}
+	t.Fatal("testenv: kube-apiserver is not running")
+}
+
+// RestartAPIServer starts kube-apiserver again after StopAPIServer, on the
+// same address with the same data, and waits until it is ready.
+func (s *APIServer) RestartAPIServer(t testing.TB) {
+	t.Helper()
+	if err := s.run(s.apiserver[0], "kube-apiserver-restarted", s.apiserver[1:]...); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s.awaitAPIServer(ctx, t)
 }
 
 // Dynamic returns a dynamic client.

@@ -59,6 +59,24 @@ lease = 10s
 	return p
 }
 
+// cliOnClusterAPI starts a local Cluster API and magnetite serve with its
+// conductor on it, and returns them with the openstack CLI pointed at it
+// and a reader of one field of the named cluster. It skips under -short.
+func cliOnClusterAPI(t *testing.T, cluster string) (*testenv.APIServer, *serveProc, *cli, func(string) string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs Debian's openstack CLI and a local Cluster API built by hack/build-testbin.sh; runs in the full suite (hack/test.sh)")
+	}
+	requireCLI(t)
+	mgmt := testenv.StartClusterAPI(t)
+	p := startConductor(t, mgmt.KubeconfigFile(t))
+	c := newCLI(t, "http://"+p.addr+"/v1")
+	field := func(name string) string {
+		return strings.TrimSpace(c.ok(t, "coe", "cluster", "show", cluster, "-f", "value", "-c", name))
+	}
+	return mgmt, p, c, field
+}
+
 // TestClusterThatCannotComeUpFailsAndDeletes creates, through the openstack
 // CLI on a real local Cluster API, a cluster whose machines can never
 // boot: its Kubernetes version (kube_tag v1.0.0) passes the webhooks, but
@@ -69,16 +87,7 @@ lease = 10s
 // status_reason rather than sitting in CREATE_IN_PROGRESS, and then delete
 // cleanly: 404 and nothing of it left in the management cluster.
 func TestClusterThatCannotComeUpFailsAndDeletes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Debian's openstack CLI and a local Cluster API built by hack/build-testbin.sh; runs in the full suite (hack/test.sh)")
-	}
-	requireCLI(t)
-	mgmt := testenv.StartClusterAPI(t)
-	p := startConductor(t, mgmt.KubeconfigFile(t))
-	c := newCLI(t, "http://"+p.addr+"/v1")
-	field := func(name string) string {
-		return strings.TrimSpace(c.ok(t, "coe", "cluster", "show", "doomed", "-f", "value", "-c", name))
-	}
+	mgmt, _, c, field := cliOnClusterAPI(t, "doomed")
 
 	c.ok(t, "coe", "cluster", "template", "create", "mem-bad", "--coe", "kubernetes",
 		"--image", "ubuntu-2204-kube-v1.31.2", "--external-network", "public", "--labels", "kube_tag=v1.0.0")
