@@ -132,7 +132,7 @@ func (c *Conductor) render(ctx context.Context, sc *scope) (*driver.Result, erro
 		return nil, permanentf("%v", err)
 	}
 	if cd, ok := drv.(*capi.Driver); ok {
-		versions, err := c.apiVersions(ctx)
+		versions, err := c.apiVersions(ctx, cd.InfrastructureKind())
 		if err != nil {
 			return nil, err
 		}
@@ -147,12 +147,20 @@ func (c *Conductor) render(ctx context.Context, sc *scope) (*driver.Result, erro
 }
 
 // apiVersions maps what discovery found to the renderer's per-group
-// versions.
-func (c *Conductor) apiVersions(ctx context.Context) (capi.APIVersions, error) {
+// versions; the infrastructure group's is the one at which the management
+// cluster serves the cluster's own infrastructure (infraKind), since
+// several providers of one group may be installed at different versions.
+func (c *Conductor) apiVersions(ctx context.Context, infraKind string) (capi.APIVersions, error) {
 	served, err := c.mc.APIVersions(ctx)
 	if err != nil {
 		return capi.APIVersions{}, err
 	}
+	return renderVersions(served, infraKind), nil
+}
+
+// renderVersions picks the renderer's versions from the apiVersion each
+// served kind carries.
+func renderVersions(served map[string]string, infraKind string) capi.APIVersions {
 	v := capi.DefaultAPIVersions
 	pick := func(kind string, dst *string) {
 		if av, ok := served[kind]; ok {
@@ -165,10 +173,8 @@ func (c *Conductor) apiVersions(ctx context.Context) (capi.APIVersions, error) {
 	pick("KubeadmConfigTemplate", &v.Bootstrap)
 	pick("KubeadmControlPlaneTemplate", &v.ControlPlane)
 	pick("ClusterResourceSet", &v.Addons)
-	pick("DevClusterTemplate", &v.Infrastructure)
-	pick("OpenStackClusterTemplate", &v.Infrastructure)
-	pick("Metal3ClusterTemplate", &v.Infrastructure)
-	return v, nil
+	pick(infraKind, &v.Infrastructure)
+	return v
 }
 
 // applySecrets writes the Secrets the rendered objects refer to: the

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 )
 
@@ -170,15 +172,11 @@ var (
 		{"Metal3 (CAPM3 + BMO)", []string{"Metal3Cluster", "Metal3ClusterTemplate", "Metal3Machine", "Metal3MachineTemplate", "Metal3DataTemplate", "BareMetalHost"}},
 		{"in-memory (CAPD)", []string{"DevCluster", "DevClusterTemplate", "DevMachine", "DevMachineTemplate"}},
 	}
-	// SupportedVersions are the versions of each API group Magnetite renders
-	// and reads.
-	SupportedVersions = map[string][]string{
-		mgmt.GroupCluster:        {"v1beta1", "v1beta2"},
-		mgmt.GroupBootstrap:      {"v1beta1", "v1beta2"},
-		mgmt.GroupControlPlane:   {"v1beta1", "v1beta2"},
-		mgmt.GroupInfrastructure: {"v1beta1", "v1beta2"},
-		mgmt.GroupMetal3:         {"v1alpha1"},
-		mgmt.GroupMetal3IPAM:     {"v1alpha1"},
+	// metal3Versions are the versions of the Metal3 groups Magnetite reads
+	// and writes; the Cluster API groups' are the renderer's.
+	metal3Versions = map[string][]string{
+		mgmt.GroupMetal3:     {"v1alpha1"},
+		mgmt.GroupMetal3IPAM: {"v1alpha1"},
 	}
 )
 
@@ -213,12 +211,10 @@ func resolveSet(ctx context.Context, r KindResolver, set kindSet) (servedSet, er
 }
 
 func supported(group, version string) bool {
-	for _, v := range SupportedVersions[group] {
-		if v == version {
-			return true
-		}
+	if vs, ok := metal3Versions[group]; ok {
+		return slices.Contains(vs, version)
 	}
-	return false
+	return capi.RendersAPIVersion(version)
 }
 
 // ServedKinds reports, for Cluster API core, kubeadm bootstrap and control
@@ -282,7 +278,7 @@ func infrastructureKinds(ctx context.Context, r KindResolver) Result {
 	}
 	switch {
 	case len(partial) > 0:
-		return fail(check, "install the provider's complete CRD set at a v1beta1 or v1beta2 release",
+		return fail(check, "install the provider's complete CRD set at a release serving v1beta2",
 			"%s%s", strings.Join(partial, "; "), notInstalled)
 	case len(served) == 0:
 		return fail(check, "install an infrastructure provider: CAPO for OpenStack, CAPM3 and BMO for Metal3 bare metal",
@@ -292,5 +288,5 @@ func infrastructureKinds(ctx context.Context, r KindResolver) Result {
 }
 
 func unsupportedFix(set kindSet) string {
-	return fmt.Sprintf("upgrade %s to a release serving v1beta1 or v1beta2, or name a served version in [management] api_resources", set.name)
+	return fmt.Sprintf("upgrade %s to a release serving v1beta2 (Cluster API v1.11 or newer, and its providers' matching releases): Magnetite renders v1beta2 objects", set.name)
 }

@@ -121,8 +121,12 @@ func TestManagementChecksAgainstARealAPIServer(t *testing.T) {
 	}
 
 	// An override that agrees with what is served passes and says so.
+	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta2")))
+	expect(t, got["CRDs Cluster API core"], doctor.Pass, "Cluster cluster.x-k8s.io/v1beta2 (override)")
+	// One the cluster serves but the renderer does not write fails: every
+	// create would.
 	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta1")))
-	expect(t, got["CRDs Cluster API core"], doctor.Pass, "Cluster cluster.x-k8s.io/v1beta1 (override)")
+	expect(t, got["CRDs Cluster API core"], doctor.Fail, "Cluster cluster.x-k8s.io/v1beta1 (override)", "does not speak", "v1beta2")
 	// One the cluster does not serve fails, as seed 003's driver did silently.
 	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta3")))
 	expect(t, got["CRDs api_resources override"], doctor.Fail, "Cluster", "v1beta3", "api_resources")
@@ -167,11 +171,30 @@ spec:
       openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
 `
 
+// A KubeadmControlPlane CRD of a Cluster API older than v1.11: v1beta1
+// only, which the renderer does not write.
+const kcpV1beta1CRD = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: kubeadmcontrolplanes.controlplane.cluster.x-k8s.io
+spec:
+  group: controlplane.cluster.x-k8s.io
+  names: {kind: KubeadmControlPlane, listKind: KubeadmControlPlaneList, plural: kubeadmcontrolplanes, singular: kubeadmcontrolplane}
+  scope: Namespaced
+  versions:
+  - name: v1beta1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+
 func TestCRDServedOnlyAtAnUnexpectedVersionFails(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "cluster.yaml"), clusterV1alpha3CRD, 0o644)
+	writeFile(t, filepath.Join(dir, "kcp.yaml"), kcpV1beta1CRD, 0o644)
 	env.InstallCRDs(t, dir, nil)
 	c, err := mgmt.NewForConfig(env.Config, mgmt.Options{})
 	if err != nil {
@@ -179,6 +202,9 @@ func TestCRDServedOnlyAtAnUnexpectedVersionFails(t *testing.T) {
 	}
 	got := results(doctor.ServedKinds(ctx, c))
 	expect(t, got["CRDs Cluster API core"], doctor.Fail, "Cluster cluster.x-k8s.io/v1alpha3", "does not speak", "upgrade")
+	// v1beta1 alone is what every create would then fail on: the
+	// renderer writes v1beta2 objects.
+	expect(t, got["CRDs kubeadm control plane"], doctor.Fail, "KubeadmControlPlane controlplane.cluster.x-k8s.io/v1beta1", "does not speak", "v1beta2", "Cluster API v1.11")
 }
 
 func TestProviderControllersPassWhenTheManagersRun(t *testing.T) {

@@ -37,6 +37,13 @@ func (d *Driver) WithAPIVersions(v APIVersions) *Driver {
 // Name is "capi-" and the infrastructure's name.
 func (d *Driver) Name() string { return "capi-" + d.infra.Name() }
 
+// InfrastructureKind is the kind of the cluster template the driver's
+// infrastructure provides (OpenStackClusterTemplate, ...): the kind whose
+// served version the infrastructure's objects are rendered at.
+func (d *Driver) InfrastructureKind() string {
+	return d.infra.ClassTemplates(osProfiles[SupportedOS()[0]], d.opts.APIVersions).ClusterKind
+}
+
 // Provides lists vm and bm for every supported operating system.
 func (d *Driver) Provides() []driver.Key {
 	var out []driver.Key

@@ -25,6 +25,12 @@ var DefaultAPIVersions = APIVersions{
 // supported lists the versions whose shape this renderer writes.
 var supported = map[string]bool{"v1beta2": true}
 
+// RendersAPIVersion reports whether the renderer writes objects of the
+// Cluster API groups (core, bootstrap, control plane, addons and
+// infrastructure) at version, so that doctor refuses the management
+// clusters every create would fail on.
+func RendersAPIVersion(version string) bool { return supported[version] }
+
 func (v APIVersions) check() error {
 	for _, g := range []struct{ group, version string }{
 		{"cluster.x-k8s.io", v.Cluster}, {"bootstrap.cluster.x-k8s.io", v.Bootstrap},
