@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/mgmt"
@@ -42,8 +43,12 @@ func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) erro
 		return err
 	}
 	if !c.opts.KeepNamespaces {
-		if _, err := c.mc.ReleaseNamespace(ctx, cl.ProjectID); err != nil {
+		_, kept, err := c.mc.ReleaseNamespace(ctx, cl.ProjectID)
+		switch {
+		case err != nil:
 			c.log.Warn("release project namespace", "namespace", ns, "error", err)
+		case len(kept) > 0:
+			c.log.Info("project namespace kept: it holds objects Magnetite did not create", "namespace", ns, "objects", strings.Join(kept, ", "))
 		}
 	}
 	c.log.Info("cluster deleted", "cluster", cl.UUID, "name", cl.Name)

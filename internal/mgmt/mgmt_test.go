@@ -302,9 +302,9 @@ func TestServerSideApplyIsIdempotentAndLabelsOwnership(t *testing.T) {
 	if deleted, err := c.Delete(ctx, "Cluster", ns, "k1"); err != nil || deleted {
 		t.Errorf("deleting again: deleted=%v err=%v, want false, nil", deleted, err)
 	}
-	released, err := c.ReleaseNamespace(ctx, owner.ProjectID)
+	released, kept, err := c.ReleaseNamespace(ctx, owner.ProjectID)
 	if err != nil || !released {
-		t.Fatalf("release the empty namespace: %v %v", released, err)
+		t.Fatalf("release the empty namespace: %v %v (kept by %v)", released, err, kept)
 	}
 	gone, err := c.Get(ctx, "Namespace", "", ns)
 	if err == nil && gone.GetDeletionTimestamp() == nil {
@@ -332,13 +332,64 @@ func TestReleaseNamespaceKeepsANamespaceWithClusters(t *testing.T) {
 	if _, err := c.Apply(ctx, owner, clusterObject("k1")); err != nil {
 		t.Fatal(err)
 	}
-	released, err := c.ReleaseNamespace(ctx, "p1")
+	released, _, err := c.ReleaseNamespace(ctx, "p1")
 	if err != nil || released {
 		t.Fatalf("released a namespace that holds a Cluster: %v %v", released, err)
 	}
 	ns, err := c.Get(ctx, "Namespace", "", c.NamespaceName("p1"))
 	if err != nil || ns.GetDeletionTimestamp() != nil {
 		t.Errorf("namespace: %v, deleting=%v", err, ns != nil && ns.GetDeletionTimestamp() != nil)
+	}
+}
+
+// TestReleaseNamespaceNeverTakesAnOperatorsObjects: a project namespace
+// holding objects Magnetite did not create (an operator's BMC Secret and
+// ConfigMap, say) is kept when the project's last cluster goes, and the
+// objects are named; once they are gone it is released.
+func TestReleaseNamespaceNeverTakesAnOperatorsObjects(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	applyCRD(t, env, mgmt.GroupCluster, "Cluster", crdVersion{"v1beta2", true, true})
+	c := newClient(t, env.Config, "")
+	ns, err := c.EnsureNamespace(ctx, "p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Magnetite's own Secret goes with the namespace; the operator's do not.
+	mine := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": "k1-ca", "namespace": ns}}}
+	if _, err := c.Apply(ctx, mgmt.Owner{ClusterUUID: "c-1", ProjectID: "p1"}, mine); err != nil {
+		t.Fatal(err)
+	}
+	dc := env.Dynamic(t)
+	secrets := dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace(ns)
+	configMaps := dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns)
+	for _, obj := range []struct {
+		ri interface {
+			Create(context.Context, *unstructured.Unstructured, metav1.CreateOptions, ...string) (*unstructured.Unstructured, error)
+		}
+		kind, name string
+	}{{secrets, "Secret", "host-0-bmc-secret"}, {configMaps, "ConfigMap", "site-settings"}} {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": obj.kind, "metadata": map[string]any{"name": obj.name}}}
+		if _, err := obj.ri.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	released, kept, err := c.ReleaseNamespace(ctx, "p1")
+	if err != nil || released {
+		t.Fatalf("released a namespace holding an operator's objects: %v %v", released, err)
+	}
+	if got := strings.Join(kept, ", "); !strings.Contains(got, "Secret host-0-bmc-secret") || !strings.Contains(got, "ConfigMap site-settings") || strings.Contains(got, "k1-ca") || strings.Contains(got, "kube-root-ca.crt") {
+		t.Errorf("kept by %q, want the operator's Secret and ConfigMap only", got)
+	}
+	if err := secrets.Delete(ctx, "host-0-bmc-secret", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := configMaps.Delete(ctx, "site-settings", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if released, kept, err := c.ReleaseNamespace(ctx, "p1"); err != nil || !released {
+		t.Fatalf("release once the operator's objects are gone: %v %v (kept by %v)", released, err, kept)
 	}
 }
 

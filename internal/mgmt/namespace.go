@@ -7,10 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/discovery"
 )
 
 // DefaultNamespacePrefix starts project namespace names.
@@ -95,15 +100,80 @@ func (c *Client) EnsureNamespace(ctx context.Context, projectID string) (string,
 }
 
 // ReleaseNamespace deletes the project's namespace when no Cluster is left
-// in it, and reports whether it did. Secrets Magnetite left there go with it.
-func (c *Client) ReleaseNamespace(ctx context.Context, projectID string) (bool, error) {
+// in it and it holds nothing Magnetite did not put there, and reports
+// whether it did; kept names the objects that kept it (at most a few).
+// Secrets Magnetite left there go with it. An operator's BareMetalHosts,
+// BMC Secrets or ConfigMaps in a project's namespace are never deleted
+// with it.
+func (c *Client) ReleaseNamespace(ctx context.Context, projectID string) (deleted bool, kept []string, err error) {
 	name := c.NamespaceName(projectID)
 	clusters, err := c.List(ctx, "Cluster", name, "")
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	if len(clusters) > 0 {
-		return false, nil
+		return false, nil, nil
 	}
-	return c.Delete(ctx, "Namespace", "", name)
+	if kept, err = c.foreignObjects(ctx, name); err != nil || len(kept) > 0 {
+		return false, kept, err
+	}
+	deleted, err = c.Delete(ctx, "Namespace", "", name)
+	return deleted, nil, err
+}
+
+// foreignObjects lists (up to a few of) the objects in namespace that
+// Magnetite did not create: objects without its managed-by label and
+// without an owner (owned objects go with their owners), other than those
+// Kubernetes puts into every namespace.
+func (c *Client) foreignObjects(ctx context.Context, namespace string) ([]string, error) {
+	lists, err := c.disc.ServerPreferredNamespacedResources()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, fmt.Errorf("mgmt: discover namespaced kinds: %w", err)
+	}
+	var out []string
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || everyNamespaceHas(gv.Group, r.Kind, "") {
+				continue
+			}
+			items, err := c.dyn.Resource(gv.WithResource(r.Name)).Namespace(namespace).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err) {
+					continue
+				}
+				return nil, fmt.Errorf("mgmt: list %s in %s: %w", r.Name, namespace, err)
+			}
+			for _, it := range items.Items {
+				if it.GetLabels()[LabelManagedBy] == ManagedByValue || len(it.GetOwnerReferences()) > 0 ||
+					everyNamespaceHas(gv.Group, r.Kind, it.GetName()) {
+					continue
+				}
+				if out = append(out, r.Kind+" "+it.GetName()); len(out) == 5 {
+					return out, nil
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// everyNamespaceHas reports what Kubernetes itself keeps in every
+// namespace: events, the default ServiceAccount and the cluster CA's
+// ConfigMap. With an empty name it answers for the whole kind.
+func everyNamespaceHas(group, kind, name string) bool {
+	switch {
+	case kind == "Event" && (group == "" || group == "events.k8s.io"):
+		return true
+	case name == "":
+		return false
+	case group == "" && kind == "ServiceAccount" && name == "default":
+		return true
+	case group == "" && kind == "ConfigMap" && name == "kube-root-ca.crt":
+		return true
+	}
+	return false
 }
