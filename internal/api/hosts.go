@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
@@ -25,7 +26,9 @@ func (s *Server) hostRoutes() {
 }
 
 // hostsHandler asks the policy (administrators only by default), checks a
-// backend is configured, and maps the backend's errors.
+// backend is configured, and maps the backend's errors. A caller the policy
+// lets in who is not an administrator sees only the hosts assigned to their
+// project: any other is "not found".
 func (s *Server) hostsHandler(action string, h func(w http.ResponseWriter, r *http.Request, b baremetal.Backend) error) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		if err := s.authorize(r, action, nil); err != nil {
@@ -36,8 +39,22 @@ func (s *Server) hostsHandler(action string, h func(w http.ResponseWriter, r *ht
 			return &apiError{Status: http.StatusNotImplemented, Title: "Not Implemented",
 				Detail: "The bare-metal host inventory is not configured: set [baremetal] backend = ironic (or metal3) in Magnetite's configuration."}
 		}
+		if ident := r.PathValue("ident"); ident != "" && !s.isAdmin(r) {
+			host, err := b.Get(r.Context(), ident)
+			if err != nil {
+				return hostError(err)
+			}
+			if !s.hostVisible(r, host) {
+				return notFound("Host %s could not be found.", ident)
+			}
+		}
 		return hostError(h(w, r, b))
 	}
+}
+
+// hostVisible: administrators see every host, others those of their project.
+func (s *Server) hostVisible(r *http.Request, h *baremetal.Host) bool {
+	return s.isAdmin(r) || (h.ProjectID != "" && h.ProjectID == identity(r).ProjectID)
 }
 
 // hostError maps the backend's sentinel errors to HTTP, keeping the
@@ -70,7 +87,7 @@ func hostError(err error) error {
 
 func (s *Server) hostView(r *http.Request, b baremetal.Backend, h *baremetal.Host) apitypes.Host {
 	out := apitypes.Host{
-		UUID: h.ID, Name: h.Name, BMCAddress: h.BMCAddress, BMCUsername: h.BMCUsername, HardwareType: h.HardwareType,
+		UUID: h.ID, Name: h.Name, ProjectID: h.ProjectID, BMCAddress: h.BMCAddress, BMCUsername: h.BMCUsername, HardwareType: h.HardwareType,
 		BootMethod: h.BootMethod, NeedsProvisioningNetwork: h.NeedsProvisioningNetwork,
 		BootMACAddress: h.BootMACAddress, BootMode: h.BootMode, Labels: h.Labels,
 		AutomatedCleaningMode: h.CleaningMode, ResourceClass: h.ResourceClass, TargetState: h.TargetState,
@@ -103,7 +120,7 @@ func (s *Server) listHosts(w http.ResponseWriter, r *http.Request, b baremetal.B
 	sort.Slice(hosts, func(i, j int) bool { return hosts[i].Name < hosts[j].Name })
 	out := apitypes.HostList{Hosts: []apitypes.Host{}}
 	for _, h := range hosts {
-		if h.MatchesLabels(selector) {
+		if h.MatchesLabels(selector) && s.hostVisible(r, h) {
 			out.Hosts = append(out.Hosts, s.hostView(r, b, h))
 		}
 	}
@@ -165,6 +182,10 @@ func (s *Server) enrollHost(w http.ResponseWriter, r *http.Request, b baremetal.
 			DisableCertificateVerification: req.DisableCertificateVerification},
 		BootMACAddress: req.BootMACAddress, BootMode: req.BootMode, Labels: req.Labels,
 		CleaningMode: req.AutomatedCleaningMode, ResourceClass: req.ResourceClass, TargetState: req.TargetState,
+		ProjectID: req.ProjectID,
+	}
+	if len(req.ProjectID) > 255 || strings.IndexFunc(req.ProjectID, unicode.IsControl) >= 0 {
+		return badRequest("Invalid input for field/attribute project_id: a project id of at most 255 characters, without control characters.")
 	}
 	if req.RootDeviceHints != nil {
 		h := baremetal.RootDeviceHints(*req.RootDeviceHints)

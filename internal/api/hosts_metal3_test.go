@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/apitypes"
+	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testenv"
@@ -130,6 +132,23 @@ func (b *bmoPart) release(name string) {
 
 func newMetal3Fixture(t *testing.T) (*hostsFixture, *bmoPart, *baremetal.Metal3) {
 	t.Helper()
+	w := newMetal3World(t)
+	return w.f, w.bmo, w.backend
+}
+
+// metal3World is the Metal3 host inventory on a real kube-apiserver with
+// the clients a test needs beside Magnetite's API.
+type metal3World struct {
+	f       *hostsFixture
+	bmo     *bmoPart
+	backend *baremetal.Metal3
+	mc      *mgmt.Client
+	dc      dynamic.Interface
+	env     *testenv.APIServer
+}
+
+func newMetal3World(t *testing.T, opts ...apitest.Option) *metal3World {
+	t.Helper()
 	env := testenv.Start(t)
 	env.InstallCRDs(t, testenv.ProviderCRDs(t, "bmo"), nil)
 	ctx := context.Background()
@@ -151,10 +170,95 @@ func newMetal3Fixture(t *testing.T) (*hostsFixture, *bmoPart, *baremetal.Metal3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := apitest.Start(t, func(o *api.Options) { o.Hosts, o.Log = b, log })
+	srv := apitest.Start(t, append([]apitest.Option{func(o *api.Options) { o.Hosts, o.Log = b, log }}, opts...)...)
 	f := &hostsFixture{t: t, c: newClient(t, srv), backend: b, logs: logs}
 	bmo := &bmoPart{t: t, hosts: dc.Resource(bmhGVR).Namespace(metal3Namespace), secrets: dc.Resource(secretGVR).Namespace(metal3Namespace)}
-	return f, bmo, b
+	return &metal3World{f: f, bmo: bmo, backend: b, mc: mc, dc: dc, env: env}
+}
+
+// TestMetal3HostsAssignedToProjects: a host enrolled for a project lives in
+// that project's namespace, where Cluster API Provider Metal3 claims hosts
+// for the project's clusters (and for no other project's); it counts only
+// for that project's capacity, is seen only by that project's members
+// (where the policy lets members read hosts) and by administrators, and
+// keeps the project's namespace from being deleted with its last cluster.
+func TestMetal3HostsAssignedToProjects(t *testing.T) {
+	policy, err := auth.ParsePolicy([]byte("\"host:get_all\": \"rule:admin_or_owner\"\n\"host:get\": \"rule:admin_or_owner\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newMetal3World(t, func(o *api.Options) { o.Policy = policy })
+	ctx := context.Background()
+	f := w.f
+	f.enroll(enrollBody("shared-0", "ipmi://10.0.1.1", nil))
+	h := f.enroll(enrollBody("p1-node", "ipmi://10.0.1.2", map[string]any{"project_id": "p1", "labels": map[string]any{"pool": "gpu"}}))
+	if h.ProjectID != "p1" {
+		t.Errorf("enrolled host's project_id %q, want p1", h.ProjectID)
+	}
+	ns := w.mc.NamespaceName("p1")
+	u, err := w.dc.Resource(bmhGVR).Namespace(ns).Get(ctx, "p1-node", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the host is not a BareMetalHost in the project's namespace %s: %v", ns, err)
+	}
+	if u.GetAnnotations()["magnetite.io/project-id"] != "p1" || u.GetLabels()[mgmt.LabelInventory] == "" {
+		t.Errorf("BareMetalHost metadata: labels %v, annotations %v", u.GetLabels(), u.GetAnnotations())
+	}
+	if _, err := w.dc.Resource(secretGVR).Namespace(ns).Get(ctx, "p1-node-bmc-secret", metav1.GetOptions{}); err != nil {
+		t.Errorf("the host's BMC credentials are not beside it: %v", err)
+	}
+
+	names := func(c *client) string {
+		var l apitypes.HostList
+		c.must(http.StatusOK, "GET", "/v1/hosts", nil).decode(t, &l)
+		var out []string
+		for _, h := range l.Hosts {
+			out = append(out, h.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	if got := names(f.c); got != "p1-node,shared-0" {
+		t.Errorf("an administrator lists %q", got)
+	}
+	p1, p2 := f.c.as("p1", "member"), f.c.as("p2", "member")
+	if got := names(p1); got != "p1-node" {
+		t.Errorf("a member of p1 lists %q, want p1-node only", got)
+	}
+	if got := names(p2); got != "" {
+		t.Errorf("a member of p2 lists %q, want none", got)
+	}
+	p1.must(http.StatusOK, "GET", "/v1/hosts/p1-node", nil)
+	p2.must(http.StatusNotFound, "GET", "/v1/hosts/p1-node", nil)
+	p1.must(http.StatusForbidden, "DELETE", "/v1/hosts/p1-node", nil)
+	f.c.must(http.StatusBadRequest, "POST", "/v1/hosts", enrollBody("bad-project", "ipmi://10.0.1.3", map[string]any{"project_id": "p\n1"}))
+
+	// Capacity counts the hosts the project's clusters can claim.
+	for project, want := range map[string]int{"p1": 1, "p2": 0, "": 1} {
+		c, err := w.backend.CapacityMatching(ctx, project, map[string]string{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Total != want {
+			t.Errorf("hosts project %q's clusters could claim: %d, want %d", project, c.Total, want)
+		}
+	}
+
+	// The project's last cluster going does not take its hosts along.
+	w.env.InstallCRDs(t, filepath.Join(testenv.ClusterAPICRDs(t), "core"), nil)
+	if err := w.mc.Discover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	released, kept, err := w.mc.ReleaseNamespace(ctx, "p1")
+	if err != nil || released || !strings.Contains(strings.Join(kept, ","), "BareMetalHost p1-node") {
+		t.Errorf("releasing p1's namespace: released %v, kept by %v, %v; want kept by the host", released, kept, err)
+	}
+
+	// Deleting the host removes it and its credentials from the project's
+	// namespace.
+	f.remove("p1-node")
+	f.waitGone("p1-node")
+	if _, err := w.dc.Resource(secretGVR).Namespace(ns).Get(ctx, "p1-node-bmc-secret", metav1.GetOptions{}); err == nil {
+		t.Error("the deleted host's BMC credentials are left in the project's namespace")
+	}
 }
 
 // TestHostInventoryOnMetal3 drives the Metal3 backend of the host inventory
@@ -418,7 +522,7 @@ func TestHostInventoryOnMetal3(t *testing.T) {
 		if want := (baremetal.Capacity{ResourceClass: "baremetal-gold", Free: 2, Total: 8, Deployed: 3, InMaintenance: 1}); c != want {
 			t.Errorf("capacity = %+v, want %+v", c, want)
 		}
-		c, err = backend.CapacityMatching(ctx, map[string]string{"pool": "gpu"})
+		c, err = backend.CapacityMatching(ctx, "", map[string]string{"pool": "gpu"})
 		if err != nil {
 			t.Fatal(err)
 		}

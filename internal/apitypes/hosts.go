@@ -29,6 +29,10 @@ type HostEnroll struct {
 	AutomatedCleaningMode          string               `json:"automated_cleaning_mode,omitempty"`
 	ResourceClass                  string               `json:"resource_class,omitempty"`
 	TargetState                    string               `json:"target_state,omitempty"`
+	// ProjectID assigns the host to a project: with the Metal3 backend it
+	// lives in the project's namespace, where that project's clusters (and
+	// only theirs) can claim it.
+	ProjectID string `json:"project_id,omitempty"`
 }
 
 // HostHardware is what inspection found.
@@ -43,6 +47,7 @@ type HostHardware struct {
 type Host struct {
 	UUID                     string               `json:"uuid"`
 	Name                     string               `json:"name"`
+	ProjectID                string               `json:"project_id,omitempty"`
 	BMCAddress               string               `json:"bmc_address"`
 	BMCUsername              string               `json:"bmc_username"`
 	HardwareType             string               `json:"hardware_type"`

@@ -62,9 +62,10 @@ type HostCounter interface {
 	Capacity(ctx context.Context, resourceClass string) (Capacity, error)
 }
 
-// SelectorCapacity is a backend that picks hosts by labels (Metal3).
+// SelectorCapacity is a backend that picks hosts by labels (Metal3) among
+// those a project's clusters may claim.
 type SelectorCapacity interface {
-	CapacityMatching(ctx context.Context, selector map[string]string) (Capacity, error)
+	CapacityMatching(ctx context.Context, projectID string, selector map[string]string) (Capacity, error)
 }
 
 // CapacityCheck keeps clusters from being accepted for bare-metal hosts
@@ -109,21 +110,27 @@ var ErrReplan = errors.New("baremetal: node groups being built changed since the
 type demand struct {
 	resourceClass string
 	selector      map[string]string
-	nodes         int
-	groups        []string
-	hosts         Capacity
+	// project is whose Metal3 hosts a selector counts.
+	project string
+	nodes   int
+	groups  []string
+	hosts   Capacity
 }
 
 func (d *demand) name() string {
 	if d.selector != nil {
+		of := ""
+		if d.project != "" {
+			of = " of project " + d.project
+		}
 		if len(d.selector) == 0 {
-			return "Metal3 hosts (no host_selector)"
+			return "Metal3 hosts" + of + " (no host_selector)"
 		}
 		var kv []string
 		for _, k := range slices.Sorted(maps.Keys(d.selector)) {
 			kv = append(kv, k+"="+d.selector[k])
 		}
-		return "Metal3 hosts labelled " + strings.Join(kv, ",")
+		return "Metal3 hosts" + of + " labelled " + strings.Join(kv, ",")
 	}
 	return "resource class " + d.resourceClass
 }
@@ -292,7 +299,11 @@ func (cc *CapacityCheck) demandOf(ctx context.Context, req CapacityRequest, ng *
 		l = c.Labels
 	}
 	if ct.Driver != nil && *ct.Driver == Metal3DriverName {
-		return &demand{selector: parseSelector(l[labels.HostSelector])}, nil
+		d := &demand{selector: parseSelector(l[labels.HostSelector])}
+		if c != nil {
+			d.project = c.ProjectID
+		}
+		return d, nil
 	}
 	ref := flavorOf(ct, c, ng)
 	if cc.Flavors != nil && ref != "" {
@@ -323,7 +334,7 @@ func (cc *CapacityCheck) count(ctx context.Context, d *demand) (Capacity, error)
 	if !ok {
 		return Capacity{}, fmt.Errorf("%w: the %s backend does not know Metal3 hosts; set [baremetal] backend = metal3", ErrUnavailable, cc.Hosts.Name())
 	}
-	return sc.CapacityMatching(ctx, d.selector)
+	return sc.CapacityMatching(ctx, d.project, d.selector)
 }
 
 // flavorOf is the flavor a node group's nodes get, as the API fills it in.

@@ -108,6 +108,9 @@ type HostSpec struct {
 	ResourceClass string
 	// TargetState is TargetAvailable (default) or TargetManageable.
 	TargetState string
+	// ProjectID is the project whose clusters may claim the host (Metal3);
+	// empty leaves it in the shared inventory.
+	ProjectID string
 }
 
 // HostHardware summarises what inspection found.
@@ -120,8 +123,12 @@ type HostHardware struct {
 
 // Host is a host as the inventory shows it. It never carries a password.
 type Host struct {
-	ID           string
-	Name         string
+	ID   string
+	Name string
+	// ProjectID is the project the host is assigned to, if any.
+	ProjectID string
+	// namespace is where the backend keeps the host (Metal3).
+	namespace    string
 	BMCAddress   string
 	BMCUsername  string
 	HardwareType string

@@ -156,6 +156,9 @@ func (b *Ironic) Enroll(ctx context.Context, spec HostSpec) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	if spec.ProjectID != "" {
+		return nil, fmt.Errorf("%w: project_id assigns Metal3 hosts to a project's clusters; with Ironic, Nova places instances by flavor: give the node an owner or lessee in Ironic instead", ErrInvalidHost)
+	}
 	info := addr.DriverInfo(spec.Credentials)
 	if b.cfg.DeployKernel != "" {
 		info["deploy_kernel"] = b.cfg.DeployKernel

@@ -39,6 +39,10 @@ const (
 	LabelResourceClass = "magnetite.io/resource-class"
 	// labelHost names, on a credentials Secret, the host it belongs to.
 	labelHost = "magnetite.io/host"
+	// labelProjectHost marks a host placed in a project's namespace (its
+	// value is the namespace); annProject carries the project id verbatim.
+	labelProjectHost = "magnetite.io/project-host"
+	annProject       = "magnetite.io/project-id"
 )
 
 // BareMetalHost provisioning states, as baremetal-operator writes them.
@@ -116,6 +120,8 @@ func NewMetal3(cfg Metal3Config) (*Metal3, error) {
 // Name implements Backend.
 func (m *Metal3) Name() string { return "metal3" }
 
+var _ SelectorCapacity = (*Metal3)(nil)
+
 func credentialsSecretName(host string) string { return host + "-bmc-secret" }
 
 // checkMetal3Spec adds what BareMetalHost needs on top of ValidateSpec.
@@ -152,22 +158,22 @@ func (m *Metal3) Enroll(ctx context.Context, spec HostSpec) (*Host, error) {
 	if err := checkMetal3Spec(spec, addr); err != nil {
 		return nil, err
 	}
-	ns, pw := m.cfg.Namespace, spec.Credentials.Password
-	if _, err := m.mc.Get(ctx, kindBMH, ns, spec.Name); err == nil {
-		return nil, fmt.Errorf("%w: a BareMetalHost named %s already exists in namespace %s", ErrConflict, spec.Name, ns)
-	} else if !apierrors.IsNotFound(err) {
-		return nil, m.kubeError(err, "look up host "+spec.Name)
+	pw := spec.Credentials.Password
+	hosts, err := m.List(ctx)
+	if err != nil {
+		return nil, err
 	}
-	if spec.BootMACAddress != "" {
-		hosts, err := m.List(ctx)
-		if err != nil {
-			return nil, err
+	for _, h := range hosts {
+		if h.Name == spec.Name {
+			return nil, fmt.Errorf("%w: a BareMetalHost named %s already exists (in namespace %s)", ErrConflict, spec.Name, h.namespace)
 		}
-		for _, h := range hosts {
-			if strings.EqualFold(h.BootMACAddress, spec.BootMACAddress) {
-				return nil, fmt.Errorf("%w: boot MAC address %s is already host %s's", ErrConflict, spec.BootMACAddress, h.Name)
-			}
+		if spec.BootMACAddress != "" && strings.EqualFold(h.BootMACAddress, spec.BootMACAddress) {
+			return nil, fmt.Errorf("%w: boot MAC address %s is already host %s's", ErrConflict, spec.BootMACAddress, h.Name)
 		}
+	}
+	ns, err := m.hostNamespace(ctx, spec.ProjectID)
+	if err != nil {
+		return nil, m.kubeError(err, "prepare the namespace of project "+spec.ProjectID)
 	}
 	secret := credentialsSecret(ns, spec)
 	if _, err := m.mc.Apply(ctx, mgmt.Owner{}, secret); err != nil {
@@ -197,7 +203,7 @@ func credentialsSecret(ns string, spec HostSpec) *unstructured.Unstructured {
 	s := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
 		"metadata": map[string]any{"name": credentialsSecretName(spec.Name), "namespace": ns,
-			"labels": map[string]any{labelHost: spec.Name}},
+			"labels": map[string]any{labelHost: spec.Name, mgmt.LabelInventory: "host"}},
 		"data": map[string]any{"username": enc(spec.Credentials.Username), "password": enc(spec.Credentials.Password)},
 	}}
 	return s
@@ -217,13 +223,21 @@ func bareMetalHost(ns string, spec HostSpec, addr *Address) *unstructured.Unstru
 	if hints := rootDeviceHintsSpec(spec.RootDeviceHints); len(hints) > 0 {
 		s["rootDeviceHints"] = hints
 	}
-	labels := map[string]any{LabelResourceClass: NormalizeResourceClass(spec.ResourceClass)}
+	labels := map[string]any{LabelResourceClass: NormalizeResourceClass(spec.ResourceClass), mgmt.LabelInventory: "host"}
 	for k, v := range spec.Labels {
 		labels[k] = v
 	}
-	meta := map[string]any{"name": spec.Name, "namespace": ns, "labels": labels}
+	ann := map[string]any{}
+	if spec.ProjectID != "" {
+		labels[labelProjectHost] = ns
+		ann[annProject] = spec.ProjectID
+	}
 	if spec.Credentials.Username != "" {
-		meta["annotations"] = map[string]any{annBMCUsername: spec.Credentials.Username}
+		ann[annBMCUsername] = spec.Credentials.Username
+	}
+	meta := map[string]any{"name": spec.Name, "namespace": ns, "labels": labels}
+	if len(ann) > 0 {
+		meta["annotations"] = ann
 	}
 	return &unstructured.Unstructured{Object: map[string]any{"kind": kindBMH, "metadata": meta, "spec": s}}
 }
@@ -248,10 +262,45 @@ func rootDeviceHintsSpec(h *RootDeviceHints) map[string]any {
 	return out
 }
 
-// List implements Backend: every BareMetalHost of the namespace, the ones
-// Magnetite did not enroll included.
+// hostNamespace is where a host of a project lives: the project's cluster
+// namespace, the only one from which Cluster API Provider Metal3 claims
+// hosts for the project's clusters. A host of no project stays in the
+// shared metal3_namespace.
+func (m *Metal3) hostNamespace(ctx context.Context, projectID string) (string, error) {
+	if projectID == "" {
+		return m.cfg.Namespace, nil
+	}
+	return m.mc.EnsureNamespace(ctx, projectID)
+}
+
+// bmhs lists the inventory's BareMetalHosts matching selector: every one of
+// metal3_namespace (those Magnetite did not enroll included) and those
+// Magnetite placed in projects' namespaces.
+func (m *Metal3) bmhs(ctx context.Context, selector string) ([]unstructured.Unstructured, error) {
+	items, err := m.mc.List(ctx, kindBMH, m.cfg.Namespace, selector)
+	if err != nil {
+		return nil, err
+	}
+	projects := labelProjectHost
+	if selector != "" {
+		projects += "," + selector
+	}
+	placed, err := m.mc.List(ctx, kindBMH, "", projects)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range placed {
+		if u.GetNamespace() != m.cfg.Namespace {
+			items = append(items, u)
+		}
+	}
+	return items, nil
+}
+
+// List implements Backend: the hosts of metal3_namespace (the ones Magnetite
+// did not enroll included) and those assigned to projects.
 func (m *Metal3) List(ctx context.Context) ([]*Host, error) {
-	items, err := m.mc.List(ctx, kindBMH, m.cfg.Namespace, "")
+	items, err := m.bmhs(ctx, "")
 	if err != nil {
 		return nil, m.kubeError(err, "list hosts")
 	}
@@ -267,25 +316,16 @@ func (m *Metal3) bmh(ctx context.Context, ident string) (*unstructured.Unstructu
 	if ident == "" {
 		return nil, fmt.Errorf("%w: %q", ErrHostNotFound, ident)
 	}
-	if len(validation.IsDNS1123Subdomain(ident)) == 0 {
-		u, err := m.mc.Get(ctx, kindBMH, m.cfg.Namespace, ident)
-		if err == nil {
-			return u, nil
-		}
-		if !apierrors.IsNotFound(err) {
-			return nil, m.kubeError(err, "find host "+ident)
-		}
-	}
-	items, err := m.mc.List(ctx, kindBMH, m.cfg.Namespace, "")
+	items, err := m.bmhs(ctx, "")
 	if err != nil {
 		return nil, m.kubeError(err, "find host "+ident)
 	}
 	for i := range items {
-		if string(items[i].GetUID()) == ident {
+		if items[i].GetName() == ident || string(items[i].GetUID()) == ident {
 			return &items[i], nil
 		}
 	}
-	return nil, fmt.Errorf("%w: no BareMetalHost %s in namespace %s", ErrHostNotFound, ident, m.cfg.Namespace)
+	return nil, fmt.Errorf("%w: no BareMetalHost %s in namespace %s or assigned to a project", ErrHostNotFound, ident, m.cfg.Namespace)
 }
 
 // Get implements Backend.
@@ -299,7 +339,7 @@ func (m *Metal3) Get(ctx context.Context, ident string) (*Host, error) {
 
 // patch merge-patches a BareMetalHost (null removes an annotation) as
 // Magnetite and returns the result.
-func (m *Metal3) patch(ctx context.Context, name string, p map[string]any, doing string) (*Host, error) {
+func (m *Metal3) patch(ctx context.Context, h *Host, p map[string]any, doing string) (*Host, error) {
 	r, err := m.mc.Resource(ctx, kindBMH)
 	if err != nil {
 		return nil, m.kubeError(err, doing)
@@ -308,8 +348,8 @@ func (m *Metal3) patch(ctx context.Context, name string, p map[string]any, doing
 	if err != nil {
 		return nil, err
 	}
-	out, err := m.dyn.Resource(r.GVR()).Namespace(m.cfg.Namespace).
-		Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: mgmt.FieldManager})
+	out, err := m.dyn.Resource(r.GVR()).Namespace(h.namespace).
+		Patch(ctx, h.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: mgmt.FieldManager})
 	if err != nil {
 		return nil, m.kubeError(err, doing)
 	}
@@ -367,7 +407,7 @@ func (m *Metal3) Power(ctx context.Context, ident string, action PowerAction) (*
 	default:
 		return nil, fmt.Errorf("%w: power action %q must be on, off, soft-off, reboot-hard or reboot-soft", ErrInvalidHost, action)
 	}
-	out, err := m.patch(ctx, h.Name, p, fmt.Sprintf("power %s host %s", action, h.Name))
+	out, err := m.patch(ctx, h, p, fmt.Sprintf("power %s host %s", action, h.Name))
 	if err == nil {
 		m.log.InfoContext(ctx, "host power change requested", "host", h.Name, "action", string(action))
 	}
@@ -385,7 +425,7 @@ func (m *Metal3) Inspect(ctx context.Context, ident string) (*Host, error) {
 	if h.BackendState != bmhAvailable {
 		return nil, fmt.Errorf("%w: host %s is %s; Metal3 re-inspects available hosts only", ErrConflict, h.Name, h.State)
 	}
-	return m.patch(ctx, h.Name, annotations(annInspect, ""), "inspect host "+h.Name)
+	return m.patch(ctx, h, annotations(annInspect, ""), "inspect host "+h.Name)
 }
 
 // Provide implements Backend. baremetal-operator takes every host on to
@@ -418,7 +458,7 @@ func (m *Metal3) Detach(ctx context.Context, ident, reason string) (*Host, error
 	if reason == "" {
 		reason = "no reason given"
 	}
-	out, err := m.patch(ctx, h.Name, annotations(annDetached, "", annDetachReason, reason), "detach host "+h.Name)
+	out, err := m.patch(ctx, h, annotations(annDetached, "", annDetachReason, reason), "detach host "+h.Name)
 	if err == nil {
 		m.log.InfoContext(ctx, "host detached", "host", h.Name, "reason", reason)
 	}
@@ -431,7 +471,7 @@ func (m *Metal3) Attach(ctx context.Context, ident string) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := m.patch(ctx, u.GetName(), annotations(annDetached, nil, annDetachReason, nil), "attach host "+u.GetName())
+	out, err := m.patch(ctx, hostFromBMH(u), annotations(annDetached, nil, annDetachReason, nil), "attach host "+u.GetName())
 	if err == nil {
 		m.log.InfoContext(ctx, "host attached", "host", u.GetName())
 	}
@@ -447,7 +487,7 @@ func (m *Metal3) SetCleaningMode(ctx context.Context, ident, mode string) (*Host
 	if err != nil {
 		return nil, err
 	}
-	return m.patch(ctx, u.GetName(), map[string]any{"spec": map[string]any{"automatedCleaningMode": mode}},
+	return m.patch(ctx, hostFromBMH(u), map[string]any{"spec": map[string]any{"automatedCleaningMode": mode}},
 		"set the cleaning mode of host "+u.GetName())
 }
 
@@ -461,19 +501,19 @@ func (m *Metal3) Delete(ctx context.Context, ident string, force bool) (DeleteOu
 	if err != nil {
 		return Deleted, nil, err
 	}
-	name := u.GetName()
+	name, ns := u.GetName(), u.GetNamespace()
 	if force {
-		if _, err := m.patch(ctx, name, annotations(annDetached, `{"deleteAction":"delete"}`), "delete host "+name); err != nil {
+		if _, err := m.patch(ctx, hostFromBMH(u), annotations(annDetached, `{"deleteAction":"delete"}`), "delete host "+name); err != nil {
 			return Deleted, nil, err
 		}
 	}
-	if _, err := m.mc.Delete(ctx, kindBMH, m.cfg.Namespace, name); err != nil {
+	if _, err := m.mc.Delete(ctx, kindBMH, ns, name); err != nil {
 		return Deleted, nil, m.kubeError(err, "delete host "+name)
 	}
 	after, err := m.bmh(ctx, name)
 	if errors.Is(err, ErrHostNotFound) {
 		m.log.InfoContext(ctx, "host deleted", "host", name, "force", force)
-		return Deleted, nil, m.releaseCredentials(ctx, name)
+		return Deleted, nil, m.releaseCredentials(ctx, ns, name)
 	}
 	if err != nil {
 		return Deleted, nil, err
@@ -482,8 +522,8 @@ func (m *Metal3) Delete(ctx context.Context, ident string, force bool) (DeleteOu
 	return DeleteStarted, hostFromBMH(after), nil
 }
 
-func (m *Metal3) releaseCredentials(ctx context.Context, host string) error {
-	if _, err := m.mc.Delete(ctx, "Secret", m.cfg.Namespace, credentialsSecretName(host)); err != nil {
+func (m *Metal3) releaseCredentials(ctx context.Context, namespace, host string) error {
+	if _, err := m.mc.Delete(ctx, "Secret", namespace, credentialsSecretName(host)); err != nil {
 		return m.kubeError(err, "remove the BMC credentials of host "+host)
 	}
 	return nil
@@ -491,18 +531,25 @@ func (m *Metal3) releaseCredentials(ctx context.Context, host string) error {
 
 // Capacity implements Backend: the hosts labelled with the resource class.
 func (m *Metal3) Capacity(ctx context.Context, resourceClass string) (Capacity, error) {
-	c, err := m.CapacityMatching(ctx, map[string]string{LabelResourceClass: NormalizeResourceClass(resourceClass)})
+	c, err := m.CapacityMatching(ctx, "", map[string]string{LabelResourceClass: NormalizeResourceClass(resourceClass)})
 	c.ResourceClass = resourceClass
 	return c, err
 }
 
-// CapacityMatching counts the hosts carrying every selector label, as a
-// Metal3MachineTemplate's hostSelector picks them. A host is free when
-// Cluster API Provider Metal3 could claim it now: available, no consumer,
-// not detached, paused, failing or being deleted.
-func (m *Metal3) CapacityMatching(ctx context.Context, selector map[string]string) (Capacity, error) {
+// CapacityMatching counts the hosts a cluster of the project could claim:
+// those in the project's namespace (and in metal3_namespace when that is
+// the project's) carrying every selector label, as a
+// Metal3MachineTemplate's hostSelector picks them; with no project, those
+// of metal3_namespace. A host is free when Cluster API Provider Metal3
+// could claim it now: available, no consumer, not detached, paused,
+// failing or being deleted.
+func (m *Metal3) CapacityMatching(ctx context.Context, projectID string, selector map[string]string) (Capacity, error) {
 	var c Capacity
-	items, err := m.mc.List(ctx, kindBMH, m.cfg.Namespace, k8slabels.SelectorFromSet(selector).String())
+	ns := m.cfg.Namespace
+	if projectID != "" {
+		ns = m.mc.NamespaceName(projectID)
+	}
+	items, err := m.mc.List(ctx, kindBMH, ns, k8slabels.SelectorFromSet(selector).String())
 	if err != nil {
 		return c, m.kubeError(err, "count hosts")
 	}
@@ -529,20 +576,20 @@ func (m *Metal3) CapacityMatching(ctx context.Context, selector map[string]strin
 // is left to Magnetite is removing credentials Secrets whose host is gone
 // (the owner reference does it where a garbage collector runs).
 func (m *Metal3) Reconcile(ctx context.Context) error {
-	secrets, err := m.mc.List(ctx, "Secret", m.cfg.Namespace, mgmt.ManagedSelector+","+labelHost)
+	secrets, err := m.mc.List(ctx, "Secret", "", mgmt.ManagedSelector+","+labelHost)
 	if err != nil {
 		return m.kubeError(err, "list host credentials")
 	}
 	var errs []error
 	for _, s := range secrets {
 		host := s.GetLabels()[labelHost]
-		if _, err := m.mc.Get(ctx, kindBMH, m.cfg.Namespace, host); !apierrors.IsNotFound(err) {
+		if _, err := m.mc.Get(ctx, kindBMH, s.GetNamespace(), host); !apierrors.IsNotFound(err) {
 			if err != nil {
 				errs = append(errs, m.kubeError(err, "look up host "+host))
 			}
 			continue
 		}
-		if _, err := m.mc.Delete(ctx, "Secret", m.cfg.Namespace, s.GetName()); err != nil {
+		if _, err := m.mc.Delete(ctx, "Secret", s.GetNamespace(), s.GetName()); err != nil {
 			errs = append(errs, m.kubeError(err, "remove the BMC credentials of deleted host "+host))
 			continue
 		}
@@ -593,6 +640,7 @@ func hostFromBMH(u *unstructured.Unstructured) *Host {
 		BackendState: str("status", "provisioning", "state"), OperationalStatus: str("status", "operationalStatus"),
 		ErrorType: str("status", "errorType"), ErrorMessage: str("status", "errorMessage"),
 		Labels: map[string]string{}, PowerState: "unknown",
+		ProjectID: u.GetAnnotations()[annProject], namespace: u.GetNamespace(),
 	}
 	if a, err := ParseBMCAddress(h.BMCAddress); err == nil {
 		h.HardwareType, h.BootMethod, h.NeedsProvisioningNetwork = a.HardwareType, a.BootMethod, a.NeedsProvisioningNetwork

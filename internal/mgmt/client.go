@@ -141,6 +141,11 @@ const (
 	AnnotationProjectID = "magnetite.io/project-id"
 )
 
+// LabelInventory marks the objects of the bare-metal host inventory
+// (BareMetalHosts and their BMC credentials): Magnetite made them, but they
+// outlive clusters, and a namespace holding them is never released.
+const LabelInventory = "magnetite.io/inventory"
+
 // ManagedSelector selects every object Magnetite manages.
 const ManagedSelector = LabelManagedBy + "=" + ManagedByValue
 

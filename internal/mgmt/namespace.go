@@ -121,10 +121,10 @@ func (c *Client) ReleaseNamespace(ctx context.Context, projectID string) (delete
 	return deleted, nil, err
 }
 
-// foreignObjects lists (up to a few of) the objects in namespace that
-// Magnetite did not create: objects without its managed-by label and
-// without an owner (owned objects go with their owners), other than those
-// Kubernetes puts into every namespace.
+// foreignObjects lists (up to a few of) the objects in namespace that keep
+// it: those Magnetite did not create (without its managed-by label and
+// without an owner: owned objects go with their owners), other than those
+// Kubernetes puts into every namespace, and the host inventory's.
 func (c *Client) foreignObjects(ctx context.Context, namespace string) ([]string, error) {
 	lists, err := c.disc.ServerPreferredNamespacedResources()
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
@@ -148,8 +148,9 @@ func (c *Client) foreignObjects(ctx context.Context, namespace string) ([]string
 				return nil, fmt.Errorf("mgmt: list %s in %s: %w", r.Name, namespace, err)
 			}
 			for _, it := range items.Items {
-				if it.GetLabels()[LabelManagedBy] == ManagedByValue || len(it.GetOwnerReferences()) > 0 ||
-					everyNamespaceHas(gv.Group, r.Kind, it.GetName()) {
+				l := it.GetLabels()
+				if l[LabelInventory] == "" && (l[LabelManagedBy] == ManagedByValue || len(it.GetOwnerReferences()) > 0 ||
+					everyNamespaceHas(gv.Group, r.Kind, it.GetName())) {
 					continue
 				}
 				if out = append(out, r.Kind+" "+it.GetName()); len(out) == 5 {
