@@ -212,6 +212,24 @@ func operationStart(cl *apitypes.Cluster) (time.Time, bool) {
 	return t, err == nil
 }
 
+// opClock measures how long the operation being watched has run. Its start
+// is read once, at the first sight of the cluster in progress: updated_at
+// moves with every status the conductor writes, so read again it would
+// restart the clock (an update that took 22 s reported 1 s).
+type opClock struct {
+	began, start time.Time
+}
+
+func (c *opClock) elapsed(cl *apitypes.Cluster, now time.Time) time.Duration {
+	if c.start.IsZero() {
+		c.start = c.began
+		if t, ok := operationStart(cl); ok && strings.HasSuffix(cl.Status, "_IN_PROGRESS") && !t.After(now) {
+			c.start = t
+		}
+	}
+	return now.Sub(c.start)
+}
+
 // watch polls a cluster until the goal is met, drawing its progress. The
 // drawing goes to stdout, or to stderr when stdout carries JSON or YAML (the
 // settled cluster is printed there at the end). A cluster that ends
@@ -235,7 +253,8 @@ func (o *clientOptions) watch(cmd *cobra.Command, c *client.Client, ident string
 	if interval <= 0 {
 		interval = 2 * time.Second
 	}
-	began := time.Now()
+	clock := opClock{began: time.Now()}
+	began := clock.began
 	var last progress
 	var cl *apitypes.Cluster
 	for {
@@ -248,11 +267,7 @@ func (o *clientOptions) watch(cmd *cobra.Command, c *client.Client, ident string
 				return o.waitError(ctx, nerr, ident, w, last)
 			}
 			last = progressOf(cl, ngs)
-			if start, ok := operationStart(cl); ok && time.Since(start) >= 0 {
-				last.elapsed = time.Since(start)
-			} else {
-				last.elapsed = time.Since(began)
-			}
+			last.elapsed = clock.elapsed(cl, time.Now())
 		case client.IsNotFound(err) && (goal == untilGone || last.status == "DELETE_IN_PROGRESS"):
 			// Gone: what a delete waits for, and how a watched deletion ends.
 			if last.name == "" {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/apitest"
+	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -165,5 +166,34 @@ func TestClusterCreateWaitDrawsProgressInATerminal(t *testing.T) {
 				t.Errorf("the final block appears %d times:\n%s", n, s)
 			}
 		})
+	}
+}
+
+// TestWaitClockCountsFromTheOperationsStart: the elapsed time of a watched
+// update counts from when the update began (updated_at at the first sight
+// of the cluster in progress), not from the latest status the conductor
+// wrote, which moves updated_at on every change.
+func TestWaitClockCountsFromTheOperationsStart(t *testing.T) {
+	began := time.Date(2026, 11, 23, 10, 0, 3, 0, time.UTC)
+	at := func(d time.Duration) *string { s := began.Add(d).Format(time.RFC3339); return &s }
+	clock := opClock{began: began}
+	cl := &apitypes.Cluster{}
+	cl.Status, cl.CreatedAt, cl.UpdatedAt = "UPDATE_IN_PROGRESS", began.Add(-time.Hour).Format(time.RFC3339), at(-3*time.Second)
+	if got := clock.elapsed(cl, began); got != 3*time.Second {
+		t.Errorf("first sight: %s, want 3s", got)
+	}
+	// The conductor writes progress and then completion: updated_at moves.
+	cl.UpdatedAt = at(15 * time.Second)
+	if got := clock.elapsed(cl, began.Add(16*time.Second)); got != 19*time.Second {
+		t.Errorf("mid-update: %s, want 19s", got)
+	}
+	cl.Status, cl.UpdatedAt = "UPDATE_COMPLETE", at(21*time.Second)
+	if got := clock.elapsed(cl, began.Add(22*time.Second)); got != 25*time.Second {
+		t.Errorf("at completion: %s, want 25s", got)
+	}
+	// A cluster already settled at first sight counts from the command.
+	settled := opClock{began: began}
+	if got := settled.elapsed(cl, began.Add(2*time.Second)); got != 2*time.Second {
+		t.Errorf("settled at first sight: %s, want 2s", got)
 	}
 }

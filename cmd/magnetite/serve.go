@@ -181,7 +181,12 @@ func connectStore(ctx context.Context, cfg *config.Config, sqlite, mysql func(co
 	}
 	switch {
 	case strings.HasPrefix(conn, "sqlite://"):
-		path := strings.TrimPrefix(conn, "sqlite://")
+		// sqlite:///abs/path and oslo.db's sqlite:////abs/path name the
+		// same file.
+		path := filepath.Clean(strings.TrimPrefix(conn, "sqlite://"))
+		if !filepath.IsAbs(path) {
+			return nil, "", fmt.Errorf("config: [database] connection %q names no absolute path; write sqlite:////absolute/path/magnetite.db", conn)
+		}
 		st, err := sqlite(ctx, path)
 		return st, "sqlite " + path, err
 	case strings.HasPrefix(conn, "mysql://"), strings.HasPrefix(conn, "mysql+pymysql://"), strings.HasPrefix(conn, "mariadb://"):

@@ -146,3 +146,32 @@ func TestSecretsAreSealedByDefaultInAPrivateStateDirectory(t *testing.T) {
 	wantMode(state, 0o700)
 	wantMode(db, 0o600)
 }
+
+// TestSQLiteConnectionInEveryForm: [database] connection takes the SQLite
+// URL in Magnetite's form (three slashes) and in oslo.db's (four, as every
+// OpenStack service's configuration writes it), and refuses a relative
+// path with what to write.
+func TestSQLiteConnectionInEveryForm(t *testing.T) {
+	dir := t.TempDir()
+	for _, conn := range []string{"sqlite://" + dir + "/three.db", "sqlite:///" + dir + "/four.db"} {
+		cfg, err := config.Load("", "", []string{"MAGNETITE_DATABASE_CONNECTION=" + conn, "MAGNETITE_DEFAULT_STATE_DIR=" + dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, where, err := connectStore(context.Background(), cfg, store.OpenSQLite, store.OpenMySQL)
+		if err != nil {
+			t.Fatalf("%s: %v", conn, err)
+		}
+		st.Close()
+		if _, err := os.Stat(strings.TrimPrefix(where, "sqlite ")); err != nil || !strings.HasPrefix(where, "sqlite "+dir+"/") {
+			t.Errorf("%s opened %q: %v", conn, where, err)
+		}
+	}
+	cfg, err := config.Load("", "", []string{"MAGNETITE_DATABASE_CONNECTION=sqlite://relative.db"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := connectStore(context.Background(), cfg, store.OpenSQLite, store.OpenMySQL); err == nil || !strings.Contains(err.Error(), "sqlite:////absolute/path") {
+		t.Errorf("a relative path: %v", err)
+	}
+}

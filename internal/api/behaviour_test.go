@@ -731,3 +731,22 @@ func keysOf(prefix string, v any, into map[string]bool) {
 		}
 	}
 }
+
+// TestEmptyDiscoveryURLMeansNone: Horizon's cluster wizard (magnum-ui)
+// sends discovery_url "" when the field is left blank; Magnum takes any
+// text there, and the cluster is created without one.
+func TestEmptyDiscoveryURLMeansNone(t *testing.T) {
+	srv := apitest.Start(t)
+	c := newClient(t, srv)
+	tmpl := c.createTemplate(nil)
+	id := c.createCluster(tmpl, map[string]any{"name": "from-horizon", "master_count": 1, "node_count": 1,
+		"discovery_url": "", "create_timeout": 60, "labels": map[string]any{}})
+	if got, ok := c.getObject("/v1/clusters/" + id)["discovery_url"]; !ok || got != nil {
+		t.Errorf("discovery_url = %#v, want null", got)
+	}
+	url := "https://discovery.etcd.io/abc"
+	id = c.createCluster(tmpl, map[string]any{"name": "with-url", "discovery_url": url})
+	if got := c.getObject("/v1/clusters/" + id)["discovery_url"]; got != url {
+		t.Errorf("discovery_url = %#v, want %s", got, url)
+	}
+}

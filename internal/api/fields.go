@@ -48,6 +48,9 @@ type field struct {
 	// character (a name with a newline or NUL breaks logs, CLI tables and
 	// the objects named after it).
 	multiline bool
+	// emptyUnset takes "" for "not given", as Magnum's free-text fields
+	// (wtypes.text) do: Horizon sends "" for fields its forms leave blank.
+	emptyUnset bool
 }
 
 type schema struct {
@@ -65,6 +68,11 @@ func newSchema(resource string, fs ...field) schema {
 
 func str(name string, min, max int) field {
 	return field{name: name, kind: kString, min: min, max: max}
+}
+
+// optionalText is a free-text field where "" means not given.
+func optionalText(name string, max int) field {
+	return field{name: name, kind: kString, max: max, emptyUnset: true}
 }
 
 // text is a string that may span lines (a PEM document).
@@ -161,6 +169,9 @@ func (f field) coerce(v any) (any, error) {
 		s, ok := v.(string)
 		if !ok {
 			return nil, fmt.Errorf("expected a string")
+		}
+		if s == "" && f.emptyUnset {
+			return nil, nil
 		}
 		if f.kind == kEnum {
 			if !slices.Contains(f.enum, s) {

@@ -35,7 +35,7 @@ var Options = []Option{
 	{"keystone_authtoken", "token_cache_size", "10000", "Most validated tokens remembered; the least recently used are forgotten first.", false},
 	{"keystone_authtoken", "token_cache_time", "60s", "How long a validated token is trusted before Keystone is asked again; a revoked token keeps working at most this long. A token is never trusted past its own expiry.", false},
 	{"keystone_authtoken", "http_timeout", "10s", "Timeout of each request to Keystone; when Keystone does not answer in time the API answers 503.", false},
-	{"database", "connection", "", "Database URL: sqlite:///path/to/magnetite.db or mysql://user:password@host:port/db. Empty means SQLite in state_dir.", true},
+	{"database", "connection", "", "Database URL: sqlite:///path/to/magnetite.db (or oslo.db's sqlite:////path/to/magnetite.db; the path is absolute either way) or mysql://user:password@host:port/db. Empty means SQLite in state_dir.", true},
 	{"database", "secret_key", "", "Key that seals the secrets Magnetite keeps in its database (the private keys of clusters' certificate authorities and the secrets of their application credentials) with AES-256-GCM: 32 random bytes, base64-encoded (openssl rand -base64 32). Secrets written before a key was set are sealed at start. Keep the key: sealed secrets cannot be read without it. Empty means, with SQLite, a key generated on first start into secret_key in state_dir (mode 0600); with MariaDB, secrets stored as they are (set the same key on every replica).", true},
 	{"quotas", "max_clusters_per_project", "20", "Cluster limit of a project that has no quota of its own.", false},
 	{"cluster", "create_timeout", "60", "Default create_timeout (minutes) for virtual-machine clusters.", false},
