@@ -99,6 +99,23 @@ func TestServeGivesEveryClusterItsOwnApplicationCredential(t *testing.T) {
 				t.Errorf("the conductor never asked %s (reads: %v)", route, reads)
 			}
 		}
+		// Every node group has its Nova server group, made as the cluster
+		// (its project and user) with the default policy, and the machines
+		// name it by ID.
+		groups := w.cloud.ServerGroups()
+		if len(groups) != 2 {
+			t.Fatalf("Nova holds %d server groups, want one per node group: %+v", len(groups), groups)
+		}
+		cl := w.clusterObject(ctx, clusterUUID)
+		for _, g := range groups {
+			if g.ProjectID != w.services["alpha"] || g.UserID != w.userID || g.Policy != "soft-anti-affinity" ||
+				!(strings.HasSuffix(g.Name, "-default-master") || strings.HasSuffix(g.Name, "-default-worker")) {
+				t.Errorf("server group %+v", g)
+			}
+			if !strings.Contains(cl, `"serverGroup":{"id":"`+g.ID+`"}`) {
+				t.Errorf("the Cluster's topology does not place machines in server group %s by ID:\n%.3000s", g.ID, cl)
+			}
+		}
 		conf := w.workloadCloudConf(ctx, clusterUUID)
 		for _, want := range []string{"application-credential-id=" + first + "\n", "auth-url=" + w.ks.AuthURL() + "\n",
 			"[LoadBalancer]\nfloating-network-id=" + testcloud.ExternalNetID + "\n"} {
@@ -169,6 +186,9 @@ func TestServeGivesEveryClusterItsOwnApplicationCredential(t *testing.T) {
 		list, err := w.dc.Resource(secretsGVR).List(ctx, metav1.ListOptions{LabelSelector: mgmt.ClusterSelector(clusterUUID)})
 		if err != nil || len(list.Items) != 0 {
 			t.Fatalf("the cluster's Secrets are still there: %v %v", err, list)
+		}
+		if groups := w.cloud.ServerGroups(); len(groups) != 0 {
+			t.Errorf("the deleted cluster's server groups are left in Nova: %+v", groups)
 		}
 	})
 
@@ -425,6 +445,27 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // workloadCloudConf returns the cloud.conf the cluster's ClusterResourceSet
 // Secret puts into the workload cluster.
+// clusterObject is the cluster's Cluster object in the management cluster,
+// as JSON.
+func (w *credentialsWorld) clusterObject(ctx context.Context, clusterUUID string) string {
+	w.t.Helper()
+	gvr := schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
+	var found []unstructured.Unstructured
+	waitFor(w.t, "the conductor to apply the Cluster", func() bool {
+		list, err := w.dc.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: mgmt.ClusterSelector(clusterUUID)})
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		found = list.Items
+		return len(found) == 1
+	})
+	b, err := json.Marshal(found[0].Object)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return string(b)
+}
+
 func (w *credentialsWorld) workloadCloudConf(ctx context.Context, clusterUUID string) string {
 	w.t.Helper()
 	list, err := w.dc.Resource(secretsGVR).List(ctx, metav1.ListOptions{LabelSelector: mgmt.ClusterSelector(clusterUUID)})

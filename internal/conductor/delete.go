@@ -35,6 +35,13 @@ func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) erro
 	if err := c.cleanup(ctx, cl, ns); err != nil {
 		return err
 	}
+	ngs, err := c.st.NodeGroupsOf(ctx, []string{cl.UUID})
+	if err != nil {
+		return err
+	}
+	if err := c.deleteServerGroups(ctx, cl, ngs[cl.UUID]); err != nil {
+		return err
+	}
 	// Nothing uses the cluster's application credentials any more.
 	if err := c.deleteCredentials(ctx, cl, true); err != nil {
 		return err
@@ -132,6 +139,16 @@ func (c *Conductor) removeNodeGroup(ctx context.Context, op *model.Operation) er
 	})
 	if err != nil {
 		return err
+	}
+	if cl, err := c.st.GetClusterByUUID(ctx, op.ClusterID); err == nil {
+		ng, err := c.st.GetNodeGroup(ctx, op.ClusterID, op.NodeGroupID)
+		if err == nil {
+			if err := c.deleteServerGroups(ctx, cl, []*model.NodeGroup{ng}); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
 	}
 	if err := c.st.DeleteNodeGroup(ctx, op.NodeGroupID); err != nil {
 		return err

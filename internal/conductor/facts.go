@@ -33,10 +33,20 @@ type CredentialLogin interface {
 	ApplicationCredentialToken(ctx context.Context, id, secret string) (token string, renewAt time.Time, err error)
 }
 
-// FactsReader reads flavors, images and networks with a token
-// (cloud.Resources).
+// FactsReader reads flavors, images and networks with a token, and makes
+// and deletes server groups (cloud.Resources).
 type FactsReader interface {
 	Facts(ctx context.Context, token string, refs cloud.FactRefs) (*driver.Facts, error)
+	EnsureServerGroups(ctx context.Context, token string, groups []driver.ServerGroup) (map[string]string, error)
+	DeleteServerGroups(ctx context.Context, token string, ids []string) error
+}
+
+// ServerGroups makes and deletes a cluster's Nova server groups as the
+// cluster itself (CloudFacts); a facts source without it (no cloud) makes
+// none.
+type ServerGroups interface {
+	EnsureServerGroups(ctx context.Context, c *model.Cluster, groups []driver.ServerGroup) (map[string]string, error)
+	DeleteServerGroups(ctx context.Context, c *model.Cluster, ids []string) error
 }
 
 // CloudFacts reads an OpenStack cluster's facts from Nova, Glance and
@@ -57,19 +67,52 @@ type cachedToken struct {
 	renewAt time.Time
 }
 
-// Facts implements FactsSource.
-func (f *CloudFacts) Facts(ctx context.Context, ct *model.ClusterTemplate, c *model.Cluster, ngs []*model.NodeGroup) (*driver.Facts, error) {
+// asCluster logs in as the cluster: with its active application
+// credential, whose id it also returns.
+func (f *CloudFacts) asCluster(ctx context.Context, c *model.Cluster) (token, credentialID string, err error) {
 	creds, err := f.Store.ClusterCredentials(ctx, c.UUID)
 	if err != nil {
-		return nil, err
+		return "", "", err
 	}
 	if len(creds) == 0 || creds[0].Retired {
-		return nil, permanentf("cluster %s has no application credential to read the cloud with: Magnetite makes one when a cluster is created with a Keystone token; give it one with PATCH /v1/credentials/%s", c.Name, c.UUID)
+		return "", "", permanentf("cluster %s has no application credential to act in the cloud with: Magnetite makes one when a cluster is created with a Keystone token; give it one with PATCH /v1/credentials/%s", c.Name, c.UUID)
 	}
 	tok, err := f.token(ctx, creds[0])
 	if errors.Is(err, auth.ErrRefused) {
-		return nil, permanentf("Keystone no longer accepts cluster %s's application credential (%v): rotate it with PATCH /v1/credentials/%s", c.Name, err, c.UUID)
+		return "", "", permanentf("Keystone no longer accepts cluster %s's application credential (%v): rotate it with PATCH /v1/credentials/%s", c.Name, err, c.UUID)
 	}
+	return tok, creds[0].ID, err
+}
+
+// EnsureServerGroups implements ServerGroups.
+func (f *CloudFacts) EnsureServerGroups(ctx context.Context, c *model.Cluster, groups []driver.ServerGroup) (map[string]string, error) {
+	tok, cred, err := f.asCluster(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := f.Reader.EnsureServerGroups(ctx, tok, groups)
+	if err != nil && !errors.Is(err, cloud.ErrInvalid) {
+		f.forget(cred)
+	}
+	return ids, err
+}
+
+// DeleteServerGroups implements ServerGroups.
+func (f *CloudFacts) DeleteServerGroups(ctx context.Context, c *model.Cluster, ids []string) error {
+	tok, cred, err := f.asCluster(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := f.Reader.DeleteServerGroups(ctx, tok, ids); err != nil {
+		f.forget(cred)
+		return err
+	}
+	return nil
+}
+
+// Facts implements FactsSource.
+func (f *CloudFacts) Facts(ctx context.Context, ct *model.ClusterTemplate, c *model.Cluster, ngs []*model.NodeGroup) (*driver.Facts, error) {
+	tok, cred, err := f.asCluster(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +131,7 @@ func (f *CloudFacts) Facts(ctx context.Context, ct *model.ClusterTemplate, c *mo
 	facts, err := f.Reader.Facts(ctx, tok, refs)
 	if err != nil {
 		// A token Keystone revoked meanwhile is logged in again next time.
-		f.forget(creds[0].ID)
+		f.forget(cred)
 		return nil, err
 	}
 	return facts, nil

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/magnetite-io/magnetite/internal/certs"
+	"github.com/magnetite-io/magnetite/internal/cloud"
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
@@ -138,12 +139,81 @@ func (c *Conductor) render(ctx context.Context, sc *scope) (*driver.Result, erro
 		}
 		drv = cd.WithAPIVersions(versions)
 	}
-	res, err := drv.Render(driver.Request{Template: sc.template, Cluster: sc.cluster, NodeGroups: sc.nodeGroups,
-		Facts: facts, Namespace: sc.namespace})
+	req := driver.Request{Template: sc.template, Cluster: sc.cluster, NodeGroups: sc.nodeGroups, Facts: facts, Namespace: sc.namespace}
+	res, err := drv.Render(req)
 	if err != nil {
 		return nil, permanentf("%v", err)
 	}
+	if len(res.ServerGroups) == 0 {
+		return res, nil
+	}
+	// The machines name their server groups by ID: make the groups, then
+	// render again with what Nova answered.
+	ids, err := c.ensureServerGroups(ctx, sc, res.ServerGroups)
+	if err != nil {
+		return nil, err
+	}
+	withGroups := *facts
+	withGroups.ServerGroups = ids
+	req.Facts = &withGroups
+	if res, err = drv.Render(req); err != nil {
+		return nil, permanentf("%v", err)
+	}
 	return res, nil
+}
+
+// ensureServerGroups finds or makes the Nova server group of every node
+// group, as the cluster, and records each group's ID on its node group so
+// that it can be deleted once the group's machines are gone.
+func (c *Conductor) ensureServerGroups(ctx context.Context, sc *scope, groups []driver.ServerGroup) (map[string]string, error) {
+	sg, ok := c.opts.Facts.(ServerGroups)
+	if !ok {
+		return nil, permanentf("the cluster's machines need Nova server groups and the conductor has no cloud to make them in; configure Keystone ([auth] strategy = keystone) so clusters act in the cloud with their application credentials")
+	}
+	ids, err := sg.EnsureServerGroups(ctx, sc.cluster, groups)
+	if errors.Is(err, cloud.ErrInvalid) {
+		return nil, permanentf("%v", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("make the cluster's server groups: %w", err)
+	}
+	byNodeGroup := map[string]string{}
+	for _, g := range groups {
+		byNodeGroup[g.NodeGroupUUID] = ids[g.Name]
+	}
+	_, err = c.st.UpdateClusterStatus(ctx, sc.cluster.UUID, func(_ *model.Cluster, ngs []*model.NodeGroup) ([]*model.NodeGroup, bool) {
+		var changed []*model.NodeGroup
+		for _, ng := range ngs {
+			if id, ok := byNodeGroup[ng.UUID]; ok && id != ng.ServerGroupID {
+				ng.ServerGroupID = id
+				changed = append(changed, ng)
+			}
+		}
+		return changed, len(changed) > 0
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// deleteServerGroups deletes the server groups recorded on node groups
+// whose machines are gone.
+func (c *Conductor) deleteServerGroups(ctx context.Context, cl *model.Cluster, ngs []*model.NodeGroup) error {
+	var ids []string
+	for _, ng := range ngs {
+		if ng.ServerGroupID != "" {
+			ids = append(ids, ng.ServerGroupID)
+		}
+	}
+	sg, ok := c.opts.Facts.(ServerGroups)
+	if len(ids) == 0 || !ok {
+		return nil
+	}
+	if err := sg.DeleteServerGroups(ctx, cl, ids); err != nil {
+		return fmt.Errorf("delete the server groups %s: %w", strings.Join(ids, ", "), err)
+	}
+	return nil
 }
 
 // apiVersions maps what discovery found to the renderer's per-group

@@ -87,6 +87,8 @@ const (
 type ServerGroup struct {
 	Name   string
 	Policy string
+	// NodeGroupUUID is the node group whose machines it holds.
+	NodeGroupUUID string
 }
 
 // Result is a rendered cluster.

@@ -13,6 +13,9 @@ type Facts struct {
 	Flavors  []Flavor  `json:"flavors,omitempty"`
 	Images   []Image   `json:"images,omitempty"`
 	Networks []Network `json:"networks,omitempty"`
+	// ServerGroups maps the name of each Nova server group the conductor
+	// made for the cluster (Result.ServerGroups) to its ID.
+	ServerGroups map[string]string `json:"server_groups,omitempty"`
 }
 
 // Flavor is a Nova flavor with its extra specs.

@@ -335,7 +335,7 @@ var schema = []Label{
 	nameLabel(BootVolumeType, ScopeNodeGroup, "the cloud's default", "Cinder volume type of the root volume."),
 	nameLabel(BootVolumeAvailabilityZone, ScopeNodeGroup, "the server's zone", "Availability zone of the root volume."),
 	{Name: ServerGroupPolicies, Type: TypeEnum, Default: "soft-anti-affinity", Scope: ScopeNodeGroup,
-		Description: "Nova server group policy of each node group.",
+		Description: "Nova server group policy of each node group: the conductor makes one server group per node group with it, as the cluster (its application credential), before the machines, names it to Cluster API by ID, and deletes it once the group's machines are gone. Nova cannot change a group's policy: an update that changes this label on a running node group fails with the reason.",
 		Enum:        []string{"affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity"}},
 	boolLabel(AutoHealingEnabled, "true", ScopeCluster, "Replace machines whose node does not start or stays unhealthy (MachineHealthChecks)."),
 	boolLabel(AutoScalingEnabled, "false", ScopeCluster, "Let the cluster autoscaler size worker node groups between min and max node counts."),

@@ -15,6 +15,7 @@ const (
 	GroupControlPlane   = "controlplane.cluster.x-k8s.io"
 	GroupBootstrap      = "bootstrap.cluster.x-k8s.io"
 	GroupInfrastructure = "infrastructure.cluster.x-k8s.io"
+	GroupAddons         = "addons.cluster.x-k8s.io"
 	GroupMetal3         = "metal3.io"
 	GroupMetal3IPAM     = "ipam.metal3.io"
 )
@@ -32,6 +33,9 @@ var Kinds = map[string]string{
 	"MachineSet":         GroupCluster,
 	"Machine":            GroupCluster,
 	"MachineHealthCheck": GroupCluster,
+
+	// Addons reach workload clusters through ClusterResourceSets.
+	"ClusterResourceSet": GroupAddons,
 
 	"KubeadmControlPlane":         GroupControlPlane,
 	"KubeadmControlPlaneTemplate": GroupControlPlane,

@@ -120,6 +120,10 @@ type NodeGroup struct {
 	NodeTaints       []Taint           `json:"node_taints"`
 	CreatedAt        time.Time         `json:"created_at"`
 	UpdatedAt        *time.Time        `json:"updated_at"`
+	// ServerGroupID is the Nova server group the conductor made for the
+	// group's machines, deleted once they are gone. Internal: not in the
+	// API's view.
+	ServerGroupID string `json:"server_group_id,omitempty"`
 	// Stored is the node group as the store last read or wrote it (see
 	// Cluster.Stored). Internal.
 	Stored []byte `json:"-"`

@@ -51,11 +51,20 @@ type Cloud struct {
 	// /networking, as devstack lays them out.
 	URL string
 
-	mu       sync.Mutex
-	reads    map[string]int    // "GET /image/v2/images" -> requests Magnetite made
-	users    map[string]string // token -> user id
-	keypairs map[string]map[string]keypair
-	nextID   int
+	mu           sync.Mutex
+	reads        map[string]int      // "GET /image/v2/images" -> requests Magnetite made
+	users        map[string]identity // token -> its user and project
+	keypairs     map[string]map[string]keypair
+	serverGroups map[string]*ServerGroup // by id
+	nextID       int
+}
+
+// identity is whom a token speaks for.
+type identity struct{ user, project string }
+
+// ServerGroup is a Nova server group as the stand-in holds it.
+type ServerGroup struct {
+	ID, Name, Policy, ProjectID, UserID string
 }
 
 type keypair struct {
@@ -101,7 +110,8 @@ var (
 // Keystone's catalog as compute, image and network.
 func Start(t *testing.T, ks *testkeystone.Keystone) *Cloud {
 	t.Helper()
-	c := &Cloud{t: t, ks: ks, reads: map[string]int{}, users: map[string]string{}, keypairs: map[string]map[string]keypair{}}
+	c := &Cloud{t: t, ks: ks, reads: map[string]int{}, users: map[string]identity{}, keypairs: map[string]map[string]keypair{},
+		serverGroups: map[string]*ServerGroup{}}
 	mux := http.NewServeMux()
 	c.novaRoutes(mux)
 	c.glanceRoutes(mux)
@@ -144,49 +154,52 @@ func (c *Cloud) ReadsByMagnetite() map[string]int {
 // keystonemiddleware does in front of each service.
 func (c *Cloud) authenticated(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, ok := c.user(r.Header.Get("X-Auth-Token"))
+		id, ok := c.user(r.Header.Get("X-Auth-Token"))
 		if !ok {
 			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{"code": 401, "title": "Unauthorized", "message": "The request you have made requires authentication."}})
 			return
 		}
-		r.Header.Set("X-User-Id", user)
+		r.Header.Set("X-User-Id", id.user)
+		r.Header.Set("X-Project-Id", id.project)
 		next.ServeHTTP(w, r)
 	})
 }
 
-func (c *Cloud) user(token string) (string, bool) {
+func (c *Cloud) user(token string) (identity, bool) {
 	if token == "" {
-		return "", false
+		return identity{}, false
 	}
 	c.mu.Lock()
-	user, ok := c.users[token]
+	id, ok := c.users[token]
 	c.mu.Unlock()
 	if ok {
-		return user, true
+		return id, true
 	}
 	req, err := http.NewRequest("GET", c.ks.AuthURL()+"/auth/tokens", nil)
 	if err != nil {
-		return "", false
+		return identity{}, false
 	}
 	req.Header.Set("X-Auth-Token", c.ks.AdminToken())
 	req.Header.Set("X-Subject-Token", token)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return "", false
+		return identity{}, false
 	}
 	defer res.Body.Close()
 	var body struct {
 		Token struct {
-			User struct{ ID string } `json:"user"`
+			User    struct{ ID string } `json:"user"`
+			Project struct{ ID string } `json:"project"`
 		} `json:"token"`
 	}
 	if res.StatusCode != http.StatusOK || json.NewDecoder(res.Body).Decode(&body) != nil {
-		return "", false
+		return identity{}, false
 	}
+	id = identity{user: body.Token.User.ID, project: body.Token.Project.ID}
 	c.mu.Lock()
-	c.users[token] = body.Token.User.ID
+	c.users[token] = id
 	c.mu.Unlock()
-	return body.Token.User.ID, true
+	return id, true
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -277,6 +290,7 @@ func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 		w.WriteHeader(http.StatusAccepted)
 	})
 	mux.HandleFunc("POST /compute/v2.1/os-keypairs", c.createKeypair)
+	c.serverGroupRoutes(mux)
 }
 
 // createKeypair imports the public key sent, or generates a key pair and

@@ -83,7 +83,7 @@ func (d *Driver) Render(req driver.Request) (*driver.Result, error) {
 	}
 	if d.infra.NeedsCloud() {
 		for _, g := range p.Groups() {
-			res.ServerGroups = append(res.ServerGroups, driver.ServerGroup{Name: g.ServerGroup, Policy: g.ServerGroupRule})
+			res.ServerGroups = append(res.ServerGroups, driver.ServerGroup{Name: g.ServerGroup, Policy: g.ServerGroupRule, NodeGroupUUID: g.NodeGroup.UUID})
 		}
 	}
 	for _, m := range raw {

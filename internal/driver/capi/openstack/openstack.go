@@ -126,11 +126,22 @@ func (Infrastructure) ClusterVariables(p *capi.Plan) map[string]any {
 	return map[string]any{varCluster: spec}
 }
 
+// serverGroupRef names the group's Nova server group by the ID the
+// conductor found or made it with; by name until it has.
+func serverGroupRef(p *capi.Plan, g *capi.Group) map[string]any {
+	if p.Facts != nil {
+		if id := p.Facts.ServerGroups[g.ServerGroup]; id != "" {
+			return map[string]any{"id": id}
+		}
+	}
+	return map[string]any{"filter": map[string]any{"name": g.ServerGroup}}
+}
+
 func (Infrastructure) MachineVariables(p *capi.Plan, g *capi.Group) map[string]any {
 	spec := map[string]any{
 		"flavor":      byIDOrName(g.HasFlavor, g.Flavor.ID, g.FlavorRef),
 		"image":       byIDOrName(g.HasImage, g.Image.ID, g.ImageRef),
-		"serverGroup": map[string]any{"filter": map[string]any{"name": g.ServerGroup}},
+		"serverGroup": serverGroupRef(p, g),
 		"serverMetadata": []any{
 			map[string]any{"key": "magnetite_cluster", "value": p.UUID},
 			map[string]any{"key": "magnetite_nodegroup", "value": g.NodeGroup.Name},
