@@ -262,7 +262,7 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 	if catalog != nil {
 		resources = &cloud.Resources{Catalog: catalog, Log: log}
 	}
-	drivers, err := driverRegistry(capi.Options{}, cfg.String("conductor", "infrastructure"))
+	drivers, err := driverRegistry(driverOptions(cfg), cfg.String("conductor", "infrastructure"))
 	if err != nil {
 		return err
 	}
@@ -382,5 +382,16 @@ func reportAlive(ctx context.Context, st *store.DB, log *slog.Logger, host, bina
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// driverOptions are the renderer's defaults from [driver].
+func driverOptions(cfg *config.Config) capi.Options {
+	return capi.Options{
+		DefaultBootVolumeSize:  cfg.Int("driver", "boot_volume_size"),
+		VMNodeStartupTimeout:   cfg.Duration("driver", "vm_node_startup_timeout"),
+		BMNodeStartupTimeout:   cfg.Duration("driver", "bm_node_startup_timeout"),
+		VMNodeUnhealthyTimeout: cfg.Duration("driver", "vm_node_unhealthy_timeout"),
+		BMNodeUnhealthyTimeout: cfg.Duration("driver", "bm_node_unhealthy_timeout"),
 	}
 }

@@ -175,3 +175,22 @@ func TestSQLiteConnectionInEveryForm(t *testing.T) {
 		t.Errorf("a relative path: %v", err)
 	}
 }
+
+// TestDriverOptionsReachTheRenderer: [driver] boot_volume_size and the node
+// timeouts are what the renderer defaults to; a value that is not a number
+// or duration is refused when the configuration is read.
+func TestDriverOptionsReachTheRenderer(t *testing.T) {
+	cfg, err := config.Load("", "", []string{"MAGNETITE_DRIVER_BOOT_VOLUME_SIZE=30", "MAGNETITE_DRIVER_BM_NODE_STARTUP_TIMEOUT=1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := driverOptions(cfg)
+	if o.DefaultBootVolumeSize != 30 || o.BMNodeStartupTimeout != time.Hour || o.VMNodeStartupTimeout != 10*time.Minute || o.BMNodeUnhealthyTimeout != 15*time.Minute {
+		t.Errorf("driver options %+v", o)
+	}
+	for _, env := range []string{"MAGNETITE_DRIVER_BOOT_VOLUME_SIZE=big", "MAGNETITE_DRIVER_VM_NODE_UNHEALTHY_TIMEOUT=soon"} {
+		if _, err := config.Load("", "", []string{env}); err == nil {
+			t.Errorf("%s was accepted", env)
+		}
+	}
+}

@@ -117,7 +117,7 @@ func (c *Config) readFile(path string) error {
 }
 
 func (c *Config) validate() error {
-	for _, k := range []string{"api.max_limit", "api.max_body_bytes", "quotas.max_clusters_per_project", "cluster.create_timeout", "cluster.bm_create_timeout", "keystone_authtoken.token_cache_size", "conductor.workers"} {
+	for _, k := range []string{"api.max_limit", "api.max_body_bytes", "quotas.max_clusters_per_project", "cluster.create_timeout", "cluster.bm_create_timeout", "driver.boot_volume_size", "keystone_authtoken.token_cache_size", "conductor.workers"} {
 		if _, err := strconv.Atoi(c.values[k].Value); err != nil {
 			v := c.values[k]
 			return fmt.Errorf("config: [%s] %s = %q (from %s) is not a whole number", v.Section, v.Name, v.Value, v.Source)
@@ -129,7 +129,8 @@ func (c *Config) validate() error {
 			return fmt.Errorf("config: [%s] %s = %q (from %s) must be true or false", v.Section, v.Name, v.Value, v.Source)
 		}
 	}
-	for _, k := range []string{"services.report_interval", "services.down_after", "keystone_authtoken.token_cache_time", "keystone_authtoken.http_timeout", "conductor.lease"} {
+	for _, k := range []string{"services.report_interval", "services.down_after", "keystone_authtoken.token_cache_time", "keystone_authtoken.http_timeout", "conductor.lease",
+		"driver.vm_node_startup_timeout", "driver.bm_node_startup_timeout", "driver.vm_node_unhealthy_timeout", "driver.bm_node_unhealthy_timeout"} {
 		if _, err := time.ParseDuration(c.values[k].Value); err != nil {
 			v := c.values[k]
 			return fmt.Errorf("config: [%s] %s = %q (from %s) is not a duration such as 10s", v.Section, v.Name, v.Value, v.Source)

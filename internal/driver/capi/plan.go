@@ -185,6 +185,18 @@ func (pl planner) plan(req driver.Request) (*Plan, error) {
 	return p, nil
 }
 
+// ownLabel reports whether a node group asks for key itself: it carries a
+// value other than the one it inherited from the cluster's labels (node
+// groups start with a copy of those).
+func ownLabel(clusterLabels, nodeGroupLabels map[string]string, key string) bool {
+	v, ok := nodeGroupLabels[key]
+	if !ok {
+		return false
+	}
+	inherited, has := clusterLabels[key]
+	return !has || inherited != v
+}
+
 func clusterObjectName(c *model.Cluster) string {
 	if c.StackID != nil && *c.StackID != "" {
 		return *c.StackID
@@ -315,11 +327,18 @@ func (pl planner) planGroup(p *Plan, ng *model.NodeGroup) *Group {
 	pl.planServerType(p, g, ct)
 
 	bm := g.BareMetal()
-	if n, set := l.LookupInt(labels.BootVolumeSize); set {
+	n, set := l.LookupInt(labels.BootVolumeSize)
+	if set && bm && !ownLabel(p.Labels, ng.Labels, labels.BootVolumeSize) {
+		// Bare metal boots from its local disk, and Ironic refuses a
+		// Cinder root volume it cannot boot: the template's or cluster's
+		// size is meant for the virtual machines of a mixed cluster.
+		p.warn("node group %s is bare metal: boot_volume_size=%d of the template or cluster applies to virtual node groups only, so its machines boot from their local disks; give the node group its own boot_volume_size label for a Cinder root volume (Ironic boot from volume)", ng.Name, n)
+		set = false
+	}
+	switch {
+	case set:
 		g.BootVolumeSize = n
-	} else if !bm {
-		// Bare metal boots from its local disk: Ironic cannot attach a
-		// Cinder root volume, so only an explicit label asks for one.
+	case !bm:
 		g.BootVolumeSize = pl.opts.DefaultBootVolumeSize
 	}
 	g.BootVolumeType = l.String(labels.BootVolumeType)

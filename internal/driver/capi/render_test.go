@@ -190,12 +190,25 @@ func TestBareMetalHasNoRootVolumeUnlessAsked(t *testing.T) {
 			t.Errorf("bare-metal group %s has a root volume: %v", g, spec["rootVolume"])
 		}
 	}
+	// A bare-metal node group that asks for one itself gets it.
 	specs = machineSpecs(t, mustRender(t, caseRequest(t, "bm-boot-volume")))
 	want := map[string]any{"sizeGiB": int64(50), "type": "ssd"}
-	for g, spec := range specs {
-		if !reflect.DeepEqual(spec["rootVolume"], want) {
-			t.Errorf("group %s root volume = %v, want %v", g, spec["rootVolume"], want)
-		}
+	if !reflect.DeepEqual(specs["default-worker"]["rootVolume"], want) || specs["control-plane"]["rootVolume"] != nil {
+		t.Errorf("root volumes: worker %v (want %v), control plane %v (want none)", specs["default-worker"]["rootVolume"], want, specs["control-plane"]["rootVolume"])
+	}
+	// A VM template's size is for the virtual machines of a mixed cluster:
+	// the bare-metal node group boots from its disks, and is told so.
+	res := mustRender(t, caseRequest(t, "mixed-boot-volume"))
+	specs = machineSpecs(t, res)
+	vmVolume := map[string]any{"sizeGiB": int64(50)}
+	if !reflect.DeepEqual(specs["control-plane"]["rootVolume"], vmVolume) || !reflect.DeepEqual(specs["default-worker"]["rootVolume"], vmVolume) {
+		t.Errorf("VM root volumes: control plane %v, worker %v; want %v", specs["control-plane"]["rootVolume"], specs["default-worker"]["rootVolume"], vmVolume)
+	}
+	if v, ok := specs["metal"]["rootVolume"]; ok {
+		t.Errorf("the bare-metal node group of a mixed cluster has a root volume: %v", v)
+	}
+	if !strings.Contains(strings.Join(res.Warnings, "\n"), "node group metal is bare metal: boot_volume_size=50 of the template or cluster applies to virtual node groups only") {
+		t.Errorf("no warning that the size does not apply to bare metal: %v", res.Warnings)
 	}
 	// VMs keep the configured default.
 	specs = machineSpecs(t, mustRender(t, caseRequest(t, "vm-only")))
