@@ -178,12 +178,14 @@ func (s *DB) refuseUndoingDelete(ctx context.Context, tx *sql.Tx, ch ClusterChan
 	var name, status string
 	err := tx.QueryRowContext(ctx, `SELECT name, status FROM clusters WHERE uuid = ?`+s.forUpdate(), ch.Cluster.UUID).Scan(&name, &status)
 	if errors.Is(err, sql.ErrNoRows) {
+		//lint:ignore ST1005 Magnum's wording, which its clients see
 		return fmt.Errorf("%w: Cluster %s could not be found.", ErrNotFound, ch.Cluster.UUID)
 	}
 	if err != nil {
 		return err
 	}
 	if model.Status(status) == model.DeleteInProgress {
+		//lint:ignore ST1005 Magnum's wording, which its clients see
 		return fmt.Errorf("%w: Cluster %s is being deleted (DELETE_IN_PROGRESS); it can no longer be changed.", ErrConflict, name)
 	}
 	for _, ng := range ch.NodeGroups {
@@ -192,12 +194,14 @@ func (s *DB) refuseUndoingDelete(ctx context.Context, tx *sql.Tx, ch ClusterChan
 		}
 		err := tx.QueryRowContext(ctx, `SELECT name, status FROM nodegroups WHERE uuid = ?`+s.forUpdate(), ng.UUID).Scan(&name, &status)
 		if errors.Is(err, sql.ErrNoRows) {
+			//lint:ignore ST1005 Magnum's wording, which its clients see
 			return fmt.Errorf("%w: Nodegroup %s could not be found.", ErrNotFound, ng.UUID)
 		}
 		if err != nil {
 			return err
 		}
 		if model.Status(status) == model.DeleteInProgress {
+			//lint:ignore ST1005 Magnum's wording, which its clients see
 			return fmt.Errorf("%w: Node group %s is being deleted (DELETE_IN_PROGRESS); it can no longer be changed.", ErrConflict, name)
 		}
 	}
