@@ -181,6 +181,9 @@ func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request) error {
 		c.ClusterTemplateID = ct.UUID
 		c.Labels = rebaseLabels(c.Labels, cur.Labels, ct.Labels)
 		for _, g := range ngs[c.UUID] {
+			if g.Status == model.DeleteInProgress {
+				continue // going away: nothing to upgrade, and its delete stands
+			}
 			labels := rebaseLabels(g.Labels, cur.Labels, ct.Labels)
 			sameImage := g.ImageID != nil && *g.ImageID == cur.ImageID
 			if !sameImage && reflect.DeepEqual(labels, g.Labels) {

@@ -187,3 +187,23 @@ func referenceDuplicate(dec *json.Decoder) bool {
 	}
 	return false
 }
+
+// TestUpgradeLeavesANodeGroupBeingDeletedAlone: upgrading a cluster moves
+// its node groups to the new template, except one being deleted, whose
+// delete stands (the upgrade used to set it back to UPDATE_IN_PROGRESS).
+func TestUpgradeLeavesANodeGroupBeingDeletedAlone(t *testing.T) {
+	srv := apitest.Start(t)
+	c := newClient(t, srv)
+	from := c.createTemplate(map[string]any{"name": "k8s-131", "labels": map[string]any{"kube_tag": "v1.31.2"}})
+	to := c.createTemplate(map[string]any{"name": "k8s-132", "labels": map[string]any{"kube_tag": "v1.32.0"}})
+	id := c.createCluster(from, map[string]any{"name": "up"})
+	c.must(http.StatusAccepted, "POST", "/v1/clusters/"+id+"/nodegroups", map[string]any{"name": "infra"})
+	c.must(http.StatusNoContent, "DELETE", "/v1/clusters/"+id+"/nodegroups/infra", nil)
+	c.must(http.StatusAccepted, "POST", "/v1/clusters/"+id+"/actions/upgrade", map[string]any{"cluster_template": to})
+	if got := c.getObject("/v1/clusters/" + id + "/nodegroups/infra")["status"]; got != string(model.DeleteInProgress) {
+		t.Errorf("node group being deleted is %v after the upgrade, want DELETE_IN_PROGRESS", got)
+	}
+	if got := c.getObject("/v1/clusters/" + id)["cluster_template_id"]; got != to {
+		t.Errorf("cluster template %v after the upgrade, want %s", got, to)
+	}
+}
