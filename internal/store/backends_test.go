@@ -164,6 +164,22 @@ var storeCases = []storeCase{
 		}
 	}},
 
+	{"an older build refuses a database a newer one migrated", func(t *testing.T, db *store.DB, reopen func() (*store.DB, error)) {
+		latest := store.LatestVersion(db.Dialect())
+		if _, err := db.SQL().ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+			latest+1, fmt.Sprintf("%04d_from_a_newer_release.sql", latest+1), "2026-11-23T00:00:00.000000Z"); err != nil {
+			t.Fatal(err)
+		}
+		d, err := reopen()
+		if err == nil {
+			d.Close()
+		}
+		wantErr(t, err, store.ErrNewerSchema)
+		if !strings.Contains(err.Error(), fmt.Sprintf("version %d, newer than this build knows (%d)", latest+1, latest)) {
+			t.Errorf("refusal %q does not say which versions", err)
+		}
+	}},
+
 	{"processes opening a new database together migrate it once", func(t *testing.T, db *store.DB, reopen func() (*store.DB, error)) {
 		// db already migrated its own database; reopen targets the same one,
 		// so this checks concurrent opens of an up-to-date schema do not

@@ -178,6 +178,9 @@ func (s *DB) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("store: read schema version: %w", err)
 	}
+	if latest := ms[len(ms)-1].version; current > latest {
+		return fmt.Errorf("%w: the database's schema is at version %d, newer than this build knows (%d): a newer Magnetite migrated it; run that release or a newer one (a rolling upgrade never goes back)", ErrNewerSchema, current, latest)
+	}
 	for _, m := range ms {
 		if m.version <= current {
 			continue

@@ -14,6 +14,8 @@ var (
 	ErrQuotaExceeded = errors.New("store: project quota exceeded")
 	ErrInvalidSort   = errors.New("store: invalid sort key")
 	ErrInvalidMarker = errors.New("store: marker not found")
+	// ErrNewerSchema means a newer release migrated the database.
+	ErrNewerSchema = errors.New("store: database schema newer than this build")
 )
 
 // Scope says whose objects a read may see.
