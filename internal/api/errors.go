@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,7 +113,18 @@ func cleanMessage(err error) string {
 	return msg
 }
 
+// statusClientClosed is what nginx logs for a client that went away before
+// the answer: not a server error, and counted apart from them.
+const statusClientClosed = 499
+
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
+		// The client closed the connection (a load balancer's health check
+		// giving up, a user's ^C): nobody reads an answer.
+		s.log.InfoContext(r.Context(), "client closed the request before the answer", "method", r.Method, "path", r.URL.Path)
+		w.WriteHeader(statusClientClosed)
+		return
+	}
 	ae := toAPIError(err)
 	rid := requestID(r.Context())
 	if ae.Status >= 500 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -206,4 +207,38 @@ func TestUpgradeLeavesANodeGroupBeingDeletedAlone(t *testing.T) {
 	if got := c.getObject("/v1/clusters/" + id)["cluster_template_id"]; got != to {
 		t.Errorf("cluster template %v after the upgrade, want %s", got, to)
 	}
+}
+
+// TestAClientThatGoesAwayIsNotAServerError: a request whose client closed
+// the connection before the answer is recorded as 499 (as nginx does),
+// apart from server errors, and logged below ERROR.
+func TestAClientThatGoesAwayIsNotAServerError(t *testing.T) {
+	logs := &hostLogBuffer{}
+	srv := apitest.Start(t, func(o *api.Options) { o.Log = slog.New(slog.NewTextHandler(logs, nil)) })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // the client is gone before the server reads the database
+	req := httptest.NewRequestWithContext(ctx, "GET", "/v1/clusters/detail", nil)
+	req.Header.Set("OpenStack-API-Version", "container-infra latest")
+	rec := httptest.NewRecorder()
+	srv.API.ServeHTTP(rec, req)
+	if rec.Code != 499 {
+		t.Fatalf("status %d, want 499", rec.Code)
+	}
+	scrape := newClient(t, srv).must(http.StatusOK, "GET", "/metrics", nil).Body
+	if !strings.Contains(string(scrape), `code="499"`) || strings.Contains(string(scrape), `code="500"`) {
+		t.Errorf("metrics do not count the closed request apart from server errors:\n%s", grepLines(string(scrape), "magnetite_http_request_duration_seconds_count"))
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("a client going away is logged as an error:\n%s", logs.String())
+	}
+}
+
+func grepLines(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
