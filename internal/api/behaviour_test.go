@@ -732,21 +732,38 @@ func keysOf(prefix string, v any, into map[string]bool) {
 	}
 }
 
-// TestEmptyDiscoveryURLMeansNone: Horizon's cluster wizard (magnum-ui)
-// sends discovery_url "" when the field is left blank; Magnum takes any
-// text there, and the cluster is created without one.
-func TestEmptyDiscoveryURLMeansNone(t *testing.T) {
+// TestEmptyOptionalTextMeansUnset: where Magnum's field is free text
+// (wtypes.text, or a string without a minimum length), "" is taken as
+// not given. Horizon's forms (magnum-ui) send "" for every field left
+// blank: its cluster wizard sends discovery_url "".
+func TestEmptyOptionalTextMeansUnset(t *testing.T) {
 	srv := apitest.Start(t)
 	c := newClient(t, srv)
-	tmpl := c.createTemplate(nil)
+	tmpl := c.createTemplate(map[string]any{"tags": ""})
+	if got := c.getObject("/v1/clustertemplates/" + tmpl)["tags"]; got != "" && got != nil {
+		t.Errorf("template tags = %#v, want empty", got)
+	}
 	id := c.createCluster(tmpl, map[string]any{"name": "from-horizon", "master_count": 1, "node_count": 1,
 		"discovery_url": "", "create_timeout": 60, "labels": map[string]any{}})
 	if got, ok := c.getObject("/v1/clusters/" + id)["discovery_url"]; !ok || got != nil {
 		t.Errorf("discovery_url = %#v, want null", got)
 	}
 	url := "https://discovery.etcd.io/abc"
-	id = c.createCluster(tmpl, map[string]any{"name": "with-url", "discovery_url": url})
-	if got := c.getObject("/v1/clusters/" + id)["discovery_url"]; got != url {
+	withURL := c.createCluster(tmpl, map[string]any{"name": "with-url", "discovery_url": url})
+	if got := c.getObject("/v1/clusters/" + withURL)["discovery_url"]; got != url {
 		t.Errorf("discovery_url = %#v, want %s", got, url)
 	}
+	// A certificate signed with ca_cert_type "" is signed by the
+	// Kubernetes CA, as when the field is left out.
+	ca := parsePEMCert(t, c.getObject("/v1/certificates/" + id)["pem"].(string))
+	doc := c.must(http.StatusCreated, "POST", "/v1/certificates",
+		map[string]any{"cluster_uuid": id, "csr": magnumclientCSR(t), "ca_cert_type": ""}).object(t)
+	if err := parsePEMCert(t, doc["pem"].(string)).CheckSignatureFrom(ca); err != nil {
+		t.Errorf("ca_cert_type \"\": not signed by the cluster CA: %v", err)
+	}
+	// Where Magnum wants at least one character, "" stays an error that
+	// names the field.
+	r := c.must(http.StatusBadRequest, "POST", "/v1/clusters", map[string]any{"name": "empty-keypair",
+		"cluster_template_id": tmpl, "keypair": ""})
+	assertMagnumError(t, r, `Invalid input for field/attribute keypair. Value: "". expected a string of 1 to 255 characters`)
 }

@@ -24,7 +24,9 @@ var caCertTypes = map[string]certs.Purpose{
 var certificateSchema = newSchema("certificate",
 	str("cluster_uuid", 1, 255),
 	text("csr", 1, 0),
-	field{name: "ca_cert_type", kind: kEnum, enum: []string{"kubernetes", "etcd", "front-proxy", "front_proxy"}},
+	// Magnum's ca_cert_type is a free string where "" means the
+	// Kubernetes CA.
+	field{name: "ca_cert_type", kind: kEnum, enum: []string{"kubernetes", "etcd", "front-proxy", "front_proxy"}, emptyUnset: true},
 )
 
 // certificate is Magnum's certificate document. Private keys never appear.
