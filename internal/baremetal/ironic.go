@@ -56,6 +56,9 @@ type Ironic struct {
 	client *gophercloud.ServiceClient
 	log    *slog.Logger
 	now    func() time.Time
+	// lockedWait is the first pause after a NodeLocked answer (doubling,
+	// at most 4 s).
+	lockedWait time.Duration
 
 	// mu serialises the calls that read a node and then change it (its
 	// metadata in extra, its state) between API requests and the periodic
@@ -108,7 +111,7 @@ func NewIronic(cfg IronicConfig) (*Ironic, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Ironic{cfg: cfg, client: sc, log: log.With("backend", "ironic"), now: time.Now}, nil
+	return &Ironic{cfg: cfg, client: sc, log: log.With("backend", "ironic"), now: time.Now, lockedWait: time.Second}, nil
 }
 
 // Name implements Backend.
@@ -151,7 +154,12 @@ func metaOf(n *nodes.Node) *hostMeta {
 
 // Enroll implements Backend: create the node and its boot port, then ask
 // Ironic to verify the BMC (manage).
+//
+// It holds the backend's lock so the periodic pass does not start the
+// verification of a node whose boot port is not made yet.
 func (b *Ironic) Enroll(ctx context.Context, spec HostSpec) (*Host, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	addr, err := ValidateSpec(&spec, b.cfg.DefaultResourceClass)
 	if err != nil {
 		return nil, err
@@ -184,7 +192,10 @@ func (b *Ironic) Enroll(ctx context.Context, spec HostSpec) (*Host, error) {
 	b.log.InfoContext(ctx, "host enrolled", "host", spec.Name, "node", created.UUID, "hardware_type", opts.Driver, "bmc", meta.BMCAddress)
 	if spec.BootMACAddress != "" {
 		pxe := true
-		_, err := ports.Create(ctx, b.client, ports.CreateOpts{NodeUUID: created.UUID, Address: spec.BootMACAddress, PXEEnabled: &pxe}).Extract()
+		err := b.retryLocked(ctx, func() error {
+			_, err := ports.Create(ctx, b.client, ports.CreateOpts{NodeUUID: created.UUID, Address: spec.BootMACAddress, PXEEnabled: &pxe}).Extract()
+			return err
+		})
 		if err != nil {
 			perr := b.ironicError(err, "create the boot port "+spec.BootMACAddress, spec.Credentials.Password)
 			if derr := nodes.Delete(ctx, b.client, created.UUID).ExtractErr(); derr != nil {
@@ -314,7 +325,10 @@ func (b *Ironic) Power(ctx context.Context, ident string, action PowerAction) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := nodes.ChangePowerState(ctx, b.client, n.UUID, nodes.PowerStateOpts{Target: target}).ExtractErr(); err != nil {
+	err = b.retryLocked(ctx, func() error {
+		return nodes.ChangePowerState(ctx, b.client, n.UUID, nodes.PowerStateOpts{Target: target}).ExtractErr()
+	})
+	if err != nil {
 		return nil, b.ironicError(err, fmt.Sprintf("power %s host %s", action, n.Name), "")
 	}
 	b.log.InfoContext(ctx, "host power change requested", "host", n.Name, "node", n.UUID, "action", string(action))
@@ -519,18 +533,59 @@ func (b *Ironic) patchMeta(ctx context.Context, n *nodes.Node, fields map[string
 			ops = append(ops, nodes.UpdateOperation{Op: nodes.AddOp, Path: "/extra/" + metaKey + "/" + k, Value: v})
 		}
 	}
-	if _, err := nodes.Update(ctx, b.client, n.UUID, ops).Extract(); err != nil {
+	err := b.retryLocked(ctx, func() error {
+		_, err := nodes.Update(ctx, b.client, n.UUID, ops).Extract()
+		return err
+	})
+	if err != nil {
 		return b.ironicError(err, "update host "+n.Name, "")
 	}
 	return nil
 }
 
 func (b *Ironic) changeState(ctx context.Context, uuid string, target nodes.TargetProvisionState) error {
-	err := nodes.ChangeProvisionState(ctx, b.client, uuid, nodes.ProvisionStateOpts{Target: target}).ExtractErr()
+	err := b.retryLocked(ctx, func() error {
+		return nodes.ChangeProvisionState(ctx, b.client, uuid, nodes.ProvisionStateOpts{Target: target}).ExtractErr()
+	})
 	if err != nil {
 		return b.ironicError(err, fmt.Sprintf("move node %s to %s", uuid, target), "")
 	}
 	return nil
+}
+
+// Ironic answers 409 NodeLocked while one of its conductors holds the node
+// (verifying a BMC, changing power): a state the caller cannot see and that
+// ends by itself. Like Ironic's own clients, wait and try again a few times
+// before passing the refusal on.
+const lockedRetries = 6
+
+func (b *Ironic) retryLocked(ctx context.Context, call func() error) error {
+	wait := b.lockedWait
+	for attempt := 1; ; attempt++ {
+		err := call()
+		if err == nil || attempt == lockedRetries || !nodeLocked(err) {
+			return err
+		}
+		b.log.DebugContext(ctx, "Ironic node locked; retrying", "attempt", attempt, "wait", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, 4*time.Second)
+	}
+}
+
+// nodeLocked tells Ironic's NodeLocked apart from the other conflicts
+// (a MAC address taken, a state that does not allow the change), which
+// do not end by waiting. Ironic gives it no code of its own; its message
+// is fixed: "Node %(node)s is locked by host %(host)s, please retry ...".
+func nodeLocked(err error) bool {
+	var code gophercloud.ErrUnexpectedResponseCode
+	return errors.As(err, &code) && code.Actual == http.StatusConflict &&
+		strings.Contains(ironicFault(code.Body), " is locked by host ")
 }
 
 // ironicError turns a gophercloud error into a sentinel-wrapped error with
