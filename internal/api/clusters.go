@@ -11,6 +11,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/auth"
+	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
@@ -373,9 +374,9 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	if ct.DockerStorageDriver != nil && *ct.DockerStorageDriver == "devicemapper" && (c.DockerVolumeSize == nil || *c.DockerVolumeSize < 3) {
 		return badRequest("docker volume size %s GB is not valid, expecting minimum value 3GB for devicemapper storage", intString(c.DockerVolumeSize))
 	}
-	minNodes, maxNodes, err := nodeBoundsFromLabels(c.Labels)
+	minNodes, maxNodes, err := driver.NodeBounds(c.Labels)
 	if err != nil {
-		return err
+		return badRequest("%v", err)
 	}
 	if nodeCount < minNodes || (maxNodes != nil && nodeCount > *maxNodes) {
 		return badRequest("node_count %d is outside the range set by the labels min_node_count=%d and max_node_count=%s.", nodeCount, minNodes, intString(maxNodes))
@@ -390,7 +391,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	t := time.Now().UTC()
-	sn := stackName(c.Name, c.UUID)
+	sn := driver.ObjectName(c.Name, c.UUID)
 	c.StackID = &sn
 	c.Status = model.CreateInProgress
 	reason := "Waiting for a conductor to start provisioning"
@@ -448,31 +449,6 @@ func copyLabels(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-// nodeBoundsFromLabels reads the autoscaling bounds Magnum takes from the
-// min_node_count and max_node_count labels.
-func nodeBoundsFromLabels(l map[string]string) (int, *int, error) {
-	minN := 0
-	var maxN *int
-	if v, ok := l["min_node_count"]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return 0, nil, badRequest("Label min_node_count must be a whole number >= 0, got %q.", v)
-		}
-		minN = n
-	}
-	if v, ok := l["max_node_count"]; ok {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return 0, nil, badRequest("Label max_node_count must be a whole number >= 0, got %q.", v)
-		}
-		if n < minN {
-			return 0, nil, badRequest("Label max_node_count (%d) must be >= min_node_count (%d).", n, minN)
-		}
-		maxN = &n
-	}
-	return minN, maxN, nil
 }
 
 func (s *Server) newNodeGroup(c *model.Cluster, name, role string, count int, flavor *string, image string, t time.Time) *model.NodeGroup {

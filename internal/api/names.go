@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
-	"strings"
 )
 
 var nameWords = []string{
@@ -25,19 +24,3 @@ func generateName(suffix string) string {
 }
 
 var clusterNameRE = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9_.-]*$`)
-
-var dnsUnsafe = regexp.MustCompile(`[^a-z0-9-]+`)
-
-// stackName derives the name of the cluster's objects in the management
-// cluster: DNS-safe, at most 40 characters, unique through the UUID prefix.
-func stackName(name, uuid string) string {
-	n := dnsUnsafe.ReplaceAllString(strings.ToLower(name), "-")
-	n = strings.Trim(n, "-")
-	if len(n) > 30 {
-		n = strings.Trim(n[:30], "-")
-	}
-	if n == "" || n[0] < 'a' || n[0] > 'z' {
-		n = "k" + n
-	}
-	return n + "-" + strings.ReplaceAll(uuid, "-", "")[:8]
-}

@@ -291,39 +291,46 @@ func (cc *CapacityCheck) demands(ctx context.Context, req CapacityRequest, flavo
 }
 
 // demandOf decides whether a node group's nodes are bare-metal hosts and
-// which; nil means they are not.
+// which; nil means they are not. Whether they are is the cluster's shape
+// (driver.Resolve) as the renderer sees it, from the flavor Nova reports.
 func (cc *CapacityCheck) demandOf(ctx context.Context, req CapacityRequest, ng *model.NodeGroup, flavors flavorMemo) (*demand, error) {
 	ct, c := req.Template, req.Cluster
-	l := ng.Labels
-	if l == nil && c != nil {
-		l = c.Labels
+	metal3 := ct.Driver != nil && *ct.Driver == Metal3DriverName
+	facts := &driver.Facts{}
+	if !metal3 && cc.Flavors != nil {
+		if ref := driver.FlavorOf(ct, clusterOrNone(c), ng); ref != "" {
+			f, err := cc.flavor(ctx, req.AuthToken, ref, flavors)
+			switch {
+			case err == nil:
+				facts.Flavors = append(facts.Flavors, f)
+			case !errors.Is(err, ErrFlavorNotFound):
+				return nil, err
+			}
+		}
 	}
-	if ct.Driver != nil && *ct.Driver == Metal3DriverName {
-		d := &demand{selector: parseSelector(l[labels.HostSelector])}
+	shape := driver.Resolve(driver.ShapeInput{Template: ct, Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Facts: facts})
+	g := shape.Groups[0]
+	switch {
+	case !g.BareMetal():
+		return nil, nil
+	case metal3:
+		d := &demand{selector: parseSelector(g.Labels.String(labels.HostSelector))}
 		if c != nil {
 			d.project = c.ProjectID
 		}
 		return d, nil
 	}
-	ref := flavorOf(ct, c, ng)
-	if cc.Flavors != nil && ref != "" {
-		f, err := cc.flavor(ctx, req.AuthToken, ref, flavors)
-		switch {
-		case err == nil:
-			spec, ironic := f.BareMetal()
-			if !ironic {
-				return nil, nil
-			}
-			return &demand{resourceClass: resourceClassOfSpec(spec, cc.DefaultResourceClass)}, nil
-		case !errors.Is(err, ErrFlavorNotFound):
-			return nil, err
-		}
+	if spec, ironic := g.Flavor.BareMetal(); g.HasFlavor && ironic {
+		return &demand{resourceClass: resourceClassOfSpec(spec, cc.DefaultResourceClass)}, nil
 	}
-	asked := model.ServerType(l["server_type"])
-	if asked == model.ServerTypeBM || (asked == "" && ct.ServerType == model.ServerTypeBM) {
-		return &demand{resourceClass: NormalizeResourceClass(cc.DefaultResourceClass)}, nil
+	return &demand{resourceClass: NormalizeResourceClass(cc.DefaultResourceClass)}, nil
+}
+
+func clusterOrNone(c *model.Cluster) *model.Cluster {
+	if c == nil {
+		return &model.Cluster{}
 	}
-	return nil, nil
+	return c
 }
 
 func (cc *CapacityCheck) count(ctx context.Context, d *demand) (Capacity, error) {
@@ -335,28 +342,6 @@ func (cc *CapacityCheck) count(ctx context.Context, d *demand) (Capacity, error)
 		return Capacity{}, fmt.Errorf("%w: the %s backend does not know Metal3 hosts; set [baremetal] backend = metal3", ErrUnavailable, cc.Hosts.Name())
 	}
 	return sc.CapacityMatching(ctx, d.project, d.selector)
-}
-
-// flavorOf is the flavor a node group's nodes get, as the API fills it in.
-func flavorOf(ct *model.ClusterTemplate, c *model.Cluster, ng *model.NodeGroup) string {
-	pick := func(ps ...*string) string {
-		for _, p := range ps {
-			if p != nil && strings.TrimSpace(*p) != "" {
-				return strings.TrimSpace(*p)
-			}
-		}
-		return ""
-	}
-	if ng.Role == model.RoleMaster {
-		if c != nil {
-			return pick(ng.FlavorID, c.MasterFlavorID, ct.MasterFlavorID)
-		}
-		return pick(ng.FlavorID, ct.MasterFlavorID)
-	}
-	if c != nil {
-		return pick(ng.FlavorID, c.FlavorID, ct.FlavorID)
-	}
-	return pick(ng.FlavorID, ct.FlavorID)
 }
 
 // resourceClassOfSpec reads CUSTOM_X out of "resources:CUSTOM_X=1"; an

@@ -277,12 +277,9 @@ func (c *Conductor) applySecrets(ctx context.Context, sc *scope, refs []driver.S
 	return nil
 }
 
-func clusterObjectName(cl *model.Cluster) string {
-	if cl.StackID != nil && *cl.StackID != "" {
-		return *cl.StackID
-	}
-	return cl.UUID
-}
+// clusterObjectName is the name of the cluster's objects, as the renderer
+// names them.
+func clusterObjectName(cl *model.Cluster) string { return driver.ClusterObjectName(cl) }
 
 // labelTopology adds Magnetite's ownership labels to the control plane's
 // and every machine deployment's topology metadata, so Cluster API stamps

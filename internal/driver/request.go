@@ -176,13 +176,12 @@ func decodeCluster(doc []byte, ct *model.ClusterTemplate) (*model.Cluster, []*mo
 	if !hasDefaultWorker {
 		// As the API does, the default worker takes its bounds from the
 		// min_node_count and max_node_count labels.
-		v := labels.Values(c.Labels)
-		w := &model.NodeGroup{Name: model.DefaultWorkerNodeGroup, Role: model.RoleWorker, IsDefault: true,
-			NodeCount: count(d.NodeCount, 1), FlavorID: c.FlavorID, MergeLabels: true, MinNodeCount: v.Int(labels.MinNodeCount)}
-		if n, set := v.LookupInt(labels.MaxNodeCount); set {
-			w.MaxNodeCount = &n
+		minNodes, maxNodes, err := NodeBounds(c.Labels)
+		if err != nil {
+			return nil, nil, err
 		}
-		ngs = append(ngs, w)
+		ngs = append(ngs, &model.NodeGroup{Name: model.DefaultWorkerNodeGroup, Role: model.RoleWorker, IsDefault: true,
+			NodeCount: count(d.NodeCount, 1), FlavorID: c.FlavorID, MergeLabels: true, MinNodeCount: minNodes, MaxNodeCount: maxNodes})
 	}
 	for _, ng := range ngs {
 		if ng.Role == "" {

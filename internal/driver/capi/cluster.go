@@ -3,6 +3,7 @@ package capi
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -67,8 +68,10 @@ func (d *Driver) buildCluster(p *Plan, cl *class) map[string]any {
 	}
 }
 
+var labelUnsafe = regexp.MustCompile(`[^a-z0-9-]+`)
+
 func labelValue(s string) string {
-	s = strings.Trim(dnsUnsafe.ReplaceAllString(strings.ToLower(s), "-"), "-")
+	s = strings.Trim(labelUnsafe.ReplaceAllString(strings.ToLower(s), "-"), "-")
 	if len(s) > 63 {
 		s = strings.Trim(s[:63], "-")
 	}

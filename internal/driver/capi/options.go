@@ -3,6 +3,8 @@ package capi
 import (
 	"fmt"
 	"time"
+
+	"github.com/magnetite-io/magnetite/internal/driver"
 )
 
 // APIVersions are the versions rendered for each API group. The conductor
@@ -81,4 +83,11 @@ func (o Options) withDefaults() Options {
 	// A bare-metal reboot alone can outlast a VM's whole grace period.
 	def(&o.BMNodeUnhealthyTimeout, 15*time.Minute)
 	return o
+}
+
+// shapeDefaults are the options the resolver falls back on.
+func (o Options) shapeDefaults() driver.ShapeDefaults {
+	return driver.ShapeDefaults{BootVolumeSize: o.DefaultBootVolumeSize,
+		VMNodeStartupTimeout: o.VMNodeStartupTimeout, BMNodeStartupTimeout: o.BMNodeStartupTimeout,
+		VMNodeUnhealthyTimeout: o.VMNodeUnhealthyTimeout, BMNodeUnhealthyTimeout: o.BMNodeUnhealthyTimeout}
 }

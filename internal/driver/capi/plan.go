@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/labels"
@@ -84,46 +83,19 @@ type Network struct {
 }
 
 // Group is one node group resolved: the control plane or a worker group.
+// Its shape (flavor, image, server type, boot volume, timeouts, bounds) is
+// the resolver's (driver.Resolve); the rest is how this renderer places it.
 type Group struct {
-	NodeGroup *model.NodeGroup
-	// Name is the topology name (RFC 1123) derived from the node group's.
-	Name string
-	Role string
+	*driver.GroupShape
 
-	ServerType model.ServerType
-	// ServerTypeReason says how the server type was decided.
-	ServerTypeReason string
-
-	FlavorRef string
-	Flavor    driver.Flavor
-	HasFlavor bool
-	ImageRef  string
-	Image     driver.Image
-	HasImage  bool
-
-	Replicas  int
-	Autoscale bool
-	Min, Max  int
-
-	BootVolumeSize   int
-	BootVolumeType   string
-	BootVolumeAZ     string
-	ConfigDrive      bool
 	AvailabilityZone string
 	ServerGroup      string
 	ServerGroupRule  string
-
-	NodeStartupTimeout   time.Duration
-	NodeUnhealthyTimeout time.Duration
-	MaxSurge             int
+	MaxSurge         int
 
 	NodeLabels map[string]string
 	Taints     []model.Taint
-	Labels     labels.Values
 }
-
-// BareMetal reports whether the group's machines are bare metal.
-func (g *Group) BareMetal() bool { return g.ServerType == model.ServerTypeBM }
 
 func (p *Plan) problem(format string, args ...any) {
 	p.problems = append(p.problems, fmt.Sprintf(format, args...))
@@ -135,23 +107,6 @@ func (p *Plan) warn(format string, args ...any) {
 
 // Groups lists the control plane, then the workers.
 func (p *Plan) Groups() []*Group { return append([]*Group{p.ControlPlane}, p.Workers...) }
-
-var dnsUnsafe = regexp.MustCompile(`[^a-z0-9-]+`)
-
-// dnsLabel turns a name into an RFC 1123 label of at most max characters.
-func dnsLabel(name string, max int) string {
-	n := strings.Trim(dnsUnsafe.ReplaceAllString(strings.ToLower(name), "-"), "-")
-	if len(n) > max {
-		n = strings.Trim(n[:max], "-")
-	}
-	if n == "" || n[0] < 'a' || n[0] > 'z' {
-		n = strings.Trim(("g-" + n), "-")
-		if len(n) > max {
-			n = strings.Trim(n[:max], "-")
-		}
-	}
-	return n
-}
 
 // planner holds the driver's options and infrastructure while planning.
 type planner struct {
@@ -169,10 +124,13 @@ func (pl planner) plan(req driver.Request) (*Plan, error) {
 	if p.Namespace == "" {
 		p.Namespace = "magnetite-system"
 	}
-	p.Name = clusterObjectName(c)
-	pl.planLabels(p)
-	pl.planGroups(p, req.NodeGroups)
-	pl.planOS(p)
+	shape := driver.Resolve(driver.ShapeInput{Template: ct, Cluster: c, NodeGroups: req.NodeGroups, Facts: req.Facts,
+		Authoritative: pl.infra.NeedsCloud(), Defaults: pl.opts.shapeDefaults()})
+	p.Name = shape.ObjectName
+	p.problems = append(p.problems, shape.Problems...)
+	pl.planLabels(p, shape)
+	pl.planGroups(p, shape)
+	pl.planOS(p, shape)
 	pl.planVersion(p)
 	pl.planNetwork(p)
 	pl.planAddons(p)
@@ -185,58 +143,15 @@ func (pl planner) plan(req driver.Request) (*Plan, error) {
 	return p, nil
 }
 
-// ownLabel reports whether a node group asks for key itself: it carries a
-// value other than the one it inherited from the cluster's labels (node
-// groups start with a copy of those).
-func ownLabel(clusterLabels, nodeGroupLabels map[string]string, key string) bool {
-	v, ok := nodeGroupLabels[key]
-	if !ok {
-		return false
-	}
-	inherited, has := clusterLabels[key]
-	return !has || inherited != v
-}
-
-func clusterObjectName(c *model.Cluster) string {
-	if c.StackID != nil && *c.StackID != "" {
-		return *c.StackID
-	}
-	id := strings.ReplaceAll(c.UUID, "-", "")
-	if len(id) > 8 {
-		id = id[:8]
-	}
-	return dnsLabel(c.Name, 30) + "-" + id
-}
-
-// clusterLabels are the template's labels under the cluster's: merged when
-// the cluster asked for it, and template-scope labels always from the
-// template.
-func clusterLabels(ct *model.ClusterTemplate, c *model.Cluster) labels.Values {
-	own := c.Labels
-	if c.MergeLabels {
-		own = labels.Merge(ct.Labels, c.Labels)
-	}
-	return labels.Effective(ct.Labels, own, labels.ScopeCluster)
-}
-
-func (pl planner) planLabels(p *Plan) {
+func (pl planner) planLabels(p *Plan, shape *driver.Shape) {
 	ct, c := p.Template, p.Cluster
-	if _, err := labels.Validate(ct.Labels); err != nil {
-		p.problem("cluster template: %v", err)
+	p.Labels = shape.Labels
+	if len(shape.UnknownLabels) > 0 {
+		p.warn("labels %s are not known to Magnetite; they are kept but have no effect", strings.Join(shape.UnknownLabels, ", "))
 	}
-	if err := labels.CheckOverrides(ct.Labels, c.Labels, labels.ScopeCluster); err != nil {
-		p.problem("%v", err)
-	}
-	p.Labels = clusterLabels(ct, c)
-	rep, err := labels.Validate(p.Labels)
-	if err != nil {
-		p.problem("%v", err)
-	}
-	if len(rep.Unknown) > 0 {
-		p.warn("labels %s are not known to Magnetite; they are kept but have no effect", strings.Join(rep.Unknown, ", "))
-	}
+	p.Warnings = append(p.Warnings, shape.Warnings...)
 	p.AutoHealing = p.Labels.Bool(labels.AutoHealingEnabled)
-	p.AutoScaling = p.Labels.Bool(labels.AutoScalingEnabled)
+	p.AutoScaling = shape.AutoScaling
 	p.CertSANs = p.Labels.List(labels.APIServerCertSANs)
 	p.ImageRepository = strings.TrimSuffix(p.Labels.String(labels.ContainerInfraPrefix), "/")
 	p.KeystoneAuth = p.Labels.Bool(labels.KeystoneAuthEnabled)
@@ -250,33 +165,14 @@ func (pl planner) planLabels(p *Plan) {
 	}
 }
 
-func (pl planner) planGroups(p *Plan, ngs []*model.NodeGroup) {
-	names := map[string]string{}
-	for _, ng := range ngs {
-		if ng == nil {
-			continue
-		}
-		g := pl.planGroup(p, ng)
-		if prev, dup := names[g.Name]; dup {
-			p.problem("node groups %s and %s map to the same name %s; rename one", prev, ng.Name, g.Name)
-		}
-		names[g.Name] = ng.Name
-		if ng.Role == model.RoleMaster {
-			if p.ControlPlane != nil {
-				p.problem("more than one master node group (%s, %s); a cluster has one control plane", p.ControlPlane.NodeGroup.Name, ng.Name)
-				continue
-			}
+func (pl planner) planGroups(p *Plan, shape *driver.Shape) {
+	for _, gs := range shape.Groups {
+		g := pl.planGroup(p, gs)
+		if gs == shape.ControlPlane {
 			p.ControlPlane = g
-			continue
+		} else if gs.Role != model.RoleMaster {
+			p.Workers = append(p.Workers, g)
 		}
-		p.Workers = append(p.Workers, g)
-	}
-	if p.ControlPlane == nil {
-		p.problem("the cluster has no master node group")
-		return
-	}
-	if n := p.ControlPlane.Replicas; n < 1 || n%2 == 0 {
-		p.problem("master_count %d is not valid: the control plane runs etcd and needs an odd number of nodes (1, 3, 5)", n)
 	}
 	sort.SliceStable(p.Workers, func(i, j int) bool {
 		wi, wj := p.Workers[i].NodeGroup, p.Workers[j].NodeGroup
@@ -287,75 +183,15 @@ func (pl planner) planGroups(p *Plan, ngs []*model.NodeGroup) {
 	})
 }
 
-func (pl planner) planGroup(p *Plan, ng *model.NodeGroup) *Group {
-	ct, c := p.Template, p.Cluster
-	own := ng.Labels
-	if ng.MergeLabels {
-		own = labels.Merge(p.Labels, ng.Labels)
-	}
-	l := labels.Effective(p.Labels, own, labels.ScopeNodeGroup)
-	g := &Group{NodeGroup: ng, Role: ng.Role, Name: dnsLabel(ng.Name, 40), Labels: l, Replicas: ng.NodeCount}
-	if ng.Role == "" {
-		g.Role = model.RoleWorker
-	}
-	if _, err := labels.Validate(l); err != nil {
-		p.problem("node group %s: %v", ng.Name, err)
-	}
-
-	g.FlavorRef = deref(ng.FlavorID)
-	if g.FlavorRef == "" {
-		if g.Role == model.RoleMaster {
-			g.FlavorRef = firstNonEmpty(deref(c.MasterFlavorID), deref(ct.MasterFlavorID))
-		} else {
-			g.FlavorRef = firstNonEmpty(deref(c.FlavorID), deref(ct.FlavorID))
-		}
-	}
-	g.ImageRef = firstNonEmpty(deref(ng.ImageID), ct.ImageID)
-	if g.FlavorRef == "" && pl.infra.NeedsCloud() {
-		p.problem("node group %s has no flavor; set flavor_id (or master_flavor_id) on the template, cluster or node group", ng.Name)
-	}
-	g.Flavor, g.HasFlavor = p.Facts.Flavor(g.FlavorRef)
-	g.Image, g.HasImage = p.Facts.Image(g.ImageRef)
-	if pl.infra.NeedsCloud() {
-		if g.FlavorRef != "" && !g.HasFlavor {
-			p.problem("node group %s: flavor %s was not found in the cloud", ng.Name, g.FlavorRef)
-		}
-		if !g.HasImage {
-			p.problem("node group %s: image %s was not found in the cloud", ng.Name, g.ImageRef)
-		}
-	}
-	pl.planServerType(p, g, ct)
-
-	bm := g.BareMetal()
-	n, set := l.LookupInt(labels.BootVolumeSize)
-	if set && bm && !ownLabel(p.Labels, ng.Labels, labels.BootVolumeSize) {
-		// Bare metal boots from its local disk, and Ironic refuses a
-		// Cinder root volume it cannot boot: the template's or cluster's
-		// size is meant for the virtual machines of a mixed cluster.
-		p.warn("node group %s is bare metal: boot_volume_size=%d of the template or cluster applies to virtual node groups only, so its machines boot from their local disks; give the node group its own boot_volume_size label for a Cinder root volume (Ironic boot from volume)", ng.Name, n)
-		set = false
-	}
-	switch {
-	case set:
-		g.BootVolumeSize = n
-	case !bm:
-		g.BootVolumeSize = pl.opts.DefaultBootVolumeSize
-	}
-	g.BootVolumeType = l.String(labels.BootVolumeType)
-	g.BootVolumeAZ = l.String(labels.BootVolumeAvailabilityZone)
-	if v, set := l.LookupBool(labels.ConfigDrive); set {
-		g.ConfigDrive = v
-	} else {
-		g.ConfigDrive = bm
-	}
+func (pl planner) planGroup(p *Plan, gs *driver.GroupShape) *Group {
+	ng, l := gs.NodeGroup, gs.Labels
+	g := &Group{GroupShape: gs}
 	g.AvailabilityZone = l.String(labels.AvailabilityZone)
 	g.ServerGroupRule = l.String(labels.ServerGroupPolicies)
 	g.ServerGroup = p.Name + "-" + g.Name
-	g.NodeStartupTimeout = pick(l, labels.NodeStartupTimeout, bm, pl.opts.VMNodeStartupTimeout, pl.opts.BMNodeStartupTimeout)
-	g.NodeUnhealthyTimeout = pick(l, labels.NodeUnhealthyTimeout, bm, pl.opts.VMNodeUnhealthyTimeout, pl.opts.BMNodeUnhealthyTimeout)
 	if n, set := l.LookupInt(labels.RolloutMaxSurge); set {
 		g.MaxSurge = n
-	} else if !bm {
+	} else if !g.BareMetal() {
 		g.MaxSurge = 1
 	}
 
@@ -365,96 +201,18 @@ func (pl planner) planGroup(p *Plan, ng *model.NodeGroup) *Group {
 	}
 	g.NodeLabels["magnetite.io/server-type"] = string(g.ServerType)
 	g.NodeLabels["magnetite.io/nodegroup"] = g.Name
-	g.NodeLabels["magnetite.io/nodegroup-role"] = dnsLabel(g.Role, 63)
+	g.NodeLabels["magnetite.io/nodegroup-role"] = driver.DNSLabel(g.Role, 63)
 	g.Taints = append(g.Taints, ng.NodeTaints...)
-
-	if g.Role != model.RoleMaster {
-		pl.planScaling(p, g)
-	}
 	return g
 }
 
-func pick(l labels.Values, name string, bm bool, vm, metal time.Duration) time.Duration {
-	if d, set := l.LookupDuration(name); set {
-		return d
-	}
-	if bm {
-		return metal
-	}
-	return vm
-}
-
-// planServerType decides vm or bm for a group: an Ironic-backed flavor
-// means bare metal; a node group (or a bm template) asking for bare metal
-// must have one, and a virtual flavor is refused rather than silently
-// landing the nodes on a hypervisor.
-func (pl planner) planServerType(p *Plan, g *Group, ct *model.ClusterTemplate) {
-	asked := model.ServerType(g.Labels.String(labels.ServerType))
-	spec, ironic := g.Flavor.BareMetal()
-	switch {
-	case g.HasFlavor && ironic && asked == model.ServerTypeVM:
-		p.problem("node group %s asks for server_type=vm but flavor %s is Ironic-backed (%s); use a virtual flavor or server_type=bm",
-			g.NodeGroup.Name, g.FlavorRef, spec)
-	case g.HasFlavor && ironic:
-		g.ServerType, g.ServerTypeReason = model.ServerTypeBM, "flavor "+g.FlavorRef+" has "+spec
-	case asked == model.ServerTypeBM || (asked == "" && ct.ServerType == model.ServerTypeBM):
-		g.ServerType = model.ServerTypeBM
-		g.ServerTypeReason = "server_type=bm"
-		if g.HasFlavor {
-			who := "the bare-metal template"
-			if asked != "" {
-				who = "the node group's server_type=bm label"
-			}
-			p.problem("node group %s: flavor %s is not a bare-metal flavor: %s needs an Ironic-backed flavor whose extra specs have resources:CUSTOM_<CLASS>=1 (or baremetal=true)",
-				g.NodeGroup.Name, g.FlavorRef, who)
-		}
-	default:
-		g.ServerType, g.ServerTypeReason = model.ServerTypeVM, "virtual flavor"
-		if asked == model.ServerTypeVM {
-			g.ServerTypeReason = "server_type=vm"
-		}
-	}
-}
-
-// planScaling reads a worker group's bounds from its min_node_count and
-// max_node_count fields (the API fills the default worker's from the
-// labels of the same names at create time); without a maximum the group
-// may not grow beyond its node count.
-func (pl planner) planScaling(p *Plan, g *Group) {
-	ng := g.NodeGroup
-	g.Min, g.Max = ng.MinNodeCount, ng.NodeCount
-	if ng.MaxNodeCount != nil && *ng.MaxNodeCount > 0 {
-		g.Max = *ng.MaxNodeCount
-	}
-	if !p.AutoScaling {
-		return
-	}
-	g.Autoscale = true
-	if g.Max < g.Min || g.Max < 1 {
-		p.problem("node group %s: max_node_count %d must be at least 1 and at least min_node_count %d for autoscaling", ng.Name, g.Max, g.Min)
-	}
-}
-
-func (pl planner) planOS(p *Plan) {
-	distro := ""
-	if p.ControlPlane != nil && p.ControlPlane.HasImage {
-		distro = p.ControlPlane.Image.OSDistro()
-	}
-	if distro == "" && p.Template.ClusterDistro != nil {
-		distro = driver.NormalizeOSDistro(*p.Template.ClusterDistro)
-	}
-	os, ok := osProfiles[distro]
+func (pl planner) planOS(p *Plan, shape *driver.Shape) {
+	os, ok := osProfiles[shape.OSDistro]
 	if !ok {
-		p.problem("os_distro %q is not supported; use an image whose os_distro is one of %s", distro, strings.Join(SupportedOS(), ", "))
+		p.problem("os_distro %q is not supported; use an image whose os_distro is one of %s", shape.OSDistro, strings.Join(SupportedOS(), ", "))
 		return
 	}
 	p.OS = os
-	for _, g := range p.Groups() {
-		if g != nil && g.HasImage && g.Image.OSDistro() != "" && g.Image.OSDistro() != distro {
-			p.problem("node group %s: image %s runs %s but the cluster runs %s; all node groups share one operating system",
-				g.NodeGroup.Name, g.ImageRef, g.Image.OSDistro(), distro)
-		}
-	}
 }
 
 var kubeVersionRE = regexp.MustCompile(`^v?(\d+)\.(\d+)\.(\d+)`)
@@ -517,7 +275,7 @@ func (pl planner) planNetwork(p *Plan) {
 			}
 		}
 	}
-	if fixed := firstNonEmpty(deref(c.FixedNetwork), deref(ct.FixedNetwork)); fixed != "" {
+	if fixed := driver.FirstSet(c.FixedNetwork, ct.FixedNetwork); fixed != "" {
 		net, ok := p.Facts.Network(fixed)
 		switch {
 		case ok:
@@ -527,9 +285,9 @@ func (pl planner) planNetwork(p *Plan) {
 		default:
 			n.FixedNetworkID = fixed
 		}
-		n.FixedSubnetID = firstNonEmpty(deref(c.FixedSubnet), deref(ct.FixedSubnet))
+		n.FixedSubnetID = driver.FirstSet(c.FixedSubnet, ct.FixedSubnet)
 	}
-	if ext := deref(ct.ExternalNetworkID); ext != "" {
+	if ext := driver.FirstSet(ct.ExternalNetworkID); ext != "" {
 		net, ok := p.Facts.Network(ext)
 		switch {
 		case ok:
@@ -586,20 +344,4 @@ func (pl planner) planAddons(p *Plan) {
 	if allBM && p.CinderCSI && p.Labels.IsSet(labels.CinderCSIEnabled) {
 		p.warn("cinder_csi_enabled=true on a bare-metal-only cluster: Cinder volumes attach only where Ironic supports volume attachment; Manila (manila_csi_enabled) is the usual choice")
 	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return strings.TrimSpace(*s)
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }
