@@ -359,12 +359,6 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	if c.FixedSubnet == nil {
 		c.FixedSubnet = ct.FixedSubnet
 	}
-	if vals["create_timeout"] == nil {
-		c.CreateTimeout = s.opts.DefaultCreateTimeout
-		if ct.ServerType == model.ServerTypeBM {
-			c.CreateTimeout = s.opts.DefaultBareMetalCreateTimeout
-		}
-	}
 	if err := checkMasterCount(c, masterCount); err != nil {
 		return err
 	}
@@ -387,7 +381,8 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	if err := s.validateClusterLabels(ct, c); err != nil {
 		return err
 	}
-	if _, err := s.checkResources(r, clusterRefs(ct, c)); err != nil {
+	found, err := s.checkResources(r, clusterRefs(ct, c))
+	if err != nil {
 		return err
 	}
 	t := time.Now().UTC()
@@ -402,6 +397,15 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	master.MinNodeCount = 1
 	worker := s.newNodeGroup(c, model.DefaultWorkerNodeGroup, model.RoleWorker, nodeCount, c.FlavorID, ct.ImageID, t)
 	worker.MinNodeCount, worker.MaxNodeCount = minNodes, maxNodes
+	shape := s.resolveShape(ct, c, []*model.NodeGroup{master, worker}, found)
+	if err := s.refuseUnbuildable("The cluster", shape.Problems); err != nil {
+		return err
+	}
+	if vals["create_timeout"] == nil {
+		// Bare metal boots slowly, whether the template asks for it or
+		// node groups' flavors are Ironic-backed.
+		c.CreateTimeout = shape.CreateTimeout
+	}
 	claim, err := s.checkCapacity(r, ct, c, grows(master, masterCount), grows(worker, nodeCount))
 	if err != nil {
 		return err

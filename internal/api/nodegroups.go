@@ -12,6 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/magnetite-io/magnetite/internal/apitypes"
+	"github.com/magnetite-io/magnetite/internal/cloud"
+	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
@@ -228,6 +230,9 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := s.checkClusterSize(r, c, ng, ng.NodeCount); err != nil {
+		return err
+	}
+	if err := s.checkNodeGroupShape(r, ct, c, ng); err != nil {
 		return err
 	}
 	claim, err := s.checkCapacity(r, ct, c, grows(ng, ng.NodeCount))
@@ -456,4 +461,21 @@ func checkNodeLabel(k, v string) string {
 	}
 	return fmt.Sprintf("node label '%s' is in a restricted Kubernetes namespace; the kubelet will refuse to start. Labels in the kubernetes.io/ and k8s.io/ namespaces must use one of the allowed prefixes (%s) or be one of the allowed labels (%s).",
 		k, strings.Join(kubeletAllowedNamespaces, ", "), strings.Join(kubeletAllowedLabels, ", "))
+}
+
+// checkNodeGroupShape refuses a new node group the renderer would refuse
+// (a virtual flavor under server_type=bm, an Ironic-backed one under
+// server_type=vm, a flavor or image the cloud does not have), resolved
+// beside the cluster's other node groups.
+func (s *Server) checkNodeGroupShape(r *http.Request, ct *model.ClusterTemplate, c *model.Cluster, ng *model.NodeGroup) error {
+	found, err := s.checkResources(r, cloud.Refs{Image: driver.FirstSet(ng.ImageID), Flavors: []string{driver.FlavorOf(ct, c, ng)}})
+	if err != nil {
+		return err
+	}
+	ngs, err := s.st.NodeGroupsOf(r.Context(), []string{c.UUID})
+	if err != nil {
+		return err
+	}
+	shape := s.resolveShape(ct, c, append(ngs[c.UUID], ng), found)
+	return s.refuseUnbuildable("The node group", shape.Groups[len(shape.Groups)-1].Problems)
 }

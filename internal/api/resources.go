@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/magnetite-io/magnetite/internal/cloud"
+	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -33,6 +34,24 @@ func (s *Server) checkResources(r *http.Request, refs cloud.Refs) (cloud.Found, 
 			Detail: strings.TrimPrefix(err.Error(), cloud.ErrUnavailable.Error()+": ")}
 	}
 	return found, err
+}
+
+// resolveShape resolves a cluster's shape (driver.Resolve) with what the
+// cloud told checkResources about its flavors and images.
+func (s *Server) resolveShape(ct *model.ClusterTemplate, c *model.Cluster, ngs []*model.NodeGroup, found cloud.Found) *driver.Shape {
+	return driver.Resolve(driver.ShapeInput{Template: ct, Cluster: c, NodeGroups: ngs, Facts: &found.Facts,
+		Defaults: driver.ShapeDefaults{CreateTimeout: s.opts.DefaultCreateTimeout, BareMetalCreateTimeout: s.opts.DefaultBareMetalCreateTimeout}})
+}
+
+// refuseUnbuildable answers 400 with what the renderer would refuse of a
+// request, when the cloud was asked about it. Without a cloud to ask the
+// request is accepted, and the conductor's render failure is the
+// cluster's status_reason.
+func (s *Server) refuseUnbuildable(what string, problems []string) error {
+	if s.opts.Resources == nil || len(problems) == 0 {
+		return nil
+	}
+	return badRequest("%s cannot be built as asked: %s.", what, strings.Join(problems, "; "))
 }
 
 // templateRefs are the resources a template names; with only set, just

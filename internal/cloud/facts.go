@@ -6,7 +6,6 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
-	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
@@ -38,13 +37,7 @@ func (rs *Resources) Facts(ctx context.Context, token string, refs FactRefs) (*d
 				if err != nil {
 					return err
 				}
-				props := map[string]string{}
-				for k, v := range img.Properties {
-					if s, ok := v.(string); ok {
-						props[k] = s
-					}
-				}
-				facts.Images = append(facts.Images, driver.Image{ID: img.ID, Name: img.Name, Properties: props})
+				facts.Images = append(facts.Images, imageFacts(img))
 			}
 			return nil
 		})
@@ -62,12 +55,11 @@ func (rs *Resources) Facts(ctx context.Context, token string, refs FactRefs) (*d
 				if err != nil {
 					return err
 				}
-				specs, err := flavors.ListExtraSpecs(ctx, sc, f.ID).Extract()
+				fl, err := flavorFacts(ctx, sc, f)
 				if err != nil {
-					return unavailable(err, "Nova", "read the extra specs of flavor "+f.Name)
+					return err
 				}
-				facts.Flavors = append(facts.Flavors, driver.Flavor{ID: f.ID, Name: f.Name, VCPUs: f.VCPUs,
-					RAM: f.RAM, Disk: f.Disk, ExtraSpecs: specs})
+				facts.Flavors = append(facts.Flavors, fl)
 			}
 			return nil
 		})

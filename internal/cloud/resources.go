@@ -20,6 +20,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 
 	"github.com/magnetite-io/magnetite/internal/auth"
+	"github.com/magnetite-io/magnetite/internal/driver"
 )
 
 var (
@@ -64,6 +65,10 @@ type Found struct {
 	// OSDistro is the image's os_distro property ("" when Glance was not
 	// asked or the image has none).
 	OSDistro string
+	// Facts hold the image with its properties and the flavors with their
+	// extra specs, as far as the cloud could be asked: the facts the
+	// cluster's shape is resolved with (driver.Resolve).
+	Facts driver.Facts
 }
 
 // Resources checks Refs against the services in the catalog.
@@ -83,9 +88,13 @@ func (rs *Resources) Check(ctx context.Context, token string, refs Refs) (Found,
 	var found Found
 	if refs.Image != "" {
 		err := rs.with(ctx, token, "image", openstack.NewImageV2, func(sc *gophercloud.ServiceClient) error {
-			var err error
-			found.OSDistro, err = imageDistro(ctx, sc, refs.Image)
-			return err
+			img, err := findImage(ctx, sc, refs.Image)
+			if err != nil {
+				return err
+			}
+			found.Facts.Images = append(found.Facts.Images, imageFacts(img))
+			found.OSDistro = found.Facts.Images[0].Properties["os_distro"]
+			return nil
 		})
 		if err != nil {
 			return found, err
@@ -99,9 +108,15 @@ func (rs *Resources) Check(ctx context.Context, token string, refs Refs) (Found,
 	}
 	if len(flavorRefs) > 0 || refs.Keypair != "" {
 		err := rs.with(ctx, token, "compute", openstack.NewComputeV2, func(sc *gophercloud.ServiceClient) error {
-			for _, f := range flavorRefs {
-				if err := flavorExists(ctx, sc, f); err != nil {
+			for _, ref := range flavorRefs {
+				f, err := findFlavor(ctx, sc, ref)
+				if err != nil {
 					return err
+				}
+				// Extra specs that cannot be read leave the flavor's kind
+				// unknown: the conductor reads them again before rendering.
+				if facts, err := flavorFacts(ctx, sc, f); err == nil {
+					found.Facts.Flavors = append(found.Facts.Flavors, facts)
 				}
 			}
 			if refs.Keypair == "" {
@@ -184,15 +199,19 @@ func unavailable(err error, service, doing string) error {
 	return fmt.Errorf("%w: could not %s: %v", ErrUnavailable, doing, err)
 }
 
-// imageDistro finds an image by ID, else by a unique name, and returns its
-// os_distro property.
-func imageDistro(ctx context.Context, sc *gophercloud.ServiceClient, ref string) (string, error) {
-	img, err := findImage(ctx, sc, ref)
-	if err != nil {
-		return "", err
+// imageFacts is what the renderer reads of an image: its string
+// properties (os_distro, kube_version, ...), os_distro trimmed.
+func imageFacts(img *images.Image) driver.Image {
+	props := map[string]string{}
+	for k, v := range img.Properties {
+		if s, ok := v.(string); ok {
+			props[k] = s
+		}
 	}
-	distro, _ := img.Properties["os_distro"].(string)
-	return strings.TrimSpace(distro), nil
+	if d, ok := props["os_distro"]; ok {
+		props["os_distro"] = strings.TrimSpace(d)
+	}
+	return driver.Image{ID: img.ID, Name: img.Name, Properties: props}
 }
 
 // findImage finds an image by ID, else by a unique name.
@@ -228,10 +247,14 @@ func listImages(ctx context.Context, sc *gophercloud.ServiceClient, name string)
 	return images.ExtractImages(pages)
 }
 
-// flavorExists finds a flavor by ID, else by name, as Magnum accepts either.
-func flavorExists(ctx context.Context, sc *gophercloud.ServiceClient, ref string) error {
-	_, err := findFlavor(ctx, sc, ref)
-	return err
+// flavorFacts reads a flavor's extra specs (which say whether Nova
+// schedules it onto Ironic nodes).
+func flavorFacts(ctx context.Context, sc *gophercloud.ServiceClient, f *flavors.Flavor) (driver.Flavor, error) {
+	specs, err := flavors.ListExtraSpecs(ctx, sc, f.ID).Extract()
+	if err != nil {
+		return driver.Flavor{}, unavailable(err, "Nova", "read the extra specs of flavor "+f.Name)
+	}
+	return driver.Flavor{ID: f.ID, Name: f.Name, VCPUs: f.VCPUs, RAM: f.RAM, Disk: f.Disk, ExtraSpecs: specs}, nil
 }
 
 // findFlavor finds a flavor by ID, else by name.

@@ -109,6 +109,9 @@ type GroupShape struct {
 
 	NodeStartupTimeout   time.Duration
 	NodeUnhealthyTimeout time.Duration
+
+	// Problems are the shape's problems that concern this node group.
+	Problems []string
 }
 
 // BareMetal reports whether the group's machines are bare metal.
@@ -137,6 +140,13 @@ func (s *Shape) Workers() []*GroupShape {
 
 func (s *Shape) problem(format string, args ...any) {
 	s.Problems = append(s.Problems, fmt.Sprintf(format, args...))
+}
+
+// groupProblem is a problem of one node group.
+func (s *Shape) groupProblem(g *GroupShape, format string, args ...any) {
+	msg := fmt.Sprintf("node group %s"+format, append([]any{g.NodeGroup.Name}, args...)...)
+	g.Problems = append(g.Problems, msg)
+	s.Problems = append(s.Problems, msg)
 }
 
 func (s *Shape) warn(format string, args ...any) {
@@ -233,7 +243,7 @@ func resolveGroup(s *Shape, in ShapeInput, ng *model.NodeGroup) *GroupShape {
 		g.Role = model.RoleWorker
 	}
 	if _, err := labels.Validate(l); err != nil {
-		s.problem("node group %s: %v", ng.Name, err)
+		s.groupProblem(g, ": %v", err)
 	}
 
 	g.FlavorRef = FlavorOf(ct, c, ng)
@@ -243,12 +253,12 @@ func resolveGroup(s *Shape, in ShapeInput, ng *model.NodeGroup) *GroupShape {
 	if in.Authoritative {
 		switch {
 		case g.FlavorRef == "":
-			s.problem("node group %s has no flavor; set flavor_id (or master_flavor_id) on the template, cluster or node group", ng.Name)
+			s.groupProblem(g, " has no flavor; set flavor_id (or master_flavor_id) on the template, cluster or node group")
 		case !g.HasFlavor:
-			s.problem("node group %s: flavor %s was not found in the cloud", ng.Name, g.FlavorRef)
+			s.groupProblem(g, ": flavor %s was not found in the cloud", g.FlavorRef)
 		}
 		if !g.HasImage {
-			s.problem("node group %s: image %s was not found in the cloud", ng.Name, g.ImageRef)
+			s.groupProblem(g, ": image %s was not found in the cloud", g.ImageRef)
 		}
 	}
 	resolveServerType(s, g, ct)
@@ -317,8 +327,8 @@ func resolveServerType(s *Shape, g *GroupShape, ct *model.ClusterTemplate) {
 	switch {
 	case g.HasFlavor && ironic && asked == model.ServerTypeVM:
 		g.ServerType, g.ServerTypeReason = model.ServerTypeBM, "flavor "+g.FlavorRef+" has "+spec
-		s.problem("node group %s asks for server_type=vm but flavor %s is Ironic-backed (%s); use a virtual flavor or server_type=bm",
-			g.NodeGroup.Name, g.FlavorRef, spec)
+		s.groupProblem(g, " asks for server_type=vm but flavor %s is Ironic-backed (%s); use a virtual flavor or server_type=bm",
+			g.FlavorRef, spec)
 	case g.HasFlavor && ironic:
 		g.ServerType, g.ServerTypeReason = model.ServerTypeBM, "flavor "+g.FlavorRef+" has "+spec
 	case asked == model.ServerTypeBM || (asked == "" && ct.ServerType == model.ServerTypeBM):
@@ -329,8 +339,8 @@ func resolveServerType(s *Shape, g *GroupShape, ct *model.ClusterTemplate) {
 			if asked != "" {
 				who, fix = "the node group's server_type=bm label", "give the node group an Ironic-backed flavor or drop its server_type=bm label"
 			}
-			s.problem("node group %s: flavor %s is not a bare-metal flavor: %s needs an Ironic-backed flavor whose extra specs have resources:CUSTOM_<CLASS>=1 (or baremetal=true); %s",
-				g.NodeGroup.Name, g.FlavorRef, who, fix)
+			s.groupProblem(g, ": flavor %s is not a bare-metal flavor: %s needs an Ironic-backed flavor whose extra specs have resources:CUSTOM_<CLASS>=1 (or baremetal=true); %s",
+				g.FlavorRef, who, fix)
 		}
 	default:
 		g.ServerType, g.ServerTypeReason = model.ServerTypeVM, "virtual flavor"
@@ -355,7 +365,7 @@ func resolveBounds(s *Shape, g *GroupShape) {
 	}
 	g.Autoscale = true
 	if g.Max < g.Min || g.Max < 1 {
-		s.problem("node group %s: max_node_count %d must be at least 1 and at least min_node_count %d for autoscaling", ng.Name, g.Max, g.Min)
+		s.groupProblem(g, ": max_node_count %d must be at least 1 and at least min_node_count %d for autoscaling", g.Max, g.Min)
 	}
 }
 
@@ -370,8 +380,8 @@ func resolveOS(s *Shape, ct *model.ClusterTemplate) {
 	}
 	for _, g := range s.Groups {
 		if g.HasImage && g.Image.OSDistro() != "" && s.OSDistro != "" && g.Image.OSDistro() != s.OSDistro {
-			s.problem("node group %s: image %s runs %s but the cluster runs %s; all node groups share one operating system",
-				g.NodeGroup.Name, g.ImageRef, g.Image.OSDistro(), s.OSDistro)
+			s.groupProblem(g, ": image %s runs %s but the cluster runs %s; all node groups share one operating system",
+				g.ImageRef, g.Image.OSDistro(), s.OSDistro)
 		}
 	}
 }
