@@ -11,6 +11,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/cloud"
+	"github.com/magnetite-io/magnetite/internal/driver"
 )
 
 // cloudAnswers stands in for cloud.Resources: it records what the API asks
@@ -20,7 +21,8 @@ type cloudAnswers struct {
 	asked   []cloud.Refs
 	missing map[string]bool
 	down    bool
-	distro  map[string]string // image -> os_distro
+	distro  map[string]string        // image -> os_distro
+	flavors map[string]driver.Flavor // by name, with their extra specs
 }
 
 func (c *cloudAnswers) Check(_ context.Context, _ string, refs cloud.Refs) (cloud.Found, error) {
@@ -35,7 +37,13 @@ func (c *cloudAnswers) Check(_ context.Context, _ string, refs cloud.Refs) (clou
 			return cloud.Found{}, fmt.Errorf("%w: Unable to find %s.", cloud.ErrInvalid, ref)
 		}
 	}
-	return cloud.Found{OSDistro: c.distro[refs.Image]}, nil
+	found := cloud.Found{OSDistro: c.distro[refs.Image]}
+	for _, ref := range refs.Flavors {
+		if f, ok := c.flavors[ref]; ok {
+			found.Facts.Flavors = append(found.Facts.Flavors, f)
+		}
+	}
+	return found, nil
 }
 
 func (c *cloudAnswers) last(t *testing.T) cloud.Refs {
