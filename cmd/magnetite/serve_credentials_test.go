@@ -136,6 +136,23 @@ func TestServeGivesEveryClusterItsOwnApplicationCredential(t *testing.T) {
 		}
 	})
 
+	t.Run("a bare-metal template with a virtual master flavor is refused at create, as Nova describes the flavors", func(t *testing.T) {
+		res, body := w.api("POST", "/v1/clustertemplates", "", map[string]any{"name": "k8s-bm", "coe": "kubernetes", "server_type": "bm",
+			"image_id": testcloud.ImageName, "flavor_id": testcloud.BareMetalFlavor, "master_flavor_id": testcloud.MasterFlavor,
+			"external_network_id": testcloud.ExternalNet, "labels": map[string]string{"kube_tag": testcloud.KubeTag}})
+		if res.StatusCode != http.StatusCreated {
+			t.Fatalf("template: %d %s", res.StatusCode, body)
+		}
+		res, body = w.api("POST", "/v1/clusters", "", map[string]any{"name": "c-bm", "cluster_template_id": "k8s-bm", "node_count": 1})
+		want := "node group default-master: flavor " + testcloud.MasterFlavor + " is not a bare-metal flavor"
+		if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), want) {
+			t.Fatalf("cluster create: %d %s, want 400 saying %q", res.StatusCode, body, want)
+		}
+		if n := len(w.appCredentials()); n != 1 {
+			t.Errorf("the refused create left %d credentials, want 1", n)
+		}
+	})
+
 	t.Run("rotation needs 1.12", func(t *testing.T) {
 		res, body := w.apiAt("1.11", "PATCH", "/v1/credentials/"+clusterUUID, "", nil)
 		if res.StatusCode != http.StatusNotAcceptable {
