@@ -118,10 +118,12 @@ func (f *CloudFacts) Facts(ctx context.Context, ct *model.ClusterTemplate, c *mo
 	}
 	img := ct.ImageID
 	imagesRef := []*string{&img}
-	flavorsRef := []*string{ct.FlavorID, ct.MasterFlavorID, c.FlavorID, c.MasterFlavorID}
+	var flavorsRef []*string
 	for _, ng := range ngs {
+		// The flavor each node group gets, as the renderer resolves it.
+		flavor := driver.FlavorOf(ct, c, ng)
 		imagesRef = append(imagesRef, ng.ImageID)
-		flavorsRef = append(flavorsRef, ng.FlavorID)
+		flavorsRef = append(flavorsRef, &flavor)
 	}
 	fixed := ct.FixedNetwork
 	if c.FixedNetwork != nil {
