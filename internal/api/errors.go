@@ -78,6 +78,8 @@ func toAPIError(err error) *apiError {
 		return badRequest("The sort_key value %s is an invalid field for sorting.", strings.TrimPrefix(msg, "invalid sort key: "))
 	case errors.Is(err, baremetal.ErrInsufficientCapacity):
 		return conflict("%s", msg)
+	case errors.Is(err, baremetal.ErrUnbuildable):
+		return badRequest("The cluster cannot be built as asked: %s.", msg)
 	case errors.Is(err, baremetal.ErrUnavailable):
 		return &apiError{Status: http.StatusServiceUnavailable, Title: "Service Unavailable", Detail: msg}
 	case errors.Is(err, baremetal.ErrReplan):
@@ -105,7 +107,8 @@ func cleanMessage(err error) string {
 	for _, p := range []string{"store: not found: ", "store: conflicts with an existing object: ",
 		"store: object is referenced by clusters: ", "store: project quota exceeded: ", "store: ",
 		"auth: forbidden: ", "auth: authentication required: ", "auth: identity service unavailable: ",
-		baremetal.ErrInsufficientCapacity.Error() + ": ", baremetal.ErrUnavailable.Error() + ": "} {
+		baremetal.ErrInsufficientCapacity.Error() + ": ", baremetal.ErrUnavailable.Error() + ": ",
+		baremetal.ErrUnbuildable.Error() + ": "} {
 		if strings.HasPrefix(msg, p) {
 			return strings.TrimPrefix(msg, p)
 		}

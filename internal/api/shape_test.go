@@ -1,12 +1,14 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/api"
+	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/driver"
 )
 
@@ -111,5 +113,44 @@ func TestBareMetalTemplateWithVirtualMasterIsAcceptedWithoutCloud(t *testing.T) 
 	_, got := call(t, srv, "GET", "/v1/clusters/accepted", nil)
 	if got["status"] != "CREATE_IN_PROGRESS" || fmt.Sprint(got["create_timeout"]) != "180" {
 		t.Errorf("accepted cluster: status %v, create_timeout %v", got["status"], got["create_timeout"])
+	}
+}
+
+// novaFlavors answers the capacity check's flavor reads.
+type novaFlavors map[string]driver.Flavor
+
+func (n novaFlavors) Flavor(_ context.Context, _, ref string) (driver.Flavor, error) {
+	if f, ok := n[ref]; ok {
+		return f, nil
+	}
+	return driver.Flavor{}, baremetal.ErrFlavorNotFound
+}
+
+type goldHosts struct{}
+
+func (goldHosts) Name() string { return "ironic" }
+func (goldHosts) Capacity(_ context.Context, rc string) (baremetal.Capacity, error) {
+	return baremetal.Capacity{ResourceClass: rc, Free: 10, Total: 10}, nil
+}
+
+// TestCapacityCheckRefusesWhatCannotBeBuilt: a deployment whose API has no
+// catalog to check resources in, but whose capacity check reads Nova's
+// flavors, refuses a bm template's virtual master with a 400 saying so,
+// instead of counting bare-metal hosts for it.
+func TestCapacityCheckRefusesWhatCannotBeBuilt(t *testing.T) {
+	cc := &baremetal.CapacityCheck{Mode: baremetal.CheckRefuse, Hosts: goldHosts{}, DefaultResourceClass: "baremetal",
+		Flavors: novaFlavors(shapeCloud().flavors)}
+	srv := startWithDrivers(t, func(o *api.Options) { o.Capacity = cc })
+	if status, body := call(t, srv, "POST", "/v1/clustertemplates", shapeTemplate("bm-vm-master", "bm", "m1.medium", "bm.gold")); status != http.StatusCreated {
+		t.Fatalf("template: %d %v", status, body)
+	}
+	status, body := call(t, srv, "POST", "/v1/clusters", map[string]any{"name": "refused", "cluster_template_id": "bm-vm-master"})
+	if want := "The cluster cannot be built as asked: node group default-master: flavor m1.medium is not a bare-metal flavor"; status != http.StatusBadRequest ||
+		!strings.Contains(detail(body), want) {
+		t.Errorf("create: %d %q, want 400 saying %q", status, detail(body), want)
+	}
+	if status, body := call(t, srv, "POST", "/v1/clusters", map[string]any{"name": "fixed", "cluster_template_id": "bm-vm-master",
+		"master_flavor_id": "bm.gold"}); status != http.StatusAccepted {
+		t.Errorf("create with an Ironic master flavor: %d %v", status, body)
 	}
 }

@@ -18,6 +18,12 @@ import (
 // are free; the API answers 409.
 var ErrInsufficientCapacity = errors.New("baremetal: not enough free hosts")
 
+// ErrUnbuildable means a request's node group contradicts its flavor as
+// Nova describes it (a virtual flavor under server_type=bm, an Ironic one
+// under server_type=vm): the renderer would refuse the cluster, so the API
+// answers 400 instead of counting hosts for it.
+var ErrUnbuildable = errors.New("baremetal: the cluster cannot be built as asked")
+
 // ErrFlavorNotFound is what a FlavorSource returns for a flavor that does
 // not exist.
 var ErrFlavorNotFound = errors.New("baremetal: flavor not found")
@@ -158,6 +164,9 @@ func (cc *CapacityCheck) Plan(ctx context.Context, req CapacityRequest, building
 	}
 	flavors := flavorMemo{}
 	demands, err := cc.demands(ctx, req, flavors)
+	if errors.Is(err, ErrUnbuildable) {
+		return nil, err
+	}
 	if err != nil {
 		return cc.cannotCheck(err)
 	}
@@ -173,7 +182,7 @@ func (cc *CapacityCheck) Plan(ctx context.Context, req CapacityRequest, building
 		if b.NodeGroup == nil || b.Template == nil {
 			continue
 		}
-		d, err := cc.demandOf(ctx, CapacityRequest{Template: b.Template, Cluster: b.Cluster, AuthToken: req.AuthToken}, b.NodeGroup, flavors)
+		d, _, err := cc.demandOf(ctx, CapacityRequest{Template: b.Template, Cluster: b.Cluster, AuthToken: req.AuthToken}, b.NodeGroup, flavors)
 		if err != nil {
 			return cc.cannotCheck(err)
 		}
@@ -267,9 +276,12 @@ func (cc *CapacityCheck) demands(ctx context.Context, req CapacityRequest, flavo
 		if g.Nodes <= 0 || g.NodeGroup == nil {
 			continue
 		}
-		d, err := cc.demandOf(ctx, req, g.NodeGroup, flavors)
+		d, problems, err := cc.demandOf(ctx, req, g.NodeGroup, flavors)
 		if err != nil {
 			return nil, err
+		}
+		if len(problems) > 0 {
+			return nil, fmt.Errorf("%w: %s", ErrUnbuildable, strings.Join(problems, "; "))
 		}
 		if d == nil {
 			continue
@@ -292,8 +304,10 @@ func (cc *CapacityCheck) demands(ctx context.Context, req CapacityRequest, flavo
 
 // demandOf decides whether a node group's nodes are bare-metal hosts and
 // which; nil means they are not. Whether they are is the cluster's shape
-// (driver.Resolve) as the renderer sees it, from the flavor Nova reports.
-func (cc *CapacityCheck) demandOf(ctx context.Context, req CapacityRequest, ng *model.NodeGroup, flavors flavorMemo) (*demand, error) {
+// (driver.Resolve) as the renderer sees it, from the flavor Nova reports;
+// problems are what the renderer would refuse of the node group given
+// that flavor.
+func (cc *CapacityCheck) demandOf(ctx context.Context, req CapacityRequest, ng *model.NodeGroup, flavors flavorMemo) (*demand, []string, error) {
 	ct, c := req.Template, req.Cluster
 	metal3 := ct.Driver != nil && *ct.Driver == Metal3DriverName
 	facts := &driver.Facts{}
@@ -304,26 +318,30 @@ func (cc *CapacityCheck) demandOf(ctx context.Context, req CapacityRequest, ng *
 			case err == nil:
 				facts.Flavors = append(facts.Flavors, f)
 			case !errors.Is(err, ErrFlavorNotFound):
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
 	shape := driver.Resolve(driver.ShapeInput{Template: ct, Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Facts: facts})
 	g := shape.Groups[0]
+	var problems []string
+	if g.HasFlavor {
+		problems = g.Problems
+	}
 	switch {
 	case !g.BareMetal():
-		return nil, nil
+		return nil, problems, nil
 	case metal3:
 		d := &demand{selector: parseSelector(g.Labels.String(labels.HostSelector))}
 		if c != nil {
 			d.project = c.ProjectID
 		}
-		return d, nil
+		return d, problems, nil
 	}
 	if spec, ironic := g.Flavor.BareMetal(); g.HasFlavor && ironic {
-		return &demand{resourceClass: resourceClassOfSpec(spec, cc.DefaultResourceClass)}, nil
+		return &demand{resourceClass: resourceClassOfSpec(spec, cc.DefaultResourceClass)}, problems, nil
 	}
-	return &demand{resourceClass: NormalizeResourceClass(cc.DefaultResourceClass)}, nil
+	return &demand{resourceClass: NormalizeResourceClass(cc.DefaultResourceClass)}, problems, nil
 }
 
 func clusterOrNone(c *model.Cluster) *model.Cluster {

@@ -37,8 +37,9 @@ func (noFreeHosts) Capacity(_ context.Context, rc string) (baremetal.Capacity, e
 var neededRE = regexp.MustCompile(`\d+ needed \(([^)]*)\)`)
 
 // capacityBareMetal lists the node groups the capacity check counts as
-// bare-metal hosts when the whole cluster is created.
-func capacityBareMetal(t *testing.T, req driver.Request) []string {
+// bare-metal hosts when the whole cluster is created, or its refusal of a
+// cluster that cannot be built.
+func capacityBareMetal(t *testing.T, req driver.Request) ([]string, error) {
 	t.Helper()
 	cc := &baremetal.CapacityCheck{Mode: baremetal.CheckRefuse, Hosts: noFreeHosts{}, Flavors: factsFlavors{req.Facts},
 		DefaultResourceClass: "baremetal"}
@@ -47,12 +48,15 @@ func capacityBareMetal(t *testing.T, req driver.Request) []string {
 		creq.Growth = append(creq.Growth, baremetal.Growth{NodeGroup: ng, Nodes: ng.NodeCount})
 	}
 	plan, err := cc.Plan(context.Background(), creq, func(context.Context) ([]baremetal.Building, error) { return nil, nil })
+	if errors.Is(err, baremetal.ErrUnbuildable) {
+		return nil, err
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = plan.Verify(nil)
 	if err == nil {
-		return nil
+		return nil, nil
 	}
 	if !errors.Is(err, baremetal.ErrInsufficientCapacity) {
 		t.Fatal(err)
@@ -64,7 +68,7 @@ func capacityBareMetal(t *testing.T, req driver.Request) []string {
 		}
 	}
 	slices.Sort(out)
-	return out
+	return out, nil
 }
 
 // TestCapacityAndRendererAgreeOnBareMetalGroups: over the layouts that
@@ -72,7 +76,8 @@ func capacityBareMetal(t *testing.T, req driver.Request) []string {
 // server_type, the node group's own server_type label), the capacity
 // check counts a node group's nodes as bare-metal hosts exactly when the
 // renderer builds them as bare metal; where the renderer refuses the
-// cluster, it names the group whose flavor contradicts it.
+// cluster because a node group contradicts its flavor, the capacity check
+// refuses it with the same reason instead of counting hosts for it.
 func TestCapacityAndRendererAgreeOnBareMetalGroups(t *testing.T) {
 	facts, err := os.ReadFile("testdata/facts.yaml")
 	if err != nil {
@@ -98,19 +103,18 @@ func TestCapacityAndRendererAgreeOnBareMetalGroups(t *testing.T) {
 		{name: "bm template with a legacy baremetal=true flavor", template: template("bm", "bm.legacy", "bm.legacy"), cluster: cluster,
 			bareMetal: []string{"default-master", "default-worker"}},
 		{name: "bm template with a virtual master flavor", template: template("bm", "m1.large", "bm.standard"), cluster: cluster,
-			bareMetal: []string{"default-master", "default-worker"},
-			refused:   "node group default-master: flavor m1.large is not a bare-metal flavor"},
+			refused: "node group default-master: flavor m1.large is not a bare-metal flavor"},
 		{name: "cluster flavor overrides the template's", template: template("vm", "m1.large", "m1.xlarge"),
 			cluster: cluster + "flavor_id: bm.gpu\n", bareMetal: []string{"default-worker"}},
 		{name: "node group on an Ironic flavor beside a virtual one", template: template("vm", "m1.large", "m1.xlarge"),
 			cluster:   cluster + "nodegroups: [{name: gold, flavor_id: bm.standard, node_count: 1}]\n",
 			bareMetal: []string{"gold"}},
 		{name: "node group asking for bare metal on a virtual flavor", template: template("vm", "m1.large", "m1.xlarge"),
-			cluster:   cluster + "nodegroups: [{name: metal, flavor_id: m1.large, node_count: 1, labels: {server_type: bm}}]\n",
-			bareMetal: []string{"metal"}, refused: "node group metal: flavor m1.large is not a bare-metal flavor: the node group's server_type=bm label"},
+			cluster: cluster + "nodegroups: [{name: metal, flavor_id: m1.large, node_count: 1, labels: {server_type: bm}}]\n",
+			refused: "node group metal: flavor m1.large is not a bare-metal flavor: the node group's server_type=bm label"},
 		{name: "node group asking for a VM on an Ironic flavor", template: template("vm", "m1.large", "m1.xlarge"),
-			cluster:   cluster + "nodegroups: [{name: odd, flavor_id: bm.gpu, node_count: 1, labels: {server_type: vm}}]\n",
-			bareMetal: []string{"odd"}, refused: "node group odd asks for server_type=vm but flavor bm.gpu is Ironic-backed"},
+			cluster: cluster + "nodegroups: [{name: odd, flavor_id: bm.gpu, node_count: 1, labels: {server_type: vm}}]\n",
+			refused: "node group odd asks for server_type=vm but flavor bm.gpu is Ironic-backed"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -118,16 +122,19 @@ func TestCapacityAndRendererAgreeOnBareMetalGroups(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			counted := capacityBareMetal(t, req)
-			if !slices.Equal(counted, tc.bareMetal) {
-				t.Errorf("the capacity check counts %v as bare metal, want %v", counted, tc.bareMetal)
-			}
+			counted, refusal := capacityBareMetal(t, req)
 			types, err := osDriver.ServerTypes(req)
 			if tc.refused != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.refused) {
-					t.Fatalf("the renderer answered %v (%v), want a refusal saying %q", types, err, tc.refused)
+					t.Errorf("the renderer answered %v (%v), want a refusal saying %q", types, err, tc.refused)
+				}
+				if refusal == nil || !strings.Contains(refusal.Error(), tc.refused) {
+					t.Errorf("the capacity check counted %v (%v), want a refusal saying %q", counted, refusal, tc.refused)
 				}
 				return
+			}
+			if refusal != nil || !slices.Equal(counted, tc.bareMetal) {
+				t.Errorf("the capacity check counts %v as bare metal (%v), want %v", counted, refusal, tc.bareMetal)
 			}
 			if err != nil {
 				t.Fatalf("the renderer refused: %v", err)
