@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
@@ -247,4 +248,82 @@ func dryRunChart(ctx context.Context, t *testing.T, mgmt *testenv.APIServer, obj
 		t.FailNow()
 	}
 	fmt.Fprintf(os.Stderr, "dry-run: %d objects of the chart accepted\n", len(keys))
+}
+
+// plural is the resource name of a kind, as the API server's discovery
+// names Magnetite's kinds.
+func plural(kind string) string {
+	k := strings.ToLower(kind)
+	if strings.HasSuffix(k, "s") {
+		return k + "es"
+	}
+	return k + "s"
+}
+
+// grants reads a ClusterRole's rules as "group/resource" -> verbs.
+func grants(t *testing.T, role *unstructured.Unstructured) map[string][]string {
+	t.Helper()
+	var rules []struct {
+		APIGroups []string `json:"apiGroups"`
+		Resources []string `json:"resources"`
+		Verbs     []string `json:"verbs"`
+	}
+	b, _ := json.Marshal(role.Object["rules"])
+	if err := json.Unmarshal(b, &rules); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, r := range rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				out[g+"/"+res] = append(out[g+"/"+res], r.Verbs...)
+			}
+		}
+	}
+	return out
+}
+
+// TestChartRBACCoversEveryRenderedKind checks the ClusterRole against what
+// the renderer writes for every infrastructure (the golden files of
+// internal/driver/capi, OpenStack and Metal3 included, which the local
+// plane cannot run): each kind it applies may be created and patched. And
+// the other way: every resource the role names is a kind Magnetite uses
+// (internal/mgmt.Kinds), so a grant left behind by a removed kind fails.
+func TestChartRBACCoversEveryRenderedKind(t *testing.T) {
+	objs := mustRender(t, minimalValues+"rbac: {metal3Hosts: true}\n")
+	granted := grants(t, objs["ClusterRole/magnetite"])
+	var golden []string
+	for _, dir := range []string{"internal/driver/capi/testdata/golden", "internal/driver/capi/metal3/testdata/golden"} {
+		files, err := filepath.Glob(filepath.Join(moduleRoot(t), dir, "*.yaml"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no golden files in %s: %v", dir, err)
+		}
+		golden = append(golden, files...)
+	}
+	seen := map[string]bool{"/secrets": true} // the renderer's Secrets are listed as comments
+	for _, f := range golden {
+		rendered, err := testenv.ReadObjects(f)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, o := range rendered {
+			seen[o.GroupVersionKind().Group+"/"+plural(o.GetKind())] = true
+		}
+	}
+	for res := range seen {
+		for _, verb := range []string{"create", "patch"} {
+			if !slices.Contains(granted[res], verb) {
+				t.Errorf("the renderer applies %s, but the ClusterRole does not grant %s on it (has %v)", res, verb, granted[res])
+			}
+		}
+	}
+	used := map[string]bool{}
+	for kind, group := range mgmt.Kinds {
+		used[group+"/"+plural(kind)] = true
+	}
+	for res := range granted {
+		if !used[res] {
+			t.Errorf("the ClusterRole grants %s, which is no kind Magnetite uses (internal/mgmt.Kinds)", res)
+		}
+	}
 }
