@@ -38,6 +38,6 @@ func rootCommand() *cobra.Command {
 	root.AddCommand(serveCommand(g), configCommand(g), hostCommand())
 	root.AddCommand(doctorCommand(g))
 	root.AddCommand(clientCommands()...)
-	root.AddCommand(renderCommand())
+	root.AddCommand(renderCommand(), versionCommand(), keystoneCommand(g))
 	return root
 }

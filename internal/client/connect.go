@@ -104,8 +104,24 @@ func (s Settings) Mode() Mode {
 // Connect returns a client for the settings, authenticating to Keystone
 // first when they name a cloud or an identity endpoint.
 func Connect(ctx context.Context, s Settings) (*Client, error) {
-	switch s.Mode() {
-	case ModeCloud:
+	if m := s.Mode(); m == ModeCloud || m == ModeKeystone {
+		ao, eo, tlsConfig, err := s.keystoneOptions()
+		if err != nil {
+			return nil, err
+		}
+		return keystoneClient(ctx, s, ao, eo, tlsConfig)
+	}
+	endpoint := s.Endpoint
+	if endpoint == "" {
+		endpoint = DefaultEndpoint
+	}
+	return New(endpoint, StaticToken(s.Token), nil)
+}
+
+// keystoneOptions are the authentication, endpoint and TLS settings of a
+// clouds.yaml cloud (OS_CLOUD) or of the OS_* variables.
+func (s Settings) keystoneOptions() (gophercloud.AuthOptions, gophercloud.EndpointOpts, *tls.Config, error) {
+	if s.Mode() == ModeCloud {
 		opts := []clouds.ParseOption{clouds.WithCloudName(s.Cloud)}
 		if s.Region != "" {
 			opts = append(opts, clouds.WithRegion(s.Region))
@@ -115,19 +131,11 @@ func Connect(ctx context.Context, s Settings) (*Client, error) {
 		}
 		ao, eo, tlsConfig, err := clouds.Parse(opts...)
 		if err != nil {
-			return nil, fmt.Errorf("client: cloud %q: %w", s.Cloud, err)
+			return ao, eo, nil, fmt.Errorf("client: cloud %q: %w", s.Cloud, err)
 		}
-		return keystoneClient(ctx, s, ao, eo, tlsConfig)
-	case ModeKeystone:
-		return keystoneClient(ctx, s, s.authOptions(), gophercloud.EndpointOpts{
-			Region: s.Region, Availability: availability(s.Interface),
-		}, nil)
+		return ao, eo, tlsConfig, nil
 	}
-	endpoint := s.Endpoint
-	if endpoint == "" {
-		endpoint = DefaultEndpoint
-	}
-	return New(endpoint, StaticToken(s.Token), nil)
+	return s.authOptions(), gophercloud.EndpointOpts{Region: s.Region, Availability: availability(s.Interface)}, nil, nil
 }
 
 func (s Settings) authOptions() gophercloud.AuthOptions {
@@ -162,6 +170,27 @@ func keystoneClient(ctx context.Context, s Settings, ao gophercloud.AuthOptions,
 	if ao.IdentityEndpoint == "" {
 		return nil, fmt.Errorf("client: no identity endpoint: set OS_AUTH_URL or auth_url in clouds.yaml")
 	}
+	provider, hc, err := authenticate(ctx, ao, tlsConfig)
+	if err != nil {
+		return nil, err
+	}
+	endpoint := s.Endpoint
+	if endpoint == "" {
+		sc, err := openstack.NewContainerInfraV1(provider, eo)
+		if err != nil {
+			return nil, fmt.Errorf("client: find the container-infra endpoint in the service catalog: %w", err)
+		}
+		endpoint = sc.Endpoint
+	}
+	return New(endpoint, keystoneCredentials{provider}, hc)
+}
+
+// authenticate logs in to Keystone; hc is nil unless tlsConfig asks for a
+// client of its own.
+func authenticate(ctx context.Context, ao gophercloud.AuthOptions, tlsConfig *tls.Config) (*gophercloud.ProviderClient, *http.Client, error) {
+	if ao.IdentityEndpoint == "" {
+		return nil, nil, fmt.Errorf("client: no identity endpoint: set OS_AUTH_URL or auth_url in clouds.yaml")
+	}
 	// Long waits outlive a token; the password may be used again.
 	ao.AllowReauth = ao.TokenID == ""
 	var hc *http.Client
@@ -179,17 +208,27 @@ func keystoneClient(ctx context.Context, s Settings, ao gophercloud.AuthOptions,
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("client: authenticate to %s: %w", ao.IdentityEndpoint, err)
+		return nil, nil, fmt.Errorf("client: authenticate to %s: %w", ao.IdentityEndpoint, err)
 	}
-	endpoint := s.Endpoint
-	if endpoint == "" {
-		sc, err := openstack.NewContainerInfraV1(provider, eo)
-		if err != nil {
-			return nil, fmt.Errorf("client: find the container-infra endpoint in the service catalog: %w", err)
-		}
-		endpoint = sc.Endpoint
+	return provider, hc, nil
+}
+
+// Identity logs in with the settings (clouds.yaml or OS_* variables, never
+// a bare OS_TOKEN endpoint) and returns a client of Keystone's v3 API, for
+// administrative commands such as `magnetite keystone register`.
+func Identity(ctx context.Context, s Settings) (*gophercloud.ServiceClient, error) {
+	if s.Mode() == ModeToken {
+		return nil, fmt.Errorf("client: Keystone administration needs Keystone credentials: set OS_CLOUD (clouds.yaml) or OS_AUTH_URL, OS_USERNAME, OS_PASSWORD and OS_PROJECT_NAME of an administrator")
 	}
-	return New(endpoint, keystoneCredentials{provider}, hc)
+	ao, eo, tlsConfig, err := s.keystoneOptions()
+	if err != nil {
+		return nil, err
+	}
+	provider, _, err := authenticate(ctx, ao, tlsConfig)
+	if err != nil {
+		return nil, err
+	}
+	return openstack.NewIdentityV3(provider, eo)
 }
 
 // keystoneCredentials renew the token through the provider client.

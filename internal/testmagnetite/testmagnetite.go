@@ -64,6 +64,7 @@ type Process struct {
 	// Log is the file its standard output and error go to.
 	Log    string
 	exited chan struct{}
+	stop   func()
 }
 
 // Start runs bin's `magnetite serve` on addr, reporting host name, with a
@@ -102,7 +103,7 @@ func Start(t *testing.T, bin, name, addr string, dropIns ...string) (*Process, e
 		logFile.Close()
 		close(p.exited)
 	}()
-	t.Cleanup(func() {
+	p.stop = func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		select {
 		case <-p.exited:
@@ -111,12 +112,23 @@ func Start(t *testing.T, bin, name, addr string, dropIns ...string) (*Process, e
 			<-p.exited
 			t.Errorf("%s did not stop on SIGTERM within 15s", name)
 		}
+	}
+	t.Cleanup(func() {
+		p.stop()
 		if t.Failed() {
 			t.Logf("%s log:\n%s", name, notable(p.Log))
 		}
 	})
 	return p, nil
 }
+
+// Stop sends SIGTERM and waits until the process has exited, as a
+// rolling update stops a replica (SIGKILL and an error after 15s).
+// Stopping twice is harmless.
+func (p *Process) Stop() { p.stop() }
+
+// Exited is closed when the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
 
 // WaitReady waits until the process answers GET / with 200, failing the
 // test when it exits or does not answer within timeout.
