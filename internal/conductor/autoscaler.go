@@ -2,9 +2,7 @@ package conductor
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
@@ -76,7 +74,7 @@ func (c *Conductor) removeAutoscaler(ctx context.Context, namespace, clusterUUID
 // scales, through the scale subresource, and the autoscaler goes on from
 // the new size within the same bounds.
 func (c *Conductor) scaleAutoscaled(ctx context.Context, sc *scope, op *model.Operation) error {
-	n, ok := payloadInt(op.Payload["node_count"])
+	n, ok := nestedInt(op.Payload, "node_count")
 	if !ok || c.watch == nil {
 		return nil
 	}
@@ -101,21 +99,6 @@ func (c *Conductor) scaleAutoscaled(ctx context.Context, sc *scope, op *model.Op
 	return nil
 }
 
-func payloadInt(v any) (int, bool) {
-	switch n := v.(type) {
-	case int:
-		return n, true
-	case int64:
-		return int(n), true
-	case float64:
-		return int(n), true
-	case json.Number:
-		i, err := n.Int64()
-		return int(i), err == nil
-	}
-	return 0, false
-}
-
 func autoscaled(annotations map[string]string) bool {
 	_, hasMin := annotations[annotationAutoscalerMin]
 	_, hasMax := annotations[annotationAutoscalerMax]
@@ -123,17 +106,13 @@ func autoscaled(annotations map[string]string) bool {
 }
 
 // followAutoscaler makes the node_count of every autoscaled node group the
-// replicas of its machine deployments, which the autoscaler (or Cluster
-// API's defaulting of a new autoscaled machine deployment) set: Magnetite
+// replicas of its machine deployments, which the autoscaler sets (and
+// Cluster API, to min_node_count, for a new one): Magnetite
 // reports the autoscaler's size and never writes its own over it. It
 // returns the node groups as they should be, those it changed, and what to
 // record as events.
 func followAutoscaler(ngs []*model.NodeGroup, obs Observed) (all, moved []*model.NodeGroup, notes []string) {
-	type observed struct {
-		replicas int
-		managers []string
-	}
-	byGroup := map[string]*observed{}
+	replicas := map[string]int{}
 	for _, md := range obs.MachineDeployments {
 		ann, _ := nested(md, "metadata", "annotations").(map[string]any)
 		_, hasMin := ann[annotationAutoscalerMin]
@@ -143,33 +122,21 @@ func followAutoscaler(ngs []*model.NodeGroup, obs Observed) (all, moved []*model
 		if !hasMin || !hasMax || id == "" || !ok || nestedString(md, "metadata", "deletionTimestamp") != "" {
 			continue
 		}
-		o := byGroup[id]
-		if o == nil {
-			o = &observed{}
-			byGroup[id] = o
-		}
-		o.replicas += r
-		if m := replicasManager(md); m != "" {
-			o.managers = append(o.managers, describeManager(m))
-		}
+		replicas[id] += r
 	}
 	all = make([]*model.NodeGroup, len(ngs))
 	for i, ng := range ngs {
 		all[i] = ng
-		o := byGroup[ng.UUID]
-		if o == nil || ng.Role == model.RoleMaster || ng.Status == model.DeleteInProgress || ng.NodeCount == o.replicas {
+		n, ok := replicas[ng.UUID]
+		if !ok || ng.Role == model.RoleMaster || ng.Status == model.DeleteInProgress || ng.NodeCount == n {
 			continue
 		}
 		g := *ng
-		g.NodeCount = o.replicas
+		g.NodeCount = n
 		all[i] = &g
 		moved = append(moved, &g)
-		by := "the cluster autoscaler"
-		if len(o.managers) > 0 {
-			by = strings.Join(o.managers, ", ")
-		}
-		notes = append(notes, fmt.Sprintf("node group %s: node_count %d -> %d, following its machine deployment's replicas (set by %s)",
-			ng.Name, ng.NodeCount, o.replicas, by))
+		notes = append(notes, fmt.Sprintf("node group %s: node_count %d -> %d, following the replicas of its machine deployment, which the cluster autoscaler sizes",
+			ng.Name, ng.NodeCount, n))
 	}
 	return all, moved, notes
 }
@@ -187,30 +154,4 @@ func withMoved(d *Decision, moved []*model.NodeGroup) {
 		}
 		d.Changed = true
 	}
-}
-
-// replicasManager names the field manager that last set an object's
-// spec.replicas ("cluster-autoscaler" when the autoscaler scaled it), from
-// its managed fields.
-func replicasManager(obj map[string]any) string {
-	entries, _ := nested(obj, "metadata", "managedFields").([]any)
-	for _, e := range entries {
-		m, _ := e.(map[string]any)
-		if _, ok := nested(m, "fieldsV1", "f:spec", "f:replicas").(map[string]any); ok {
-			manager, _ := m["manager"].(string)
-			return manager
-		}
-	}
-	return ""
-}
-
-// describeManager says who a field manager is, for events.
-func describeManager(m string) string {
-	switch m {
-	case "capi-topology":
-		return "Cluster API, which starts a new autoscaled machine deployment at its min_node_count"
-	case mgmt.FieldManager:
-		return "Magnetite, for a resize"
-	}
-	return m
 }

@@ -7,16 +7,10 @@ import (
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
-func autoscaledMD(ngUUID string, replicas int64, manager string, bounds bool) map[string]any {
+func autoscaledMD(ngUUID string, replicas int64, bounds bool) map[string]any {
 	meta := map[string]any{
 		"name":   "elastic-" + ngUUID,
 		"labels": map[string]any{LabelNodeGroupUUID: ngUUID},
-		"managedFields": []any{
-			map[string]any{"manager": "capi-topology", "operation": "Apply",
-				"fieldsV1": map[string]any{"f:spec": map[string]any{"f:template": map[string]any{}}}},
-			map[string]any{"manager": manager, "operation": "Update", "subresource": "scale",
-				"fieldsV1": map[string]any{"f:spec": map[string]any{"f:replicas": map[string]any{}}}},
-		},
 	}
 	if bounds {
 		meta["annotations"] = map[string]any{annotationAutoscalerMin: "1", annotationAutoscalerMax: "5"}
@@ -32,10 +26,10 @@ func TestNodeCountFollowsTheAutoscalersReplicas(t *testing.T) {
 		{UUID: "same", Name: "same", Role: model.RoleWorker, NodeCount: 3},
 	}
 	obs := Observed{MachineDeployments: []map[string]any{
-		autoscaledMD("w", 4, "cluster-autoscaler", true),
+		autoscaledMD("w", 4, true),
 		// Not autoscaled: the topology's replicas are Magnetite's own.
-		autoscaledMD("fixed", 5, "capi-topology", false),
-		autoscaledMD("same", 3, "cluster-autoscaler", true),
+		autoscaledMD("fixed", 5, false),
+		autoscaledMD("same", 3, true),
 	}}
 	all, moved, notes := followAutoscaler(ngs, obs)
 	if len(moved) != 1 || moved[0].UUID != "w" || moved[0].NodeCount != 4 {
@@ -47,7 +41,7 @@ func TestNodeCountFollowsTheAutoscalersReplicas(t *testing.T) {
 	if all[1].NodeCount != 4 || all[2].NodeCount != 2 || all[3].NodeCount != 3 {
 		t.Errorf("node counts after following: %d %d %d", all[1].NodeCount, all[2].NodeCount, all[3].NodeCount)
 	}
-	if len(notes) != 1 || !strings.Contains(notes[0], "default-worker: node_count 2 -> 4") || !strings.Contains(notes[0], "set by cluster-autoscaler") {
+	if len(notes) != 1 || !strings.Contains(notes[0], "default-worker: node_count 2 -> 4") || !strings.Contains(notes[0], "cluster autoscaler") {
 		t.Errorf("notes %q", notes)
 	}
 

@@ -341,7 +341,7 @@ var schema = []Label{
 	boolLabel(AutoHealingEnabled, "true", ScopeCluster, "Replace machines whose node does not start or stays unhealthy (MachineHealthChecks)."),
 	boolLabel(AutoScalingEnabled, "false", ScopeCluster, "Run a cluster autoscaler for the cluster (in the management cluster, scoped to the cluster's namespace and machine deployments) that sizes every worker node group between its min_node_count and max_node_count; node_count then follows what the autoscaler decides. Turning it off removes the autoscaler and keeps the current sizes."),
 	versionLabel(AutoscalerTag, "", "the cluster autoscaler release of the cluster's Kubernetes minor", ScopeCluster,
-		"Cluster autoscaler version (image registry.k8s.io/autoscaling/cluster-autoscaler, or cluster-autoscaler under container_infra_prefix)."),
+		"Cluster autoscaler version (the upstream cluster-autoscaler image, or cluster-autoscaler under container_infra_prefix)."),
 	{Name: MinNodeCount, Type: TypeInt, DefaultDoc: "0", Scope: ScopeCluster,
 		Description: "Lower bound of the default worker node group's size, set at cluster create (other node groups have a min_node_count field).",
 		Form:        "a whole number >= 0", Check: intRange(0, 1<<20)},
