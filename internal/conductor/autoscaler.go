@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
@@ -52,6 +54,12 @@ func (c *Conductor) removeAutoscaler(ctx context.Context, namespace, clusterUUID
 	removed := 0
 	for _, kind := range capi.AutoscalerKinds {
 		objs, err := c.mc.List(ctx, kind, namespace, selector)
+		if apierrors.IsForbidden(err) {
+			// An account that may not list them never made them either:
+			// clusters without autoscaling need no such right.
+			c.log.Warn("cannot look for a cluster autoscaler to remove", "kind", kind, "namespace", namespace, "error", err)
+			continue
+		}
 		if err != nil {
 			return removed, err
 		}
