@@ -186,7 +186,10 @@ func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request) error {
 			}
 			labels := rebaseLabels(g.Labels, cur.Labels, ct.Labels)
 			sameImage := g.ImageID != nil && *g.ImageID == cur.ImageID
-			if !sameImage && reflect.DeepEqual(labels, g.Labels) {
+			// The new template may turn the autoscaler on.
+			bound := g.MaxNodeCount
+			pinAutoscalerMax(c, g)
+			if !sameImage && reflect.DeepEqual(labels, g.Labels) && bound == g.MaxNodeCount {
 				continue
 			}
 			if sameImage {

@@ -397,6 +397,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	master.MinNodeCount = 1
 	worker := s.newNodeGroup(c, model.DefaultWorkerNodeGroup, model.RoleWorker, nodeCount, c.FlavorID, ct.ImageID, t)
 	worker.MinNodeCount, worker.MaxNodeCount = minNodes, maxNodes
+	pinAutoscalerMax(c, worker)
 	shape := s.resolveShape(ct, c, []*model.NodeGroup{master, worker}, found)
 	if err := s.refuseUnbuildable("The cluster", shape.Problems); err != nil {
 		return err
@@ -644,7 +645,8 @@ func checkBounds(c *model.Cluster, ng *model.NodeGroup, n int) error {
 		return checkMasterCount(c, n)
 	}
 	if n < ng.MinNodeCount || (ng.MaxNodeCount != nil && *ng.MaxNodeCount > 0 && n > *ng.MaxNodeCount) {
-		return badRequest("Resizing %s outside the allowed range: min_node_count = %d, max_node_count = %s", ng.Name, ng.MinNodeCount, intString(ng.MaxNodeCount))
+		return badRequest("Resizing %s outside the allowed range: min_node_count = %d, max_node_count = %s%s", ng.Name, ng.MinNodeCount, intString(ng.MaxNodeCount),
+			autoscaledBoundsHint(c, ng))
 	}
 	return nil
 }

@@ -197,6 +197,7 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	if err := validateNodeGroup(ng); err != nil {
 		return err
 	}
+	pinAutoscalerMax(c, ng)
 	ct, err := s.st.GetClusterTemplateByUUID(r.Context(), c.ClusterTemplateID)
 	if err != nil {
 		return err

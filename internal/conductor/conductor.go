@@ -74,6 +74,10 @@ type Conductor struct {
 
 	reachMu sync.Mutex
 	reach   ManagementState
+
+	// remediated holds the UIDs of the machines whose health check failure
+	// was recorded as an event.
+	remediated sync.Map
 }
 
 // New builds a conductor.

@@ -25,6 +25,10 @@ func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) erro
 	}
 	ns := c.mc.NamespaceName(cl.ProjectID)
 	name := clusterObjectName(cl)
+	// Nothing may scale the cluster while Cluster API takes it apart.
+	if _, err := c.removeAutoscaler(ctx, ns, cl.UUID); err != nil {
+		return err
+	}
 	if _, err := c.mc.Delete(ctx, "Cluster", ns, name); err != nil {
 		return err
 	}

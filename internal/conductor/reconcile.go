@@ -106,6 +106,9 @@ func (c *Conductor) reconcile(ctx context.Context, op *model.Operation) error {
 			}
 		}
 	}
+	if err := c.reconcileAutoscaler(ctx, sc, res, op); err != nil {
+		return err
+	}
 	if len(res.Warnings) > 0 {
 		c.event(ctx, sc.cluster.UUID, model.EventOperation, "", string(op.Type), "warnings: "+strings.Join(res.Warnings, "; "))
 	}

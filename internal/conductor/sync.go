@@ -89,13 +89,21 @@ func (c *Conductor) syncStatus(ctx context.Context, id string) error {
 	}
 	now := c.now()
 	var before, after model.Cluster
+	var followed []string
+	var groups []*model.NodeGroup
 	cl, err := c.st.UpdateClusterStatus(ctx, id, func(cl *model.Cluster, ngs []*model.NodeGroup) ([]*model.NodeGroup, bool) {
-		before = *cl
+		before, groups = *cl, ngs
 		if cl.Status == model.DeleteInProgress {
 			after = *cl
 			return nil, false
 		}
+		var moved []*model.NodeGroup
+		if pending == 0 {
+			// While an operation runs, sizes are its own to set.
+			ngs, moved, followed = followAutoscaler(ngs, obs)
+		}
 		d := Decide(cl, ngs, Summarize(obs, groupOf(ngs)), pending > 0, now)
+		withMoved(&d, moved)
 		if d.Changed {
 			t := now.UTC()
 			d.Cluster.UpdatedAt = &t
@@ -111,6 +119,11 @@ func (c *Conductor) syncStatus(ctx context.Context, id string) error {
 		return err
 	}
 	c.statusStored(id, c.now())
+	for _, note := range followed {
+		c.event(ctx, id, model.EventCondition, after.Status, "autoscaler", note)
+	}
+	c.recordRemediations(ctx, id, groups, obs)
+	c.recordHealth(ctx, id, &before, &after)
 	switch {
 	case before.Status != after.Status:
 		c.event(ctx, id, model.EventStatus, after.Status, string(before.Status)+" -> "+string(after.Status), derefOr(after.StatusReason, ""))

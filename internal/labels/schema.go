@@ -253,6 +253,7 @@ const (
 	ServerGroupPolicies          = "server_group_policies"
 	AutoHealingEnabled           = "auto_healing_enabled"
 	AutoScalingEnabled           = "auto_scaling_enabled"
+	AutoscalerTag                = "autoscaler_tag"
 	MinNodeCount                 = "min_node_count"
 	MaxNodeCount                 = "max_node_count"
 	ExtraFilesLabel              = "extra_files"
@@ -338,7 +339,9 @@ var schema = []Label{
 		Description: "Nova server group policy of each node group: the conductor makes one server group per node group with it, as the cluster (its application credential), before the machines, names it to Cluster API by ID, and deletes it once the group's machines are gone. Nova cannot change a group's policy: an update that changes this label on a running node group fails with the reason.",
 		Enum:        []string{"affinity", "anti-affinity", "soft-affinity", "soft-anti-affinity"}},
 	boolLabel(AutoHealingEnabled, "true", ScopeCluster, "Replace machines whose node does not start or stays unhealthy (MachineHealthChecks)."),
-	boolLabel(AutoScalingEnabled, "false", ScopeCluster, "Let the cluster autoscaler size worker node groups between min and max node counts."),
+	boolLabel(AutoScalingEnabled, "false", ScopeCluster, "Run a cluster autoscaler for the cluster (in the management cluster, scoped to the cluster's namespace and machine deployments) that sizes every worker node group between its min_node_count and max_node_count; node_count then follows what the autoscaler decides. Turning it off removes the autoscaler and keeps the current sizes."),
+	versionLabel(AutoscalerTag, "", "the cluster autoscaler release of the cluster's Kubernetes minor", ScopeCluster,
+		"Cluster autoscaler version (the upstream cluster-autoscaler image, or cluster-autoscaler under container_infra_prefix)."),
 	{Name: MinNodeCount, Type: TypeInt, DefaultDoc: "0", Scope: ScopeCluster,
 		Description: "Lower bound of the default worker node group's size, set at cluster create (other node groups have a min_node_count field).",
 		Form:        "a whole number >= 0", Check: intRange(0, 1<<20)},

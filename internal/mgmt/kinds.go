@@ -18,6 +18,8 @@ const (
 	GroupAddons         = "addons.cluster.x-k8s.io"
 	GroupMetal3         = "metal3.io"
 	GroupMetal3IPAM     = "ipam.metal3.io"
+	GroupApps           = "apps"
+	GroupRBAC           = "rbac.authorization.k8s.io"
 )
 
 // Kinds maps every kind Magnetite reads or writes to its API group. The
@@ -26,6 +28,12 @@ var Kinds = map[string]string{
 	"Namespace": GroupCore,
 	"Secret":    GroupCore,
 	"ConfigMap": GroupCore,
+
+	// A cluster's autoscaler runs in the management cluster.
+	"Deployment":     GroupApps,
+	"ServiceAccount": GroupCore,
+	"Role":           GroupRBAC,
+	"RoleBinding":    GroupRBAC,
 
 	"Cluster":            GroupCluster,
 	"ClusterClass":       GroupCluster,

@@ -57,7 +57,8 @@ func (d *Driver) Provides() []driver.Key {
 
 // Render validates the request and renders the cluster's objects, in apply
 // order: the ClusterClass's templates and the ClusterClass, the addons,
-// the infrastructure's own objects (ClusterExtras), then the Cluster.
+// the infrastructure's own objects (ClusterExtras), the Cluster, then the
+// cluster autoscaler when autoscaling is on.
 func (d *Driver) Render(req driver.Request) (*driver.Result, error) {
 	if err := d.opts.APIVersions.check(); err != nil {
 		return nil, err
@@ -75,6 +76,9 @@ func (d *Driver) Render(req driver.Request) (*driver.Result, error) {
 		return nil, err
 	}
 	raw := append(append(addons, d.clusterObjects(p)...), d.buildCluster(p, cl))
+	// The autoscaler mounts the kubeconfig Cluster API writes for the
+	// Cluster, so it comes after it.
+	raw = append(raw, d.autoscalerObjects(p)...)
 	res := &driver.Result{Warnings: p.Warnings, Secrets: d.secrets(p)}
 	for _, o := range cl.encoded {
 		o = o.DeepCopy()

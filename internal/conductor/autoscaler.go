@@ -1,0 +1,165 @@
+package conductor
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/driver/capi"
+	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/model"
+)
+
+// Annotations by which Cluster API's autoscaler provider recognises a
+// machine deployment it sizes.
+const (
+	annotationAutoscalerMin = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
+	annotationAutoscalerMax = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
+)
+
+// reconcileAutoscaler runs after a cluster's objects were applied: the
+// autoscaler's objects were among them when autoscaling is on; otherwise
+// whatever an earlier apply left of them is removed. A resize of an
+// autoscaled node group then sets its size once, as the autoscaler would.
+func (c *Conductor) reconcileAutoscaler(ctx context.Context, sc *scope, res *driver.Result, op *model.Operation) error {
+	rendered := false
+	for _, o := range res.Objects {
+		if o.GetLabels()[capi.LabelComponent] == capi.ComponentAutoscaler {
+			rendered = true
+			break
+		}
+	}
+	if !rendered {
+		removed, err := c.removeAutoscaler(ctx, sc.namespace, sc.cluster.UUID)
+		if err != nil {
+			return err
+		}
+		if removed > 0 {
+			c.event(ctx, sc.cluster.UUID, model.EventOperation, "", string(op.Type),
+				"autoscaling is off: removed the cluster autoscaler; node groups keep their current sizes")
+		}
+	}
+	if op.Type == model.OpClusterResize {
+		return c.scaleAutoscaled(ctx, sc, op)
+	}
+	return nil
+}
+
+// removeAutoscaler deletes a cluster's autoscaler objects, the Deployment
+// first, and reports how many there were.
+func (c *Conductor) removeAutoscaler(ctx context.Context, namespace, clusterUUID string) (int, error) {
+	selector := mgmt.ClusterSelector(clusterUUID) + "," + capi.LabelComponent + "=" + capi.ComponentAutoscaler
+	removed := 0
+	for _, kind := range capi.AutoscalerKinds {
+		objs, err := c.mc.List(ctx, kind, namespace, selector)
+		if apierrors.IsForbidden(err) {
+			// An account that may not list them never made them either:
+			// clusters without autoscaling need no such right.
+			c.log.Warn("cannot look for a cluster autoscaler to remove", "kind", kind, "namespace", namespace, "error", err)
+			continue
+		}
+		if err != nil {
+			return removed, err
+		}
+		for _, o := range objs {
+			gone, err := c.mc.Delete(ctx, kind, namespace, o.GetName())
+			if err != nil {
+				return removed, err
+			}
+			if gone {
+				removed++
+			}
+		}
+	}
+	return removed, nil
+}
+
+// scaleAutoscaled sets the replicas of a resized node group's machine
+// deployment when the autoscaler sizes it: the topology leaves its
+// replicas alone, so the resize is carried out the way the autoscaler
+// scales, through the scale subresource, and the autoscaler goes on from
+// the new size within the same bounds.
+func (c *Conductor) scaleAutoscaled(ctx context.Context, sc *scope, op *model.Operation) error {
+	n, ok := nestedInt(op.Payload, "node_count")
+	if !ok || c.watch == nil {
+		return nil
+	}
+	mds, err := c.watch.Objects("MachineDeployment", sc.cluster.UUID)
+	if err != nil {
+		return err
+	}
+	for _, md := range mds {
+		if md.GetLabels()[LabelNodeGroupUUID] != op.NodeGroupID || !autoscaled(md.GetAnnotations()) {
+			continue
+		}
+		if cur, _ := nestedInt(md.Object, "spec", "replicas"); cur == n {
+			return nil
+		}
+		if err := c.mc.Scale(ctx, "MachineDeployment", md.GetNamespace(), md.GetName(), n); err != nil {
+			return classifyApplyError(err)
+		}
+		c.event(ctx, sc.cluster.UUID, model.EventOperation, "", string(op.Type),
+			fmt.Sprintf("node group %v scaled to %d nodes; the cluster autoscaler keeps sizing it between %s and %s",
+				op.Payload["nodegroup"], n, md.GetAnnotations()[annotationAutoscalerMin], md.GetAnnotations()[annotationAutoscalerMax]))
+	}
+	return nil
+}
+
+func autoscaled(annotations map[string]string) bool {
+	_, hasMin := annotations[annotationAutoscalerMin]
+	_, hasMax := annotations[annotationAutoscalerMax]
+	return hasMin && hasMax
+}
+
+// followAutoscaler makes the node_count of every autoscaled node group the
+// replicas of its machine deployments, which the autoscaler sets (and
+// Cluster API, to min_node_count, for a new one): Magnetite
+// reports the autoscaler's size and never writes its own over it. It
+// returns the node groups as they should be, those it changed, and what to
+// record as events.
+func followAutoscaler(ngs []*model.NodeGroup, obs Observed) (all, moved []*model.NodeGroup, notes []string) {
+	replicas := map[string]int{}
+	for _, md := range obs.MachineDeployments {
+		ann, _ := nested(md, "metadata", "annotations").(map[string]any)
+		_, hasMin := ann[annotationAutoscalerMin]
+		_, hasMax := ann[annotationAutoscalerMax]
+		id := labelsOf(md)[LabelNodeGroupUUID]
+		r, ok := nestedInt(md, "spec", "replicas")
+		if !hasMin || !hasMax || id == "" || !ok || nestedString(md, "metadata", "deletionTimestamp") != "" {
+			continue
+		}
+		replicas[id] += r
+	}
+	all = make([]*model.NodeGroup, len(ngs))
+	for i, ng := range ngs {
+		all[i] = ng
+		n, ok := replicas[ng.UUID]
+		if !ok || ng.Role == model.RoleMaster || ng.Status == model.DeleteInProgress || ng.NodeCount == n {
+			continue
+		}
+		g := *ng
+		g.NodeCount = n
+		all[i] = &g
+		moved = append(moved, &g)
+		notes = append(notes, fmt.Sprintf("node group %s: node_count %d -> %d, following the replicas of its machine deployment, which the cluster autoscaler sizes",
+			ng.Name, ng.NodeCount, n))
+	}
+	return all, moved, notes
+}
+
+// withMoved adds to a decision the node groups followAutoscaler changed
+// that the decision did not change further.
+func withMoved(d *Decision, moved []*model.NodeGroup) {
+	for _, m := range moved {
+		found := false
+		for _, g := range d.NodeGroups {
+			found = found || g.UUID == m.UUID
+		}
+		if !found {
+			d.NodeGroups = append(d.NodeGroups, m)
+		}
+		d.Changed = true
+	}
+}
