@@ -286,9 +286,10 @@ func grants(t *testing.T, role *unstructured.Unstructured) map[string][]string {
 // TestChartRBACCoversEveryRenderedKind checks the ClusterRole against what
 // the renderer writes for every infrastructure (the golden files of
 // internal/driver/capi, OpenStack and Metal3 included, which the local
-// plane cannot run): each kind it applies may be created and patched. And
-// the other way: every resource the role names is a kind Magnetite uses
-// (internal/mgmt.Kinds), so a grant left behind by a removed kind fails.
+// plane cannot run): each kind it applies may be created and patched, and
+// what its Roles grant the ClusterRole holds. And the other way: every
+// resource the role names is a kind Magnetite uses (internal/mgmt.Kinds) or
+// grants, so a grant left behind by a removed kind fails.
 func TestChartRBACCoversEveryRenderedKind(t *testing.T) {
 	objs := mustRender(t, minimalValues+"rbac: {metal3Hosts: true}\n")
 	granted := grants(t, objs["ClusterRole/magnetite"])
@@ -301,6 +302,7 @@ func TestChartRBACCoversEveryRenderedKind(t *testing.T) {
 		golden = append(golden, files...)
 	}
 	seen := map[string]bool{"/secrets": true} // the renderer's Secrets are listed as comments
+	var delegated []map[string][]string
 	for _, f := range golden {
 		rendered, err := testenv.ReadObjects(f)
 		if err != nil {
@@ -308,6 +310,26 @@ func TestChartRBACCoversEveryRenderedKind(t *testing.T) {
 		}
 		for _, o := range rendered {
 			seen[o.GroupVersionKind().Group+"/"+plural(o.GetKind())] = true
+			if o.GetKind() == "Role" {
+				delegated = append(delegated, grants(t, o))
+			}
+		}
+	}
+	// Kubernetes refuses a Role that grants more than its writer holds: what
+	// the renderer's Roles (the cluster autoscaler's) grant, the ClusterRole
+	// must hold, and those grants are in use.
+	used := map[string]bool{}
+	if len(delegated) == 0 {
+		t.Fatal("no Role among the golden files: the autoscaler's Role is not rendered any more, or the test reads the wrong files")
+	}
+	for _, role := range delegated {
+		for res, verbs := range role {
+			used[res] = true
+			for _, verb := range verbs {
+				if !slices.Contains(granted[res], verb) {
+					t.Errorf("the renderer's Role grants %s on %s, which the ClusterRole does not hold (has %v): Kubernetes would refuse the Role", verb, res, granted[res])
+				}
+			}
 		}
 	}
 	for res := range seen {
@@ -317,7 +339,6 @@ func TestChartRBACCoversEveryRenderedKind(t *testing.T) {
 			}
 		}
 	}
-	used := map[string]bool{}
 	for kind, group := range mgmt.Kinds {
 		used[group+"/"+plural(kind)] = true
 	}
