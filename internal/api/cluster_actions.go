@@ -4,9 +4,12 @@ import (
 	"errors"
 	"net/http"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/apitypes"
+	"github.com/magnetite-io/magnetite/internal/cloud"
+	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
@@ -208,6 +211,9 @@ func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request) error {
 		ng.UpdatedAt = &t
 		ch.NodeGroups = append(ch.NodeGroups, ng)
 	}
+	if err := s.checkUpgradedShape(r, ct, c, ngs[c.UUID]); err != nil {
+		return err
+	}
 	before := c.Status
 	c.Status = nextStatus(c.Status)
 	c.UpdatedAt = &t
@@ -240,4 +246,29 @@ func rebaseLabels(own, oldTemplate, newTemplate map[string]string) map[string]st
 		out["kube_tag"] = tag
 	}
 	return out
+}
+
+// checkUpgradedShape refuses an upgrade to a template the cluster could not
+// be built from (a server_type=bm template over virtual flavors, say),
+// when the cloud can be asked about the node groups' flavors and images.
+func (s *Server) checkUpgradedShape(r *http.Request, ct *model.ClusterTemplate, c *model.Cluster, ngs []*model.NodeGroup) error {
+	if s.opts.Resources == nil {
+		return nil
+	}
+	var live []*model.NodeGroup
+	refs := cloud.Refs{Image: ct.ImageID}
+	for _, g := range ngs {
+		if g.Status == model.DeleteInProgress {
+			continue
+		}
+		live = append(live, g)
+		if f := driver.FlavorOf(ct, c, g); f != "" && !slices.Contains(refs.Flavors, f) {
+			refs.Flavors = append(refs.Flavors, f)
+		}
+	}
+	found, err := s.checkResources(r, refs)
+	if err != nil {
+		return err
+	}
+	return s.refuseUnbuildable("The upgraded cluster", s.resolveShape(ct, c, live, found).Problems)
 }

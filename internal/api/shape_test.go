@@ -95,6 +95,19 @@ func TestBareMetalTemplateWithVirtualMasterIsRefusedWhenTheCloudCanBeAsked(t *te
 		"labels": map[string]string{"server_type": "bm"}}); status != http.StatusAccepted {
 		t.Errorf("a bare-metal node group on an Ironic flavor: %d %v", status, body)
 	}
+
+	// An upgrade to a template the cluster cannot be built from is refused
+	// as a create would be, and leaves the cluster on its template.
+	status, body = call(t, srv, "POST", "/v1/clusters/virtual/actions/upgrade", map[string]any{"cluster_template": "bm-vm-master"})
+	if want := "The upgraded cluster cannot be built as asked: node group default-master: flavor m1.medium is not a bare-metal flavor"; status != http.StatusBadRequest ||
+		!strings.Contains(detail(body), want) {
+		t.Errorf("upgrade of a virtual cluster to a bm template: %d %q, want 400 saying %q", status, detail(body), want)
+	}
+	_, got := call(t, srv, "GET", "/v1/clusters/virtual", nil)
+	_, vms := call(t, srv, "GET", "/v1/clustertemplates/vms", nil)
+	if got["cluster_template_id"] != vms["uuid"] || got["status"] != "CREATE_IN_PROGRESS" {
+		t.Errorf("after the refused upgrade: template %v status %v", got["cluster_template_id"], got["status"])
+	}
 }
 
 // TestBareMetalTemplateWithVirtualMasterIsAcceptedWithoutCloud: with no

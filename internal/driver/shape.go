@@ -127,17 +127,6 @@ func (s *Shape) BareMetal() bool {
 	return false
 }
 
-// Workers lists the node groups other than the control plane.
-func (s *Shape) Workers() []*GroupShape {
-	var out []*GroupShape
-	for _, g := range s.Groups {
-		if g != s.ControlPlane {
-			out = append(out, g)
-		}
-	}
-	return out
-}
-
 func (s *Shape) problem(format string, args ...any) {
 	s.Problems = append(s.Problems, fmt.Sprintf(format, args...))
 }
@@ -183,7 +172,7 @@ func Resolve(in ShapeInput) *Shape {
 		if ng == nil {
 			continue
 		}
-		g := resolveGroup(s, in, ng)
+		g := resolveGroup(s, in, ct, c, ng)
 		if prev, dup := names[g.Name]; dup {
 			s.problem("node groups %s and %s map to the same name %s; rename one", prev, ng.Name, g.Name)
 		}
@@ -232,11 +221,7 @@ func nodeGroupLabels(cluster labels.Values, ng *model.NodeGroup) labels.Values {
 	return labels.Effective(cluster, own, labels.ScopeNodeGroup)
 }
 
-func resolveGroup(s *Shape, in ShapeInput, ng *model.NodeGroup) *GroupShape {
-	ct, c := in.Template, in.Cluster
-	if c == nil {
-		c = &model.Cluster{}
-	}
+func resolveGroup(s *Shape, in ShapeInput, ct *model.ClusterTemplate, c *model.Cluster, ng *model.NodeGroup) *GroupShape {
 	l := nodeGroupLabels(s.Labels, ng)
 	g := &GroupShape{NodeGroup: ng, Role: ng.Role, Name: DNSLabel(ng.Name, 40), Labels: l, Replicas: ng.NodeCount}
 	if g.Role == "" {

@@ -299,3 +299,15 @@ func TestNodeBoundsFromLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestResolveWithoutACluster: the capacity check may ask about a node
+// group of a template alone; the template's flavors and server type
+// decide.
+func TestResolveWithoutACluster(t *testing.T) {
+	ct := &model.ClusterTemplate{ServerType: model.ServerTypeBM, ImageID: "ubuntu", FlavorID: ptr("bm.gold")}
+	s := driver.Resolve(driver.ShapeInput{Template: ct, Facts: shapeFacts,
+		NodeGroups: []*model.NodeGroup{{Name: "w", Role: model.RoleWorker, NodeCount: 1}}})
+	if g := s.Groups[0]; !g.BareMetal() || g.FlavorRef != "bm.gold" || !g.HasFlavor {
+		t.Errorf("node group without a cluster: %+v", g)
+	}
+}
