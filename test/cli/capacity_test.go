@@ -202,7 +202,7 @@ func TestCapacityPreflightThroughTheOpenStackCLI(t *testing.T) {
 
 	// A VM control plane with bare-metal workers, flavors by name as users
 	// give them.
-	c.ok(t, "coe", "cluster", "template", "create", "k8s-bm-gold", "--coe", "kubernetes", "--server-type", "bm",
+	c.ok(t, "coe", "cluster", "template", "create", "k8s-bm-gold", "--coe", "kubernetes", "--server-type", "vm",
 		"--image", "ubuntu-noble", "--external-network", "public", "--flavor", "bm.gold", "--master-flavor", "m1.large",
 		"--master-lb-enabled", "--labels", "kube_tag=v1.33.1")
 
@@ -283,7 +283,7 @@ func TestCapacityPreflightThroughTheOpenStackCLI(t *testing.T) {
 	// and the other is told the hosts are promised.
 	shared := fmt.Sprintf("[database]\nconnection = %s\n", testmariadb.Start(t).NewDatabase())
 	replicas := []*cli{newCLI(t, startMagnetite(t, conf("refuse"), shared)), newCLI(t, startMagnetite(t, conf("refuse"), shared))}
-	replicas[0].ok(t, "coe", "cluster", "template", "create", "k8s-bm-gold", "--coe", "kubernetes", "--server-type", "bm",
+	replicas[0].ok(t, "coe", "cluster", "template", "create", "k8s-bm-gold", "--coe", "kubernetes", "--server-type", "vm",
 		"--image", "ubuntu-noble", "--external-network", "public", "--flavor", "bm.gold", "--master-flavor", "m1.large",
 		"--master-lb-enabled", "--labels", "kube_tag=v1.33.1")
 	type outcome struct {
@@ -330,7 +330,7 @@ func TestCapacityPreflightThroughTheOpenStackCLI(t *testing.T) {
 	// In warn mode the same create is accepted and the warning kept.
 	warnEndpoint := startMagnetite(t, conf("warn"))
 	wc := newCLI(t, warnEndpoint)
-	wc.ok(t, "coe", "cluster", "template", "create", "k8s-bm-gold", "--coe", "kubernetes", "--server-type", "bm",
+	wc.ok(t, "coe", "cluster", "template", "create", "k8s-bm-gold", "--coe", "kubernetes", "--server-type", "vm",
 		"--image", "ubuntu-noble", "--external-network", "public", "--flavor", "bm.gold", "--master-flavor", "m1.large",
 		"--master-lb-enabled", "--labels", "kube_tag=v1.33.1")
 	out := wc.ok(t, "coe", "cluster", "create", "too-big", "--cluster-template", "k8s-bm-gold", "--node-count", "4", "--master-count", "3")
