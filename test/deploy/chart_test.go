@@ -15,6 +15,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -324,6 +326,23 @@ func TestChartRBACCoversEveryRenderedKind(t *testing.T) {
 	for res := range granted {
 		if !used[res] {
 			t.Errorf("the ClusterRole grants %s, which is no kind Magnetite uses (internal/mgmt.Kinds)", res)
+		}
+	}
+}
+
+// TestChartLints runs Helm's own linter (what helm lint runs) with the
+// values an operator passes: anything it rates a warning or worse fails.
+func TestChartLints(t *testing.T) {
+	vals := map[string]any{}
+	if err := yaml.Unmarshal([]byte(fullValues), &vals); err != nil {
+		t.Fatal(err)
+	}
+	l := lint.All(filepath.Join(moduleRoot(t), "deploy/helm/magnetite"), vals, releaseNamespace, false)
+	for _, m := range l.Messages {
+		if m.Severity >= support.WarningSev {
+			t.Errorf("helm lint: %s", m)
+		} else {
+			t.Logf("helm lint: %s", m)
 		}
 	}
 }

@@ -96,7 +96,7 @@ current-context: magnetite
 
 	conf, _, _ := unstructured.NestedString(objs["ConfigMap/magnetite"].Object, "data", "magnetite.conf")
 	addr := testmagnetite.FreeAddr(t)
-	p, err := testmagnetite.Start(t, testmagnetite.Build(t), "magnetite-0", addr, conf, "[management]\nkubeconfig = "+kubeconfig+"\n")
+	p, err := testmagnetite.Start(t, magnetiteBinary(t), "magnetite-0", addr, conf, "[management]\nkubeconfig = "+kubeconfig+"\n")
 	if err != nil {
 		t.Fatal(err)
 	}
