@@ -168,7 +168,7 @@ func TestChartRendersDeployment(t *testing.T) {
 	}
 
 	conf, _, _ := unstructured.NestedString(objs["ConfigMap/magnetite"].Object, "data", "magnetite.conf")
-	for _, line := range []string{"[api]\nlisten = 0.0.0.0:9511", "[keystone_authtoken]\nauth_url = https://keystone.example.net:5000/v3"} {
+	for _, line := range []string{"[DEFAULT]\nstate_dir = /var/lib/magnetite/state", "[api]\nlisten = 0.0.0.0:9511", "[keystone_authtoken]\nauth_url = https://keystone.example.net:5000/v3"} {
 		if !strings.Contains(conf, line) {
 			t.Errorf("magnetite.conf lacks %q:\n%s", line, conf)
 		}
