@@ -15,6 +15,8 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -166,7 +168,7 @@ func TestChartRendersDeployment(t *testing.T) {
 	}
 
 	conf, _, _ := unstructured.NestedString(objs["ConfigMap/magnetite"].Object, "data", "magnetite.conf")
-	for _, line := range []string{"[api]\nlisten = 0.0.0.0:9511", "[keystone_authtoken]\nauth_url = https://keystone.example.net:5000/v3"} {
+	for _, line := range []string{"[DEFAULT]\nstate_dir = /var/lib/magnetite/state", "[api]\nlisten = 0.0.0.0:9511", "[keystone_authtoken]\nauth_url = https://keystone.example.net:5000/v3"} {
 		if !strings.Contains(conf, line) {
 			t.Errorf("magnetite.conf lacks %q:\n%s", line, conf)
 		}
@@ -345,6 +347,23 @@ func TestChartRBACCoversEveryRenderedKind(t *testing.T) {
 	for res := range granted {
 		if !used[res] {
 			t.Errorf("the ClusterRole grants %s, which is no kind Magnetite uses (internal/mgmt.Kinds)", res)
+		}
+	}
+}
+
+// TestChartLints runs Helm's own linter (what helm lint runs) with the
+// values an operator passes: anything it rates a warning or worse fails.
+func TestChartLints(t *testing.T) {
+	vals := map[string]any{}
+	if err := yaml.Unmarshal([]byte(fullValues), &vals); err != nil {
+		t.Fatal(err)
+	}
+	l := lint.All(filepath.Join(moduleRoot(t), "deploy/helm/magnetite"), vals, releaseNamespace, false)
+	for _, m := range l.Messages {
+		if m.Severity >= support.WarningSev {
+			t.Errorf("helm lint: %s", m)
+		} else {
+			t.Logf("helm lint: %s", m)
 		}
 	}
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/client"
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
-	"github.com/magnetite-io/magnetite/internal/testmagnetite"
 )
 
 // TestKeystoneRegisterIsIdempotent runs `magnetite keystone register` as
@@ -26,7 +25,7 @@ import (
 // Magnetite through the catalog as they find Magnum.
 func TestKeystoneRegisterIsIdempotent(t *testing.T) {
 	k := testkeystone.Start(t) // skips under -short
-	bin := testmagnetite.Build(t)
+	bin := magnetiteBinary(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "magnetite.conf")
 	write := func(password string) {

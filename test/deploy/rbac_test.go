@@ -96,7 +96,9 @@ current-context: magnetite
 
 	conf, _, _ := unstructured.NestedString(objs["ConfigMap/magnetite"].Object, "data", "magnetite.conf")
 	addr := testmagnetite.FreeAddr(t)
-	p, err := testmagnetite.Start(t, testmagnetite.Build(t), "magnetite-0", addr, conf, "[management]\nkubeconfig = "+kubeconfig+"\n")
+	p, err := testmagnetite.Start(t, magnetiteBinary(t), "magnetite-0", addr, conf,
+		// The pod's state volume, here under the test's directory.
+		"[DEFAULT]\nstate_dir = "+filepath.Join(t.TempDir(), "state")+"\n[management]\nkubeconfig = "+kubeconfig+"\n")
 	if err != nil {
 		t.Fatal(err)
 	}

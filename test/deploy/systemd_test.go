@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/magnetite-io/magnetite/internal/testmagnetite"
 )
 
 // TestSystemdUnitVerifies checks deploy/systemd/magnetite.service with
@@ -29,7 +27,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	if !strings.Contains(string(unit), "\nExecStart=/usr/local/bin/magnetite serve\n") {
 		t.Fatal("the unit does not start /usr/local/bin/magnetite serve")
 	}
-	bin := testmagnetite.Build(t)
+	bin := magnetiteBinary(t)
 	path := filepath.Join(t.TempDir(), "magnetite.service")
 	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(unit), "/usr/local/bin/magnetite", bin)), 0o644); err != nil {
 		t.Fatal(err)

@@ -112,7 +112,7 @@ func (p *pool) pick() *testmagnetite.Process {
 func TestRollingUpgradeKeepsServing(t *testing.T) {
 	db := testmariadb.Start(t) // skips under -short
 	dsn := db.NewDatabase()
-	oldBin := testmagnetite.Build(t)
+	oldBin := magnetiteBinary(t)
 	newBin, schema := buildNext(t)
 	conf := fmt.Sprintf("[database]\nconnection = %s\n[auth]\nnoauth_roles = admin,member\n[quotas]\nmax_clusters_per_project = 100000\n", dsn)
 	start := func(bin, name string) *testmagnetite.Process {
@@ -210,23 +210,23 @@ func TestRollingUpgradeKeepsServing(t *testing.T) {
 			return requests.Load() >= target, fmt.Sprint(requests.Load())
 		})
 	}
-	waitRequests(50)
+	waitRequests(30)
 
 	// Surge: the first new replica migrates the schema at start, under the
 	// migration lock, while both old replicas serve.
 	c := start(newBin, "new-c")
 	migrated.Store(true)
 	lb.add(c)
-	waitRequests(50)
+	waitRequests(30)
 	lb.remove(a)
 	a.Stop()
-	waitRequests(50)
+	waitRequests(30)
 	d := start(newBin, "new-d")
 	lb.add(d)
-	waitRequests(50)
+	waitRequests(30)
 	lb.remove(b)
 	b.Stop()
-	waitRequests(50)
+	waitRequests(30)
 	cancel()
 	clientsRun.Wait()
 	close(failures)

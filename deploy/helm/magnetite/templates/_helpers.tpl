@@ -42,6 +42,14 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- $_ := set $mgmt "delete_empty_namespaces" "false" -}}
 {{- end -}}
 {{- $_ := set $config "management" $mgmt -}}
+{{- /* The pod's state volume is an emptyDir, which kubelet makes root's
+with mode 2777; Magnetite keeps its state 0700 in a directory of its own
+inside it. */ -}}
+{{- $default := get $config "DEFAULT" | default dict -}}
+{{- if not (hasKey $default "state_dir") -}}
+{{- $_ := set $default "state_dir" "/var/lib/magnetite/state" -}}
+{{- end -}}
+{{- $_ := set $config "DEFAULT" $default -}}
 {{- $api := get $config "api" | default dict -}}
 {{- $_ := set $api "listen" (printf "0.0.0.0:%v" .Values.service.port) -}}
 {{- $_ := set $config "api" $api -}}
