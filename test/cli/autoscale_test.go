@@ -38,7 +38,9 @@ var (
 // does moves node_count within a second; resizes stay inside the bounds;
 // a node made NotReady in the in-memory workload API server is remediated
 // by its machine health check and the cluster is HEALTHY again with the
-// events recorded; turning autoscaling off removes the autoscaler.
+// events recorded; turning autoscaling off removes the autoscaler, turning
+// it on again with an upgrade brings the new minor's, and deleting the
+// cluster removes it.
 func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 	mgmt, p, c, field := cliOnClusterAPI(t, "elastic")
 	api := magnetiteAPI{t: t, endpoint: "http://" + p.addr + "/v1"}
@@ -48,6 +50,9 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 	c.ok(t, "coe", "cluster", "template", "create", "mem-elastic", "--coe", "kubernetes",
 		"--image", "ubuntu-2204-kube-v1.31.2", "--external-network", "public",
 		"--labels", "kube_tag=v1.31.2,auto_scaling_enabled=true,min_node_count=1,max_node_count=3,node_unhealthy_timeout=5s")
+	c.ok(t, "coe", "cluster", "template", "create", "mem-elastic-132", "--coe", "kubernetes",
+		"--image", "ubuntu-2204-kube-v1.31.2", "--external-network", "public",
+		"--labels", "kube_tag=v1.32.0,auto_scaling_enabled=true,min_node_count=1,max_node_count=3,node_unhealthy_timeout=5s")
 	c.ok(t, "coe", "cluster", "template", "create", "mem-fixed", "--coe", "kubernetes",
 		"--image", "ubuntu-2204-kube-v1.31.2", "--external-network", "public",
 		"--labels", "kube_tag=v1.31.2,auto_scaling_enabled=false,node_unhealthy_timeout=5s")
@@ -199,9 +204,10 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		t.Logf("node_count followed the autoscaler after %s", time.Since(scaled).Round(time.Millisecond))
-		if !hasEvent("autoscaler", "default-worker: node_count 1 -> 2", "cluster autoscaler") {
-			t.Errorf("no event says node_count followed the autoscaler: %q", events())
-		}
+		// The event is written just after the node count.
+		waitFor(t, "an event saying node_count followed the autoscaler", 10*time.Second, func() (bool, string) {
+			return hasEvent("autoscaler", "default-worker: node_count 1 -> 2", "cluster autoscaler"), strings.Join(events(), "\n")
+		})
 		waitFor(t, "the new machine", 3*time.Minute, func() (bool, string) {
 			return strings.HasPrefix(field("health_status"), "HEALTHY") && field("status") == "CREATE_COMPLETE", field("health_status_reason")
 		})
@@ -307,6 +313,29 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 		}
 		if !hasEvent("removed the cluster autoscaler") {
 			t.Errorf("no event says the autoscaler was removed: %q", events())
+		}
+	})
+
+	t.Run("an upgrade brings the autoscaler of the new minor and a delete removes it", func(t *testing.T) {
+		c.ok(t, "coe", "cluster", "upgrade", "elastic", "mem-elastic-132")
+		waitFor(t, "the autoscaler of Kubernetes 1.32", 2*time.Minute, func() (bool, string) {
+			deps := autoscaler("Deployment")
+			if len(deps) == 0 {
+				return false, "no autoscaler Deployment"
+			}
+			cs, _, _ := unstructured.NestedSlice(deps[0].Object, "spec", "template", "spec", "containers")
+			image := cs[0].(map[string]any)["image"]
+			return image == "registry.k8s.io/autoscaling/cluster-autoscaler:v1.32.7", fmt.Sprint(image)
+		})
+		c.ok(t, "coe", "cluster", "delete", "elastic")
+		waitFor(t, "the cluster to be deleted", 4*time.Minute, func() (bool, string) {
+			_, _, code := c.run(t, "coe", "cluster", "show", "elastic")
+			return code != 0, "still there"
+		})
+		for kind := range autoscalerGVRs {
+			if objs := autoscaler(kind); len(objs) > 0 {
+				t.Errorf("the cluster is deleted but its autoscaler's %s %s is left", kind, objs[0].GetName())
+			}
 		}
 	})
 }
