@@ -56,7 +56,7 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 	c.ok(t, "coe", "cluster", "template", "create", "mem-fixed", "--coe", "kubernetes",
 		"--image", "ubuntu-2204-kube-v1.31.2", "--external-network", "public",
 		"--labels", "kube_tag=v1.31.2,auto_scaling_enabled=false,node_unhealthy_timeout=5s")
-	c.ok(t, "coe", "cluster", "create", "elastic", "--cluster-template", "mem-elastic", "--master-count", "1", "--node-count", "1")
+	c.ok(t, "coe", "cluster", "create", "elastic", "--cluster-template", "mem-elastic", "--master-count", "1", "--node-count", "2")
 	uuid := field("uuid")
 	selector := "magnetite.io/cluster-uuid=" + uuid
 	waitStatus := func(want string, limit time.Duration) {
@@ -178,13 +178,18 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 	})
 
 	t.Run("node_count follows the autoscaler within a second", func(t *testing.T) {
+		// Cluster API starts a new autoscaled machine deployment at its
+		// minimum (1); the create asked for 2.
 		md := workerMD()
-		if _, ok, _ := unstructured.NestedInt64(md.Object, "spec", "replicas"); !ok {
-			t.Fatal("the machine deployment has no replicas")
+		if r, _, _ := unstructured.NestedInt64(md.Object, "spec", "replicas"); r != 2 {
+			t.Fatalf("the autoscaled group was created with %d replicas, want the node count asked for (2)", r)
+		}
+		if g, cl := nodeCounts(); g != 2 || cl != 2 {
+			t.Fatalf("node_count %d (cluster %d) after the create, want 2", g, cl)
 		}
 		// What the autoscaler's Cluster API provider sends: a merge patch
 		// of the scale subresource.
-		_, err := dc.Resource(mdGVR).Namespace(ns).Patch(ctx, md.GetName(), types.MergePatchType, []byte(`{"spec":{"replicas":2}}`),
+		_, err := dc.Resource(mdGVR).Namespace(ns).Patch(ctx, md.GetName(), types.MergePatchType, []byte(`{"spec":{"replicas":1}}`),
 			metav1.PatchOptions{FieldManager: "cluster-autoscaler"}, "scale")
 		if err != nil {
 			t.Fatal(err)
@@ -194,11 +199,11 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 		var group, cluster int
 		for {
 			group, cluster = nodeCounts()
-			if group == 2 && cluster == 2 {
+			if group == 1 && cluster == 1 {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("node_count is %d (cluster %d) %s after the autoscaler scaled to 2; want 2 within a second",
+				t.Fatalf("node_count is %d (cluster %d) %s after the autoscaler scaled to 1; want 1 within a second",
 					group, cluster, time.Since(scaled).Round(time.Millisecond))
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -206,9 +211,9 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 		t.Logf("node_count followed the autoscaler after %s", time.Since(scaled).Round(time.Millisecond))
 		// The event is written just after the node count.
 		waitFor(t, "an event saying node_count followed the autoscaler", 10*time.Second, func() (bool, string) {
-			return hasEvent("autoscaler", "default-worker: node_count 1 -> 2", "cluster autoscaler"), strings.Join(events(), "\n")
+			return hasEvent("autoscaler", "default-worker: node_count 2 -> 1", "cluster autoscaler"), strings.Join(events(), "\n")
 		})
-		waitFor(t, "the new machine", 3*time.Minute, func() (bool, string) {
+		waitFor(t, "the scale down", 3*time.Minute, func() (bool, string) {
 			return strings.HasPrefix(field("health_status"), "HEALTHY") && field("status") == "CREATE_COMPLETE", field("health_status_reason")
 		})
 	})
@@ -220,8 +225,8 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 		if got := md.GetAnnotations()["cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"]; got != "4" {
 			t.Errorf("max-size annotation %q after max_node_count=4", got)
 		}
-		if r, _, _ := unstructured.NestedInt64(md.Object, "spec", "replicas"); r != 2 {
-			t.Errorf("replicas %d after the update, want the autoscaler's 2", r)
+		if r, _, _ := unstructured.NestedInt64(md.Object, "spec", "replicas"); r != 1 {
+			t.Errorf("replicas %d after the update, want the autoscaler's 1", r)
 		}
 		// The topology Magnetite applied leaves the size to the autoscaler,
 		// so Cluster API never writes a size over the autoscaler's.
