@@ -3,8 +3,10 @@ package conductor
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
@@ -22,7 +24,8 @@ const (
 // reconcileAutoscaler runs after a cluster's objects were applied: the
 // autoscaler's objects were among them when autoscaling is on; otherwise
 // whatever an earlier apply left of them is removed. A resize of an
-// autoscaled node group then sets its size once, as the autoscaler would.
+// autoscaled node group then sets its size once, as the autoscaler would,
+// and a create starts its autoscaled node groups at their node counts.
 func (c *Conductor) reconcileAutoscaler(ctx context.Context, sc *scope, res *driver.Result, op *model.Operation) error {
 	rendered := false
 	for _, o := range res.Objects {
@@ -41,10 +44,80 @@ func (c *Conductor) reconcileAutoscaler(ctx context.Context, sc *scope, res *dri
 				"autoscaling is off: removed the cluster autoscaler; node groups keep their current sizes")
 		}
 	}
-	if op.Type == model.OpClusterResize {
-		return c.scaleAutoscaled(ctx, sc, op)
+	switch op.Type {
+	case model.OpClusterResize, model.OpClusterUpdate:
+		n, ok := nestedInt(op.Payload, "node_count")
+		if !ok {
+			return nil
+		}
+		target := op.NodeGroupID
+		if target == "" {
+			// A PATCH of the cluster's node_count sizes default-worker.
+			for _, ng := range sc.nodeGroups {
+				if ng.IsDefault && ng.Role != model.RoleMaster {
+					target = ng.UUID
+				}
+			}
+		}
+		return c.scaleAutoscaled(ctx, sc, op, target, n)
+	case model.OpClusterCreate, model.OpNodeGroupCreate:
+		if rendered {
+			c.startAutoscaledGroups(ctx, sc, op)
+		}
 	}
 	return nil
+}
+
+// createdGroupWait bounds how long a create waits for Cluster API to make
+// the machine deployments of its autoscaled node groups.
+const createdGroupWait = 2 * time.Minute
+
+// startAutoscaledGroups gives the new autoscaled node groups of a create
+// the node_count asked for: Cluster API starts a new autoscaled machine
+// deployment at its minimum size. It waits (a little) for the machine
+// deployments to exist; one that does not appear in time starts at its
+// minimum, which node_count then reports.
+func (c *Conductor) startAutoscaledGroups(ctx context.Context, sc *scope, op *model.Operation) {
+	for _, ng := range sc.nodeGroups {
+		if ng.Role == model.RoleMaster || ng.NodeCount <= ng.MinNodeCount ||
+			(op.Type == model.OpNodeGroupCreate && ng.UUID != op.NodeGroupID) {
+			continue
+		}
+		wctx, cancel := context.WithTimeout(ctx, createdGroupWait)
+		err := c.waitUntil(wctx, sc.cluster.UUID, func() (bool, error) {
+			md, err := c.machineDeploymentOf(sc.cluster.UUID, ng.UUID)
+			return md != nil, err
+		})
+		cancel()
+		if err != nil {
+			if ctx.Err() == nil {
+				c.log.Info("autoscaled node group starts at its minimum size: its machine deployment did not appear in time",
+					"cluster", sc.cluster.UUID, "nodegroup", ng.Name, "error", err)
+			}
+			continue
+		}
+		if err := c.scaleAutoscaled(ctx, sc, op, ng.UUID, ng.NodeCount); err != nil {
+			c.log.Warn("start autoscaled node group at its node count", "cluster", sc.cluster.UUID, "nodegroup", ng.Name, "error", err)
+		}
+	}
+}
+
+// machineDeploymentOf returns the machine deployment of a node group from
+// the watch cache, or nil.
+func (c *Conductor) machineDeploymentOf(clusterUUID, nodeGroupUUID string) (*unstructured.Unstructured, error) {
+	if c.watch == nil {
+		return nil, nil
+	}
+	mds, err := c.watch.Objects("MachineDeployment", clusterUUID)
+	if err != nil {
+		return nil, err
+	}
+	for _, md := range mds {
+		if md.GetLabels()[LabelNodeGroupUUID] == nodeGroupUUID {
+			return md, nil
+		}
+	}
+	return nil, nil
 }
 
 // removeAutoscaler deletes a cluster's autoscaler objects, the Deployment
@@ -76,34 +149,31 @@ func (c *Conductor) removeAutoscaler(ctx context.Context, namespace, clusterUUID
 	return removed, nil
 }
 
-// scaleAutoscaled sets the replicas of a resized node group's machine
-// deployment when the autoscaler sizes it: the topology leaves its
-// replicas alone, so the resize is carried out the way the autoscaler
-// scales, through the scale subresource, and the autoscaler goes on from
-// the new size within the same bounds.
-func (c *Conductor) scaleAutoscaled(ctx context.Context, sc *scope, op *model.Operation) error {
-	n, ok := nestedInt(op.Payload, "node_count")
-	if !ok || c.watch == nil {
-		return nil
-	}
-	mds, err := c.watch.Objects("MachineDeployment", sc.cluster.UUID)
-	if err != nil {
+// scaleAutoscaled sets the replicas of a node group's machine deployment
+// when the autoscaler sizes it: the topology leaves its replicas alone, so
+// a resize (or the size a create asked for) is carried out the way the
+// autoscaler scales, through the scale subresource, and the autoscaler goes
+// on from the new size within the same bounds.
+func (c *Conductor) scaleAutoscaled(ctx context.Context, sc *scope, op *model.Operation, nodeGroupUUID string, n int) error {
+	md, err := c.machineDeploymentOf(sc.cluster.UUID, nodeGroupUUID)
+	if err != nil || md == nil || !autoscaled(md.GetAnnotations()) {
 		return err
 	}
-	for _, md := range mds {
-		if md.GetLabels()[LabelNodeGroupUUID] != op.NodeGroupID || !autoscaled(md.GetAnnotations()) {
-			continue
-		}
-		if cur, _ := nestedInt(md.Object, "spec", "replicas"); cur == n {
-			return nil
-		}
-		if err := c.mc.Scale(ctx, "MachineDeployment", md.GetNamespace(), md.GetName(), n); err != nil {
-			return classifyApplyError(err)
-		}
-		c.event(ctx, sc.cluster.UUID, model.EventOperation, "", string(op.Type),
-			fmt.Sprintf("node group %v scaled to %d nodes; the cluster autoscaler keeps sizing it between %s and %s",
-				op.Payload["nodegroup"], n, md.GetAnnotations()[annotationAutoscalerMin], md.GetAnnotations()[annotationAutoscalerMax]))
+	if cur, _ := nestedInt(md.Object, "spec", "replicas"); cur == n {
+		return nil
 	}
+	if err := c.mc.Scale(ctx, "MachineDeployment", md.GetNamespace(), md.GetName(), n); err != nil {
+		return classifyApplyError(err)
+	}
+	name := md.GetName()
+	for _, ng := range sc.nodeGroups {
+		if ng.UUID == nodeGroupUUID {
+			name = ng.Name
+		}
+	}
+	c.event(ctx, sc.cluster.UUID, model.EventOperation, "", string(op.Type),
+		fmt.Sprintf("node group %s scaled to %d nodes; the cluster autoscaler keeps sizing it between %s and %s",
+			name, n, md.GetAnnotations()[annotationAutoscalerMin], md.GetAnnotations()[annotationAutoscalerMax]))
 	return nil
 }
 

@@ -44,13 +44,15 @@ func (c *Conductor) recordRemediations(ctx context.Context, clusterUUID string, 
 	}
 }
 
-// recordHealth records a change between HEALTHY and UNHEALTHY (not the
-// UNKNOWN of a cluster still coming up), so that a failure and its
+// recordHealth records a change between HEALTHY and UNHEALTHY of a
+// cluster that was created (not while it comes up), so that a failure and its
 // recovery, by auto-healing or otherwise, are both in the history.
 func (c *Conductor) recordHealth(ctx context.Context, clusterUUID string, before, after *model.Cluster) {
 	from, to := healthOf(before), healthOf(after)
 	known := func(h model.Health) bool { return h == model.Healthy || h == model.Unhealthy }
-	if from == to || !known(from) || !known(to) {
+	// A cluster still being created is not ready yet rather than
+	// unhealthy; its creation's own events tell that story.
+	if from == to || !known(from) || !known(to) || before.Status == model.CreateInProgress {
 		return
 	}
 	msg := "every node is ready"

@@ -38,7 +38,9 @@ var (
 // does moves node_count within a second; resizes stay inside the bounds;
 // a node made NotReady in the in-memory workload API server is remediated
 // by its machine health check and the cluster is HEALTHY again with the
-// events recorded; turning autoscaling off removes the autoscaler.
+// events recorded; turning autoscaling off removes the autoscaler, turning
+// it on again with an upgrade brings the new minor's, and deleting the
+// cluster removes it.
 func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 	mgmt, p, c, field := cliOnClusterAPI(t, "elastic")
 	api := magnetiteAPI{t: t, endpoint: "http://" + p.addr + "/v1"}
@@ -48,10 +50,13 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 	c.ok(t, "coe", "cluster", "template", "create", "mem-elastic", "--coe", "kubernetes",
 		"--image", "ubuntu-2204-kube-v1.31.2", "--external-network", "public",
 		"--labels", "kube_tag=v1.31.2,auto_scaling_enabled=true,min_node_count=1,max_node_count=3,node_unhealthy_timeout=5s")
+	c.ok(t, "coe", "cluster", "template", "create", "mem-elastic-132", "--coe", "kubernetes",
+		"--image", "ubuntu-2204-kube-v1.31.2", "--external-network", "public",
+		"--labels", "kube_tag=v1.32.0,auto_scaling_enabled=true,min_node_count=1,max_node_count=3,node_unhealthy_timeout=5s")
 	c.ok(t, "coe", "cluster", "template", "create", "mem-fixed", "--coe", "kubernetes",
 		"--image", "ubuntu-2204-kube-v1.31.2", "--external-network", "public",
 		"--labels", "kube_tag=v1.31.2,auto_scaling_enabled=false,node_unhealthy_timeout=5s")
-	c.ok(t, "coe", "cluster", "create", "elastic", "--cluster-template", "mem-elastic", "--master-count", "1", "--node-count", "1")
+	c.ok(t, "coe", "cluster", "create", "elastic", "--cluster-template", "mem-elastic", "--master-count", "1", "--node-count", "2")
 	uuid := field("uuid")
 	selector := "magnetite.io/cluster-uuid=" + uuid
 	waitStatus := func(want string, limit time.Duration) {
@@ -173,13 +178,18 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 	})
 
 	t.Run("node_count follows the autoscaler within a second", func(t *testing.T) {
+		// Cluster API starts a new autoscaled machine deployment at its
+		// minimum (1); the create asked for 2.
 		md := workerMD()
-		if _, ok, _ := unstructured.NestedInt64(md.Object, "spec", "replicas"); !ok {
-			t.Fatal("the machine deployment has no replicas")
+		if r, _, _ := unstructured.NestedInt64(md.Object, "spec", "replicas"); r != 2 {
+			t.Fatalf("the autoscaled group was created with %d replicas, want the node count asked for (2)", r)
+		}
+		if g, cl := nodeCounts(); g != 2 || cl != 2 {
+			t.Fatalf("node_count %d (cluster %d) after the create, want 2", g, cl)
 		}
 		// What the autoscaler's Cluster API provider sends: a merge patch
 		// of the scale subresource.
-		_, err := dc.Resource(mdGVR).Namespace(ns).Patch(ctx, md.GetName(), types.MergePatchType, []byte(`{"spec":{"replicas":2}}`),
+		_, err := dc.Resource(mdGVR).Namespace(ns).Patch(ctx, md.GetName(), types.MergePatchType, []byte(`{"spec":{"replicas":1}}`),
 			metav1.PatchOptions{FieldManager: "cluster-autoscaler"}, "scale")
 		if err != nil {
 			t.Fatal(err)
@@ -189,20 +199,21 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 		var group, cluster int
 		for {
 			group, cluster = nodeCounts()
-			if group == 2 && cluster == 2 {
+			if group == 1 && cluster == 1 {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("node_count is %d (cluster %d) %s after the autoscaler scaled to 2; want 2 within a second",
+				t.Fatalf("node_count is %d (cluster %d) %s after the autoscaler scaled to 1; want 1 within a second",
 					group, cluster, time.Since(scaled).Round(time.Millisecond))
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		t.Logf("node_count followed the autoscaler after %s", time.Since(scaled).Round(time.Millisecond))
-		if !hasEvent("autoscaler", "default-worker: node_count 1 -> 2", "cluster autoscaler") {
-			t.Errorf("no event says node_count followed the autoscaler: %q", events())
-		}
-		waitFor(t, "the new machine", 3*time.Minute, func() (bool, string) {
+		// The event is written just after the node count.
+		waitFor(t, "an event saying node_count followed the autoscaler", 10*time.Second, func() (bool, string) {
+			return hasEvent("autoscaler", "default-worker: node_count 2 -> 1", "cluster autoscaler"), strings.Join(events(), "\n")
+		})
+		waitFor(t, "the scale down", 3*time.Minute, func() (bool, string) {
 			return strings.HasPrefix(field("health_status"), "HEALTHY") && field("status") == "CREATE_COMPLETE", field("health_status_reason")
 		})
 	})
@@ -214,8 +225,8 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 		if got := md.GetAnnotations()["cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"]; got != "4" {
 			t.Errorf("max-size annotation %q after max_node_count=4", got)
 		}
-		if r, _, _ := unstructured.NestedInt64(md.Object, "spec", "replicas"); r != 2 {
-			t.Errorf("replicas %d after the update, want the autoscaler's 2", r)
+		if r, _, _ := unstructured.NestedInt64(md.Object, "spec", "replicas"); r != 1 {
+			t.Errorf("replicas %d after the update, want the autoscaler's 1", r)
 		}
 		// The topology Magnetite applied leaves the size to the autoscaler,
 		// so Cluster API never writes a size over the autoscaler's.
@@ -307,6 +318,29 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 		}
 		if !hasEvent("removed the cluster autoscaler") {
 			t.Errorf("no event says the autoscaler was removed: %q", events())
+		}
+	})
+
+	t.Run("an upgrade brings the autoscaler of the new minor and a delete removes it", func(t *testing.T) {
+		c.ok(t, "coe", "cluster", "upgrade", "elastic", "mem-elastic-132")
+		waitFor(t, "the autoscaler of Kubernetes 1.32", 2*time.Minute, func() (bool, string) {
+			deps := autoscaler("Deployment")
+			if len(deps) == 0 {
+				return false, "no autoscaler Deployment"
+			}
+			cs, _, _ := unstructured.NestedSlice(deps[0].Object, "spec", "template", "spec", "containers")
+			image := cs[0].(map[string]any)["image"]
+			return image == "registry.k8s.io/autoscaling/cluster-autoscaler:v1.32.7", fmt.Sprint(image)
+		})
+		c.ok(t, "coe", "cluster", "delete", "elastic")
+		waitFor(t, "the cluster to be deleted", 4*time.Minute, func() (bool, string) {
+			_, _, code := c.run(t, "coe", "cluster", "show", "elastic")
+			return code != 0, "still there"
+		})
+		for kind := range autoscalerGVRs {
+			if objs := autoscaler(kind); len(objs) > 0 {
+				t.Errorf("the cluster is deleted but its autoscaler's %s %s is left", kind, objs[0].GetName())
+			}
 		}
 	})
 }
