@@ -306,6 +306,7 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 		Store: st, Auth: authn, Policy: policy, Log: log,
 		MaxLimit:                      cfg.Int("api", "max_limit"),
 		MaxBodyBytes:                  int64(cfg.Int("api", "max_body_bytes")),
+		PageCacheBytes:                pageCacheBytes(cfg.Int("api", "page_cache_bytes")),
 		DefaultClusterQuota:           cfg.Int("quotas", "max_clusters_per_project"),
 		ServiceDownAfter:              cfg.Duration("services", "down_after"),
 		ReplaceLabelsByDefault:        !cfg.Bool("api", "merge_labels_by_default"),
@@ -394,4 +395,13 @@ func driverOptions(cfg *config.Config) capi.Options {
 		VMNodeUnhealthyTimeout: cfg.Duration("driver", "vm_node_unhealthy_timeout"),
 		BMNodeUnhealthyTimeout: cfg.Duration("driver", "bm_node_unhealthy_timeout"),
 	}
+}
+
+// pageCacheBytes is [api] page_cache_bytes for api.Options, where 0 means
+// the default: the option's 0 keeps no pages.
+func pageCacheBytes(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

@@ -156,22 +156,6 @@ func (f *family) templateView(s *Server, r *http.Request, ct *model.ClusterTempl
 	return s.templateView(r, ct)
 }
 
-// templatePage is a page of templates with the link to the next.
-func (f *family) templatePage(s *Server, r *http.Request, cts []*model.ClusterTemplate, next string) any {
-	if f.bay {
-		out := apitypes.BayModelList{BayModels: make([]apitypes.BayModel, len(cts)), Next: next}
-		for i, ct := range cts {
-			out.BayModels[i] = bayModelView(r, ct)
-		}
-		return out
-	}
-	out := apitypes.ClusterTemplateList{ClusterTemplates: make([]apitypes.ClusterTemplate, len(cts)), Next: next}
-	for i, ct := range cts {
-		out.ClusterTemplates[i] = s.templateView(r, ct)
-	}
-	return out
-}
-
 func (s *Server) baySummary(r *http.Request, c *model.Cluster, sh clusterShape) apitypes.BaySummary {
 	return apitypes.BaySummary{
 		ClusterFields: clusterFields(c, sh), BayModelID: c.ClusterTemplateID, BayCreateTimeout: c.CreateTimeout,
@@ -195,13 +179,6 @@ func (f *family) clusterDetail(s *Server, r *http.Request, c *model.Cluster, sh 
 		return s.bayDetail(r, c, sh)
 	}
 	return s.clusterDetail(r, c, sh, parentLabels)
-}
-
-func (f *family) clusterPage(items []any, next string) any {
-	if f.bay {
-		return apitypes.BayList[any]{Bays: items, Next: next}
-	}
-	return apitypes.ClusterList[any]{Clusters: items, Next: next}
 }
 
 // clusterValues validates a cluster create body and returns its values

@@ -182,45 +182,27 @@ func (s *Server) listClusters(detail bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		ctx := r.Context()
-		cs, err := s.st.ListClusters(ctx, s.scope(r), p.ListOptions)
-		if err != nil {
-			return err
-		}
-		ids := make([]string, len(cs))
-		for i, c := range cs {
-			ids[i] = c.UUID
-		}
-		ngs, err := s.st.NodeGroupsOf(ctx, ids)
-		if err != nil {
-			return err
-		}
-		fam := familyOf(r)
-		path := fam.clusters
-		next := ""
-		if len(cs) > 0 {
+		sc := s.scope(r)
+		return s.servePage(w, r, sc, "", clusterPages, func(dst []byte) ([]byte, error) {
+			rows, err := s.st.StoredClusters(r.Context(), sc, p.ListOptions)
+			if err != nil {
+				return nil, err
+			}
+			fam := familyOf(r)
+			path := fam.clusters
 			if detail {
 				path += "/detail"
 			}
-			next = nextLink(r, path, p, len(cs), cs[len(cs)-1].UUID)
-		}
-		items := make([]any, 0, len(cs))
-		templates := map[string]map[string]string{}
-		for _, c := range cs {
-			sh := shapeOf(ngs[c.UUID])
-			if !detail {
-				items = append(items, fam.clusterSummary(s, r, c, sh))
-				continue
+			next := ""
+			if len(rows) > 0 {
+				next = nextLink(r, path, p, len(rows), rows[len(rows)-1].UUID)
 			}
-			parent, ok := templates[c.ClusterTemplateID]
-			if !ok {
-				parent = s.templateLabels(ctx, c.ClusterTemplateID)
-				templates[c.ClusterTemplateID] = parent
+			cw, err := s.newClusterWriter(r, detail, rows)
+			if err != nil {
+				return nil, err
 			}
-			items = append(items, fam.clusterDetail(s, r, c, sh, parent))
-		}
-		writeJSON(w, http.StatusOK, fam.clusterPage(items, next))
-		return nil
+			return appendPage(dst, fam.clusters, next, rows, cw.appendTo)
+		})
 	}
 }
 
@@ -249,16 +231,22 @@ func (s *Server) lookupCluster(r *http.Request, action string) (*model.Cluster, 
 }
 
 func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.lookupCluster(r, "cluster:get")
+	ident := r.PathValue("ident")
+	row, err := s.st.StoredCluster(r.Context(), s.scope(r), ident)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("Cluster %s could not be found.", ident)
+	}
 	if err != nil {
 		return err
 	}
-	ngs, err := s.st.NodeGroupsOf(r.Context(), []string{c.UUID})
+	if err := s.authorize(r, "cluster:get", &auth.Target{ProjectID: row.ProjectID}); err != nil {
+		return err
+	}
+	cw, err := s.newClusterWriter(r, true, []store.StoredRow{row})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, familyOf(r).clusterDetail(s, r, c, shapeOf(ngs[c.UUID]), s.templateLabels(r.Context(), c.ClusterTemplateID)))
-	return nil
+	return writeBuilt(w, http.StatusOK, func(dst []byte) ([]byte, error) { return cw.appendTo(dst, row) })
 }
 
 func zeroNodesRefused(v APIVersion) *apiError {

@@ -135,21 +135,24 @@ func (s *Server) listClusterTemplates(detail bool) handlerFunc {
 		if err != nil {
 			return err
 		}
-		cts, err := s.st.ListClusterTemplates(r.Context(), s.templateScope(r), p.ListOptions)
-		if err != nil {
-			return err
-		}
-		fam := familyOf(r)
-		path := fam.templates
-		if detail {
-			path += "/detail"
-		}
-		next := ""
-		if len(cts) > 0 {
-			next = nextLink(r, path, p, len(cts), cts[len(cts)-1].UUID)
-		}
-		writeJSON(w, http.StatusOK, fam.templatePage(s, r, cts, next))
-		return nil
+		sc := s.templateScope(r)
+		view := store.Scope{ProjectID: sc.ProjectID, AllProjects: sc.IsAdmin}
+		return s.servePage(w, r, view, "", templatePages, func(dst []byte) ([]byte, error) {
+			rows, err := s.st.StoredClusterTemplates(r.Context(), sc, p.ListOptions)
+			if err != nil {
+				return nil, err
+			}
+			fam := familyOf(r)
+			path := fam.templates
+			if detail {
+				path += "/detail"
+			}
+			next := ""
+			if len(rows) > 0 {
+				next = nextLink(r, path, p, len(rows), rows[len(rows)-1].UUID)
+			}
+			return appendPage(dst, fam.templates, next, rows, newTemplateWriter(r).appendTo)
+		})
 	}
 }
 
@@ -163,24 +166,31 @@ func (s *Server) lookupTemplate(r *http.Request, ident string) (*model.ClusterTe
 	if err != nil {
 		return nil, err
 	}
-	id := identity(r)
-	if ct.Hidden && !s.isAdmin(r) && ct.ProjectID != id.ProjectID {
+	if !s.templateVisible(r, ct.ProjectID, ct.Hidden) {
 		return nil, notFound("ClusterTemplate %s could not be found.", ident)
 	}
 	return ct, nil
 }
 
+// templateVisible hides other projects' hidden templates from non-admins.
+func (s *Server) templateVisible(r *http.Request, projectID string, hidden bool) bool {
+	return !hidden || s.isAdmin(r) || projectID == identity(r).ProjectID
+}
+
 func (s *Server) getClusterTemplate(w http.ResponseWriter, r *http.Request) error {
 	ident := r.PathValue("ident")
-	ct, err := s.lookupTemplate(r, ident)
+	row, err := s.st.StoredClusterTemplate(r.Context(), s.templateScope(r), ident)
+	if errors.Is(err, store.ErrNotFound) || err == nil && !s.templateVisible(r, row.ProjectID, row.Hidden) {
+		return notFound("ClusterTemplate %s could not be found.", ident)
+	}
 	if err != nil {
 		return err
 	}
-	if err := s.authorize(r, "clustertemplate:get", &auth.Target{ProjectID: ct.ProjectID, Public: ct.Public}); err != nil {
+	if err := s.authorize(r, "clustertemplate:get", &auth.Target{ProjectID: row.ProjectID, Public: row.Public}); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, familyOf(r).templateView(s, r, ct))
-	return nil
+	tw := newTemplateWriter(r)
+	return writeBuilt(w, http.StatusOK, func(dst []byte) ([]byte, error) { return tw.appendTo(dst, row) })
 }
 
 func (s *Server) createClusterTemplate(w http.ResponseWriter, r *http.Request) error {

@@ -114,31 +114,31 @@ func (s *Server) listNodeGroups(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if p.Marker != "" {
-		// Magnum takes a node group's id, UUID or name as the marker
-		// (gophercloud sends the numeric id); pages are keyed by UUID.
-		m, err := s.st.GetNodeGroup(r.Context(), c.UUID, p.Marker)
-		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("%w: %s", store.ErrInvalidMarker, p.Marker)
+	// The cluster is resolved before the page's generations are read: its
+	// UUID is part of the page's key.
+	return s.servePage(w, r, s.scope(r), c.UUID, clusterPages, func(dst []byte) ([]byte, error) {
+		if p.Marker != "" {
+			// Magnum takes a node group's id, UUID or name as the marker
+			// (gophercloud sends the numeric id); pages are keyed by UUID.
+			m, err := s.st.GetNodeGroup(r.Context(), c.UUID, p.Marker)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, fmt.Errorf("%w: %s", store.ErrInvalidMarker, p.Marker)
+			}
+			if err != nil {
+				return nil, err
+			}
+			p.Marker = m.UUID
 		}
+		rows, err := s.st.StoredNodeGroups(r.Context(), c.UUID, store.NodeGroupFilter{Role: r.URL.Query().Get("role")}, p.ListOptions)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		p.Marker = m.UUID
-	}
-	ngs, err := s.st.ListNodeGroups(r.Context(), c.UUID, store.NodeGroupFilter{Role: r.URL.Query().Get("role")}, p.ListOptions)
-	if err != nil {
-		return err
-	}
-	out := apitypes.NodeGroupList{NodeGroups: make([]apitypes.NodeGroupSummary, 0, len(ngs))}
-	for _, ng := range ngs {
-		out.NodeGroups = append(out.NodeGroups, nodeGroupSummary(ng))
-	}
-	if len(ngs) > 0 {
-		out.Next = nextLink(r, "clusters/"+c.UUID+"/nodegroups", p, len(ngs), ngs[len(ngs)-1].UUID)
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+		next := ""
+		if len(rows) > 0 {
+			next = nextLink(r, "clusters/"+c.UUID+"/nodegroups", p, len(rows), rows[len(rows)-1].UUID)
+		}
+		return appendNodeGroupPage(dst, rows, next)
+	})
 }
 
 func (s *Server) getNodeGroup(w http.ResponseWriter, r *http.Request) error {

@@ -81,6 +81,9 @@ type Options struct {
 	// Management reports the conductor's view of the management cluster
 	// for /healthcheck; nil (no conductor in this process) reports nothing.
 	Management func() ManagementHealth
+	// PageCacheBytes bounds the encoded list pages kept in memory (see
+	// servePage); 0 means 16 MiB, a negative value keeps none.
+	PageCacheBytes int
 	// Drivers finds a template's driver; templates and clusters whose
 	// (server_type, os_distro, coe) no driver provides are refused with a
 	// 400. nil accepts every template.
@@ -94,6 +97,7 @@ type Server struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	metrics *metrics.Registry
+	pages   *pageCache
 }
 
 // New builds the API handler.
@@ -113,6 +117,9 @@ func New(opts Options) *Server {
 	if opts.DefaultBareMetalCreateTimeout <= 0 {
 		opts.DefaultBareMetalCreateTimeout = 180
 	}
+	if opts.PageCacheBytes == 0 {
+		opts.PageCacheBytes = 16 << 20
+	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 1 << 20
 	}
@@ -126,7 +133,8 @@ func New(opts Options) *Server {
 	if opts.Auth == nil {
 		opts.Auth = auth.NoAuth{DefaultProject: "default", DefaultUser: "admin", DefaultRoles: []string{"admin"}}
 	}
-	s := &Server{opts: opts, st: opts.Store, log: opts.Log, mux: http.NewServeMux(), metrics: opts.Metrics}
+	s := &Server{opts: opts, st: opts.Store, log: opts.Log, mux: http.NewServeMux(), metrics: opts.Metrics,
+		pages: newPageCache(opts.PageCacheBytes)}
 	s.routes()
 	return s
 }

@@ -47,6 +47,7 @@ type Registry struct {
 	operations        *prometheus.CounterVec
 	operationDuration *prometheus.HistogramVec
 	watchLag          *prometheus.HistogramVec
+	pageCache         *prometheus.CounterVec
 	management        prometheus.Gauge
 	managementOnce    sync.Once
 }
@@ -81,6 +82,10 @@ func New(state StateSource, db *sql.DB, log *slog.Logger) *Registry {
 				"to Magnetite storing the status it implies, by kind.",
 			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
 		}, []string{"kind"}),
+		pageCache: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "api_page_cache_requests_total",
+			Help: "List requests answered from the encoded-page cache (hit) or read from the database (miss).",
+		}, []string{"result"}),
 	}
 	r.management = prometheus.NewGauge(prometheus.GaugeOpts{
 		Namespace: namespace, Name: "management_cluster_reachable",
@@ -91,7 +96,7 @@ func New(state StateSource, db *sql.DB, log *slog.Logger) *Registry {
 		ConstLabels: prometheus.Labels{"version": version.String()},
 	})
 	buildInfo.Set(1)
-	r.reg.MustRegister(r.requestDuration, r.operations, r.operationDuration, r.watchLag, buildInfo,
+	r.reg.MustRegister(r.requestDuration, r.operations, r.operationDuration, r.watchLag, r.pageCache, buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if state != nil {
 		r.reg.MustRegister(&stateCollector{src: state})
@@ -118,6 +123,16 @@ func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg }
 // route pattern (never the raw path, which would make a series per cluster).
 func (r *Registry) ObserveRequest(method, route string, code int, d time.Duration) {
 	r.requestDuration.WithLabelValues(method, route, strconv.Itoa(code)).Observe(d.Seconds())
+}
+
+// PageCache records a list request answered from the page cache (hit) or
+// not.
+func (r *Registry) PageCache(hit bool) {
+	if hit {
+		r.pageCache.WithLabelValues("hit").Inc()
+	} else {
+		r.pageCache.WithLabelValues("miss").Inc()
+	}
 }
 
 // OperationFinished records the end of an operation attempt; age is the time

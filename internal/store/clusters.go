@@ -128,6 +128,9 @@ func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
 				return err
 			}
 		}
+		if ch.Cluster != nil || len(ch.NodeGroups) > 0 || len(ch.DeleteNodeGroups) > 0 {
+			return bumpGeneration(ctx, tx, generationClusters)
+		}
 		return nil
 	})
 	if err != nil {
@@ -347,15 +350,19 @@ func saveNodeGroup(ctx context.Context, tx *sql.Tx, ng *model.NodeGroup, lock st
 
 func scanCluster(row interface{ Scan(...any) error }) (*model.Cluster, error) {
 	var id int64
-	var data string
+	var data []byte
 	if err := row.Scan(&id, &data); err != nil {
 		return nil, err
 	}
+	return decodeCluster(id, data)
+}
+
+func decodeCluster(id int64, data []byte) (*model.Cluster, error) {
 	c := &model.Cluster{}
-	if err := json.Unmarshal([]byte(data), c); err != nil {
+	if err := json.Unmarshal(data, c); err != nil {
 		return nil, fmt.Errorf("store: decode cluster %d: %w", id, err)
 	}
-	c.ID, c.Stored = id, []byte(data)
+	c.ID, c.Stored = id, data
 	return c, nil
 }
 
@@ -367,56 +374,26 @@ func (sc Scope) filter(q *pageQuery) {
 
 // GetCluster finds a cluster by UUID or name within the scope.
 func (s *DB) GetCluster(ctx context.Context, sc Scope, ident string) (*model.Cluster, error) {
-	q := pageQuery{}
-	sc.filter(&q)
-	q.filter("(uuid = ? OR name = ?)", ident, ident)
-	rows, err := s.db.QueryContext(ctx, "SELECT id, data FROM clusters WHERE "+joinWhere(q.where), q.args...)
+	r, err := s.StoredCluster(ctx, sc, ident)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var found []*model.Cluster
-	for rows.Next() {
-		c, err := scanCluster(rows)
-		if err != nil {
-			return nil, err
-		}
-		if c.UUID == ident {
-			return c, nil
-		}
-		found = append(found, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	switch len(found) {
-	case 0:
-		return nil, fmt.Errorf("%w: cluster %s", ErrNotFound, ident)
-	case 1:
-		return found[0], nil
-	default:
-		return nil, fmt.Errorf("%w: cluster %s", ErrAmbiguousName, ident)
-	}
+	return decodeCluster(r.ID, r.Data)
 }
 
 // ListClusters pages through the clusters in the scope.
 func (s *DB) ListClusters(ctx context.Context, sc Scope, opts ListOptions) ([]*model.Cluster, error) {
-	q := pageQuery{table: "clusters", sortable: clusterSortable}
-	sc.filter(&q)
-	rows, err := s.queryPage(ctx, q, "id, data", opts)
+	rows, err := s.StoredClusters(ctx, sc, opts)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*model.Cluster
-	for rows.Next() {
-		c, err := scanCluster(rows)
-		if err != nil {
+	out := make([]*model.Cluster, len(rows))
+	for i, r := range rows {
+		if out[i], err = decodeCluster(r.ID, r.Data); err != nil {
 			return nil, err
 		}
-		out = append(out, c)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // DeleteCluster removes a cluster and its node groups; the conductor calls it
@@ -439,21 +416,40 @@ func (s *DB) DeleteCluster(ctx context.Context, uuid string) error {
 	if n, _ := res.RowsAffected(); n == 0 {
 		return rollback(tx, fmt.Errorf("%w: cluster %s", ErrNotFound, uuid))
 	}
+	if err := bumpGeneration(ctx, tx, generationClusters); err != nil {
+		return rollback(tx, err)
+	}
 	return tx.Commit()
 }
 
 func scanNodeGroup(row interface{ Scan(...any) error }) (*model.NodeGroup, error) {
 	var id int64
-	var data string
+	var data []byte
 	if err := row.Scan(&id, &data); err != nil {
 		return nil, err
 	}
+	return decodeNodeGroup(id, data)
+}
+
+func decodeNodeGroup(id int64, data []byte) (*model.NodeGroup, error) {
 	ng := &model.NodeGroup{}
-	if err := json.Unmarshal([]byte(data), ng); err != nil {
+	if err := json.Unmarshal(data, ng); err != nil {
 		return nil, fmt.Errorf("store: decode node group %d: %w", id, err)
 	}
-	ng.ID, ng.Stored = id, []byte(data)
+	ng.ID, ng.Stored = id, data
 	return ng, nil
+}
+
+func decodeNodeGroups(rows []StoredNodeGroup) ([]*model.NodeGroup, error) {
+	out := make([]*model.NodeGroup, len(rows))
+	for i, r := range rows {
+		ng, err := decodeNodeGroup(r.ID, r.Data)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = ng
+	}
+	return out, nil
 }
 
 // NodeGroupFilter narrows a node group listing.
@@ -463,25 +459,11 @@ type NodeGroupFilter struct {
 
 // ListNodeGroups pages through a cluster's node groups.
 func (s *DB) ListNodeGroups(ctx context.Context, clusterUUID string, f NodeGroupFilter, opts ListOptions) ([]*model.NodeGroup, error) {
-	q := pageQuery{table: "nodegroups", sortable: nodeGroupSortable}
-	q.filter("cluster_id = ?", clusterUUID)
-	if f.Role != "" {
-		q.filter("role = ?", f.Role)
-	}
-	rows, err := s.queryPage(ctx, q, "id, data", opts)
+	rows, err := s.StoredNodeGroups(ctx, clusterUUID, f, opts)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*model.NodeGroup
-	for rows.Next() {
-		ng, err := scanNodeGroup(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ng)
-	}
-	return out, rows.Err()
+	return decodeNodeGroups(rows)
 }
 
 // NodeGroupsOf returns every node group of the clusters given, keyed by
@@ -491,39 +473,15 @@ func (s *DB) NodeGroupsOf(ctx context.Context, clusterUUIDs []string) (map[strin
 }
 
 func nodeGroupsOf(ctx context.Context, q querier, clusterUUIDs []string) (map[string][]*model.NodeGroup, error) {
-	out := make(map[string][]*model.NodeGroup, len(clusterUUIDs))
-	if len(clusterUUIDs) == 0 {
-		return out, nil
+	stored, err := storedNodeGroupsOf(ctx, q, clusterUUIDs)
+	if err != nil {
+		return nil, err
 	}
-	for start := 0; start < len(clusterUUIDs); start += 500 {
-		end := min(start+500, len(clusterUUIDs))
-		chunk := clusterUUIDs[start:end]
-		args := make([]any, len(chunk))
-		marks := make([]byte, 0, 2*len(chunk))
-		for i, id := range chunk {
-			args[i] = id
-			if i > 0 {
-				marks = append(marks, ',')
-			}
-			marks = append(marks, '?')
-		}
-		rows, err := q.QueryContext(ctx, "SELECT id, data FROM nodegroups WHERE cluster_id IN ("+string(marks)+") ORDER BY id", args...)
-		if err != nil {
+	out := make(map[string][]*model.NodeGroup, len(stored))
+	for id, rows := range stored {
+		if out[id], err = decodeNodeGroups(rows); err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			ng, err := scanNodeGroup(rows)
-			if err != nil {
-				rows.Close()
-				return nil, err
-			}
-			out[ng.ClusterID] = append(out[ng.ClusterID], ng)
-		}
-		if err := rows.Err(); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		rows.Close()
 	}
 	return out, nil
 }

@@ -57,7 +57,7 @@ func (s *DB) UpdateClusterStatus(ctx context.Context, uuid string, fn StatusMuta
 				return err
 			}
 		}
-		return nil
+		return bumpGeneration(ctx, tx, generationClusters)
 	})
 	return out, err
 }
@@ -73,8 +73,16 @@ func (s *DB) PendingOperations(ctx context.Context, clusterUUID string) (int, er
 
 // DeleteNodeGroup removes a node group row once its machines are gone.
 func (s *DB) DeleteNodeGroup(ctx context.Context, uuid string) error {
-	_, err := s.db.ExecContext(ctx, `DELETE FROM nodegroups WHERE uuid = ?`, uuid)
-	return err
+	return s.retryTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM nodegroups WHERE uuid = ?`, uuid)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil
+		}
+		return bumpGeneration(ctx, tx, generationClusters)
+	})
 }
 
 // GetClusterByUUID reads a cluster of any project.

@@ -35,29 +35,44 @@ func (s *DB) CreateClusterTemplate(ctx context.Context, ct *model.ClusterTemplat
 	if err != nil {
 		return err
 	}
-	res, err := s.db.ExecContext(ctx, `INSERT INTO cluster_templates
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO cluster_templates
 		(uuid, name, project_id, user_id, coe, server_type, public, hidden, created_at, updated_at, data)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		ct.UUID, ct.Name, ct.ProjectID, ct.UserID, ct.COE, string(ct.ServerType), ct.Public, ct.Hidden,
 		formatTime(ct.CreatedAt), formatTimePtr(ct.UpdatedAt), string(data))
 	if err != nil {
 		if isUniqueViolation(err) {
-			return fmt.Errorf("%w: cluster template %s", ErrConflict, ct.UUID)
+			err = fmt.Errorf("%w: cluster template %s", ErrConflict, ct.UUID)
 		}
+		return rollback(tx, err)
+	}
+	id, _ := res.LastInsertId()
+	if err := bumpGeneration(ctx, tx, generationTemplates); err != nil {
+		return rollback(tx, err)
+	}
+	if err := tx.Commit(); err != nil {
 		return err
 	}
-	ct.ID, _ = res.LastInsertId()
+	ct.ID = id
 	return nil
 }
 
 func scanTemplate(row interface{ Scan(...any) error }) (*model.ClusterTemplate, error) {
 	var id int64
-	var data string
+	var data []byte
 	if err := row.Scan(&id, &data); err != nil {
 		return nil, err
 	}
+	return decodeTemplate(id, data)
+}
+
+func decodeTemplate(id int64, data []byte) (*model.ClusterTemplate, error) {
 	ct := &model.ClusterTemplate{}
-	if err := json.Unmarshal([]byte(data), ct); err != nil {
+	if err := json.Unmarshal(data, ct); err != nil {
 		return nil, fmt.Errorf("store: decode cluster template %d: %w", id, err)
 	}
 	ct.ID = id
@@ -67,36 +82,11 @@ func scanTemplate(row interface{ Scan(...any) error }) (*model.ClusterTemplate, 
 // GetClusterTemplate finds a template by UUID or name within the scope. A
 // name shared by several visible templates is ErrAmbiguousName.
 func (s *DB) GetClusterTemplate(ctx context.Context, sc TemplateScope, ident string) (*model.ClusterTemplate, error) {
-	q := pageQuery{table: "cluster_templates"}
-	sc.filter(&q)
-	q.filter("(uuid = ? OR name = ?)", ident, ident)
-	rows, err := s.db.QueryContext(ctx, "SELECT id, data FROM cluster_templates WHERE "+joinWhere(q.where), q.args...)
+	r, err := s.StoredClusterTemplate(ctx, sc, ident)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var found []*model.ClusterTemplate
-	for rows.Next() {
-		ct, err := scanTemplate(rows)
-		if err != nil {
-			return nil, err
-		}
-		if ct.UUID == ident {
-			return ct, nil
-		}
-		found = append(found, ct)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	switch len(found) {
-	case 0:
-		return nil, fmt.Errorf("%w: cluster template %s", ErrNotFound, ident)
-	case 1:
-		return found[0], nil
-	default:
-		return nil, fmt.Errorf("%w: cluster template %s", ErrAmbiguousName, ident)
-	}
+	return decodeTemplate(r.ID, r.Data)
 }
 
 // GetClusterTemplateByUUID reads a template regardless of project, for
@@ -115,22 +105,17 @@ func templateByUUID(ctx context.Context, q querier, uuid string) (*model.Cluster
 
 // ListClusterTemplates pages through the templates visible in the scope.
 func (s *DB) ListClusterTemplates(ctx context.Context, sc TemplateScope, opts ListOptions) ([]*model.ClusterTemplate, error) {
-	q := pageQuery{table: "cluster_templates", sortable: templateSortable}
-	sc.filter(&q)
-	rows, err := s.queryPage(ctx, q, "id, data", opts)
+	rows, err := s.StoredClusterTemplates(ctx, sc, opts)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*model.ClusterTemplate
-	for rows.Next() {
-		ct, err := scanTemplate(rows)
-		if err != nil {
+	out := make([]*model.ClusterTemplate, len(rows))
+	for i, r := range rows {
+		if out[i], err = decodeTemplate(r.ID, r.Data); err != nil {
 			return nil, err
 		}
-		out = append(out, ct)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // UpdateClusterTemplate saves ct. While clusters use the template only a
@@ -160,6 +145,9 @@ func (s *DB) UpdateClusterTemplate(ctx context.Context, ct *model.ClusterTemplat
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return rollback(tx, fmt.Errorf("%w: cluster template %s", ErrNotFound, ct.UUID))
+	}
+	if err := bumpGeneration(ctx, tx, generationTemplates); err != nil {
+		return rollback(tx, err)
 	}
 	return tx.Commit()
 }
@@ -194,6 +182,9 @@ func (s *DB) DeleteClusterTemplate(ctx context.Context, uuid string) error {
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return rollback(tx, fmt.Errorf("%w: cluster template %s", ErrNotFound, uuid))
+	}
+	if err := bumpGeneration(ctx, tx, generationTemplates); err != nil {
+		return rollback(tx, err)
 	}
 	return tx.Commit()
 }

@@ -1,0 +1,215 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Reads for the API: rows as stored, their JSON untouched, beside the
+// columns policy and paging need. The API serves that JSON (adding links and
+// the fields that depend on the request) instead of decoding every row into
+// a struct and encoding it again.
+
+// StoredRow is a cluster template or cluster as the store keeps it.
+type StoredRow struct {
+	ID        int64
+	UUID      string
+	ProjectID string
+	// Public and Hidden are a template's flags (false for clusters).
+	Public, Hidden bool
+	// Data is the object's JSON as written.
+	Data []byte
+}
+
+// StoredNodeGroup is a node group as the store keeps it, with the columns
+// a cluster's node and master counts are summed from.
+type StoredNodeGroup struct {
+	StoredRow
+	ClusterID string
+	Name      string
+	Role      string
+	Status    string
+	NodeCount int
+}
+
+const (
+	templateColumns  = "id, uuid, project_id, public, hidden, data"
+	clusterColumns   = "id, uuid, project_id, 0, 0, data"
+	nodeGroupColumns = "id, uuid, project_id, 0, 0, data, cluster_id, name, role, status, node_count"
+)
+
+func scanStored(row interface{ Scan(...any) error }) (StoredRow, error) {
+	var r StoredRow
+	err := row.Scan(&r.ID, &r.UUID, &r.ProjectID, &r.Public, &r.Hidden, &r.Data)
+	return r, err
+}
+
+func scanStoredNodeGroup(row interface{ Scan(...any) error }) (StoredNodeGroup, error) {
+	var g StoredNodeGroup
+	r := &g.StoredRow
+	err := row.Scan(&r.ID, &r.UUID, &r.ProjectID, &r.Public, &r.Hidden, &r.Data, &g.ClusterID, &g.Name, &g.Role, &g.Status, &g.NodeCount)
+	return g, err
+}
+
+func collect[T any](rows *sql.Rows, err error, scan func(interface{ Scan(...any) error }) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// storedByIdent finds the row of table whose UUID or name is ident among
+// those q allows. A UUID match wins; a name several rows share is
+// ErrAmbiguousName.
+func (s *DB) storedByIdent(ctx context.Context, q pageQuery, cols, what, ident string) (StoredRow, error) {
+	q.filter("(uuid = ? OR name = ?)", ident, ident)
+	rows, err := s.db.QueryContext(ctx, "SELECT "+cols+" FROM "+q.table+" WHERE "+joinWhere(q.where), q.args...)
+	found, err := collect(rows, err, scanStored)
+	if err != nil {
+		return StoredRow{}, err
+	}
+	for _, r := range found {
+		if r.UUID == ident {
+			return r, nil
+		}
+	}
+	switch len(found) {
+	case 0:
+		return StoredRow{}, fmt.Errorf("%w: %s %s", ErrNotFound, what, ident)
+	case 1:
+		return found[0], nil
+	default:
+		return StoredRow{}, fmt.Errorf("%w: %s %s", ErrAmbiguousName, what, ident)
+	}
+}
+
+// StoredClusterTemplate finds a template by UUID or name within the scope.
+func (s *DB) StoredClusterTemplate(ctx context.Context, sc TemplateScope, ident string) (StoredRow, error) {
+	q := pageQuery{table: "cluster_templates"}
+	sc.filter(&q)
+	return s.storedByIdent(ctx, q, templateColumns, "cluster template", ident)
+}
+
+// StoredClusterTemplates pages through the templates visible in the scope.
+func (s *DB) StoredClusterTemplates(ctx context.Context, sc TemplateScope, opts ListOptions) ([]StoredRow, error) {
+	q := pageQuery{table: "cluster_templates", sortable: templateSortable}
+	sc.filter(&q)
+	rows, err := s.queryPage(ctx, q, templateColumns, opts)
+	return collect(rows, err, scanStored)
+}
+
+// StoredCluster finds a cluster by UUID or name within the scope.
+func (s *DB) StoredCluster(ctx context.Context, sc Scope, ident string) (StoredRow, error) {
+	q := pageQuery{table: "clusters"}
+	sc.filter(&q)
+	return s.storedByIdent(ctx, q, clusterColumns, "cluster", ident)
+}
+
+// StoredClusters pages through the clusters in the scope.
+func (s *DB) StoredClusters(ctx context.Context, sc Scope, opts ListOptions) ([]StoredRow, error) {
+	q := pageQuery{table: "clusters", sortable: clusterSortable}
+	sc.filter(&q)
+	rows, err := s.queryPage(ctx, q, clusterColumns, opts)
+	return collect(rows, err, scanStored)
+}
+
+// StoredNodeGroups pages through a cluster's node groups.
+func (s *DB) StoredNodeGroups(ctx context.Context, clusterUUID string, f NodeGroupFilter, opts ListOptions) ([]StoredNodeGroup, error) {
+	q := pageQuery{table: "nodegroups", sortable: nodeGroupSortable}
+	q.filter("cluster_id = ?", clusterUUID)
+	if f.Role != "" {
+		q.filter("role = ?", f.Role)
+	}
+	rows, err := s.queryPage(ctx, q, nodeGroupColumns, opts)
+	return collect(rows, err, scanStoredNodeGroup)
+}
+
+// StoredNodeGroupsOf returns every node group of the clusters given, keyed
+// by cluster UUID, in creation order (one query per 500 clusters).
+func (s *DB) StoredNodeGroupsOf(ctx context.Context, clusterUUIDs []string) (map[string][]StoredNodeGroup, error) {
+	return storedNodeGroupsOf(ctx, s.db, clusterUUIDs)
+}
+
+func storedNodeGroupsOf(ctx context.Context, q querier, clusterUUIDs []string) (map[string][]StoredNodeGroup, error) {
+	out := make(map[string][]StoredNodeGroup, len(clusterUUIDs))
+	for start := 0; start < len(clusterUUIDs); start += 500 {
+		chunk := clusterUUIDs[start:min(start+500, len(clusterUUIDs))]
+		args := make([]any, len(chunk))
+		for i, id := range chunk {
+			args[i] = id
+		}
+		marks := strings.Repeat(",?", len(chunk))[1:]
+		rows, err := q.QueryContext(ctx, "SELECT "+nodeGroupColumns+" FROM nodegroups WHERE cluster_id IN ("+marks+") ORDER BY id", args...)
+		ngs, err := collect(rows, err, scanStoredNodeGroup)
+		if err != nil {
+			return nil, err
+		}
+		for _, ng := range ngs {
+			out[ng.ClusterID] = append(out[ng.ClusterID], ng)
+		}
+	}
+	return out, nil
+}
+
+// Generations are the list_generations counters: each changes with every
+// committed write that changes what a listing of its kind shows.
+type Generations struct {
+	Templates int64
+	Clusters  int64
+}
+
+const (
+	generationTemplates = "cluster_templates"
+	generationClusters  = "clusters"
+)
+
+// ListGenerations reads every counter in one query. A page read after this
+// call is at least as new as the generations it returned.
+func (s *DB) ListGenerations(ctx context.Context) (Generations, error) {
+	var g Generations
+	rows, err := s.db.QueryContext(ctx, `SELECT name, value FROM list_generations`)
+	if err != nil {
+		return g, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var v int64
+		if err := rows.Scan(&name, &v); err != nil {
+			return g, err
+		}
+		switch name {
+		case generationTemplates:
+			g.Templates = v
+		case generationClusters:
+			g.Clusters = v
+		}
+	}
+	return g, rows.Err()
+}
+
+// bumpGeneration raises kind's counter inside tx, so the counter changes
+// exactly when the write it marks commits. Writers call it last, so the
+// counter's row lock is held only until their commit.
+func bumpGeneration(ctx context.Context, tx *sql.Tx, kind string) error {
+	res, err := tx.ExecContext(ctx, `UPDATE list_generations SET value = value + 1 WHERE name = ?`, kind)
+	if err != nil {
+		return fmt.Errorf("store: raise the %s list generation: %w", kind, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return errors.New("store: list_generations has no row " + kind)
+	}
+	return nil
+}
