@@ -76,7 +76,8 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 		t.Fatalf("the cluster's Cluster object: %v, %v", clusters, err)
 	}
 	ns, stack := clusters.Items[0].GetNamespace(), clusters.Items[0].GetName()
-	autoscalerSelector := selector + ",magnetite.io/component=cluster-autoscaler"
+	// Magnetite's labels, which the namespace clean-up rules look for.
+	autoscalerSelector := selector + ",app.kubernetes.io/managed-by=magnetite,magnetite.io/component=cluster-autoscaler"
 	autoscaler := func(kind string) []unstructured.Unstructured {
 		t.Helper()
 		l, err := dc.Resource(autoscalerGVRs[kind]).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: autoscalerSelector})
