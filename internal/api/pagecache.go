@@ -20,6 +20,16 @@ type pageCache struct {
 	size    int
 	order   *list.List // of *cachedPage, most recent first
 	entries map[string]*list.Element
+	// building are the pages being read now: requests for one wait for it
+	// instead of each reading and encoding the same page at once (after a
+	// write, every client of a busy listing misses together).
+	building map[string]*pageBuild
+}
+
+// pageBuild is a page one request is reading for others.
+type pageBuild struct {
+	done chan struct{}
+	body []byte // the cached copy; nil when the page was not kept
 }
 
 type cachedPage struct {
@@ -31,7 +41,7 @@ func newPageCache(maxBytes int) *pageCache {
 	if maxBytes <= 0 {
 		return nil
 	}
-	return &pageCache{max: maxBytes, order: list.New(), entries: map[string]*list.Element{}}
+	return &pageCache{max: maxBytes, order: list.New(), entries: map[string]*list.Element{}, building: map[string]*pageBuild{}}
 }
 
 func (c *pageCache) get(key string) ([]byte, bool) {
@@ -45,11 +55,32 @@ func (c *pageCache) get(key string) ([]byte, bool) {
 	return e.Value.(*cachedPage).body, true
 }
 
-// put keeps a copy of body under key; a page larger than a quarter of the
-// budget is not kept.
-func (c *pageCache) put(key string, body []byte) {
+// join returns the page being built under key and false, or registers the
+// caller as its builder (true), who must call finish.
+func (c *pageCache) join(key string) (*pageBuild, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b, ok := c.building[key]; ok {
+		return b, false
+	}
+	b := &pageBuild{done: make(chan struct{})}
+	c.building[key] = b
+	return b, true
+}
+
+// finish releases the build's waiters; the builder set b.body before.
+func (c *pageCache) finish(key string, b *pageBuild) {
+	c.mu.Lock()
+	delete(c.building, key)
+	c.mu.Unlock()
+	close(b.done)
+}
+
+// put keeps a copy of body under key and returns it; a page larger than a
+// quarter of the budget is not kept (nil).
+func (c *pageCache) put(key string, body []byte) []byte {
 	if len(body) > c.max/4 {
-		return
+		return nil
 	}
 	p := &cachedPage{key: key, body: append([]byte(nil), body...)}
 	c.mu.Lock()
@@ -67,6 +98,7 @@ func (c *pageCache) put(key string, body []byte) {
 		delete(c.entries, old.key)
 		c.size -= len(old.body)
 	}
+	return p.body
 }
 
 // pageKinds says which list generations a page depends on.
@@ -130,10 +162,26 @@ func (s *Server) servePage(w http.ResponseWriter, r *http.Request, view store.Sc
 		return nil
 	}
 	s.metrics.PageCache(false)
+	b, builder := s.pages.join(key)
+	if !builder {
+		select {
+		case <-b.done:
+		case <-r.Context().Done():
+			return r.Context().Err()
+		}
+		if b.body != nil {
+			writeBody(w, http.StatusOK, b.body)
+			return nil
+		}
+		// Not kept (too large, or the build failed): read it here.
+		return writeBuilt(w, http.StatusOK, build)
+	}
+	defer s.pages.finish(key, b)
 	return writeBuilt(w, http.StatusOK, func(dst []byte) ([]byte, error) {
 		body, err := build(dst)
 		if err == nil {
-			s.pages.put(key, body)
+			// Copied now: the pooled buffer is reused once written.
+			b.body = s.pages.put(key, body)
 		}
 		return body, err
 	})

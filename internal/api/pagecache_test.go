@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/api"
@@ -283,5 +285,61 @@ func TestPageCacheKeepsPolicyViewsApart(t *testing.T) {
 		if fmt.Sprint(seen[who]) != w {
 			t.Errorf("%v sees templates %v, want %s", who, seen[who], w)
 		}
+	}
+}
+
+// TestPageCacheUnderConcurrentWrites lists templates from many clients
+// while another creates them: every answer holds at least every template
+// whose create had returned before the list was asked, whether it was
+// served from the cache, read by the request itself, or shared from a
+// concurrent request that read it.
+func TestPageCacheUnderConcurrentWrites(t *testing.T) {
+	base := apitest.Start(t)
+	srv := startReplicaAPI(t, base.Store, 0)
+	var created atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				before := created.Load()
+				req, _ := http.NewRequest("GET", srv.URL+"/v1/clustertemplates", nil)
+				req.Header.Set("X-Project-Id", "p1")
+				res, err := srv.Client().Do(req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				var page struct{ ClusterTemplates []struct{ Name string } }
+				err = json.NewDecoder(res.Body).Decode(&page)
+				res.Body.Close()
+				if err != nil || int64(len(page.ClusterTemplates)) < before {
+					errs <- fmt.Errorf("list shows %d templates after %d were created (%v)", len(page.ClusterTemplates), before, err)
+					return
+				}
+			}
+		}()
+	}
+	for i := range 30 {
+		srv.call(t, memberP1, "POST", "/v1/clustertemplates",
+			map[string]any{"name": fmt.Sprint("t", i), "coe": "kubernetes", "image_id": "img"}, http.StatusCreated)
+		created.Add(1)
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if srv.hits(t) == 0 {
+		t.Error("no list was answered from the page cache")
 	}
 }
