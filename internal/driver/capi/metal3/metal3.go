@@ -278,7 +278,7 @@ func (Infrastructure) PreKubeadmCommands(os capi.OSProfile) []string {
 }
 
 func (Infrastructure) IgnitionConfig(capi.OSProfile) string              { return "" }
-func (Infrastructure) CloudProviderAddons(*capi.Plan) []capi.AddonBundle { return nil }
+func (Infrastructure) CloudControllerManager() bool { return false }
 func (Infrastructure) Secrets(*capi.Plan) []driver.SecretRef             { return nil }
 
 // ClusterObjects implements capi.ClusterExtras: the cluster's IPPool, a
