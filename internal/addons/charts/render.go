@@ -38,11 +38,11 @@ func (s *Source) Render(ctx context.Context, rel addons.Release) ([]string, erro
 		}
 		ch, err := loader.LoadArchive(readArchive(p.Archive))
 		if err != nil {
-			return nil, fmt.Errorf("charts: %s from %s cannot be loaded: %w", c, p.From, err)
+			return nil, fmt.Errorf("%w: %s from %s cannot be loaded: %w", ErrRender, c, p.From, err)
 		}
 		out, err := renderChart(ch, rel)
 		if err != nil {
-			return nil, fmt.Errorf("charts: render %s for %s: %w", c, rel.Addon, err)
+			return nil, fmt.Errorf("%w %s for %s: %w", ErrRender, c, rel.Addon, err)
 		}
 		docs = append(docs, out...)
 	}

@@ -30,6 +30,8 @@ var (
 	ErrNotFound = errors.New("charts: chart not found")
 	// ErrDigest: the chart's archive is not what the index says.
 	ErrDigest = errors.New("charts: digest mismatch")
+	// ErrRender: the chart does not render with the cluster's values.
+	ErrRender = errors.New("charts: render")
 )
 
 // Upstream is the [addons] source value that fetches every chart from its
