@@ -112,7 +112,9 @@ func printClusterAddons(ctx context.Context, w io.Writer, mc *mgmt.Client) error
 	for _, cm := range cms {
 		byName[cm.GetNamespace()+"/"+cm.GetName()] = cm
 	}
-	sort.Slice(sets, func(i, j int) bool { return sets[i].GetNamespace()+sets[i].GetName() < sets[j].GetNamespace()+sets[j].GetName() })
+	sort.Slice(sets, func(i, j int) bool {
+		return sets[i].GetNamespace()+sets[i].GetName() < sets[j].GetNamespace()+sets[j].GetName()
+	})
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CLUSTER\tNAMESPACE\tADDON\tDELIVERED")
 	for _, s := range sets {
