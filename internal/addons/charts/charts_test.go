@@ -215,3 +215,24 @@ func TestMissingChartIsNotFound(t *testing.T) {
 		t.Error("a relative directory was accepted as a source")
 	}
 }
+
+// TestOCIRegistrySource pulls and renders charts from an OCI registry as
+// Helm pushes them, and reports a chart the registry lacks as not found.
+func TestOCIRegistrySource(t *testing.T) {
+	missing, _ := addons.Pinned(addons.CinderCSI, "1.33")
+	reg := chartstest.ServeOCI(t, missing.Charts...)
+	src := source(t, reg.URL)
+	src.PlainHTTP = true
+	rels, _ := addons.Select(cluster())
+	docs, err := src.Render(t.Context(), rels[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst := find(objects(t, docs), "Installation", "default"); inst == nil {
+		t.Fatalf("Calico from the registry rendered no Installation: %v", docs)
+	}
+	err = src.Check(t.Context(), missing.Charts[0])
+	if !errors.Is(err, charts.ErrNotFound) || !strings.Contains(err.Error(), reg.URL+"/openstack-cinder-csi:2.33.1") {
+		t.Fatalf("a chart the registry lacks: %v", err)
+	}
+}
