@@ -44,7 +44,7 @@ func TestEveryAddonIsPinnedForEverySupportedMinor(t *testing.T) {
 			}
 		}
 	}
-	if _, problems := Select(Cluster{KubeVersion: "v1.40.0", NetworkDriver: "calico"}); len(problems) != 1 || !strings.Contains(problems[0], "Kubernetes 1.40 has no pinned calico") {
+	if _, problems := Select(Cluster{KubeVersion: "v1.40.0", NetworkDriver: "calico"}); len(problems) != 1 || !strings.Contains(problems[0], "no calico is pinned for Kubernetes 1.40") {
 		t.Errorf("an unpinned minor: %v", problems)
 	}
 }

@@ -181,7 +181,7 @@ func choose(addon, label, tag, minor string) (Pin, error) {
 	}
 	p, ok := Pinned(addon, minor)
 	if !ok {
-		return Pin{}, fmt.Errorf("Kubernetes %s has no pinned %s; Magnetite pins addons for Kubernetes %s", minor, addon, strings.Join(Minors, ", "))
+		return Pin{}, fmt.Errorf("no %s is pinned for Kubernetes %s; Magnetite pins addons for Kubernetes %s", addon, minor, strings.Join(Minors, ", "))
 	}
 	return p, nil
 }
