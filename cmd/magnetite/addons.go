@@ -131,7 +131,13 @@ func printClusterAddons(ctx context.Context, w io.Writer, mc *mgmt.Client) error
 			case ours:
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", id, s.GetNamespace(), cm.GetLabels()[capi.LabelAddon], cm.GetAnnotations()[capi.AnnotationAddonCharts])
 			case strings.HasPrefix(name, "magnetite-addon-"):
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", id, s.GetNamespace(), strings.TrimPrefix(name, "magnetite-addon-"), "the operator's ConfigMap "+name)
+				addon := strings.TrimPrefix(name, "magnetite-addon-")
+				for _, a := range addons.Names {
+					if strings.HasPrefix(addon, a+"-") {
+						addon = a
+					}
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", id, s.GetNamespace(), addon, "the operator's ConfigMap "+name)
 			}
 		}
 	}

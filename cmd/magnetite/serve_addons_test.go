@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -169,6 +172,29 @@ func TestServeDeliversPinnedAddons(t *testing.T) {
 		}
 		if !strings.Contains(data(cms[objName+"-addon-calico"]), "test.magnetite.io/kube-version: v1.32.4") {
 			t.Error("the upgraded Calico was not rendered for Kubernetes v1.32.4")
+		}
+	})
+
+	t.Run("addons list shows what each cluster got", func(t *testing.T) {
+		conf := filepath.Join(t.TempDir(), "magnetite.conf")
+		if err := os.WriteFile(conf, []byte("[management]\nkubeconfig = "+w.kubeconfig+"\n[addons]\nsource = "+w.charts.URL+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := runMagnetite(t, "addons", "list", "--clusters", "--kube-version", "v1.32", "--config-file", conf, "--config-dir", filepath.Dir(conf))
+		if err != nil {
+			t.Fatalf("addons list --clusters: %v\n%s", err, out)
+		}
+		rows := map[string]string{}
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) > 3 && f[0] == uuid && f[1] == ns {
+				rows[f[2]] = strings.Join(f[3:], " ")
+			}
+		}
+		want := map[string]string{"calico": "tigera-operator v3.31.5", "openstack-cloud-controller-manager": "openstack-cloud-controller-manager 2.32.0",
+			"cinder-csi": "openstack-cinder-csi 2.32.2", "k8s-keystone-auth": "k8s-keystone-auth 1.5.1",
+			"metrics-server": "the operator's ConfigMap magnetite-addon-metrics-server-v0.8.0"}
+		if !reflect.DeepEqual(rows, want) {
+			t.Errorf("addons list --clusters for the cluster: %v, want %v\n%s", rows, want, out)
 		}
 	})
 

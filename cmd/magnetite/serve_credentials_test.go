@@ -43,6 +43,8 @@ type credentialsWorld struct {
 	stateDir string
 	services map[string]string
 	env      *testenv.APIServer
+	// kubeconfig is the management cluster's, as serve reads it.
+	kubeconfig string
 	// charts is the addon chart repository the conductor pulls from; it
 	// lacks the cloud controller manager pinned for Kubernetes 1.36.
 	charts *chartstest.Repo
@@ -265,7 +267,7 @@ func startCredentialsWorld(t *testing.T) *credentialsWorld {
 		t.Fatal(err)
 	}
 	w.addr = startServe(t, cfg, log)
-	w.stateDir = dir
+	w.stateDir, w.kubeconfig = dir, kubeconfig
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("magnetite log:\n%s", w.logs.String())

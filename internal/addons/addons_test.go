@@ -37,7 +37,7 @@ func TestDocsShowThePinnedTable(t *testing.T) {
 
 // TestEveryAddonIsPinnedForEverySupportedMinor: no minor lacks an addon.
 func TestEveryAddonIsPinnedForEverySupportedMinor(t *testing.T) {
-	for _, a := range []string{Calico, Cilium, CloudControllerManager, CinderCSI, ManilaCSI, KeystoneAuth, MetricsServer} {
+	for _, a := range Names {
 		for _, m := range Minors {
 			if p, ok := Pinned(a, m); !ok || len(p.Charts) == 0 {
 				t.Errorf("%s has no pin for Kubernetes %s", a, m)

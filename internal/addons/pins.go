@@ -19,6 +19,9 @@ const (
 	MetricsServer          = "metrics-server"
 )
 
+// Names lists every addon, in install order.
+var Names = []string{Calico, Cilium, CloudControllerManager, CinderCSI, ManilaCSI, KeystoneAuth, MetricsServer}
+
 // Upstream chart repositories, each the project's own.
 const (
 	RepoCalico         = "https://docs.tigera.io/calico/charts"
