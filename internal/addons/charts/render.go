@@ -40,7 +40,7 @@ func (s *Source) Render(ctx context.Context, rel addons.Release) ([]string, erro
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s from %s cannot be loaded: %w", ErrRender, c, p.From, err)
 		}
-		out, err := renderChart(ch, rel)
+		out, err := renderChart(ctx, ch, rel)
 		if err != nil {
 			return nil, fmt.Errorf("%w %s for %s: %w", ErrRender, c, rel.Addon, err)
 		}
@@ -49,7 +49,7 @@ func (s *Source) Render(ctx context.Context, rel addons.Release) ([]string, erro
 	return docs, nil
 }
 
-func renderChart(ch *chart.Chart, rel addons.Release) ([]string, error) {
+func renderChart(ctx context.Context, ch *chart.Chart, rel addons.Release) ([]string, error) {
 	if err := action.CheckDependencies(ch, ch.Metadata.Dependencies); err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func renderChart(ch *chart.Chart, rel addons.Release) ([]string, error) {
 		}
 		install.KubeVersion = kv
 	}
-	r, err := install.RunWithContext(context.Background(), ch, rel.Values)
+	r, err := install.RunWithContext(ctx, ch, rel.Values)
 	if err != nil {
 		return nil, err
 	}
