@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/magnetite-io/magnetite/internal/addons/charts"
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/conductor"
@@ -46,8 +47,13 @@ func startConductor(ctx context.Context, cfg *config.Config, st *store.DB, drive
 	if err != nil {
 		return nil, fmt.Errorf("management cluster: %w", err)
 	}
+	src, err := addonSource(cfg)
+	if err != nil {
+		return nil, err
+	}
 	c := conductor.New(conductor.Options{
-		Store: st, Mgmt: mc, Drivers: drivers, Log: log.With("component", "conductor"),
+		Addons: src,
+		Store:  st, Mgmt: mc, Drivers: drivers, Log: log.With("component", "conductor"),
 		Owner:          fmt.Sprintf("%s/%d", host, os.Getpid()),
 		Lease:          cfg.Duration("conductor", "lease"),
 		Workers:        cfg.Int("conductor", "workers"),
@@ -78,6 +84,16 @@ func startConductor(ctx context.Context, cfg *config.Config, st *store.DB, drive
 	}()
 	go reportAlive(ctx, st, log, host, "magnum-conductor", cfg.Duration("services", "report_interval"))
 	return c, nil
+}
+
+// addonSource is where the conductor pulls addon charts from.
+func addonSource(cfg *config.Config) (*charts.Source, error) {
+	src, err := charts.ParseSource(cfg.String("addons", "source"), cfg.Duration("addons", "timeout"))
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	src.PlainHTTP = cfg.Bool("addons", "oci_plain_http")
+	return src, nil
 }
 
 // cloudCredentials is how the conductor writes clusters' application

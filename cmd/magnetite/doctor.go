@@ -72,8 +72,25 @@ func runDoctor(ctx context.Context, g *globalFlags) []doctor.Result {
 	}
 	rs = append(rs, databaseChecks(ctx, cfg)...)
 	rs = append(rs, managementChecks(ctx, cfg)...)
+	rs = append(rs, addonChecks(ctx, cfg)...)
 	rs = append(rs, cloudChecks(ctx, cfg)...)
 	return append(rs, hostInventoryChecks(ctx, cfg)...)
+}
+
+// addonChecks check the chart source of the conductor's addons.
+func addonChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
+	if !conductorWanted(cfg) {
+		return []doctor.Result{{Check: "addon charts", Status: doctor.Skip, Detail: "no conductor runs here: nothing renders addons"}}
+	}
+	if cfg.String("conductor", "infrastructure") == "inmemory" {
+		return []doctor.Result{{Check: "addon charts", Status: doctor.Skip, Detail: "[conductor] infrastructure = inmemory: its clusters get no addons"}}
+	}
+	src, err := addonSource(cfg)
+	if err != nil {
+		return []doctor.Result{{Check: "addon charts", Status: doctor.Fail, Detail: err.Error(),
+			Fix: "set [addons] source to upstream, an http(s):// or oci:// URL, or an absolute directory"}}
+	}
+	return []doctor.Result{doctor.AddonCharts(ctx, src)}
 }
 
 // hostInventoryChecks check the standalone Ironic behind /v1/hosts when

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/magnetite-io/magnetite/internal/addons/chartstest"
 	"github.com/magnetite-io/magnetite/internal/doctor"
 	"github.com/magnetite-io/magnetite/internal/store"
 	"github.com/magnetite-io/magnetite/internal/testenv"
@@ -110,7 +111,8 @@ func TestDoctorPassesOnTheLocalManagementPlaneAndFailsOnAWorldReadableKubeconfig
 		t.Fatal(err)
 	}
 	conf := filepath.Join(dir, "magnetite.conf")
-	body := "[database]\nconnection = sqlite://" + dbPath + "\n[management]\nkubeconfig = " + kubeconfig + "\n"
+	charts := chartstest.Serve(t)
+	body := "[database]\nconnection = sqlite://" + dbPath + "\n[management]\nkubeconfig = " + kubeconfig + "\n[addons]\nsource = " + charts.URL + "\n"
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +122,8 @@ func TestDoctorPassesOnTheLocalManagementPlaneAndFailsOnAWorldReadableKubeconfig
 		t.Fatalf("doctor on a complete local management plane: err=%v\n%s", err, out)
 	}
 	for _, line := range []string{"PASS  management kubeconfig", "PASS  management API reachable", "PASS  management API authenticated",
-		"PASS  CRDs Cluster API core", "PASS  CRDs infrastructure", "PASS  controller webhook 127.0.0.1:", "SKIP  keystone"} {
+		"PASS  CRDs Cluster API core", "PASS  CRDs infrastructure", "PASS  controller webhook 127.0.0.1:", "SKIP  keystone",
+		"PASS  addon charts"} {
 		if !strings.Contains(out, line) {
 			t.Errorf("output lacks %q:\n%s", line, out)
 		}

@@ -36,7 +36,7 @@ func rootCommand() *cobra.Command {
 	root.PersistentFlags().StringVar(&g.configFile, "config-file", "", "INI configuration file (default: /etc/magnetite/magnetite.conf when it exists)")
 	root.PersistentFlags().StringVar(&g.configDir, "config-dir", "", "drop-in directory of *.conf files read after the config file (default: /etc/magnetite/magnetite.conf.d when it exists)")
 	root.AddCommand(serveCommand(g), configCommand(g), hostCommand())
-	root.AddCommand(doctorCommand(g))
+	root.AddCommand(doctorCommand(g), addonsCommand(g))
 	root.AddCommand(clientCommands()...)
 	root.AddCommand(renderCommand(), versionCommand(), keystoneCommand(g))
 	return root

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
+	"github.com/magnetite-io/magnetite/internal/addons"
+	"github.com/magnetite-io/magnetite/internal/addons/chartstest"
 	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/logging"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
@@ -40,6 +42,12 @@ type credentialsWorld struct {
 	cloud    *testcloud.Cloud
 	stateDir string
 	services map[string]string
+	env      *testenv.APIServer
+	// kubeconfig is the management cluster's, as serve reads it.
+	kubeconfig string
+	// charts is the addon chart repository the conductor pulls from; it
+	// lacks the cloud controller manager pinned for Kubernetes 1.36.
+	charts *chartstest.Repo
 }
 
 // TestServeGivesEveryClusterItsOwnApplicationCredential runs serve with
@@ -255,6 +263,9 @@ func startCredentialsWorld(t *testing.T) *credentialsWorld {
 	env.InstallCRDs(t, testenv.ProviderCRDs(t, "capo"), testenv.ProviderLabels)
 	w.cloud = testcloud.Start(t, ks)
 	w.dc = env.Dynamic(t)
+	w.env = env
+	ccm136, _ := addons.Pinned(addons.CloudControllerManager, "1.36")
+	w.charts = chartstest.Serve(t, ccm136.Charts...)
 	dir := t.TempDir()
 	kubeconfig := writeKubeconfig(t, env, dir)
 	cfg, err := config.Load("", "", []string{
@@ -263,6 +274,7 @@ func startCredentialsWorld(t *testing.T) *credentialsWorld {
 		"MAGNETITE_AUTH_STRATEGY=keystone", "MAGNETITE_KEYSTONE_AUTHTOKEN_AUTH_URL=" + ks.AuthURL(),
 		"MAGNETITE_KEYSTONE_AUTHTOKEN_USERNAME=magnetite", "MAGNETITE_KEYSTONE_AUTHTOKEN_PASSWORD=" + servicePassword,
 		"MAGNETITE_MANAGEMENT_KUBECONFIG=" + kubeconfig, "MAGNETITE_CONDUCTOR_INFRASTRUCTURE=openstack",
+		"MAGNETITE_ADDONS_SOURCE=" + w.charts.URL,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +284,7 @@ func startCredentialsWorld(t *testing.T) *credentialsWorld {
 		t.Fatal(err)
 	}
 	w.addr = startServe(t, cfg, log)
-	w.stateDir = dir
+	w.stateDir, w.kubeconfig = dir, kubeconfig
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("magnetite log:\n%s", w.logs.String())

@@ -49,6 +49,8 @@ type Options struct {
 	// ProbeInterval is how often the management cluster's API is asked
 	// whether it answers; two failures in a row count as a loss.
 	ProbeInterval time.Duration
+	// Addons renders clusters' addon charts ([addons] source).
+	Addons AddonCharts
 }
 
 // Conductor runs operations and keeps cluster status in step with the

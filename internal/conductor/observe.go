@@ -31,6 +31,8 @@ type Observed struct {
 	ControlPlane       map[string]any
 	MachineDeployments []map[string]any
 	Machines           []map[string]any
+	// Addons is the cluster's ClusterResourceSet, nil when it has none.
+	Addons map[string]any
 }
 
 // condition is a Cluster API condition in either v1beta2 (metav1.Condition)

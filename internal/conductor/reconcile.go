@@ -106,6 +106,9 @@ func (c *Conductor) reconcile(ctx context.Context, op *model.Operation) error {
 			}
 		}
 	}
+	if err := c.pruneAddonConfigMaps(ctx, sc, res); err != nil {
+		return err
+	}
 	if err := c.reconcileAutoscaler(ctx, sc, res, op); err != nil {
 		return err
 	}
@@ -147,18 +150,24 @@ func (c *Conductor) render(ctx context.Context, sc *scope) (*driver.Result, erro
 	if err != nil {
 		return nil, permanentf("%v", err)
 	}
-	if len(res.ServerGroups) == 0 {
+	if len(res.ServerGroups) == 0 && len(res.Addons) == 0 {
 		return res, nil
 	}
-	// The machines name their server groups by ID: make the groups, then
-	// render again with what Nova answered.
-	ids, err := c.ensureServerGroups(ctx, sc, res.ServerGroups)
-	if err != nil {
+	if len(res.ServerGroups) > 0 {
+		// The machines name their server groups by ID: make the groups,
+		// then render again with what Nova answered.
+		ids, err := c.ensureServerGroups(ctx, sc, res.ServerGroups)
+		if err != nil {
+			return nil, err
+		}
+		withGroups := *facts
+		withGroups.ServerGroups = ids
+		req.Facts = &withGroups
+	}
+	// Rendering charts is I/O: the driver takes the result as input.
+	if req.Addons, err = c.renderAddons(ctx, sc, res.Addons); err != nil {
 		return nil, err
 	}
-	withGroups := *facts
-	withGroups.ServerGroups = ids
-	req.Facts = &withGroups
 	if res, err = drv.Render(req); err != nil {
 		return nil, permanentf("%v", err)
 	}

@@ -225,10 +225,14 @@ func health(obs Observed, s Snapshot, unhealthyNodes int) (model.Health, map[str
 		}
 		reasons["nodegroup "+ng] = r
 	}
+	addons, hasAddons := addonsHealth(obs.Addons, s.ControlPlaneInitialized)
+	if hasAddons {
+		reasons["addons"] = addons
+	}
 	if !s.ControlPlaneInitialized {
 		return model.Unknown, reasons
 	}
-	if s.Available && unhealthyNodes == 0 && s.ControlPlane.Ready >= s.ControlPlane.Desired {
+	if s.Available && unhealthyNodes == 0 && s.ControlPlane.Ready >= s.ControlPlane.Desired && !strings.HasPrefix(addons, "failed") {
 		ok := true
 		for _, g := range s.NodeGroups {
 			if g.Ready < g.Desired {

@@ -56,7 +56,10 @@ func (c *Conductor) observe(clusterUUID string) (Observed, error) {
 	if obs.MachineDeployments, err = all("MachineDeployment"); err != nil {
 		return obs, err
 	}
-	obs.Machines, err = all("Machine")
+	if obs.Machines, err = all("Machine"); err != nil {
+		return obs, err
+	}
+	obs.Addons, err = one("ClusterResourceSet")
 	return obs, err
 }
 

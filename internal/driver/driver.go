@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/magnetite-io/magnetite/internal/addons"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -47,6 +48,22 @@ type Request struct {
 	Facts      *Facts
 	// Namespace of the management cluster that holds the cluster's objects.
 	Namespace string
+	// Addons are the cluster's addon releases (Result.Addons) as the
+	// conductor rendered them from their charts; nil when they were not
+	// rendered (a preview), and the objects then name the addon ConfigMaps
+	// the conductor would write.
+	Addons []RenderedAddon
+}
+
+// RenderedAddon is one addon release ready for delivery: either the
+// objects its charts rendered, one YAML document each, or the operator's
+// own ConfigMap that replaces the charts.
+type RenderedAddon struct {
+	Addon string
+	Docs  []string
+	// Override is the operator's ConfigMap (magnetite-addon-<name>-<version>)
+	// in the cluster's namespace, delivered instead of the charts.
+	Override string
 }
 
 // SecretRef names a Secret the conductor creates before applying the
@@ -99,13 +116,17 @@ type Result struct {
 	Secrets []SecretRef
 	// ServerGroups the machines are placed in.
 	ServerGroups []ServerGroup
+	// Addons are the releases the cluster gets, which the conductor renders
+	// from their charts and passes back in Request.Addons.
+	Addons []addons.Release
 	// Warnings worth showing the user, such as labels the schema does not
 	// know (they are kept, never dropped, but have no effect).
 	Warnings []string
 }
 
 // Summary is a comment block for the top of a rendered YAML stream: the
-// Secrets and server groups the conductor provides, and the warnings.
+// Secrets and server groups the conductor provides, the addon releases
+// whose charts it renders, and the warnings.
 func (r *Result) Summary() string {
 	var b strings.Builder
 	for _, s := range r.Secrets {
@@ -117,6 +138,13 @@ func (r *Result) Summary() string {
 	}
 	for _, sg := range r.ServerGroups {
 		fmt.Fprintf(&b, "# server group %s: %s\n", sg.Name, sg.Policy)
+	}
+	for _, a := range r.Addons {
+		var charts []string
+		for _, c := range a.Pin.Charts {
+			charts = append(charts, c.String()+" from "+c.Repo)
+		}
+		fmt.Fprintf(&b, "# addon %s %s into %s: %s\n", a.Addon, a.Version(), a.Namespace, strings.Join(charts, ", "))
 	}
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "# warning: %s\n", w)

@@ -203,6 +203,9 @@ func boolLabel(name, def string, scope Scope, desc string) Label {
 	return Label{Name: name, Type: TypeBool, Default: def, Scope: scope, Description: desc, Form: "true or false"}
 }
 
+// pinnedDoc is the default of the addon version labels.
+const pinnedDoc = "pinned for the cluster's Kubernetes minor"
+
 func versionLabel(name, def, defDoc string, scope Scope, desc string) Label {
 	return Label{Name: name, Type: TypeVersion, Default: def, DefaultDoc: defDoc, Scope: scope, Description: desc,
 		Form: "a version such as v1.2.3", Check: checkRE(versionRE)}
@@ -245,6 +248,7 @@ const (
 	CinderCSIPluginTag           = "cinder_csi_plugin_tag"
 	ManilaCSIPluginTag           = "manila_csi_plugin_tag"
 	K8sKeystoneAuthTag           = "k8s_keystone_auth_tag"
+	MetricsServerEnabled         = "metrics_server_enabled"
 	AvailabilityZone             = "availability_zone"
 	ControlPlaneAvailabilityZone = "control_plane_availability_zones"
 	BootVolumeSize               = "boot_volume_size"
@@ -302,10 +306,10 @@ var schema = []Label{
 		Description: "Extra host names or IPs in the API server certificate.",
 		Form:        "comma-separated host names or IP addresses", Elem: checkHostOrIP},
 	nameLabel(OctaviaProvider, ScopeCluster, "the cloud's default", "Octavia provider of the API load balancer (amphora, ovn, ...)."),
-	versionLabel(CalicoTag, "v3.32.1", "", ScopeTemplate,
-		"Calico version (network_driver=calico); its addon manifest must be installed on the management cluster."),
-	versionLabel(CiliumTag, "v1.15.3", "", ScopeTemplate,
-		"Cilium version (network_driver=cilium); its addon manifest must be installed on the management cluster."),
+	versionLabel(CalicoTag, "", pinnedDoc, ScopeTemplate,
+		"Calico version (network_driver=calico): one of the versions pinned in docs/addons.md."),
+	versionLabel(CiliumTag, "", pinnedDoc, ScopeTemplate,
+		"Cilium version (network_driver=cilium): one of the versions pinned in docs/addons.md."),
 	cidrLabel(CalicoIPv4Pool, "10.100.0.0/16", ScopeCluster, "Pod network CIDR with Calico."),
 	cidrLabel(CiliumIPv4Pool, "10.100.0.0/16", ScopeCluster, "Pod network CIDR with Cilium."),
 	cidrLabel(ServiceClusterIPRange, "10.254.0.0/16", ScopeCluster, "Service CIDR; must not overlap the pod or node networks."),
@@ -322,10 +326,12 @@ var schema = []Label{
 	{Name: ManilaCSIShareNetworkID, Type: TypeString, Scope: ScopeCluster,
 		Description: "Manila share network for the Manila StorageClass (needed with manila_csi_enabled).",
 		Form:        "a share network UUID", Check: checkRE(uuidRE)},
-	versionLabel(CloudProviderTag, "", "v1.<kube minor>.0", ScopeTemplate, "OpenStack cloud controller manager version."),
-	versionLabel(CinderCSIPluginTag, "", "cloud_provider_tag", ScopeTemplate, "Cinder CSI plugin version."),
-	versionLabel(ManilaCSIPluginTag, "", "cloud_provider_tag", ScopeTemplate, "Manila CSI plugin version."),
-	versionLabel(K8sKeystoneAuthTag, "", "cloud_provider_tag", ScopeTemplate, "k8s-keystone-auth webhook version."),
+	versionLabel(CloudProviderTag, "", pinnedDoc, ScopeTemplate, "OpenStack cloud controller manager version: one of the versions pinned in docs/addons.md."),
+	versionLabel(CinderCSIPluginTag, "", pinnedDoc, ScopeTemplate, "Cinder CSI plugin version: one of the versions pinned in docs/addons.md."),
+	versionLabel(ManilaCSIPluginTag, "", pinnedDoc, ScopeTemplate, "Manila CSI plugin version: one of the versions pinned in docs/addons.md."),
+	versionLabel(K8sKeystoneAuthTag, "", pinnedDoc, ScopeTemplate, "k8s-keystone-auth webhook version: one of the versions pinned in docs/addons.md."),
+	boolLabel(MetricsServerEnabled, "true", ScopeCluster,
+		"Install metrics-server (kubectl top, Horizontal Pod Autoscalers)."),
 	nameLabel(AvailabilityZone, ScopeNodeGroup, "any zone", "Nova availability zone of the node group's servers."),
 	{Name: ControlPlaneAvailabilityZone, Type: TypeList, DefaultDoc: "any zone", Scope: ScopeCluster,
 		Description: "Comma-separated availability zones to spread control plane servers over.",

@@ -188,7 +188,7 @@ func TestTypedAccessorsReturnValuesAndDefaults(t *testing.T) {
 	if got := v.List(APIServerCertSANs); !reflect.DeepEqual(got, []string{"a.example.com", "b.example.com"}) {
 		t.Errorf("cert sans = %v", got)
 	}
-	if v.String(DNSClusterDomain) != "cluster.local" || v.String(CalicoTag) != "v3.32.1" {
+	if v.String(DNSClusterDomain) != "cluster.local" || v.String(CalicoTag) != "" || !v.Bool(MetricsServerEnabled) {
 		t.Error("defaults not returned")
 	}
 	defer func() {

@@ -70,7 +70,7 @@ var Kinds = map[string]string{
 }
 
 // WatchedKinds are the kinds whose changes drive cluster status.
-var WatchedKinds = []string{"Cluster", "KubeadmControlPlane", "MachineDeployment", "Machine"}
+var WatchedKinds = []string{"Cluster", "KubeadmControlPlane", "MachineDeployment", "Machine", "ClusterResourceSet"}
 
 // Resource is where the management cluster serves a kind.
 type Resource struct {

@@ -1,96 +1,112 @@
 package capi
 
 import (
-	"regexp"
+	"fmt"
 	"strings"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/magnetite-io/magnetite/internal/addons"
+	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/labels"
 )
 
-var subdomainUnsafe = regexp.MustCompile(`[^a-z0-9.-]+`)
+// LabelAddon marks the ConfigMaps that carry an addon's rendered charts,
+// with the addon's name.
+const LabelAddon = "magnetite.io/addon"
 
-// ConfigMapName is the bundle's ConfigMap, magnetite-addon-<name>-<version>.
-func (a AddonBundle) ConfigMapName() string {
-	return strings.Trim(subdomainUnsafe.ReplaceAllString(strings.ToLower("magnetite-addon-"+a.Name+"-"+a.Version), "-"), "-.")
-}
+// AnnotationAddonCharts lists the charts (name and version) an addon
+// ConfigMap was rendered from.
+const AnnotationAddonCharts = "magnetite.io/addon-charts"
 
-// addonTag returns a version label, or the cloud provider's version, or
-// v1.<kube minor>.0, the cloud provider release that matches Kubernetes.
-func addonTag(p *Plan, name string) string {
-	if v := p.Labels.String(name); v != "" {
-		return v
-	}
-	if v := p.Labels.String(labels.CloudProviderTag); v != "" {
-		return v
-	}
-	return "v" + p.KubeMinor() + ".0"
-}
-
-// bundles lists the addon bundles the cluster uses, in apply order.
-func (d *Driver) bundles(p *Plan) []AddonBundle {
-	var out []AddonBundle
-	switch p.NetworkDriver {
-	case "calico":
-		out = append(out, AddonBundle{Name: "calico", Version: p.Labels.String(labels.CalicoTag)})
-	case "cilium":
-		out = append(out, AddonBundle{Name: "cilium", Version: p.Labels.String(labels.CiliumTag)})
-	}
-	out = append(out, d.infra.CloudProviderAddons(p)...)
-	if p.CinderCSI {
-		out = append(out, AddonBundle{Name: "cinder-csi", Version: addonTag(p, labels.CinderCSIPluginTag)})
-	}
-	if p.ManilaCSI {
-		out = append(out, AddonBundle{Name: "manila-csi", Version: addonTag(p, labels.ManilaCSIPluginTag)})
-	}
-	if p.KeystoneAuth {
-		out = append(out, AddonBundle{Name: "k8s-keystone-auth", Version: addonTag(p, labels.K8sKeystoneAuthTag)})
-	}
-	return out
-}
-
-// buildAddons renders the cluster's addon ConfigMap and the
-// ClusterResourceSet that applies it and the bundles to the workload
-// cluster.
-func (d *Driver) buildAddons(p *Plan) ([]map[string]any, error) {
+// addonReleases chooses the cluster's addon releases from the pinned
+// table: the CNI, the cloud controller manager, the CSI drivers,
+// k8s-keystone-auth and metrics-server as the cluster asks.
+func (d *Driver) addonReleases(p *Plan) ([]addons.Release, error) {
 	if !d.infra.Addons() {
 		return nil, nil
 	}
-	data := map[string]any{}
-	cni, err := yamlDocs(cniObjects(p))
-	if err != nil {
-		return nil, err
+	tag := func(name string) addons.Tag { return addons.Tag{Label: name, Value: p.Labels.String(name)} }
+	rels, problems := addons.Select(addons.Cluster{
+		Name: p.Name, KubeVersion: p.KubeVersion, NetworkDriver: p.NetworkDriver,
+		PodCIDR: p.PodCIDR, ServiceCIDR: p.ServiceCIDR, Registry: p.ImageRepository,
+		CloudProvider: d.infra.CloudControllerManager(), CinderCSI: p.CinderCSI, ManilaCSI: p.ManilaCSI,
+		KeystoneAuth: p.KeystoneAuth, MetricsServer: p.Labels.Bool(labels.MetricsServerEnabled),
+		Tags: map[string]addons.Tag{
+			addons.Calico: tag(labels.CalicoTag), addons.Cilium: tag(labels.CiliumTag),
+			addons.CloudControllerManager: tag(labels.CloudProviderTag), addons.CinderCSI: tag(labels.CinderCSIPluginTag),
+			addons.ManilaCSI: tag(labels.ManilaCSIPluginTag), addons.KeystoneAuth: tag(labels.K8sKeystoneAuthTag),
+		},
+	})
+	if len(problems) > 0 {
+		return nil, &driver.ValidationError{Problems: problems}
 	}
-	data["cni.yaml"] = cni
-	if sc := storageClasses(p); len(sc) > 0 {
-		s, err := yamlDocs(sc)
-		if err != nil {
-			return nil, err
-		}
-		data["storage.yaml"] = s
+	return rels, nil
+}
+
+// addonConfigMapName is the first ConfigMap of an addon; the parts after
+// it (an addon larger than one ConfigMap holds) end in -2, -3, ...
+func addonConfigMapName(p *Plan, addon string, part int) string {
+	n := p.Name + "-addon-" + addon
+	if part > 0 {
+		n += fmt.Sprintf("-%d", part+1)
 	}
-	configName := p.Name + "-addon-config"
-	cm := map[string]any{
-		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": configName, "labels": map[string]any{LabelClusterUUID: p.UUID}},
-		"data":     data,
+	return n
+}
+
+// buildAddons renders the ConfigMaps carrying the cluster's addons and the
+// ClusterResourceSet that applies them, in order, to the workload cluster:
+// the cloud credentials Secret, then each release (the CNI first), then the
+// cluster's StorageClasses. A release the conductor did not render (a
+// preview) is named by the ConfigMap it would get.
+func (d *Driver) buildAddons(p *Plan, rels []addons.Release, rendered []driver.RenderedAddon) ([]map[string]any, []string, error) {
+	if !d.infra.Addons() {
+		return nil, nil, nil
 	}
+	byAddon := map[string]driver.RenderedAddon{}
+	for _, r := range rendered {
+		byAddon[r.Addon] = r
+	}
+	var objs []map[string]any
+	var warnings []string
 	var resources []any
 	for _, s := range d.infra.Secrets(p) {
 		if strings.HasSuffix(s.Name, "-addon") {
 			resources = append(resources, map[string]any{"kind": "Secret", "name": s.Name})
 		}
 	}
-	bs := d.bundles(p)
-	// The CNI bundle first (its CRDs), then the cluster's own settings,
-	// then the rest.
-	if len(bs) > 0 {
-		resources = append(resources, map[string]any{"kind": "ConfigMap", "name": bs[0].ConfigMapName()})
+	for _, rel := range rels {
+		r, ok := byAddon[rel.Addon]
+		switch {
+		case ok && r.Override != "":
+			resources = append(resources, map[string]any{"kind": "ConfigMap", "name": r.Override})
+		case ok:
+			parts, warn, err := addons.Pack(rel.Addon, r.Docs, addons.MaxConfigMapData)
+			if err != nil {
+				return nil, nil, &driver.ValidationError{Problems: []string{err.Error()}}
+			}
+			warnings = append(warnings, warn...)
+			for i, docs := range parts {
+				name := addonConfigMapName(p, rel.Addon, i)
+				objs = append(objs, addonConfigMap(p, rel, name, strings.Join(docs, "---\n")))
+				resources = append(resources, map[string]any{"kind": "ConfigMap", "name": name})
+			}
+		default:
+			resources = append(resources, map[string]any{"kind": "ConfigMap", "name": addonConfigMapName(p, rel.Addon, 0)})
+		}
 	}
-	resources = append(resources, map[string]any{"kind": "ConfigMap", "name": configName})
-	for _, b := range bs[1:] {
-		resources = append(resources, map[string]any{"kind": "ConfigMap", "name": b.ConfigMapName()})
+	if sc := storageClasses(p); len(sc) > 0 {
+		s, err := yamlDocs(sc)
+		if err != nil {
+			return nil, nil, err
+		}
+		configName := p.Name + "-addon-config"
+		objs = append(objs, map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": configName, "labels": map[string]any{LabelClusterUUID: p.UUID}},
+			"data":     map[string]any{"storage.yaml": s},
+		})
+		resources = append(resources, map[string]any{"kind": "ConfigMap", "name": configName})
 	}
 	crs := map[string]any{
 		"apiVersion": d.opts.APIVersions.addons(), "kind": "ClusterResourceSet",
@@ -101,45 +117,21 @@ func (d *Driver) buildAddons(p *Plan) ([]map[string]any, error) {
 			"resources":       resources,
 		},
 	}
-	return []map[string]any{cm, crs}, nil
+	return append(objs, crs), warnings, nil
 }
 
-// cniObjects are the cluster-specific CNI settings; the bundle carries
-// the CNI itself.
-func cniObjects(p *Plan) []map[string]any {
-	switch p.NetworkDriver {
-	case "cilium":
-		return []map[string]any{{
-			"apiVersion": "v1", "kind": "ConfigMap",
-			"metadata": map[string]any{"name": "cilium-config", "namespace": "kube-system"},
-			"data": map[string]any{
-				"cluster-name":                p.Name,
-				"ipam":                        "cluster-pool",
-				"cluster-pool-ipv4-cidr":      p.PodCIDR,
-				"cluster-pool-ipv4-mask-size": "24",
-				"routing-mode":                "tunnel",
-				"tunnel-protocol":             "vxlan",
-				"enable-ipv4":                 "true",
-				"enable-ipv6":                 "false",
-			},
-		}}
+func addonConfigMap(p *Plan, rel addons.Release, name, data string) map[string]any {
+	var charts []string
+	for _, c := range rel.Pin.Charts {
+		charts = append(charts, c.String())
 	}
-	spec := map[string]any{
-		"calicoNetwork": map[string]any{
-			"ipPools": []any{map[string]any{
-				"cidr": p.PodCIDR, "encapsulation": "VXLANCrossSubnet", "natOutgoing": "Enabled",
-				"nodeSelector": "all()", "blockSize": int64(26),
-			}},
-		},
+	return map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": name,
+			"labels":      map[string]any{LabelClusterUUID: p.UUID, LabelAddon: rel.Addon},
+			"annotations": map[string]any{AnnotationAddonCharts: strings.Join(charts, ", ")}},
+		"data": map[string]any{rel.Addon + ".yaml": data},
 	}
-	if p.ImageRepository != "" {
-		spec["registry"] = p.ImageRepository + "/"
-	}
-	return []map[string]any{{
-		"apiVersion": "operator.tigera.io/v1", "kind": "Installation",
-		"metadata": map[string]any{"name": "default"},
-		"spec":     spec,
-	}}
 }
 
 func storageClasses(p *Plan) []map[string]any {

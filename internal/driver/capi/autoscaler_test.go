@@ -109,7 +109,6 @@ func TestAutoscalerImageFollowsKubeMinorTagAndPrefix(t *testing.T) {
 	}{
 		{"kube minor", nil, "registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.5"},
 		{"upgraded minor", map[string]string{"kube_tag": "v1.35.2"}, "registry.k8s.io/autoscaling/cluster-autoscaler:v1.35.1"},
-		{"minor without a known release", map[string]string{"kube_tag": "v1.40.1"}, "registry.k8s.io/autoscaling/cluster-autoscaler:v1.40.0"},
 		{"autoscaler_tag", map[string]string{"autoscaler_tag": "v1.33.2"}, "registry.k8s.io/autoscaling/cluster-autoscaler:v1.33.2"},
 		{"mirror", map[string]string{"container_infra_prefix": "registry.example.com:5000/k8s/"}, "registry.example.com:5000/k8s/cluster-autoscaler:v1.33.5"},
 	} {

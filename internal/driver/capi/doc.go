@@ -25,9 +25,14 @@
 //   - NAME-ca, NAME-etcd, NAME-proxy, NAME-sa: the cluster's certificate
 //     authorities, which Cluster API uses instead of generating its own.
 //
-// Addon manifests too large to render (the CNI, the OpenStack cloud
-// controller manager, CSI plugins, k8s-keystone-auth) are ConfigMaps the
-// operator installs once per version, named magnetite-addon-<name>-<version>
-// in the cluster's namespace; each cluster's ClusterResourceSet lists the
-// ones it uses next to its own NAME-addon-config ConfigMap.
+// Addons (the CNI, the OpenStack cloud controller manager, CSI drivers,
+// k8s-keystone-auth, metrics-server) are releases of pinned upstream Helm
+// charts (package addons). Render lists them in Result.Addons; the
+// conductor pulls and renders the charts and renders the cluster again
+// with the documents in Request.Addons, which become the cluster's
+// NAME-addon-<addon> ConfigMaps (split into -2, -3, ... below the 1 MiB
+// ConfigMap limit), applied to the workload cluster by the cluster's
+// ClusterResourceSet NAME-addons. An operator's own ConfigMap
+// magnetite-addon-<addon>-<version> in the namespace replaces an addon's
+// charts.
 package capi

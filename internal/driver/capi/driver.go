@@ -71,15 +71,19 @@ func (d *Driver) Render(req driver.Request) (*driver.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	addons, err := d.buildAddons(p)
+	rels, err := d.addonReleases(p)
 	if err != nil {
 		return nil, err
 	}
-	raw := append(append(addons, d.clusterObjects(p)...), d.buildCluster(p, cl))
+	addonObjs, addonWarnings, err := d.buildAddons(p, rels, req.Addons)
+	if err != nil {
+		return nil, err
+	}
+	raw := append(append(addonObjs, d.clusterObjects(p)...), d.buildCluster(p, cl))
 	// The autoscaler mounts the kubeconfig Cluster API writes for the
 	// Cluster, so it comes after it.
 	raw = append(raw, d.autoscalerObjects(p)...)
-	res := &driver.Result{Warnings: p.Warnings, Secrets: d.secrets(p)}
+	res := &driver.Result{Warnings: append(p.Warnings, addonWarnings...), Secrets: d.secrets(p), Addons: rels}
 	for _, o := range cl.encoded {
 		o = o.DeepCopy()
 		o.SetNamespace(p.Namespace)

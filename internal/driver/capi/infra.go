@@ -37,9 +37,9 @@ type Infrastructure interface {
 	IgnitionConfig(os OSProfile) string
 	// Addons says whether CNI, cloud provider and CSI addons are installed.
 	Addons() bool
-	// CloudProviderAddons lists the addon bundles (name, version) the
-	// cloud needs, such as its cloud controller manager.
-	CloudProviderAddons(p *Plan) []AddonBundle
+	// CloudControllerManager says whether the cluster gets the OpenStack
+	// cloud controller manager.
+	CloudControllerManager() bool
 	// Secrets lists the Secrets the conductor must create for the cluster.
 	Secrets(p *Plan) []driver.SecretRef
 }
@@ -94,12 +94,6 @@ type NodeRegistration struct {
 	Name            string
 	CRISocket       string
 	KubeletExtraArg [][2]string
-}
-
-// AddonBundle names a manifest bundle the operator installs once per
-// version as the ConfigMap magnetite-addon-<Name>-<Version>.
-type AddonBundle struct {
-	Name, Version string
 }
 
 // ObjectVariable is the schema of a variable holding a whole object.

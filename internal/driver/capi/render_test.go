@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/magnetite-io/magnetite/internal/addons"
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
@@ -370,18 +371,39 @@ func TestUpgradeChangesOnlyTheVersion(t *testing.T) {
 	if !reflect.DeepEqual(diff, want) {
 		t.Errorf("patch upgrade changed %v, want only %v", diff, want)
 	}
-	// A minor upgrade also moves the cloud provider addons to the matching
-	// release, and nothing else.
+	// A minor upgrade also moves the addons to the new minor's pinned
+	// charts; the objects name the same addon ConfigMaps, whose content
+	// the conductor renders from those charts.
 	req := caseRequest(t, "vm-only")
 	req.Cluster.Labels["kube_tag"] = "v1.34.2"
-	diff = changedLines(string(before), string(document(t, mustRender(t, req))))
-	for _, d := range diff {
-		if !strings.Contains(d[0], "v1.33") || !(strings.Contains(d[0], "version:") || strings.Contains(d[0], "magnetite-addon-")) {
-			t.Errorf("minor upgrade changed an unexpected line: %q -> %q", d[0], d[1])
+	res, err := osDriver.Render(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff = nil
+	for _, d := range changedLines(string(before), string(document(t, res))) {
+		if !strings.HasPrefix(d[0], "# addon ") { // the summary lists the releases, checked below
+			diff = append(diff, d)
 		}
 	}
-	if len(diff) != 3 {
-		t.Errorf("minor upgrade diff = %v", diff)
+	if want := [][2]string{{"    version: v1.33.1", "    version: v1.34.2"}}; !reflect.DeepEqual(diff, want) {
+		t.Errorf("minor upgrade changed %v, want only %v", diff, want)
+	}
+	old, err := osDriver.Render(caseRequest(t, "vm-only"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(old.Addons) == 0 || len(old.Addons) != len(res.Addons) {
+		t.Fatalf("addon releases before %d, after %d", len(old.Addons), len(res.Addons))
+	}
+	for i, rel := range res.Addons {
+		pin, _ := addons.Pinned(rel.Addon, "1.34")
+		if !reflect.DeepEqual(rel.Pin, pin) || rel.KubeVersion != "v1.34.2" {
+			t.Errorf("after the upgrade %s is pinned to %+v, want the 1.34 pin %+v", rel.Addon, rel.Pin, pin)
+		}
+		if was, _ := addons.Pinned(rel.Addon, "1.33"); !reflect.DeepEqual(old.Addons[i].Pin, was) {
+			t.Errorf("before the upgrade %s is pinned to %+v, want the 1.33 pin", rel.Addon, old.Addons[i].Pin)
+		}
 	}
 }
 

@@ -67,7 +67,7 @@ func (Infrastructure) NodeRegistration(*capi.Plan, *capi.Group) capi.NodeRegistr
 	}
 }
 
-func (Infrastructure) PreKubeadmCommands(capi.OSProfile) []string        { return nil }
-func (Infrastructure) IgnitionConfig(capi.OSProfile) string              { return "" }
-func (Infrastructure) CloudProviderAddons(*capi.Plan) []capi.AddonBundle { return nil }
-func (Infrastructure) Secrets(*capi.Plan) []driver.SecretRef             { return nil }
+func (Infrastructure) PreKubeadmCommands(capi.OSProfile) []string { return nil }
+func (Infrastructure) IgnitionConfig(capi.OSProfile) string       { return "" }
+func (Infrastructure) CloudControllerManager() bool               { return false }
+func (Infrastructure) Secrets(*capi.Plan) []driver.SecretRef      { return nil }

@@ -277,9 +277,9 @@ func (Infrastructure) PreKubeadmCommands(os capi.OSProfile) []string {
 	}
 }
 
-func (Infrastructure) IgnitionConfig(capi.OSProfile) string              { return "" }
-func (Infrastructure) CloudProviderAddons(*capi.Plan) []capi.AddonBundle { return nil }
-func (Infrastructure) Secrets(*capi.Plan) []driver.SecretRef             { return nil }
+func (Infrastructure) IgnitionConfig(capi.OSProfile) string  { return "" }
+func (Infrastructure) CloudControllerManager() bool          { return false }
+func (Infrastructure) Secrets(*capi.Plan) []driver.SecretRef { return nil }
 
 // ClusterObjects implements capi.ClusterExtras: the cluster's IPPool, a
 // Metal3DataTemplate per node group and, with auto-healing, the

@@ -10,7 +10,6 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
-	"github.com/magnetite-io/magnetite/internal/labels"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -226,14 +225,9 @@ func (Infrastructure) IgnitionConfig(capi.OSProfile) string {
 `
 }
 
-// CloudProviderAddons: the OpenStack cloud controller manager.
-func (Infrastructure) CloudProviderAddons(p *capi.Plan) []capi.AddonBundle {
-	v := p.Labels.String(labels.CloudProviderTag)
-	if v == "" {
-		v = "v" + p.KubeMinor() + ".0"
-	}
-	return []capi.AddonBundle{{Name: "openstack-cloud-controller-manager", Version: v}}
-}
+// CloudControllerManager: nodes join with cloud-provider=external and stay
+// tainted until the OpenStack cloud controller manager runs.
+func (Infrastructure) CloudControllerManager() bool { return true }
 
 func (Infrastructure) Secrets(p *capi.Plan) []driver.SecretRef {
 	return []driver.SecretRef{
