@@ -146,12 +146,19 @@ current-context: magnetite
 		}
 		return false, cl.Status
 	})
-	// The project's namespace was released with its last cluster (it stays
-	// Terminating here: the local plane runs no namespace controller).
-	ns, err := admin.CoreV1().Namespaces().Get(ctx, projectNS, metav1.GetOptions{})
-	if err == nil && ns.DeletionTimestamp == nil {
-		t.Errorf("namespace %s of the project is still there after its last cluster", projectNS)
-	}
+	// The project's namespace is released with its last cluster, just
+	// after its row goes (it stays Terminating here: the local plane runs
+	// no namespace controller).
+	waitFor(ctx, t, "namespace "+projectNS+" of the project to be released", 2*time.Minute, func() (bool, string) {
+		ns, err := admin.CoreV1().Namespaces().Get(ctx, projectNS, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		return ns.DeletionTimestamp != nil, string(ns.Status.Phase)
+	})
 	// Nothing the conductor tried was refused: a forbidden list would let
 	// the namespace check pass blind, a forbidden apply would stall a
 	// cluster.
