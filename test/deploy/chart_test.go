@@ -341,6 +341,15 @@ func TestChartRBACCoversEveryRenderedKind(t *testing.T) {
 			}
 		}
 	}
+	// The status watch lists and watches these kinds across namespaces.
+	for _, kind := range mgmt.WatchedKinds {
+		res := mgmt.Kinds[kind] + "/" + plural(kind)
+		for _, verb := range []string{"list", "watch"} {
+			if !slices.Contains(granted[res], verb) {
+				t.Errorf("the conductor watches %s, but the ClusterRole does not grant %s on it (has %v)", res, verb, granted[res])
+			}
+		}
+	}
 	for kind, group := range mgmt.Kinds {
 		used[group+"/"+plural(kind)] = true
 	}
