@@ -79,6 +79,8 @@ type Cloud struct {
 	nextFloating    int
 	volumes         map[string]*Volume
 	cinderRequests  int
+	servers         map[string]*Server
+	removedFlavors  map[string]bool
 }
 
 // identity is whom a token speaks for.
@@ -142,7 +144,8 @@ func Start(t *testing.T, ks *testkeystone.Keystone) *Cloud {
 	c := &Cloud{t: t, ks: ks, reads: map[string]int{}, users: map[string]identity{}, keypairs: map[string]map[string]keypair{},
 		serverGroups: map[string]*ServerGroup{}, loadBalancers: map[string]*LoadBalancer{}, listeners: map[string]*Listener{},
 		pools: map[string]*Pool{}, members: map[string]*Member{}, heldLBs: map[string]bool{}, ports: map[string]*Port{},
-		floatingIPs: map[string]*FloatingIP{}, nextAddress: map[string]int{}, volumes: map[string]*Volume{}}
+		floatingIPs: map[string]*FloatingIP{}, nextAddress: map[string]int{}, volumes: map[string]*Volume{},
+		servers: map[string]*Server{}, removedFlavors: map[string]bool{}}
 	mux := http.NewServeMux()
 	c.novaRoutes(mux)
 	c.glanceRoutes(mux)
@@ -264,13 +267,15 @@ func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /compute/v2.1/flavors/detail", func(w http.ResponseWriter, r *http.Request) {
 		list := []any{}
 		for _, f := range flavors {
-			list = append(list, flavorBody(f))
+			if !c.flavorRemoved(f.ID) {
+				list = append(list, flavorBody(f))
+			}
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"flavors": list})
 	})
 	mux.HandleFunc("GET /compute/v2.1/flavors/{id}", func(w http.ResponseWriter, r *http.Request) {
 		for _, f := range flavors {
-			if f.ID == r.PathValue("id") {
+			if f.ID == r.PathValue("id") && !c.flavorRemoved(f.ID) {
 				writeJSON(w, http.StatusOK, map[string]any{"flavor": flavorBody(f)})
 				return
 			}
@@ -279,7 +284,7 @@ func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("GET /compute/v2.1/flavors/{id}/os-extra_specs", func(w http.ResponseWriter, r *http.Request) {
 		for _, f := range flavors {
-			if f.ID == r.PathValue("id") {
+			if f.ID == r.PathValue("id") && !c.flavorRemoved(f.ID) {
 				specs := map[string]string{}
 				for k, v := range f.ExtraSpecs {
 					specs[k] = v
@@ -327,6 +332,7 @@ func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("POST /compute/v2.1/os-keypairs", c.createKeypair)
 	c.serverGroupRoutes(mux)
+	c.serverRoutes(mux)
 }
 
 // createKeypair imports the public key sent, or generates a key pair and
@@ -529,4 +535,10 @@ func snapshot[T any](c *Cloud, items map[string]*T) []T {
 		out = append(out, *items[id])
 	}
 	return out
+}
+
+func (c *Cloud) flavorRemoved(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.removedFlavors[id]
 }

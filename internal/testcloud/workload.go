@@ -108,10 +108,22 @@ func (c *Cloud) call(token, method, path string, body, out any) error {
 	if res.StatusCode >= 300 {
 		var b bytes.Buffer
 		_, _ = b.ReadFrom(res.Body)
-		return fmt.Errorf("%s %s: %d %s", method, path, res.StatusCode, b.String())
+		return &HTTPError{Method: method, URL: c.URL + path, Status: res.StatusCode, Body: b.String()}
 	}
 	if out != nil {
 		return json.NewDecoder(res.Body).Decode(out)
 	}
 	return nil
+}
+
+// HTTPError is a refused request, worded as gophercloud words it (which is
+// what CAPO's conditions carry).
+type HTTPError struct {
+	Method, URL string
+	Status      int
+	Body        string
+}
+
+func (e *HTTPError) Error() string {
+	return fmt.Sprintf("Expected HTTP response code [200 201 202 204] when accessing [%s %s], but got %d instead: %s", e.Method, e.URL, e.Status, e.Body)
 }
