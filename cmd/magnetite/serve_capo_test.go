@@ -9,14 +9,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testcapo"
 	"github.com/magnetite-io/magnetite/internal/testcloud"
 )
-
-var openStackMachinesGVR = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackmachines"}
 
 // TestServeBuildsServersThroughTheCAPOStandIn runs serve with Keystone and
 // an OpenStack conductor on a real kube-apiserver with Cluster API's core
@@ -79,7 +76,7 @@ func TestServeBuildsServersThroughTheCAPOStandIn(t *testing.T) {
 		if err := json.Unmarshal([]byte(w.clusterObject(ctx, uuid)), &cl); err != nil {
 			t.Fatal(err)
 		}
-		list, err := w.dc.Resource(openStackMachinesGVR).Namespace(cl.Metadata.Namespace).List(ctx,
+		list, err := w.dc.Resource(testcapo.OpenStackMachines).Namespace(cl.Metadata.Namespace).List(ctx,
 			metav1.ListOptions{LabelSelector: "cluster.x-k8s.io/cluster-name=" + cl.Metadata.Name})
 		if err != nil {
 			t.Fatal(err)
@@ -168,7 +165,7 @@ func TestServeBuildsServersThroughTheCAPOStandIn(t *testing.T) {
 						continue
 					}
 					waitFor(t, "the worker machine to wait for bootstrap data", func() bool {
-						m2, err := w.dc.Resource(openStackMachinesGVR).Namespace(m.GetNamespace()).Get(ctx, m.GetName(), metav1.GetOptions{})
+						m2, err := w.dc.Resource(testcapo.OpenStackMachines).Namespace(m.GetNamespace()).Get(ctx, m.GetName(), metav1.GetOptions{})
 						return err == nil && hasCondition(m2, "InstanceReady", "False", "WaitingForBootstrapData")
 					})
 				}
@@ -220,7 +217,7 @@ func TestServeBuildsServersThroughTheCAPOStandIn(t *testing.T) {
 		if s, p, g, l, v, f := w.cloud.Servers(), w.cloud.Ports(), w.cloud.ServerGroups(), w.cloud.LoadBalancers(), w.cloud.Volumes(), w.cloud.FloatingIPs(); len(s)+len(p)+len(g)+len(l)+len(v)+len(f) > 0 {
 			t.Errorf("left in the cloud: servers %+v ports %+v server groups %+v load balancers %+v volumes %+v floating IPs %+v", s, p, g, l, v, f)
 		}
-		list, err := w.dc.Resource(openStackMachinesGVR).List(ctx, metav1.ListOptions{LabelSelector: mgmt.LabelProjectID})
+		list, err := w.dc.Resource(testcapo.OpenStackMachines).List(ctx, metav1.ListOptions{LabelSelector: mgmt.LabelProjectID})
 		if err == nil && len(list.Items) > 0 {
 			t.Errorf("%d OpenStackMachines left", len(list.Items))
 		}

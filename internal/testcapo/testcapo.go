@@ -36,15 +36,18 @@ import (
 )
 
 var (
-	clustersGVR   = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackclusters"}
-	machinesGVR   = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackmachines"}
-	capiClusters  = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
-	capiMachines  = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machines"}
-	secretsGVR    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-	clusterFinal  = "openstackcluster.infrastructure.cluster.x-k8s.io"
-	machineFinal  = "openstackmachine.infrastructure.cluster.x-k8s.io"
-	labelCluster  = "cluster.x-k8s.io/cluster-name"
-	labelCPMember = "cluster.x-k8s.io/control-plane"
+	clustersGVR = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackclusters"}
+	// OpenStackMachines and Clusters are the resources tests read too.
+	OpenStackMachines = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackmachines"}
+	Clusters          = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
+	machinesGVR       = OpenStackMachines
+	capiClusters      = Clusters
+	capiMachines      = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machines"}
+	secretsGVR        = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	clusterFinal      = "openstackcluster.infrastructure.cluster.x-k8s.io"
+	machineFinal      = "openstackmachine.infrastructure.cluster.x-k8s.io"
+	labelCluster      = "cluster.x-k8s.io/cluster-name"
+	labelCPMember     = "cluster.x-k8s.io/control-plane"
 )
 
 // Controller is the CAPO stand-in.
@@ -56,6 +59,16 @@ type Controller struct {
 
 	mu     sync.Mutex
 	tokens map[string]string // by application credential id
+	paused bool
+}
+
+// Pause stops (or resumes) reconciling, as a CAPO that has not got to the
+// objects yet: a test can change the cloud between Magnetite's rendering
+// and CAPO's acting on it.
+func (c *Controller) Pause(paused bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.paused = paused
 }
 
 // Start runs the controller until the test ends. It resyncs every object
@@ -82,6 +95,12 @@ func Start(t testing.TB, dc dynamic.Interface, cloud *testcloud.Cloud, keystoneU
 }
 
 func (c *Controller) pass(ctx context.Context) {
+	c.mu.Lock()
+	paused := c.paused
+	c.mu.Unlock()
+	if paused {
+		return
+	}
 	for _, gvr := range []schema.GroupVersionResource{clustersGVR, machinesGVR} {
 		list, err := c.dc.Resource(gvr).List(ctx, metav1.ListOptions{})
 		if err != nil {

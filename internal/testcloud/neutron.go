@@ -163,7 +163,7 @@ func (c *Cloud) portNeutronRoutes(mux *http.ServeMux) {
 			return
 		}
 		n := networks[i]
-		portSecurity := !n.PortSecurityDisabled
+		portSecurity := !c.portSecurityDisabled(n)
 		if in.PortSecurity != nil {
 			portSecurity = *in.PortSecurity
 		}
@@ -286,3 +286,20 @@ func (c *Cloud) Ports() []Port { return snapshot(c, c.ports) }
 
 // FloatingIPs returns the floating IPs the stand-in holds, of every project.
 func (c *Cloud) FloatingIPs() []FloatingIP { return snapshot(c, c.floatingIPs) }
+
+// SetPortSecurity turns a network's port security on or off, as an
+// operator changing the network behind Magnetite's back would.
+func (c *Cloud) SetPortSecurity(networkID string, enabled bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.portSecurity[networkID] = enabled
+}
+
+func (c *Cloud) portSecurityDisabled(n network) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if on, ok := c.portSecurity[n.ID]; ok {
+		return !on
+	}
+	return n.PortSecurityDisabled
+}

@@ -81,6 +81,7 @@ type Cloud struct {
 	cinderRequests  int
 	servers         map[string]*Server
 	removedFlavors  map[string]bool
+	portSecurity    map[string]bool // by network, when changed
 }
 
 // identity is whom a token speaks for.
@@ -145,7 +146,7 @@ func Start(t *testing.T, ks *testkeystone.Keystone) *Cloud {
 		serverGroups: map[string]*ServerGroup{}, loadBalancers: map[string]*LoadBalancer{}, listeners: map[string]*Listener{},
 		pools: map[string]*Pool{}, members: map[string]*Member{}, heldLBs: map[string]bool{}, ports: map[string]*Port{},
 		floatingIPs: map[string]*FloatingIP{}, nextAddress: map[string]int{}, volumes: map[string]*Volume{},
-		servers: map[string]*Server{}, removedFlavors: map[string]bool{}}
+		servers: map[string]*Server{}, removedFlavors: map[string]bool{}, portSecurity: map[string]bool{}}
 	mux := http.NewServeMux()
 	c.novaRoutes(mux)
 	c.glanceRoutes(mux)
@@ -460,7 +461,7 @@ func (c *Cloud) neutronRoutes(mux *http.ServeMux) {
 	body := func(n network) map[string]any {
 		return map[string]any{
 			"id": n.ID, "name": n.Name, "status": "ACTIVE", "admin_state_up": true, "shared": false,
-			"router:external": n.External, "port_security_enabled": !n.PortSecurityDisabled, "mtu": 1500, "subnets": []string{},
+			"router:external": n.External, "port_security_enabled": !c.portSecurityDisabled(n), "mtu": 1500, "subnets": []string{},
 			"tenant_id": "admin", "project_id": "admin", "availability_zones": []string{"nova"},
 			"ipv4_address_scope": nil, "ipv6_address_scope": nil, "description": "", "tags": []string{},
 			"created_at": "2024-05-02T10:00:00Z", "updated_at": "2024-05-02T10:00:00Z", "revision_number": 1,
