@@ -227,12 +227,7 @@ func (w *credentialsWorld) createTemplate(name string) {
 
 var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
-func startCredentialsWorld(t *testing.T) *credentialsWorld { return startCloudWorld(t, false) }
-
-// startCloudWorld is startCredentialsWorld, with Cluster API's core and
-// kubeadm managers running when withClusterAPI is set (and no
-// infrastructure provider: the test brings its own).
-func startCloudWorld(t *testing.T, withClusterAPI bool) *credentialsWorld {
+func startCredentialsWorld(t *testing.T) *credentialsWorld {
 	ks := testkeystone.Start(t)
 	const servicePassword = "magnetite-service-password-31"
 	svc := ks.ServiceUser("magnetite", servicePassword)
@@ -246,15 +241,8 @@ func startCloudWorld(t *testing.T, withClusterAPI bool) *credentialsWorld {
 		logs: &lockedBuffer{}, services: map[string]string{"alpha": alpha}}
 
 	env := testenv.Start(t)
-	if withClusterAPI {
-		env.InstallClusterAPI(t)
-	} else {
-		env.InstallCRDs(t, testenv.ClusterAPICRDs(t), nil)
-	}
+	env.InstallCRDs(t, testenv.ClusterAPICRDs(t), nil)
 	env.InstallCRDs(t, testenv.ProviderCRDs(t, "capo"), testenv.ProviderLabels)
-	if withClusterAPI {
-		env.StartManagers(t, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
-	}
 	w.cloud = testcloud.Start(t, ks)
 	w.dc = env.Dynamic(t)
 	dir := t.TempDir()
