@@ -68,13 +68,8 @@ func TestServeGivesEveryClusterItsOwnApplicationCredential(t *testing.T) {
 	w := startCredentialsWorld(t)
 	ctx := t.Context()
 
-	res, body := w.api("POST", "/v1/clustertemplates", "", map[string]any{"name": "k8s", "coe": "kubernetes",
-		"image_id": testcloud.ImageName, "flavor_id": testcloud.FlavorName, "master_flavor_id": testcloud.MasterFlavor,
-		"external_network_id": testcloud.ExternalNet, "labels": map[string]string{"kube_tag": testcloud.KubeTag}})
-	if res.StatusCode != http.StatusCreated {
-		t.Fatalf("template: %d %s", res.StatusCode, body)
-	}
-	res, body = w.api("POST", "/v1/clusters", "", map[string]any{"name": "c1", "cluster_template_id": "k8s", "node_count": 1})
+	w.createTemplate("k8s")
+	res, body := w.api("POST", "/v1/clusters", "", map[string]any{"name": "c1", "cluster_template_id": "k8s", "node_count": 1})
 	if res.StatusCode != http.StatusAccepted {
 		t.Fatalf("cluster: %d %s", res.StatusCode, body)
 	}
@@ -241,6 +236,18 @@ func TestServeGivesEveryClusterItsOwnApplicationCredential(t *testing.T) {
 			t.Error("an application credential secret appears in the log")
 		}
 	})
+}
+
+// createTemplate makes a VM template on the stand-in cloud's image,
+// flavors and external network.
+func (w *credentialsWorld) createTemplate(name string) {
+	w.t.Helper()
+	res, body := w.api("POST", "/v1/clustertemplates", "", map[string]any{"name": name, "coe": "kubernetes",
+		"image_id": testcloud.ImageName, "flavor_id": testcloud.FlavorName, "master_flavor_id": testcloud.MasterFlavor,
+		"external_network_id": testcloud.ExternalNet, "labels": map[string]string{"kube_tag": testcloud.KubeTag}})
+	if res.StatusCode != http.StatusCreated {
+		w.t.Fatalf("template: %d %s", res.StatusCode, body)
+	}
 }
 
 var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}

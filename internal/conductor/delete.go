@@ -36,6 +36,9 @@ func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) erro
 	if err := c.waitGone(ctx, cl.UUID, []string{"Cluster", "Machine"}); err != nil {
 		return err
 	}
+	if err := c.cleanWorkloadLeftovers(ctx, cl); err != nil {
+		return err
+	}
 	if err := c.cleanup(ctx, cl, ns); err != nil {
 		return err
 	}

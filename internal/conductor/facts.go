@@ -39,6 +39,7 @@ type FactsReader interface {
 	Facts(ctx context.Context, token string, refs cloud.FactRefs) (*driver.Facts, error)
 	EnsureServerGroups(ctx context.Context, token string, groups []driver.ServerGroup) (map[string]string, error)
 	DeleteServerGroups(ctx context.Context, token string, ids []string) error
+	CleanWorkloadLeftovers(ctx context.Context, token, cluster string, policy cloud.LeftoverPolicy) (cloud.Cleanup, error)
 }
 
 // ServerGroups makes and deletes a cluster's Nova server groups as the
@@ -47,6 +48,13 @@ type FactsReader interface {
 type ServerGroups interface {
 	EnsureServerGroups(ctx context.Context, c *model.Cluster, groups []driver.ServerGroup) (map[string]string, error)
 	DeleteServerGroups(ctx context.Context, c *model.Cluster, ids []string) error
+}
+
+// WorkloadLeftovers finds and deletes, as the cluster, what its workload's
+// cloud controller manager and CSI drivers made in the cloud (CloudFacts);
+// a facts source without it (no cloud) has nothing to clean.
+type WorkloadLeftovers interface {
+	CleanWorkloadLeftovers(ctx context.Context, c *model.Cluster, name string, policy cloud.LeftoverPolicy) (cloud.Cleanup, error)
 }
 
 // CloudFacts reads an OpenStack cluster's facts from Nova, Glance and
@@ -108,6 +116,19 @@ func (f *CloudFacts) DeleteServerGroups(ctx context.Context, c *model.Cluster, i
 		return err
 	}
 	return nil
+}
+
+// CleanWorkloadLeftovers implements WorkloadLeftovers.
+func (f *CloudFacts) CleanWorkloadLeftovers(ctx context.Context, c *model.Cluster, name string, policy cloud.LeftoverPolicy) (cloud.Cleanup, error) {
+	tok, cred, err := f.asCluster(ctx, c)
+	if err != nil {
+		return cloud.Cleanup{}, err
+	}
+	res, err := f.Reader.CleanWorkloadLeftovers(ctx, tok, name, policy)
+	if err != nil {
+		f.forget(cred)
+	}
+	return res, err
 }
 
 // Facts implements FactsSource.

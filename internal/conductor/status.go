@@ -144,7 +144,9 @@ func Summarize(obs Observed, groupOf func(labels map[string]string) string) Snap
 		}
 		if _, isCP := labels[labelControlPlane]; isCP {
 			s.ControlPlane.Addresses = append(s.ControlPlane.Addresses, addrs...)
-			if problem != "" && s.ControlPlane.Problem == "" {
+			// A machine's own failure (the cloud refusing its server) says
+			// more than the control plane's summary of waiting for it.
+			if problem != "" && !strings.HasPrefix(s.ControlPlane.Problem, "control plane machine ") {
 				s.ControlPlane.Problem = "control plane machine " + name(m) + ": " + problem
 			}
 			continue

@@ -267,6 +267,7 @@ const (
 	NodeUnhealthyTimeout         = "node_unhealthy_timeout"
 	ServerType                   = "server_type"
 	RolloutMaxSurge              = "rollout_max_surge"
+	WorkloadCleanup              = "workload_cleanup"
 
 	// Labels of clusters on Metal3 hosts (driver capi-metal3).
 	HostSelector          = "host_selector"
@@ -373,6 +374,9 @@ var schema = []Label{
 	{Name: RolloutMaxSurge, Type: TypeInt, DefaultDoc: "1 for VMs, 0 for bare metal (no spare host needed)", Scope: ScopeNodeGroup,
 		Description: "Extra machines a rolling update may create; 0 replaces machines one at a time in place.",
 		Form:        "a whole number >= 0", Check: intRange(0, 100)},
+	{Name: WorkloadCleanup, Type: TypeEnum, Default: "delete", Scope: ScopeCluster,
+		Description: "What happens at cluster delete, after the machines are gone, to the Octavia load balancers, floating IPs and Cinder volumes the cluster's cloud controller manager and Cinder CSI driver made (found by their kube_service_<cluster>_ names, their floating IP descriptions and the cinder.csi.openstack.org/cluster volume property), deleted as the cluster: delete all of them; keep-volumes deletes the load balancers and floating IPs and keeps the volumes (their data); keep leaves everything. What the cloud refuses to delete fails the delete with its reason.",
+		Enum:        []string{"delete", "keep-volumes", "keep"}},
 	{Name: HostSelector, Type: TypeList, DefaultDoc: "any available host", Scope: ScopeNodeGroup,
 		Description: "Metal3: labels a node group's BareMetalHosts must carry (the Metal3MachineTemplate's hostSelector); the capacity check counts the free hosts that match.",
 		Form:        "comma-separated key=value Kubernetes labels such as rack=r1,pool=gpu", Elem: checkSelectorTerm},

@@ -1,5 +1,7 @@
-// Package testcloud serves, for tests, the reads Magnetite and Magnum's
-// tempest plugin make of Glance, Nova and Neutron.
+// Package testcloud stands in, for tests, for the OpenStack services
+// Magnetite, Magnum's tempest plugin, CAPO and a workload's cloud
+// controller manager and CSI driver use: Glance, Nova, Neutron, Octavia
+// and Cinder, refusing what the real services refuse, with their messages.
 package testcloud
 
 import (
@@ -35,6 +37,12 @@ const (
 	ExternalNet     = "public"
 	ExternalNetID   = "5a1c2f0e-7b7d-4d59-9a3e-0c7f5e2b9c01"
 	PrivateNet      = "private"
+	PrivateNetID    = "5a1c2f0e-7b7d-4d59-9a3e-0c7f5e2b9c02"
+	PrivateSubnetID = "6b2d3f1a-8c8e-4e6a-8b4f-1d8a6f3c0d02"
+	// ProvisioningNet is a flat network for bare-metal nodes, with port
+	// security disabled (Ironic's usual layout).
+	ProvisioningNet   = "provisioning"
+	ProvisioningNetID = "5a1c2f0e-7b7d-4d59-9a3e-0c7f5e2b9c03"
 )
 
 // Cloud serves the reads Magnetite and the tempest plugin make of Glance,
@@ -57,6 +65,23 @@ type Cloud struct {
 	keypairs     map[string]map[string]keypair
 	serverGroups map[string]*ServerGroup // by id
 	nextID       int
+
+	// Octavia, Neutron ports and floating IPs, Cinder volumes, by id.
+	loadBalancers   map[string]*LoadBalancer
+	listeners       map[string]*Listener
+	pools           map[string]*Pool
+	members         map[string]*Member
+	heldLBs         map[string]bool
+	octaviaRequests int
+	ports           map[string]*Port
+	floatingIPs     map[string]*FloatingIP
+	nextAddress     map[string]int // by subnet
+	nextFloating    int
+	volumes         map[string]*Volume
+	cinderRequests  int
+	servers         map[string]*Server
+	removedFlavors  map[string]bool
+	portSecurity    map[string]bool // by network, when changed
 }
 
 // identity is whom a token speaks for.
@@ -84,8 +109,9 @@ type image struct {
 }
 
 type network struct {
-	ID, Name string
-	External bool
+	ID, Name             string
+	External             bool
+	PortSecurityDisabled bool
 }
 
 var (
@@ -102,7 +128,13 @@ var (
 	}
 	networks = []network{
 		{ID: ExternalNetID, Name: ExternalNet, External: true},
-		{ID: "5a1c2f0e-7b7d-4d59-9a3e-0c7f5e2b9c02", Name: PrivateNet},
+		{ID: PrivateNetID, Name: PrivateNet},
+		{ID: ProvisioningNetID, Name: ProvisioningNet, PortSecurityDisabled: true},
+	}
+	subnets = []Subnet{
+		{ID: "6b2d3f1a-8c8e-4e6a-8b4f-1d8a6f3c0d01", Name: ExternalNet + "-subnet", NetworkID: ExternalNetID, CIDR: "203.0.113.0/24"},
+		{ID: PrivateSubnetID, Name: PrivateNet + "-subnet", NetworkID: PrivateNetID, CIDR: "10.0.0.0/24"},
+		{ID: "6b2d3f1a-8c8e-4e6a-8b4f-1d8a6f3c0d03", Name: ProvisioningNet + "-subnet", NetworkID: ProvisioningNetID, CIDR: "10.1.0.0/24"},
 	}
 )
 
@@ -111,17 +143,25 @@ var (
 func Start(t *testing.T, ks *testkeystone.Keystone) *Cloud {
 	t.Helper()
 	c := &Cloud{t: t, ks: ks, reads: map[string]int{}, users: map[string]identity{}, keypairs: map[string]map[string]keypair{},
-		serverGroups: map[string]*ServerGroup{}}
+		serverGroups: map[string]*ServerGroup{}, loadBalancers: map[string]*LoadBalancer{}, listeners: map[string]*Listener{},
+		pools: map[string]*Pool{}, members: map[string]*Member{}, heldLBs: map[string]bool{}, ports: map[string]*Port{},
+		floatingIPs: map[string]*FloatingIP{}, nextAddress: map[string]int{}, volumes: map[string]*Volume{},
+		servers: map[string]*Server{}, removedFlavors: map[string]bool{}, portSecurity: map[string]bool{}}
 	mux := http.NewServeMux()
 	c.novaRoutes(mux)
 	c.glanceRoutes(mux)
 	c.neutronRoutes(mux)
+	c.portNeutronRoutes(mux)
+	c.octaviaRoutes(mux)
+	c.cinderRoutes(mux)
 	srv := httptest.NewServer(c.authenticated(c.counted(mux)))
 	t.Cleanup(srv.Close)
 	c.URL = srv.URL
 	ks.RegisterService("compute", "nova", c.URL+"/compute/v2.1")
 	ks.RegisterService("image", "glance", c.URL+"/image")
 	ks.RegisterService("network", "neutron", c.URL+"/networking")
+	ks.RegisterService("load-balancer", "octavia", c.URL+"/load-balancer")
+	ks.RegisterService("block-storage", "cinder", c.URL+"/volume/v3")
 	return c
 }
 
@@ -228,13 +268,15 @@ func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /compute/v2.1/flavors/detail", func(w http.ResponseWriter, r *http.Request) {
 		list := []any{}
 		for _, f := range flavors {
-			list = append(list, flavorBody(f))
+			if !c.flavorRemoved(f.ID) {
+				list = append(list, flavorBody(f))
+			}
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"flavors": list})
 	})
 	mux.HandleFunc("GET /compute/v2.1/flavors/{id}", func(w http.ResponseWriter, r *http.Request) {
 		for _, f := range flavors {
-			if f.ID == r.PathValue("id") {
+			if f.ID == r.PathValue("id") && !c.flavorRemoved(f.ID) {
 				writeJSON(w, http.StatusOK, map[string]any{"flavor": flavorBody(f)})
 				return
 			}
@@ -243,7 +285,7 @@ func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("GET /compute/v2.1/flavors/{id}/os-extra_specs", func(w http.ResponseWriter, r *http.Request) {
 		for _, f := range flavors {
-			if f.ID == r.PathValue("id") {
+			if f.ID == r.PathValue("id") && !c.flavorRemoved(f.ID) {
 				specs := map[string]string{}
 				for k, v := range f.ExtraSpecs {
 					specs[k] = v
@@ -291,6 +333,7 @@ func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("POST /compute/v2.1/os-keypairs", c.createKeypair)
 	c.serverGroupRoutes(mux)
+	c.serverRoutes(mux)
 }
 
 // createKeypair imports the public key sent, or generates a key pair and
@@ -418,7 +461,7 @@ func (c *Cloud) neutronRoutes(mux *http.ServeMux) {
 	body := func(n network) map[string]any {
 		return map[string]any{
 			"id": n.ID, "name": n.Name, "status": "ACTIVE", "admin_state_up": true, "shared": false,
-			"router:external": n.External, "port_security_enabled": true, "mtu": 1500, "subnets": []string{},
+			"router:external": n.External, "port_security_enabled": !c.portSecurityDisabled(n), "mtu": 1500, "subnets": []string{},
 			"tenant_id": "admin", "project_id": "admin", "availability_zones": []string{"nova"},
 			"ipv4_address_scope": nil, "ipv6_address_scope": nil, "description": "", "tags": []string{},
 			"created_at": "2024-05-02T10:00:00Z", "updated_at": "2024-05-02T10:00:00Z", "revision_number": 1,
@@ -436,4 +479,67 @@ func (c *Cloud) neutronRoutes(mux *http.ServeMux) {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"networks": list})
 	})
+}
+
+// listed answers a list request with the items of the caller's project
+// (fields["project_id"]) that match each query filter the request names
+// among fields, under key, as OpenStack's list APIs filter.
+func listed[T any](w http.ResponseWriter, r *http.Request, key string, items map[string]*T, fields func(*T) map[string]string, view func(*T) map[string]any) {
+	q := r.URL.Query()
+	list := []map[string]any{}
+	for _, id := range sortedKeys(items) {
+		it := items[id]
+		f := fields(it)
+		match := f["project_id"] == r.Header.Get("X-Project-Id")
+		for k, v := range f {
+			if k != "project_id" && q.Has(k) && q.Get(k) != v {
+				match = false
+			}
+		}
+		if match {
+			list = append(list, view(it))
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{key: list, key + "_links": []any{}})
+}
+
+// owned finds an item of the caller's project by the path's id, answering
+// with notFound when there is none.
+func owned[T any](w http.ResponseWriter, r *http.Request, items map[string]*T, project func(*T) string, notFound func(w http.ResponseWriter, id string)) (*T, bool) {
+	it, ok := items[r.PathValue("id")]
+	if !ok || project(it) != r.Header.Get("X-Project-Id") {
+		notFound(w, r.PathValue("id"))
+		return nil, false
+	}
+	return it, true
+}
+
+// lockedAfter runs handlers under c.mu after settle has let the service's
+// background work (its workers finishing what the API accepted) move on.
+func (c *Cloud) lockedAfter(settle func()) func(http.HandlerFunc) http.HandlerFunc {
+	return func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			settle()
+			h(w, r)
+		}
+	}
+}
+
+// snapshot copies the items of one of the cloud's maps, in ID order.
+func snapshot[T any](c *Cloud, items map[string]*T) []T {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]T, 0, len(items))
+	for _, id := range sortedKeys(items) {
+		out = append(out, *items[id])
+	}
+	return out
+}
+
+func (c *Cloud) flavorRemoved(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.removedFlavors[id]
 }

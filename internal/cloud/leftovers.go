@@ -1,0 +1,271 @@
+package cloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
+	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+
+	"github.com/magnetite-io/magnetite/internal/auth"
+)
+
+// How a workload cluster's OpenStack components mark what they make, with
+// the cluster name they run with (the cloud controller manager's
+// --cluster-name, the Cinder CSI plugin's --cluster):
+//   - the cloud controller manager names a Service's Octavia load balancer
+//     kube_service_<cluster>_<namespace>_<service> (its listeners, pools
+//     and monitors hang below it and go with a cascade delete);
+//   - it describes the floating IPs it allocates "Floating IP for
+//     Kubernetes external service <ns>/<svc> from cluster <cluster>" (and
+//     its ingress controller "Floating IP for Kubernetes ingress ... from
+//     cluster <cluster>");
+//   - the Cinder CSI plugin sets the volume property
+//     cinder.csi.openstack.org/cluster=<cluster> on every volume it creates.
+const (
+	workloadLBPrefix       = "kube_service_"
+	workloadFIPPrefix      = "Floating IP for Kubernetes "
+	workloadVolumeProperty = "cinder.csi.openstack.org/cluster"
+)
+
+// IsWorkloadLoadBalancer reports whether a load balancer is one the cloud
+// controller manager of cluster made for a Service.
+func IsWorkloadLoadBalancer(name, cluster string) bool {
+	return cluster != "" && strings.HasPrefix(name, workloadLBPrefix+cluster+"_")
+}
+
+// IsWorkloadFloatingIP reports whether a floating IP is one the cloud
+// controller manager of cluster allocated.
+func IsWorkloadFloatingIP(description, cluster string) bool {
+	return cluster != "" && strings.HasPrefix(description, workloadFIPPrefix) &&
+		strings.HasSuffix(description, " from cluster "+cluster)
+}
+
+// IsWorkloadVolume reports whether a volume is one the Cinder CSI plugin of
+// cluster created.
+func IsWorkloadVolume(metadata map[string]string, cluster string) bool {
+	return cluster != "" && metadata[workloadVolumeProperty] == cluster
+}
+
+// Leftover is a resource a workload cluster made in the cloud for itself.
+type Leftover struct {
+	// Kind is "load balancer", "floating IP" or "volume".
+	Kind   string
+	ID     string
+	Name   string
+	Status string
+}
+
+func (l Leftover) String() string {
+	s := l.Kind + " " + l.ID
+	if l.Name != "" {
+		s = l.Kind + " " + l.Name + " (" + l.ID + ")"
+	}
+	if l.Status != "" {
+		s += " " + l.Status
+	}
+	return s
+}
+
+// Refusal is a leftover the cloud would not delete, with what it said.
+type Refusal struct {
+	Leftover
+	Reason string
+}
+
+func (r Refusal) String() string { return r.Leftover.String() + ": " + r.Reason }
+
+// Cleanup is what one pass over a cluster's leftovers found.
+type Cleanup struct {
+	// Deleted are the leftovers this pass asked the cloud to delete.
+	Deleted []Leftover
+	// Remaining are still there: being deleted, or in a state the service
+	// accepts no delete in until it settles.
+	Remaining []Leftover
+	// Refused are those whose delete the service refused.
+	Refused []Refusal
+}
+
+// Done reports whether nothing is left.
+func (c Cleanup) Done() bool { return len(c.Remaining) == 0 && len(c.Refused) == 0 }
+
+// LeftoverPolicy says what a cleanup deletes.
+type LeftoverPolicy struct {
+	KeepVolumes bool
+}
+
+// CleanWorkloadLeftovers makes one pass over the load balancers, floating
+// IPs and volumes of the token's project that the workload cluster named
+// cluster made for its Services and persistent volumes (found as those
+// components name and mark them), and asks the cloud to delete each that
+// can be deleted now. A service the catalog does not list is skipped;
+// a service that does not answer is ErrUnavailable.
+func (rs *Resources) CleanWorkloadLeftovers(ctx context.Context, token, cluster string, policy LeftoverPolicy) (Cleanup, error) {
+	var out Cleanup
+	if cluster == "" {
+		return out, errors.New("cloud: no cluster name to find leftovers by")
+	}
+	// Floating IPs first: a load balancer's VIP port goes with it, its
+	// floating IP does not.
+	err := rs.with(ctx, token, "network", openstack.NewNetworkV2, func(sc *gophercloud.ServiceClient) error {
+		return cleanFloatingIPs(ctx, sc, cluster, &out)
+	})
+	if err != nil {
+		return out, err
+	}
+	err = rs.with(ctx, token, "load-balancer", openstack.NewLoadBalancerV2, func(sc *gophercloud.ServiceClient) error {
+		return cleanLoadBalancers(ctx, sc, cluster, &out)
+	})
+	if err != nil {
+		return out, err
+	}
+	if policy.KeepVolumes {
+		return out, nil
+	}
+	volumeType := "block-storage"
+	if _, err := rs.Catalog.Endpoint(ctx, volumeType, "public"); errors.Is(err, auth.ErrNoEndpoint) {
+		volumeType = "volumev3"
+	}
+	err = rs.with(ctx, token, volumeType, newBlockStorage, func(sc *gophercloud.ServiceClient) error {
+		return cleanVolumes(ctx, sc, cluster, &out)
+	})
+	return out, err
+}
+
+// projectInPath is the project ID older Cinder endpoints carry; the
+// catalog Magnetite reads has its own project's there, not the cluster's.
+var projectInPath = regexp.MustCompile(`/v3/[0-9a-f]{32}/?$`)
+
+// newBlockStorage addresses Cinder without a project in the path (API 3.67
+// and later), so that the token's project is the one acted in.
+func newBlockStorage(pc *gophercloud.ProviderClient, eo gophercloud.EndpointOpts) (*gophercloud.ServiceClient, error) {
+	sc, err := openstack.NewBlockStorageV3(pc, eo)
+	if err != nil {
+		return sc, err
+	}
+	if projectInPath.MatchString(sc.Endpoint) {
+		sc.Endpoint = projectInPath.ReplaceAllString(sc.Endpoint, "/v3/")
+		sc.ResourceBase = ""
+		sc.Microversion = "3.67"
+	}
+	return sc, nil
+}
+
+func cleanFloatingIPs(ctx context.Context, sc *gophercloud.ServiceClient, cluster string, out *Cleanup) error {
+	pages, err := floatingips.List(sc, floatingips.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return unavailable(err, "Neutron", "list floating IPs")
+	}
+	all, err := floatingips.ExtractFloatingIPs(pages)
+	if err != nil {
+		return unavailable(err, "Neutron", "list floating IPs")
+	}
+	for _, f := range all {
+		if !IsWorkloadFloatingIP(f.Description, cluster) {
+			continue
+		}
+		l := Leftover{Kind: "floating IP", ID: f.ID, Name: f.FloatingIP}
+		// Neutron deletes at once: nothing remains to wait for.
+		if err := out.record(l, "", floatingips.Delete(ctx, sc, f.ID).ExtractErr(), "Neutron"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func cleanLoadBalancers(ctx context.Context, sc *gophercloud.ServiceClient, cluster string, out *Cleanup) error {
+	pages, err := loadbalancers.List(sc, loadbalancers.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return unavailable(err, "Octavia", "list load balancers")
+	}
+	all, err := loadbalancers.ExtractLoadBalancers(pages)
+	if err != nil {
+		return unavailable(err, "Octavia", "list load balancers")
+	}
+	for _, lb := range all {
+		if !IsWorkloadLoadBalancer(lb.Name, cluster) {
+			continue
+		}
+		l := Leftover{Kind: "load balancer", ID: lb.ID, Name: lb.Name, Status: lb.ProvisioningStatus}
+		if strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
+			// Octavia takes no delete until it settles (a delete
+			// already under way shows as PENDING_DELETE).
+			out.Remaining = append(out.Remaining, l)
+			continue
+		}
+		// Cascade: the listeners, pools and monitors the cloud controller
+		// manager made go with it.
+		err := loadbalancers.Delete(ctx, sc, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr()
+		if gophercloud.ResponseCodeIs(err, http.StatusConflict) {
+			out.Remaining = append(out.Remaining, l) // its state moved on meanwhile
+			continue
+		}
+		if err := out.record(l, "PENDING_DELETE", err, "Octavia"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// volumeSettling are the Cinder states a volume leaves by itself; a delete
+// asked meanwhile would be refused for a reason that is about to go away.
+var volumeSettling = map[string]bool{"creating": true, "attaching": true, "detaching": true, "extending": true,
+	"downloading": true, "uploading": true, "retyping": true, "backing-up": true, "restoring-backup": true,
+	"deleting": true, "reserved": true}
+
+func cleanVolumes(ctx context.Context, sc *gophercloud.ServiceClient, cluster string, out *Cleanup) error {
+	pages, err := volumes.List(sc, volumes.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return unavailable(err, "Cinder", "list volumes")
+	}
+	all, err := volumes.ExtractVolumes(pages)
+	if err != nil {
+		return unavailable(err, "Cinder", "list volumes")
+	}
+	for _, v := range all {
+		if !IsWorkloadVolume(v.Metadata, cluster) {
+			continue
+		}
+		l := Leftover{Kind: "volume", ID: v.ID, Name: v.Name, Status: v.Status}
+		if volumeSettling[v.Status] {
+			out.Remaining = append(out.Remaining, l)
+			continue
+		}
+		// An in-use volume is asked too: Cinder's refusal says why, and
+		// the user needs to read it.
+		if err := out.record(l, "deleting", volumes.Delete(ctx, sc, v.ID, nil).ExtractErr(), "Cinder"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// record sorts a delete's outcome: asked (then, with a pending status, still
+// there in it), already gone, refused by the service (with its message), or
+// failed in a way worth retrying (the error returned).
+func (c *Cleanup) record(l Leftover, pending string, err error, service string) error {
+	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+		return nil
+	}
+	var code gophercloud.ErrUnexpectedResponseCode
+	if errors.As(err, &code) && code.Actual >= 400 && code.Actual < 500 && code.Actual != 401 && code.Actual != 429 {
+		c.Refused = append(c.Refused, Refusal{Leftover: l, Reason: fmt.Sprintf("%s answered %d: %s", service, code.Actual, ServiceMessage(code.Body))})
+		return nil
+	}
+	if err != nil {
+		return unavailable(err, service, "delete "+l.Kind+" "+l.ID)
+	}
+	c.Deleted = append(c.Deleted, l)
+	if pending != "" {
+		l.Status = pending
+		c.Remaining = append(c.Remaining, l)
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+package testcloud
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// Volume is a Cinder volume as the stand-in holds it.
+type Volume struct {
+	ID, Name, Description, ProjectID, Status string
+	Size                                     int
+	ImageID, VolumeType, AvailabilityZone    string
+	Metadata                                 map[string]string
+	// AttachedTo is the server the volume is attached to ("" when none).
+	AttachedTo string
+	settles    int
+}
+
+// volumeDeletable are the statuses Cinder deletes a volume in (without
+// force; cinder/volume/api.py).
+var volumeDeletable = []string{"available", "error", "error_restoring", "error_extending", "error_managing"}
+
+// cinderFault answers as Cinder does: {"<kind>": {"code", "message"}}.
+func cinderFault(w http.ResponseWriter, status int, kind, msg string) {
+	writeJSON(w, status, map[string]any{kind: map[string]any{"code": status, "message": msg}})
+}
+
+// settleVolumes moves volumes out of creating and deleting a request after
+// the one that put them there, as Cinder's volume service finishes its
+// work. It holds c.mu.
+func (c *Cloud) settleVolumes() {
+	c.cinderRequests++
+	for id, v := range c.volumes {
+		if c.cinderRequests < v.settles {
+			continue
+		}
+		switch v.Status {
+		case "creating":
+			v.Status = "available"
+		case "deleting":
+			delete(c.volumes, id)
+		}
+	}
+}
+
+func volumeView(v *Volume) map[string]any {
+	attachments := []map[string]any{}
+	if v.AttachedTo != "" {
+		attachments = append(attachments, map[string]any{"server_id": v.AttachedTo, "volume_id": v.ID, "id": v.ID,
+			"attachment_id": "a-" + v.ID, "device": "/dev/vdb"})
+	}
+	meta := map[string]string{}
+	for k, val := range v.Metadata {
+		meta[k] = val
+	}
+	return map[string]any{"id": v.ID, "name": v.Name, "description": v.Description, "status": v.Status, "size": v.Size,
+		"availability_zone": v.AvailabilityZone, "volume_type": v.VolumeType, "metadata": meta, "attachments": attachments,
+		"bootable": fmt.Sprint(v.ImageID != ""), "os-vol-tenant-attr:tenant_id": v.ProjectID, "multiattach": false,
+		"created_at": "2024-05-02T10:00:00.000000", "updated_at": nil, "encrypted": false}
+}
+
+// cinderRoutes serve Cinder's v3 volumes (project-less URLs, API 3.67 and
+// later): create, list, show and delete, with Cinder's statuses and its
+// refusal to delete a volume that is attached or busy.
+func (c *Cloud) cinderRoutes(mux *http.ServeMux) {
+	const base = "/volume/v3/volumes"
+	locked := c.lockedAfter(c.settleVolumes)
+	own := func(w http.ResponseWriter, r *http.Request) (*Volume, bool) {
+		return owned(w, r, c.volumes, func(v *Volume) string { return v.ProjectID }, func(w http.ResponseWriter, id string) {
+			cinderFault(w, http.StatusNotFound, "itemNotFound", fmt.Sprintf("Volume %s could not be found.", id))
+		})
+	}
+	list := locked(func(w http.ResponseWriter, r *http.Request) {
+		listed(w, r, "volumes", c.volumes, func(v *Volume) map[string]string {
+			return map[string]string{"project_id": v.ProjectID, "name": v.Name}
+		}, volumeView)
+	})
+	mux.HandleFunc("GET "+base, list)
+	mux.HandleFunc("GET "+base+"/detail", list)
+	mux.HandleFunc("GET "+base+"/{id}", locked(func(w http.ResponseWriter, r *http.Request) {
+		if v, ok := own(w, r); ok {
+			writeJSON(w, http.StatusOK, map[string]any{"volume": volumeView(v)})
+		}
+	}))
+	mux.HandleFunc("POST "+base, locked(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			V struct {
+				Name             string            `json:"name"`
+				Description      string            `json:"description"`
+				Size             int               `json:"size"`
+				ImageRef         string            `json:"imageRef"`
+				VolumeType       string            `json:"volume_type"`
+				AvailabilityZone string            `json:"availability_zone"`
+				Metadata         map[string]string `json:"metadata"`
+			} `json:"volume"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			cinderFault(w, http.StatusBadRequest, "badRequest", "Malformed request body")
+			return
+		}
+		in := body.V
+		if in.Size < 1 {
+			cinderFault(w, http.StatusBadRequest, "badRequest", fmt.Sprintf("Invalid input for field/attribute size. Value: %d. %d is less than the minimum of 1", in.Size, in.Size))
+			return
+		}
+		if in.ImageRef != "" && !slices.ContainsFunc(images, func(i image) bool { return i.ID == in.ImageRef }) {
+			cinderFault(w, http.StatusBadRequest, "badRequest", "Invalid image identifier or unable to access requested image.")
+			return
+		}
+		v := &Volume{ID: uuid.NewString(), Name: in.Name, Description: in.Description, ProjectID: r.Header.Get("X-Project-Id"),
+			Status: "creating", Size: in.Size, ImageID: in.ImageRef, VolumeType: in.VolumeType, AvailabilityZone: in.AvailabilityZone,
+			Metadata: in.Metadata, settles: c.cinderRequests + 2}
+		if v.AvailabilityZone == "" {
+			v.AvailabilityZone = "nova"
+		}
+		c.volumes[v.ID] = v
+		writeJSON(w, http.StatusAccepted, map[string]any{"volume": volumeView(v)})
+	}))
+	mux.HandleFunc("DELETE "+base+"/{id}", locked(func(w http.ResponseWriter, r *http.Request) {
+		v, ok := own(w, r)
+		if !ok {
+			return
+		}
+		if v.AttachedTo != "" || !slices.Contains(volumeDeletable, v.Status) {
+			cinderFault(w, http.StatusBadRequest, "badRequest", "Invalid volume: Volume status must be "+strings.Join(volumeDeletable, " or ")+
+				" and must not be migrating, attached, belong to a group, have snapshots, awaiting a transfer, or be disassociated from snapshots after volume transfer.")
+			return
+		}
+		v.Status, v.settles = "deleting", c.cinderRequests+2
+		w.WriteHeader(http.StatusAccepted)
+	}))
+}
+
+// Volumes returns the volumes the stand-in holds, of every project.
+func (c *Cloud) Volumes() []Volume { return snapshot(c, c.volumes) }
+
+// AttachVolume attaches a volume to a server (or, with "", detaches it), as
+// Nova's volume attachments do: an attached volume is in-use.
+func (c *Cloud) AttachVolume(id, serverID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v, ok := c.volumes[id]; ok {
+		v.AttachedTo = serverID
+		v.Status = "available"
+		if serverID != "" {
+			v.Status = "in-use"
+		}
+	}
+}

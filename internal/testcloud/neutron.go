@@ -1,0 +1,305 @@
+package testcloud
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"slices"
+
+	"github.com/google/uuid"
+)
+
+// Subnet is a Neutron subnet of one of the stand-in's networks.
+type Subnet struct {
+	ID, Name, NetworkID, CIDR string
+}
+
+// FixedIP is an address of a port on a subnet.
+type FixedIP struct {
+	SubnetID  string `json:"subnet_id"`
+	IPAddress string `json:"ip_address"`
+}
+
+// Port is a Neutron port as the stand-in holds it.
+type Port struct {
+	ID, Name, Description, NetworkID, ProjectID string
+	DeviceID, DeviceOwner                       string
+	FixedIPs                                    []FixedIP
+	SecurityGroups                              []string
+	PortSecurity                                bool
+	Tags                                        []string
+}
+
+// FloatingIP is a Neutron floating IP as the stand-in holds it.
+type FloatingIP struct {
+	ID, Description, NetworkID, ProjectID, Address, PortID string
+}
+
+// neutronFault answers as Neutron does: {"NeutronError": {"type", "message",
+// "detail"}}.
+func neutronFault(w http.ResponseWriter, status int, typ, msg string) {
+	writeJSON(w, status, map[string]any{"NeutronError": map[string]any{"type": typ, "message": msg, "detail": ""}})
+}
+
+// subnetFor finds a subnet by ID, or the first subnet of a network.
+func (c *Cloud) subnetFor(subnetID, networkID string) (Subnet, bool) {
+	for _, s := range subnets {
+		if (subnetID != "" && s.ID == subnetID) || (subnetID == "" && s.NetworkID == networkID) {
+			return s, true
+		}
+	}
+	return Subnet{}, false
+}
+
+// addPort makes a port, giving each fixed IP without an address the next
+// free one of its subnet. It holds c.mu.
+func (c *Cloud) addPort(p *Port) *Port {
+	if p.ID == "" {
+		p.ID = uuid.NewString()
+	}
+	for i, ip := range p.FixedIPs {
+		if ip.IPAddress != "" {
+			continue
+		}
+		sub, _ := c.subnetFor(ip.SubnetID, "")
+		prefix := netip.MustParsePrefix(sub.CIDR)
+		c.nextAddress[sub.ID]++
+		a := prefix.Addr()
+		for n := 0; n < 9+c.nextAddress[sub.ID]; n++ {
+			a = a.Next()
+		}
+		p.FixedIPs[i].IPAddress = a.String()
+	}
+	c.ports[p.ID] = p
+	return p
+}
+
+// dropPort removes a port and disassociates its floating IPs. It holds c.mu.
+func (c *Cloud) dropPort(id string) {
+	delete(c.ports, id)
+	for _, f := range c.floatingIPs {
+		if f.PortID == id {
+			f.PortID = ""
+		}
+	}
+}
+
+func portView(p *Port) map[string]any {
+	return map[string]any{"id": p.ID, "name": p.Name, "description": p.Description, "network_id": p.NetworkID,
+		"project_id": p.ProjectID, "tenant_id": p.ProjectID, "device_id": p.DeviceID, "device_owner": p.DeviceOwner,
+		"fixed_ips": nonNil(p.FixedIPs), "security_groups": nonNil(p.SecurityGroups), "port_security_enabled": p.PortSecurity,
+		"tags": nonNil(p.Tags), "status": "ACTIVE", "admin_state_up": true, "mac_address": "fa:16:3e:00:00:01",
+		"allowed_address_pairs": []any{}, "binding:vnic_type": "normal"}
+}
+
+func fipView(f *FloatingIP) map[string]any {
+	status := "DOWN"
+	var port any
+	if f.PortID != "" {
+		status, port = "ACTIVE", f.PortID
+	}
+	return map[string]any{"id": f.ID, "description": f.Description, "floating_network_id": f.NetworkID,
+		"floating_ip_address": f.Address, "port_id": port, "project_id": f.ProjectID, "tenant_id": f.ProjectID,
+		"status": status, "router_id": nil, "fixed_ip_address": nil, "tags": []string{}}
+}
+
+// portNeutronRoutes serve Neutron's subnets, ports and floating IPs: what
+// CAPO makes for machines and its API load balancer, and what the cloud
+// controller manager allocates for Services. Ports refuse security groups
+// without port security as Neutron does.
+func (c *Cloud) portNeutronRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /networking/v2.0/subnets", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		list := []any{}
+		for _, s := range subnets {
+			if (q.Has("name") && q.Get("name") != s.Name) || (q.Has("id") && q.Get("id") != s.ID) ||
+				(q.Has("network_id") && q.Get("network_id") != s.NetworkID) {
+				continue
+			}
+			list = append(list, map[string]any{"id": s.ID, "name": s.Name, "network_id": s.NetworkID, "cidr": s.CIDR,
+				"ip_version": 4, "enable_dhcp": true, "tags": []string{}, "project_id": "admin"})
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"subnets": list})
+	})
+	portFields := func(p *Port) map[string]string {
+		return map[string]string{"project_id": p.ProjectID, "name": p.Name, "network_id": p.NetworkID, "device_id": p.DeviceID}
+	}
+	portProject := func(p *Port) string { return p.ProjectID }
+	portNotFound := func(w http.ResponseWriter, id string) {
+		neutronFault(w, http.StatusNotFound, "PortNotFound", fmt.Sprintf("Port %s could not be found.", id))
+	}
+	mux.HandleFunc("GET /networking/v2.0/ports", func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		listed(w, r, "ports", c.ports, portFields, portView)
+	})
+	mux.HandleFunc("GET /networking/v2.0/ports/{id}", func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if p, ok := owned(w, r, c.ports, portProject, portNotFound); ok {
+			writeJSON(w, http.StatusOK, map[string]any{"port": portView(p)})
+		}
+	})
+	mux.HandleFunc("POST /networking/v2.0/ports", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Port struct {
+				Name           string    `json:"name"`
+				Description    string    `json:"description"`
+				NetworkID      string    `json:"network_id"`
+				FixedIPs       []FixedIP `json:"fixed_ips"`
+				SecurityGroups *[]string `json:"security_groups"`
+				PortSecurity   *bool     `json:"port_security_enabled"`
+			} `json:"port"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			neutronFault(w, http.StatusBadRequest, "HTTPBadRequest", "Invalid input for operation: failed to parse the request body.")
+			return
+		}
+		in := body.Port
+		i := slices.IndexFunc(networks, func(n network) bool { return n.ID == in.NetworkID })
+		if i < 0 {
+			neutronFault(w, http.StatusNotFound, "NetworkNotFound", fmt.Sprintf("Network %s could not be found.", in.NetworkID))
+			return
+		}
+		n := networks[i]
+		portSecurity := !c.portSecurityDisabled(n)
+		if in.PortSecurity != nil {
+			portSecurity = *in.PortSecurity
+		}
+		var groups []string
+		if in.SecurityGroups != nil {
+			groups = *in.SecurityGroups
+		}
+		if len(groups) > 0 && !portSecurity {
+			// neutron-lib's PortSecurityAndIPRequiredForSecurityGroups, an
+			// InvalidInput: 400.
+			neutronFault(w, http.StatusBadRequest, "PortSecurityAndIPRequiredForSecurityGroups",
+				"Port security must be enabled and port must have an IP address in order to use security groups.")
+			return
+		}
+		fixed := in.FixedIPs
+		for _, ip := range fixed {
+			if sub, ok := c.subnetFor(ip.SubnetID, ""); !ok || sub.NetworkID != n.ID {
+				neutronFault(w, http.StatusBadRequest, "InvalidInput",
+					fmt.Sprintf("Invalid input for operation: Failed to create port on network %s, because fixed_ips included invalid subnet %s.", n.ID, ip.SubnetID))
+				return
+			}
+		}
+		if len(fixed) == 0 {
+			sub, ok := c.subnetFor("", n.ID)
+			if !ok {
+				neutronFault(w, http.StatusBadRequest, "InvalidInput", "Invalid input for operation: network "+n.ID+" has no subnet.")
+				return
+			}
+			fixed = []FixedIP{{SubnetID: sub.ID}}
+		}
+		if portSecurity && in.SecurityGroups == nil {
+			groups = []string{"default"}
+		}
+		c.mu.Lock()
+		p := c.addPort(&Port{Name: in.Name, Description: in.Description, NetworkID: n.ID, ProjectID: r.Header.Get("X-Project-Id"),
+			FixedIPs: slices.Clone(fixed), SecurityGroups: groups, PortSecurity: portSecurity})
+		v := portView(p)
+		c.mu.Unlock()
+		writeJSON(w, http.StatusCreated, map[string]any{"port": v})
+	})
+	mux.HandleFunc("DELETE /networking/v2.0/ports/{id}", func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if p, ok := owned(w, r, c.ports, portProject, portNotFound); ok {
+			c.dropPort(p.ID)
+			w.WriteHeader(http.StatusNoContent)
+		}
+	})
+	mux.HandleFunc("PUT /networking/v2.0/ports/{id}/tags", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Tags []string `json:"tags"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if p, ok := owned(w, r, c.ports, portProject, portNotFound); ok {
+			p.Tags = body.Tags
+			writeJSON(w, http.StatusOK, map[string]any{"tags": body.Tags})
+		}
+	})
+	mux.HandleFunc("GET /networking/v2.0/floatingips", func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		listed(w, r, "floatingips", c.floatingIPs, func(f *FloatingIP) map[string]string {
+			return map[string]string{"project_id": f.ProjectID, "description": f.Description, "port_id": f.PortID, "floating_ip_address": f.Address}
+		}, fipView)
+	})
+	mux.HandleFunc("POST /networking/v2.0/floatingips", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			FIP struct {
+				NetworkID   string `json:"floating_network_id"`
+				PortID      string `json:"port_id"`
+				Description string `json:"description"`
+			} `json:"floatingip"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			neutronFault(w, http.StatusBadRequest, "HTTPBadRequest", "Invalid input for operation: failed to parse the request body.")
+			return
+		}
+		in := body.FIP
+		i := slices.IndexFunc(networks, func(n network) bool { return n.ID == in.NetworkID })
+		if i < 0 {
+			neutronFault(w, http.StatusNotFound, "NetworkNotFound", fmt.Sprintf("Network %s could not be found.", in.NetworkID))
+			return
+		}
+		if !networks[i].External {
+			neutronFault(w, http.StatusBadRequest, "BadRequest",
+				fmt.Sprintf("Bad floatingip request: Network %s is not a valid external network.", in.NetworkID))
+			return
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if in.PortID != "" {
+			if p, ok := c.ports[in.PortID]; !ok || p.ProjectID != r.Header.Get("X-Project-Id") {
+				neutronFault(w, http.StatusNotFound, "PortNotFound", fmt.Sprintf("Port %s could not be found.", in.PortID))
+				return
+			}
+		}
+		c.nextFloating++
+		f := &FloatingIP{ID: uuid.NewString(), Description: in.Description, NetworkID: in.NetworkID,
+			ProjectID: r.Header.Get("X-Project-Id"), PortID: in.PortID, Address: fmt.Sprintf("203.0.113.%d", c.nextFloating)}
+		c.floatingIPs[f.ID] = f
+		writeJSON(w, http.StatusCreated, map[string]any{"floatingip": fipView(f)})
+	})
+	mux.HandleFunc("DELETE /networking/v2.0/floatingips/{id}", func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		f, ok := owned(w, r, c.floatingIPs, func(f *FloatingIP) string { return f.ProjectID }, func(w http.ResponseWriter, id string) {
+			neutronFault(w, http.StatusNotFound, "FloatingIPNotFound", fmt.Sprintf("Floating IP %s could not be found", id))
+		})
+		if ok {
+			delete(c.floatingIPs, f.ID)
+			w.WriteHeader(http.StatusNoContent)
+		}
+	})
+}
+
+// Ports returns the ports the stand-in holds, of every project.
+func (c *Cloud) Ports() []Port { return snapshot(c, c.ports) }
+
+// FloatingIPs returns the floating IPs the stand-in holds, of every project.
+func (c *Cloud) FloatingIPs() []FloatingIP { return snapshot(c, c.floatingIPs) }
+
+// SetPortSecurity turns a network's port security on or off, as an
+// operator changing the network behind Magnetite's back would.
+func (c *Cloud) SetPortSecurity(networkID string, enabled bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.portSecurity[networkID] = enabled
+}
+
+func (c *Cloud) portSecurityDisabled(n network) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if on, ok := c.portSecurity[n.ID]; ok {
+		return !on
+	}
+	return n.PortSecurityDisabled
+}

@@ -1,0 +1,384 @@
+package testcloud
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// LoadBalancer is an Octavia load balancer as the stand-in holds it.
+type LoadBalancer struct {
+	ID, Name, Description, ProjectID string
+	ProvisioningStatus               string
+	VIPAddress, VIPSubnetID          string
+	VIPNetworkID, VIPPortID          string
+	Tags                             []string
+	// settles is the Octavia request count from which a PENDING_* status
+	// moves on (PENDING_DELETE: the load balancer is gone).
+	settles int
+}
+
+// Listener, Pool and Member are a load balancer's children.
+type Listener struct {
+	ID, Name, LoadBalancerID, Protocol, DefaultPoolID string
+	Port                                              int
+}
+
+type Pool struct {
+	ID, Name, LoadBalancerID, ListenerID, Protocol, Method string
+}
+
+type Member struct {
+	ID, Name, PoolID, Address, SubnetID string
+	Port                                int
+}
+
+// octaviaFault answers as Octavia's API does (webob errors rendered by
+// WSME): {"faultcode": ..., "faultstring": ..., "debuginfo": null}.
+func octaviaFault(w http.ResponseWriter, status int, msg string) {
+	code := "Client"
+	if status >= 500 {
+		code = "Server"
+	}
+	writeJSON(w, status, map[string]any{"faultcode": code, "faultstring": msg, "debuginfo": nil})
+}
+
+// settle moves load balancers through their PENDING_* states: Octavia's
+// workers finish an action shortly after the API accepted it. A status is
+// seen by at least the next request before it moves on. It holds c.mu.
+func (c *Cloud) settle() {
+	c.octaviaRequests++
+	for id, lb := range c.loadBalancers {
+		if !strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") || c.octaviaRequests < lb.settles ||
+			(c.heldLBs[id] && lb.ProvisioningStatus == "PENDING_DELETE") {
+			continue
+		}
+		if lb.ProvisioningStatus == "PENDING_DELETE" {
+			c.dropLoadBalancer(id)
+			continue
+		}
+		lb.ProvisioningStatus = "ACTIVE"
+	}
+}
+
+// pending puts a load balancer into a PENDING_* status. It holds c.mu.
+func (c *Cloud) pending(lb *LoadBalancer, status string) {
+	lb.ProvisioningStatus = status
+	lb.settles = c.octaviaRequests + 2
+}
+
+// dropLoadBalancer removes a load balancer, its children and its VIP port.
+// It holds c.mu.
+func (c *Cloud) dropLoadBalancer(id string) {
+	lb := c.loadBalancers[id]
+	delete(c.loadBalancers, id)
+	for lid, l := range c.listeners {
+		if l.LoadBalancerID == id {
+			delete(c.listeners, lid)
+		}
+	}
+	for pid, p := range c.pools {
+		if p.LoadBalancerID == id {
+			delete(c.pools, pid)
+			for mid, m := range c.members {
+				if m.PoolID == pid {
+					delete(c.members, mid)
+				}
+			}
+		}
+	}
+	if lb != nil && lb.VIPPortID != "" {
+		c.dropPort(lb.VIPPortID)
+	}
+}
+
+// mutableLB finds a load balancer of the caller's project and marks it
+// PENDING_UPDATE for a change to its children, answering Octavia's 404 or
+// 409 when it cannot. It holds c.mu.
+func (c *Cloud) mutableLB(w http.ResponseWriter, r *http.Request, id string) (*LoadBalancer, bool) {
+	lb, ok := c.loadBalancers[id]
+	if !ok || lb.ProjectID != r.Header.Get("X-Project-Id") {
+		octaviaFault(w, http.StatusNotFound, fmt.Sprintf("Load Balancer %s not found.", id))
+		return nil, false
+	}
+	if lb.ProvisioningStatus != "ACTIVE" {
+		octaviaFault(w, http.StatusConflict, fmt.Sprintf("Load Balancer %s is immutable and cannot be updated.", id))
+		return nil, false
+	}
+	c.pending(lb, "PENDING_UPDATE")
+	return lb, true
+}
+
+func (c *Cloud) lbView(lb *LoadBalancer) map[string]any {
+	var listeners, pools []map[string]any
+	for _, id := range sortedKeys(c.listeners) {
+		if c.listeners[id].LoadBalancerID == lb.ID {
+			listeners = append(listeners, map[string]any{"id": id})
+		}
+	}
+	for _, id := range sortedKeys(c.pools) {
+		if c.pools[id].LoadBalancerID == lb.ID {
+			pools = append(pools, map[string]any{"id": id})
+		}
+	}
+	operating := "ONLINE"
+	if lb.ProvisioningStatus != "ACTIVE" {
+		operating = "OFFLINE"
+	}
+	return map[string]any{
+		"id": lb.ID, "name": lb.Name, "description": lb.Description, "project_id": lb.ProjectID,
+		"provisioning_status": lb.ProvisioningStatus, "operating_status": operating, "admin_state_up": true,
+		"vip_address": lb.VIPAddress, "vip_subnet_id": lb.VIPSubnetID, "vip_network_id": lb.VIPNetworkID,
+		"vip_port_id": lb.VIPPortID, "provider": "amphora", "flavor_id": nil, "availability_zone": nil,
+		"listeners": nonNil(listeners), "pools": nonNil(pools), "tags": nonNil(lb.Tags),
+		"created_at": "2024-05-02T10:00:00", "updated_at": nil,
+	}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// octaviaRoutes serve Octavia's v2 API for what the cloud controller
+// manager and CAPO use: load balancers (create, list, show, delete with
+// and without cascade), listeners, pools and members, with Octavia's
+// provisioning states, its immutability while PENDING_*, and its refusals.
+func (c *Cloud) octaviaRoutes(mux *http.ServeMux) {
+	const base = "/load-balancer/v2.0/lbaas/"
+	locked := c.lockedAfter(c.settle)
+	lbProject := func(lb *LoadBalancer) string { return lb.ProjectID }
+	lbNotFound := func(w http.ResponseWriter, id string) {
+		octaviaFault(w, http.StatusNotFound, fmt.Sprintf("Load Balancer %s not found.", id))
+	}
+	mux.HandleFunc("GET "+base+"loadbalancers", locked(func(w http.ResponseWriter, r *http.Request) {
+		listed(w, r, "loadbalancers", c.loadBalancers, func(lb *LoadBalancer) map[string]string {
+			return map[string]string{"project_id": lb.ProjectID, "name": lb.Name}
+		}, c.lbView)
+	}))
+	mux.HandleFunc("GET "+base+"loadbalancers/{id}", locked(func(w http.ResponseWriter, r *http.Request) {
+		if lb, ok := owned(w, r, c.loadBalancers, lbProject, lbNotFound); ok {
+			writeJSON(w, http.StatusOK, map[string]any{"loadbalancer": c.lbView(lb)})
+		}
+	}))
+	mux.HandleFunc("POST "+base+"loadbalancers", locked(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			LB struct {
+				Name         string   `json:"name"`
+				Description  string   `json:"description"`
+				VIPSubnetID  string   `json:"vip_subnet_id"`
+				VIPNetworkID string   `json:"vip_network_id"`
+				Tags         []string `json:"tags"`
+			} `json:"loadbalancer"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			octaviaFault(w, http.StatusBadRequest, "Invalid input for field/attribute loadbalancer.")
+			return
+		}
+		in := body.LB
+		if in.VIPSubnetID == "" && in.VIPNetworkID == "" {
+			octaviaFault(w, http.StatusBadRequest, "Validation failure: VIP must contain one of: vip_port_id, vip_network_id, vip_subnet_id.")
+			return
+		}
+		sub, ok := c.subnetFor(in.VIPSubnetID, in.VIPNetworkID)
+		if !ok {
+			octaviaFault(w, http.StatusBadRequest, fmt.Sprintf("Validation failure: Subnet %s not found.", in.VIPSubnetID+in.VIPNetworkID))
+			return
+		}
+		lb := &LoadBalancer{ID: uuid.NewString(), Name: in.Name, Description: in.Description, ProjectID: r.Header.Get("X-Project-Id"),
+			VIPSubnetID: sub.ID, VIPNetworkID: sub.NetworkID, Tags: in.Tags}
+		port := c.addPort(&Port{Name: "octavia-lb-" + lb.ID, NetworkID: sub.NetworkID, ProjectID: lb.ProjectID,
+			DeviceOwner: "Octavia", DeviceID: "lb-" + lb.ID, FixedIPs: []FixedIP{{SubnetID: sub.ID}}})
+		lb.VIPPortID, lb.VIPAddress = port.ID, port.FixedIPs[0].IPAddress
+		c.loadBalancers[lb.ID] = lb
+		c.pending(lb, "PENDING_CREATE")
+		writeJSON(w, http.StatusCreated, map[string]any{"loadbalancer": c.lbView(lb)})
+	}))
+	mux.HandleFunc("DELETE "+base+"loadbalancers/{id}", locked(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		lb, ok := owned(w, r, c.loadBalancers, lbProject, lbNotFound)
+		if !ok {
+			return
+		}
+		cascade := slices.Contains([]string{"true", "1", "yes", "on", "y", "t"}, strings.ToLower(r.URL.Query().Get("cascade")))
+		v := c.lbView(lb)
+		if !cascade && (len(v["listeners"].([]map[string]any)) > 0 || len(v["pools"].([]map[string]any)) > 0) {
+			octaviaFault(w, http.StatusBadRequest, fmt.Sprintf("Validation failure: Cannot delete Load Balancer %s - it has children", id))
+			return
+		}
+		if strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
+			octaviaFault(w, http.StatusConflict, fmt.Sprintf("Invalid state %s of loadbalancer resource %s", lb.ProvisioningStatus, id))
+			return
+		}
+		c.pending(lb, "PENDING_DELETE")
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	mux.HandleFunc("POST "+base+"listeners", locked(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			L struct {
+				Name           string `json:"name"`
+				LoadBalancerID string `json:"loadbalancer_id"`
+				Protocol       string `json:"protocol"`
+				Port           int    `json:"protocol_port"`
+			} `json:"listener"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.L.LoadBalancerID == "" {
+			octaviaFault(w, http.StatusBadRequest, "Invalid input for field/attribute loadbalancer_id. Value: 'None'. Mandatory field missing.")
+			return
+		}
+		if _, ok := c.mutableLB(w, r, body.L.LoadBalancerID); !ok {
+			return
+		}
+		for _, l := range c.listeners {
+			if l.LoadBalancerID == body.L.LoadBalancerID && l.Port == body.L.Port {
+				octaviaFault(w, http.StatusConflict, fmt.Sprintf("Another Listener on this Load Balancer is already using protocol_port %d", l.Port))
+				return
+			}
+		}
+		l := &Listener{ID: uuid.NewString(), Name: body.L.Name, LoadBalancerID: body.L.LoadBalancerID, Protocol: body.L.Protocol, Port: body.L.Port}
+		c.listeners[l.ID] = l
+		writeJSON(w, http.StatusCreated, map[string]any{"listener": listenerView(l)})
+	}))
+	mux.HandleFunc("GET "+base+"listeners", locked(func(w http.ResponseWriter, r *http.Request) {
+		list := []map[string]any{}
+		for _, id := range sortedKeys(c.listeners) {
+			l := c.listeners[id]
+			if lb := c.loadBalancers[l.LoadBalancerID]; lb != nil && lb.ProjectID == r.Header.Get("X-Project-Id") &&
+				(!r.URL.Query().Has("name") || r.URL.Query().Get("name") == l.Name) {
+				list = append(list, listenerView(l))
+			}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"listeners": list, "listeners_links": []any{}})
+	}))
+	mux.HandleFunc("POST "+base+"pools", locked(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			P struct {
+				Name           string `json:"name"`
+				LoadBalancerID string `json:"loadbalancer_id"`
+				ListenerID     string `json:"listener_id"`
+				Protocol       string `json:"protocol"`
+				Method         string `json:"lb_algorithm"`
+			} `json:"pool"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			octaviaFault(w, http.StatusBadRequest, "Invalid input for field/attribute pool.")
+			return
+		}
+		lbID := body.P.LoadBalancerID
+		if l, ok := c.listeners[body.P.ListenerID]; ok {
+			lbID = l.LoadBalancerID
+		}
+		if _, ok := c.mutableLB(w, r, lbID); !ok {
+			return
+		}
+		p := &Pool{ID: uuid.NewString(), Name: body.P.Name, LoadBalancerID: lbID, ListenerID: body.P.ListenerID,
+			Protocol: body.P.Protocol, Method: body.P.Method}
+		c.pools[p.ID] = p
+		if l, ok := c.listeners[p.ListenerID]; ok {
+			l.DefaultPoolID = p.ID
+		}
+		writeJSON(w, http.StatusCreated, map[string]any{"pool": poolView(p)})
+	}))
+	mux.HandleFunc("GET "+base+"pools", locked(func(w http.ResponseWriter, r *http.Request) {
+		list := []map[string]any{}
+		for _, id := range sortedKeys(c.pools) {
+			p := c.pools[id]
+			if lb := c.loadBalancers[p.LoadBalancerID]; lb != nil && lb.ProjectID == r.Header.Get("X-Project-Id") &&
+				(!r.URL.Query().Has("name") || r.URL.Query().Get("name") == p.Name) {
+				list = append(list, poolView(p))
+			}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"pools": list, "pools_links": []any{}})
+	}))
+	mux.HandleFunc("GET "+base+"pools/{id}/members", locked(func(w http.ResponseWriter, r *http.Request) {
+		list := []map[string]any{}
+		for _, id := range sortedKeys(c.members) {
+			if m := c.members[id]; m.PoolID == r.PathValue("id") {
+				list = append(list, memberView(m))
+			}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"members": list, "members_links": []any{}})
+	}))
+	mux.HandleFunc("POST "+base+"pools/{id}/members", locked(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := c.pools[r.PathValue("id")]
+		if !ok {
+			octaviaFault(w, http.StatusNotFound, fmt.Sprintf("Pool %s not found.", r.PathValue("id")))
+			return
+		}
+		var body struct {
+			M struct {
+				Name     string `json:"name"`
+				Address  string `json:"address"`
+				Port     int    `json:"protocol_port"`
+				SubnetID string `json:"subnet_id"`
+			} `json:"member"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.M.Address == "" {
+			octaviaFault(w, http.StatusBadRequest, "Invalid input for field/attribute address. Value: 'None'. Mandatory field missing.")
+			return
+		}
+		if _, ok := c.mutableLB(w, r, p.LoadBalancerID); !ok {
+			return
+		}
+		for _, m := range c.members {
+			if m.PoolID == p.ID && m.Address == body.M.Address && m.Port == body.M.Port {
+				octaviaFault(w, http.StatusConflict, fmt.Sprintf("Another member on this pool is already using ip %s on protocol_port %d", m.Address, m.Port))
+				return
+			}
+		}
+		m := &Member{ID: uuid.NewString(), Name: body.M.Name, PoolID: p.ID, Address: body.M.Address, Port: body.M.Port, SubnetID: body.M.SubnetID}
+		c.members[m.ID] = m
+		writeJSON(w, http.StatusCreated, map[string]any{"member": memberView(m)})
+	}))
+	mux.HandleFunc("DELETE "+base+"pools/{pool}/members/{id}", locked(func(w http.ResponseWriter, r *http.Request) {
+		m, ok := c.members[r.PathValue("id")]
+		if !ok || m.PoolID != r.PathValue("pool") {
+			octaviaFault(w, http.StatusNotFound, fmt.Sprintf("Member %s not found.", r.PathValue("id")))
+			return
+		}
+		if _, ok := c.mutableLB(w, r, c.pools[m.PoolID].LoadBalancerID); !ok {
+			return
+		}
+		delete(c.members, m.ID)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+}
+
+func listenerView(l *Listener) map[string]any {
+	return map[string]any{"id": l.ID, "name": l.Name, "protocol": l.Protocol, "protocol_port": l.Port,
+		"loadbalancers": []map[string]any{{"id": l.LoadBalancerID}}, "default_pool_id": l.DefaultPoolID,
+		"provisioning_status": "ACTIVE", "operating_status": "ONLINE", "admin_state_up": true}
+}
+
+func poolView(p *Pool) map[string]any {
+	return map[string]any{"id": p.ID, "name": p.Name, "protocol": p.Protocol, "lb_algorithm": p.Method,
+		"loadbalancers": []map[string]any{{"id": p.LoadBalancerID}}, "listeners": []map[string]any{{"id": p.ListenerID}},
+		"provisioning_status": "ACTIVE", "operating_status": "ONLINE", "admin_state_up": true}
+}
+
+func memberView(m *Member) map[string]any {
+	return map[string]any{"id": m.ID, "name": m.Name, "address": m.Address, "protocol_port": m.Port, "subnet_id": m.SubnetID,
+		"provisioning_status": "ACTIVE", "operating_status": "ONLINE", "admin_state_up": true, "weight": 1}
+}
+
+// LoadBalancers returns the load balancers the stand-in holds, of every
+// project.
+func (c *Cloud) LoadBalancers() []LoadBalancer { return snapshot(c, c.loadBalancers) }
+
+// HoldLoadBalancer keeps a load balancer's delete PENDING_DELETE until
+// released, as a busy Octavia worker does.
+func (c *Cloud) HoldLoadBalancer(id string, hold bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if hold {
+		c.heldLBs[id] = true
+	} else {
+		delete(c.heldLBs, id)
+	}
+}

@@ -1,0 +1,300 @@
+package cli
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/testcapo"
+	"github.com/magnetite-io/magnetite/internal/testcloud"
+	"github.com/magnetite-io/magnetite/internal/testenv"
+	"github.com/magnetite-io/magnetite/internal/testkeystone"
+	"github.com/magnetite-io/magnetite/internal/testmagnetite"
+)
+
+// TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn drives Debian's
+// `openstack coe` CLI, logged in to a real Keystone, against `magnetite
+// serve` whose conductor builds clusters on a real kube-apiserver with
+// Cluster API's core and kubeadm managers, CAPO played by
+// internal/testcapo and Nova, Neutron, Glance, Cinder and Octavia by
+// internal/testcloud. A VM cluster, an all-bare-metal cluster and a mixed
+// one (VM control plane, a bare-metal node group on the Ironic flavor, a VM
+// node group) are created at once.
+//
+// It stops at provisioned control-plane servers: no workload API server
+// answers here (Cluster API's in-memory one serves only its own machines),
+// so the control plane never initialises, kubeadm writes no bootstrap data
+// for workers and CAPO keeps worker machines WaitingForBootstrapData, as it
+// does. Worker node groups are checked in what CAPO is asked for
+// (their OpenStackMachines' flavor, root volume, config drive, server
+// group), control planes in the servers Nova holds.
+//
+// A flavor removed and a network's port security turned off behind
+// Magnetite's back show Nova's and Neutron's refusals in status_reason and
+// the clusters come up once they are restored; a server group removed
+// behind its back shows Nova's refusal. Deleting every cluster leaves no
+// server, port, server group, load balancer, volume or floating IP,
+// including those the test made the way the cloud controller manager and
+// the Cinder CSI driver would.
+func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Keystone, Debian's openstack CLI and Cluster API; runs in the full suite (hack/test.sh)")
+	}
+	requireCLI(t)
+	ks := testkeystone.Start(t)
+	const servicePassword = "magnetite-capo-test-password"
+	svc := ks.ServiceUser("magnetite", servicePassword)
+	ks.Grant(svc, ks.ProjectID("service"), "admin")
+	project := ks.CreateProject("demo")
+	ks.Grant(ks.CreateUser("alice", "alice-password"), project, "member")
+	cloud := testcloud.Start(t, ks)
+
+	plane := testenv.Start(t)
+	plane.InstallClusterAPI(t)
+	plane.InstallCRDs(t, testenv.ProviderCRDs(t, "capo"), testenv.ProviderLabels)
+	plane.StartManagers(t, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
+	dc := plane.Dynamic(t)
+	capo := testcapo.Start(t, dc, cloud, ks.AuthURL())
+	// CAPO acts only once the cloud has been changed behind Magnetite's
+	// back (below), so that every cluster meets the same cloud.
+	capo.Pause(true)
+
+	addr := testmagnetite.FreeAddr(t)
+	ks.RegisterService("container-infra", "magnum", "http://"+addr+"/v1")
+	testmagnetite.Serve(t, addr, `[auth]
+strategy = keystone
+[keystone_authtoken]
+auth_url = `+ks.AuthURL()+`
+username = magnetite
+password = `+servicePassword+`
+project_name = service
+user_domain_name = Default
+project_domain_name = Default
+region_name = `+testkeystone.Region+`
+[management]
+kubeconfig = `+plane.KubeconfigFile(t)+`
+[conductor]
+infrastructure = openstack
+`)
+	c := &cli{env: []string{"HOME=" + t.TempDir(), "SHELL=/bin/bash", "PATH=/usr/bin:/bin",
+		"OS_AUTH_URL=" + ks.AuthURL(), "OS_IDENTITY_API_VERSION=3", "OS_INTERFACE=public",
+		"OS_USERNAME=alice", "OS_PASSWORD=alice-password", "OS_PROJECT_NAME=demo",
+		"OS_USER_DOMAIN_NAME=Default", "OS_PROJECT_DOMAIN_NAME=Default", "OS_REGION_NAME=" + testkeystone.Region}}
+	if v := os.Getenv("TMPDIR"); v != "" {
+		c.env = append(c.env, "TMPDIR="+v)
+	}
+	field := func(t *testing.T, cluster, name string) string {
+		return strings.TrimSpace(c.ok(t, "coe", "cluster", "show", cluster, "-f", "value", "-c", name))
+	}
+
+	common := []string{"--coe", "kubernetes", "--image", testcloud.ImageName, "--external-network", testcloud.ExternalNet, "--master-lb-enabled"}
+	c.ok(t, append([]string{"coe", "cluster", "template", "create", "vm", "--fixed-network", testcloud.PrivateNet,
+		"--flavor", testcloud.FlavorName, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}, common...)...)
+	c.ok(t, append([]string{"coe", "cluster", "template", "create", "bm", "--server-type", "bm", "--fixed-network", testcloud.ProvisioningNet,
+		"--flavor", testcloud.BareMetalFlavor, "--master-flavor", testcloud.BareMetalFlavor, "--labels", "kube_tag=" + testcloud.KubeTag}, common...)...)
+	c.ok(t, append([]string{"coe", "cluster", "template", "create", "mixed", "--fixed-network", testcloud.ProvisioningNet,
+		"--flavor", testcloud.BareMetalFlavor, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}, common...)...)
+	for _, cl := range [][2]string{{"vm1", "vm"}, {"bm1", "bm"}, {"mixed1", "mixed"}, {"noflavor", "mixed"}, {"nogroup", "mixed"}, {"noportsec", "vm"}} {
+		c.ok(t, "coe", "cluster", "create", cl[0], "--cluster-template", cl[1], "--master-count", "1", "--node-count", "1")
+	}
+	c.ok(t, "coe", "nodegroup", "create", "mixed1", "vms", "--flavor", testcloud.FlavorName, "--node-count", "1")
+
+	ctx := t.Context()
+	uuids := map[string]string{}
+	for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec"} {
+		uuids[cl] = field(t, cl, "uuid")
+		// Magnetite has read the cloud and rendered the cluster once its
+		// Cluster object exists: the changes below come after.
+		clusterObjectName(ctx, t, dc, uuids[cl])
+	}
+	machines := func(t *testing.T, cluster string) []unstructured.Unstructured {
+		return clusterMachines(ctx, t, dc, uuids[cluster])
+	}
+	groupName := func(id string) string {
+		for _, g := range cloud.ServerGroups() {
+			if g.ID == id {
+				return g.Name
+			}
+		}
+		return ""
+	}
+
+	// The refusals: each change is made once Magnetite has rendered the
+	// clusters and before CAPO makes their servers. noflavor and nogroup
+	// are on the provisioning network, which the port-security change
+	// does not touch; Nova checks the flavor before the group, so nogroup
+	// shows its refusal once the flavor is back.
+	t.Run("refusals", func(t *testing.T) {
+		refusal := func(cluster, message string, breakIt, fixIt func()) {
+			breakIt()
+			t.Run(cluster, func(t *testing.T) {
+				t.Parallel()
+				capo.Pause(false)
+				waitFor(t, cluster+"'s status_reason to show the refusal", 3*time.Minute, func() (bool, string) {
+					r := field(t, cluster, "status_reason")
+					return strings.Contains(r, message), r
+				})
+				if fixIt != nil {
+					fixIt()
+				}
+			})
+		}
+		refusal("noflavor", "Flavor 3 could not be found.", func() { cloud.RemoveFlavor("3", true) }, func() { cloud.RemoveFlavor("3", false) })
+		refusal("noportsec", "Port security must be enabled and port must have an IP address in order to use security groups.",
+			func() { cloud.SetPortSecurity(testcloud.PrivateNetID, false) }, func() { cloud.SetPortSecurity(testcloud.PrivateNetID, true) })
+		refusal("nogroup", "Instance group ", func() {
+			for _, g := range cloud.ServerGroups() {
+				if strings.Contains(g.Name, "nogroup") && strings.HasSuffix(g.Name, "-default-master") {
+					cloud.DeleteServerGroup(g.ID)
+				}
+			}
+		}, nil)
+	})
+
+	// Each control-plane server as the template asks; the fixed clusters
+	// came up after all.
+	cases := []struct {
+		cluster, flavor, network string
+		rootVolume, configDrive  bool
+	}{
+		{"vm1", "3", testcloud.PrivateNetID, true, false},
+		{"bm1", "4", testcloud.ProvisioningNetID, false, true},
+		{"mixed1", "3", testcloud.ProvisioningNetID, true, false},
+		{"noflavor", "3", testcloud.ProvisioningNetID, true, false},
+		{"noportsec", "3", testcloud.PrivateNetID, true, false},
+	}
+	for _, tc := range cases {
+		var s testcloud.Server
+		waitFor(t, tc.cluster+"'s control-plane server", 3*time.Minute, func() (bool, string) {
+			for _, m := range machines(t, tc.cluster) {
+				id, _, _ := unstructured.NestedString(m.Object, "status", "instanceID")
+				prov, _, _ := unstructured.NestedBool(m.Object, "status", "initialization", "provisioned")
+				if _, cp := m.GetLabels()["cluster.x-k8s.io/control-plane"]; !cp || !prov {
+					continue
+				}
+				for _, srv := range cloud.Servers() {
+					if srv.ID == id {
+						s = srv
+						return true, ""
+					}
+				}
+			}
+			return false, field(t, tc.cluster, "status_reason")
+		})
+		if s.FlavorID != tc.flavor || s.ConfigDrive != tc.configDrive || (s.RootVolumeID != "") != tc.rootVolume ||
+			!strings.HasSuffix(groupName(s.ServerGroupID), "-default-master") || len(s.Ports) != 1 {
+			t.Errorf("%s: control-plane server %+v (group %s), want flavor %s, config drive %v, root volume %v",
+				tc.cluster, s, groupName(s.ServerGroupID), tc.flavor, tc.configDrive, tc.rootVolume)
+		}
+		for _, p := range cloud.Ports() {
+			if p.ID == s.Ports[0] && (p.NetworkID != tc.network || (tc.network == testcloud.ProvisioningNetID && len(p.SecurityGroups) > 0)) {
+				t.Errorf("%s: port %+v, want network %s", tc.cluster, p, tc.network)
+			}
+		}
+	}
+
+	t.Run("worker node groups ask CAPO for their flavor, server group, root volume and config drive", func(t *testing.T) {
+		want := map[string]struct {
+			flavor      string
+			rootVolume  bool
+			configDrive bool
+		}{"default-worker": {"4", false, true}, "vms": {"2", true, false}}
+		seen := map[string]bool{}
+		waitFor(t, "the mixed cluster's worker machines", 2*time.Minute, func() (bool, string) {
+			for _, m := range machines(t, "mixed1") {
+				if _, cp := m.GetLabels()["cluster.x-k8s.io/control-plane"]; cp {
+					continue
+				}
+				spec, _, _ := unstructured.NestedMap(m.Object, "spec")
+				flavor, _, _ := unstructured.NestedString(spec, "flavor", "id")
+				sg, _, _ := unstructured.NestedString(spec, "serverGroup", "id")
+				_, root, _ := unstructured.NestedInt64(spec, "rootVolume", "sizeGiB")
+				cd, _, _ := unstructured.NestedBool(spec, "configDrive")
+				for ng, w := range want {
+					if strings.HasSuffix(groupName(sg), "-"+ng) {
+						seen[ng] = true
+						if flavor != w.flavor || root != w.rootVolume || cd != w.configDrive {
+							t.Errorf("node group %s's machine asks for flavor %s, root volume %v, config drive %v; want %+v", ng, flavor, root, cd, w)
+						}
+						if !machineCondition(m, "InstanceReady", "WaitingForBootstrapData") {
+							return false, "waiting for CAPO to report WaitingForBootstrapData"
+						}
+					}
+				}
+			}
+			return len(seen) == len(want), "node groups seen: " + strings.Join(keys(seen), ",")
+		})
+	})
+
+	t.Run("deleting every cluster leaves nothing in the cloud", func(t *testing.T) {
+		// What a workload's cloud controller manager and Cinder CSI driver
+		// would have made, as the cluster.
+		name := clusterObjectName(ctx, t, dc, uuids["vm1"])
+		if _, err := cloud.MakeWorkload(ks.Token("alice", "alice-password", "demo"), name, "default", "web"); err != nil {
+			t.Fatal(err)
+		}
+		for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec"} {
+			c.ok(t, "coe", "cluster", "delete", cl)
+		}
+		waitFor(t, "every cluster to be gone", 5*time.Minute, func() (bool, string) {
+			out := c.ok(t, "coe", "cluster", "list", "-f", "value", "-c", "name", "-c", "status", "-c", "status_reason")
+			return strings.TrimSpace(out) == "", out
+		})
+		if s, p, g, l, v, f := cloud.Servers(), cloud.Ports(), cloud.ServerGroups(), cloud.LoadBalancers(), cloud.Volumes(), cloud.FloatingIPs(); len(s)+len(p)+len(g)+len(l)+len(v)+len(f) > 0 {
+			t.Errorf("left in the cloud: servers %+v ports %+v server groups %+v load balancers %+v volumes %+v floating IPs %+v", s, p, g, l, v, f)
+		}
+	})
+}
+
+// clusterMachines waits for the cluster's Cluster object and returns its
+// OpenStackMachines.
+func clusterMachines(ctx context.Context, t *testing.T, dc dynamic.Interface, uuid string) []unstructured.Unstructured {
+	t.Helper()
+	name := clusterObjectName(ctx, t, dc, uuid)
+	list, err := dc.Resource(testcapo.OpenStackMachines).List(ctx, metav1.ListOptions{LabelSelector: "cluster.x-k8s.io/cluster-name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// clusterObjectName waits for the cluster's Cluster object and returns its
+// name (the name the workload's components run with).
+func clusterObjectName(ctx context.Context, t *testing.T, dc dynamic.Interface, uuid string) string {
+	t.Helper()
+	var name string
+	waitFor(t, "the Cluster object of "+uuid, 2*time.Minute, func() (bool, string) {
+		list, err := dc.Resource(testcapo.Clusters).List(ctx, metav1.ListOptions{LabelSelector: mgmt.ClusterSelector(uuid)})
+		if err != nil || len(list.Items) == 0 {
+			return false, "no Cluster yet"
+		}
+		name = list.Items[0].GetName()
+		return true, ""
+	})
+	return name
+}
+
+func machineCondition(m unstructured.Unstructured, typ, reason string) bool {
+	conds, _, _ := unstructured.NestedSlice(m.Object, "status", "conditions")
+	for _, c := range conds {
+		if cm := c.(map[string]any); cm["type"] == typ && cm["reason"] == reason {
+			return true
+		}
+	}
+	return false
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
