@@ -1,5 +1,6 @@
-// Package testcloud serves, for tests, the reads Magnetite and Magnum's
-// tempest plugin make of Glance, Nova and Neutron.
+// Package testcloud serves, for tests, the reads Magnetite, Magnum's
+// tempest plugin and Horizon's Container Infra panels make of Glance, Nova
+// and Neutron.
 package testcloud
 
 import (
@@ -116,6 +117,7 @@ func Start(t *testing.T, ks *testkeystone.Keystone) *Cloud {
 	c.novaRoutes(mux)
 	c.glanceRoutes(mux)
 	c.neutronRoutes(mux)
+	c.discoveryRoutes(mux)
 	srv := httptest.NewServer(c.authenticated(c.counted(mux)))
 	t.Cleanup(srv.Close)
 	c.URL = srv.URL
@@ -129,6 +131,11 @@ func Start(t *testing.T, ks *testkeystone.Keystone) *Cloud {
 // route.
 func (c *Cloud) counted(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, route := mux.Handler(r); route == "" {
+			// A client asked for something the stand-in does not serve:
+			// say what, so the stand-in can learn it.
+			c.t.Logf("testcloud: no route for %s %s (%s)", r.Method, r.URL, r.UserAgent())
+		}
 		if strings.HasPrefix(r.UserAgent(), "magnetite") {
 			_, route := mux.Handler(r)
 			c.mu.Lock()
@@ -259,7 +266,11 @@ func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 		defer c.mu.Unlock()
 		list := []any{}
 		for _, k := range c.keypairs[r.Header.Get("X-User-Id")] {
-			list = append(list, map[string]any{"keypair": map[string]any{"name": k.Name, "public_key": k.PublicKey, "fingerprint": k.Fingerprint}})
+			kp := map[string]any{"name": k.Name, "public_key": k.PublicKey, "fingerprint": k.Fingerprint}
+			if novaMicroversion(r) >= 2 {
+				kp["type"] = "ssh" // from 2.2
+			}
+			list = append(list, map[string]any{"keypair": kp})
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"keypairs": list})
 	})
@@ -290,6 +301,10 @@ func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 		w.WriteHeader(http.StatusAccepted)
 	})
 	mux.HandleFunc("POST /compute/v2.1/os-keypairs", c.createKeypair)
+	mux.HandleFunc("GET /compute/v2.1/os-availability-zone", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"availabilityZoneInfo": []any{
+			map[string]any{"zoneName": "nova", "zoneState": map[string]bool{"available": true}, "hosts": nil}}})
+	})
 	c.serverGroupRoutes(mux)
 }
 
@@ -428,12 +443,31 @@ func (c *Cloud) neutronRoutes(mux *http.ServeMux) {
 		q := r.URL.Query()
 		list := []any{}
 		for _, n := range networks {
+			// Neutron takes booleans in any case (Horizon sends True).
 			if (q.Has("name") && q.Get("name") != n.Name) || (q.Has("id") && q.Get("id") != n.ID) ||
-				(q.Has("router:external") && q.Get("router:external") != fmt.Sprint(n.External)) {
+				(q.Has("router:external") && !strings.EqualFold(q.Get("router:external"), fmt.Sprint(n.External))) ||
+				(q.Has("shared") && !strings.EqualFold(q.Get("shared"), "false")) ||
+				(q.Has("tenant_id") && q.Get("tenant_id") != "admin") || (q.Has("project_id") && q.Get("project_id") != "admin") {
 				continue
 			}
 			list = append(list, body(n))
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"networks": list})
+	})
+	// The networks have no subnets.
+	mux.HandleFunc("GET /networking/v2.0/subnets", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"subnets": []any{}})
+	})
+	// The extensions of what the stand-in serves; clients such as Horizon
+	// ask before they use one (and hide what is missing).
+	mux.HandleFunc("GET /networking/v2.0/extensions", func(w http.ResponseWriter, r *http.Request) {
+		ext := func(alias, name, desc string) map[string]any {
+			return map[string]any{"alias": alias, "name": name, "description": desc, "updated": "2013-01-14T10:00:00-00:00", "links": []any{}}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"extensions": []any{
+			ext("external-net", "Neutron external network", "Adds external network attribute to network resource."),
+			ext("network-mtu", "Network MTU", "Provides MTU attribute for a network resource."),
+			ext("port-security", "Port Security", "Provides port security"),
+		}})
 	})
 }
