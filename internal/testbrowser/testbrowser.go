@@ -244,20 +244,19 @@ func (b *Browser) Script(out any, script string, args ...any) {
 // Find returns the elements matching a CSS selector now (maybe none).
 func (b *Browser) Find(css string) []Element {
 	b.t.Helper()
-	var refs []map[string]string
-	b.call("POST", b.sessionPath("/elements"), map[string]string{"using": "css selector", "value": css}, &refs)
-	els := make([]Element, 0, len(refs))
-	for _, r := range refs {
-		els = append(els, Element{b: b, id: r[elementKey]})
-	}
-	return els
+	return b.elements("css selector", css)
 }
 
 // XPath returns the elements matching an XPath expression now.
 func (b *Browser) XPath(expr string) []Element {
 	b.t.Helper()
+	return b.elements("xpath", expr)
+}
+
+func (b *Browser) elements(using, value string) []Element {
+	b.t.Helper()
 	var refs []map[string]string
-	b.call("POST", b.sessionPath("/elements"), map[string]string{"using": "xpath", "value": expr}, &refs)
+	b.call("POST", b.sessionPath("/elements"), map[string]string{"using": using, "value": value}, &refs)
 	els := make([]Element, 0, len(refs))
 	for _, r := range refs {
 		els = append(els, Element{b: b, id: r[elementKey]})
@@ -270,13 +269,6 @@ func (b *Browser) XPath(expr string) []Element {
 func (e Element) Click() {
 	e.b.t.Helper()
 	e.b.call("POST", e.b.sessionPath("/element/"+e.id+"/click"), map[string]any{}, nil)
-}
-
-// TryClick clicks the element and reports whether the browser took the
-// click (an element another covers, such as one under a closing modal's
-// backdrop, is refused).
-func (e Element) TryClick() error {
-	return e.b.do("POST", e.b.sessionPath("/element/"+e.id+"/click"), map[string]any{}, nil)
 }
 
 // Type clears the element and types text into it key by key.
@@ -315,22 +307,5 @@ func (b *Browser) Screenshot(path string) {
 	}
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		b.t.Fatal(err)
-	}
-}
-
-// Wait polls cond every 250ms until it holds, failing the test with the
-// last state cond reported when limit passes.
-func (b *Browser) Wait(what string, limit time.Duration, cond func() (bool, string)) {
-	b.t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("waited %s for %s; last state: %s (page %s)", limit, what, state, b.URL())
-		}
-		time.Sleep(250 * time.Millisecond) // polling interval of the wait
 	}
 }
