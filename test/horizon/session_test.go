@@ -99,26 +99,29 @@ func (s *session) login() {
 // waitFor returns the first displayed element matching css, waiting for it.
 func (s *session) waitFor(css string) testbrowser.Element {
 	s.t.Helper()
-	var found testbrowser.Element
-	s.wait("an element "+css, 30*time.Second, func() (bool, string) {
-		for _, e := range s.b.Find(css) {
-			if e.Displayed() {
-				found = e
-				return true, ""
-			}
-		}
-		return false, "not shown"
-	})
-	return found
+	return s.waitShown("an element "+css, func() []testbrowser.Element { return s.b.Find(css) })
 }
 
 // waitText returns the first displayed element of the XPath-selected kind
 // (such as "button" or "a") whose text is text, waiting for it.
 func (s *session) waitText(kind, text string) testbrowser.Element {
 	s.t.Helper()
+	return s.waitXPath(fmt.Sprintf("//%s[normalize-space(.)=%q]", kind, text))
+}
+
+// waitXPath returns the first displayed element matching expr, waiting
+// for it.
+func (s *session) waitXPath(expr string) testbrowser.Element {
+	s.t.Helper()
+	return s.waitShown("an element "+expr, func() []testbrowser.Element { return s.b.XPath(expr) })
+}
+
+// waitShown waits until one of the elements find returns is displayed.
+func (s *session) waitShown(what string, find func() []testbrowser.Element) testbrowser.Element {
+	s.t.Helper()
 	var found testbrowser.Element
-	s.wait(fmt.Sprintf("a %s %q", kind, text), 30*time.Second, func() (bool, string) {
-		for _, e := range s.b.XPath(fmt.Sprintf("//%s[normalize-space(.)=%q]", kind, text)) {
+	s.wait(what, 30*time.Second, func() (bool, string) {
+		for _, e := range find() {
 			if e.Displayed() {
 				found = e
 				return true, ""
@@ -157,9 +160,6 @@ func (s *session) readTable() (table, bool) {
 		return {Found: true, Headers: headers, Rows: rows, Empty: empty};`)
 	return tb.table, tb.Found
 }
-
-// elementRef is an element of the page.
-type elementRef = testbrowser.Element
 
 // waitTable waits until the page's table shows the columns want and its
 // rows satisfy done (rows by column name); it fails when a column of

@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
+	"github.com/magnetite-io/magnetite/internal/testbrowser"
 	"github.com/magnetite-io/magnetite/internal/testcloud"
 )
 
@@ -17,22 +19,6 @@ func (s *session) chooseOption(name, text string) {
 	s.waitXPath(fmt.Sprintf("//div[contains(@class,'modal')]//select[@name=%q]/option[normalize-space(.)=%q]", name, text)).Click()
 }
 
-// waitXPath returns the first element matching expr that is shown.
-func (s *session) waitXPath(expr string) elementRef {
-	s.t.Helper()
-	var found elementRef
-	s.wait("an element "+expr, 30*time.Second, func() (bool, string) {
-		for _, e := range s.b.XPath(expr) {
-			if e.Displayed() {
-				found = e
-				return true, ""
-			}
-		}
-		return false, "not shown"
-	})
-	return found
-}
-
 // tab switches the open form to its step or tab named title.
 func (s *session) tab(title string) {
 	s.t.Helper()
@@ -40,7 +26,7 @@ func (s *session) tab(title string) {
 }
 
 // field is a text field of the open form.
-func (s *session) field(name string) elementRef {
+func (s *session) field(name string) testbrowser.Element {
 	s.t.Helper()
 	return s.waitXPath(fmt.Sprintf("//div[contains(@class,'modal')]//*[@name=%q]", name))
 }
@@ -150,6 +136,9 @@ func (s *session) waitClusterStatus(status, health, nodes string, limit time.Dur
 	}
 }
 
+// stackID is how the detail page shows the cluster's Stack ID.
+var stackID = regexp.MustCompile(`Stack ID\s+` + clusterName + `-[0-9a-f]{8}\s`)
+
 // clusterDetail opens the cluster's detail page from its name.
 func (s *session) clusterDetail() {
 	s.t.Helper()
@@ -158,7 +147,9 @@ func (s *session) clusterDetail() {
 	s.wait("the cluster's detail page", time.Minute, func() (bool, string) {
 		s.noErrors("cluster detail")
 		s.b.Script(&text, "return document.body.innerText;")
-		return strings.Contains(text, "Stack ID") && strings.Contains(text, "CREATE_COMPLETE") && strings.Contains(text, templateName), text
+		// Stack ID stays the Cluster API object's name once the conductor
+		// built the cluster, as magnum-cluster-api keeps it.
+		return stackID.MatchString(text) && strings.Contains(text, "CREATE_COMPLETE") && strings.Contains(text, templateName), text
 	})
 	s.shot("cluster-detail")
 }
