@@ -1,7 +1,8 @@
 // Package testcloud stands in, for tests, for the OpenStack services
-// Magnetite, Magnum's tempest plugin, CAPO and a workload's cloud
-// controller manager and CSI driver use: Glance, Nova, Neutron, Octavia
-// and Cinder, refusing what the real services refuse, with their messages.
+// Magnetite, Magnum's tempest plugin, Horizon's Container Infra panels, CAPO
+// and a workload's cloud controller manager and CSI driver use: Glance,
+// Nova, Neutron, Octavia and Cinder, refusing what the real services
+// refuse, with their messages.
 package testcloud
 
 import (
@@ -154,6 +155,7 @@ func Start(t *testing.T, ks *testkeystone.Keystone) *Cloud {
 	c.portNeutronRoutes(mux)
 	c.octaviaRoutes(mux)
 	c.cinderRoutes(mux)
+	c.discoveryRoutes(mux)
 	srv := httptest.NewServer(c.authenticated(c.counted(mux)))
 	t.Cleanup(srv.Close)
 	c.URL = srv.URL
@@ -169,6 +171,11 @@ func Start(t *testing.T, ks *testkeystone.Keystone) *Cloud {
 // route.
 func (c *Cloud) counted(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, route := mux.Handler(r); route == "" {
+			// A client asked for something the stand-in does not serve:
+			// say what, so the stand-in can learn it.
+			c.t.Logf("testcloud: no route for %s %s (%s)", r.Method, r.URL, r.UserAgent())
+		}
 		if strings.HasPrefix(r.UserAgent(), "magnetite") {
 			_, route := mux.Handler(r)
 			c.mu.Lock()
@@ -301,7 +308,11 @@ func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 		defer c.mu.Unlock()
 		list := []any{}
 		for _, k := range c.keypairs[r.Header.Get("X-User-Id")] {
-			list = append(list, map[string]any{"keypair": map[string]any{"name": k.Name, "public_key": k.PublicKey, "fingerprint": k.Fingerprint}})
+			kp := map[string]any{"name": k.Name, "public_key": k.PublicKey, "fingerprint": k.Fingerprint}
+			if novaMicroversion(r) >= 2 {
+				kp["type"] = "ssh" // from 2.2
+			}
+			list = append(list, map[string]any{"keypair": kp})
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"keypairs": list})
 	})
@@ -332,6 +343,10 @@ func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 		w.WriteHeader(http.StatusAccepted)
 	})
 	mux.HandleFunc("POST /compute/v2.1/os-keypairs", c.createKeypair)
+	mux.HandleFunc("GET /compute/v2.1/os-availability-zone", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"availabilityZoneInfo": []any{
+			map[string]any{"zoneName": "nova", "zoneState": map[string]bool{"available": true}, "hosts": nil}}})
+	})
 	c.serverGroupRoutes(mux)
 	c.serverRoutes(mux)
 }
@@ -471,13 +486,28 @@ func (c *Cloud) neutronRoutes(mux *http.ServeMux) {
 		q := r.URL.Query()
 		list := []any{}
 		for _, n := range networks {
+			// Neutron takes booleans in any case (Horizon sends True).
 			if (q.Has("name") && q.Get("name") != n.Name) || (q.Has("id") && q.Get("id") != n.ID) ||
-				(q.Has("router:external") && q.Get("router:external") != fmt.Sprint(n.External)) {
+				(q.Has("router:external") && !strings.EqualFold(q.Get("router:external"), fmt.Sprint(n.External))) ||
+				(q.Has("shared") && !strings.EqualFold(q.Get("shared"), "false")) ||
+				(q.Has("tenant_id") && q.Get("tenant_id") != "admin") || (q.Has("project_id") && q.Get("project_id") != "admin") {
 				continue
 			}
 			list = append(list, body(n))
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"networks": list})
+	})
+	// The extensions of what the stand-in serves; clients such as Horizon
+	// ask before they use one (and hide what is missing).
+	mux.HandleFunc("GET /networking/v2.0/extensions", func(w http.ResponseWriter, r *http.Request) {
+		ext := func(alias, name, desc string) map[string]any {
+			return map[string]any{"alias": alias, "name": name, "description": desc, "updated": "2013-01-14T10:00:00-00:00", "links": []any{}}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"extensions": []any{
+			ext("external-net", "Neutron external network", "Adds external network attribute to network resource."),
+			ext("network-mtu", "Network MTU", "Provides MTU attribute for a network resource."),
+			ext("port-security", "Port Security", "Provides port security"),
+		}})
 	})
 }
 

@@ -171,3 +171,21 @@ func notable(path string) string {
 	}
 	return strings.Join(lines[max(0, len(lines)-60):], "\n") + "\n...\n" + string(b)
 }
+
+// KeystoneConf is the drop-in that puts serve behind Keystone (as
+// docs/keystone.md configures it) with the service user "magnetite" of
+// project "service".
+func KeystoneConf(authURL, password, region string) string {
+	return fmt.Sprintf(`[auth]
+strategy = keystone
+
+[keystone_authtoken]
+auth_url = %s
+username = magnetite
+password = %s
+project_name = service
+user_domain_name = Default
+project_domain_name = Default
+region_name = %s
+`, authURL, password, region)
+}

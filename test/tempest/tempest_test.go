@@ -53,24 +53,13 @@ func TestMagnumTempestAPI(t *testing.T) {
 	addr := testmagnetite.FreeAddr(t)
 	ks.ServiceUser("magnetite", servicePassword)
 	ks.RegisterService("container-infra", "magnetite", "http://"+addr+"/v1")
-	testmagnetite.Serve(t, addr, fmt.Sprintf(`[auth]
-strategy = keystone
-
-[keystone_authtoken]
-auth_url = %s
-username = magnetite
-password = %s
-project_name = service
-user_domain_name = Default
-project_domain_name = Default
-region_name = %s
-
+	testmagnetite.Serve(t, addr, testmagnetite.KeystoneConf(ks.AuthURL(), servicePassword, testkeystone.Region)+fmt.Sprintf(`
 [management]
 kubeconfig = %s
 
 [conductor]
 infrastructure = inmemory
-`, ks.AuthURL(), servicePassword, testkeystone.Region, filepath.Join(mgmt.Dir, "kubeconfig")))
+`, filepath.Join(mgmt.Dir, "kubeconfig")))
 
 	ws := newWorkspace(t, ks, provisionAccounts(t, ks), clusterTemplate(t, ks, "http://"+addr))
 	listed := ws.list(t)
