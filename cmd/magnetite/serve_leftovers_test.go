@@ -14,8 +14,8 @@ import (
 // and an OpenStack conductor on a real kube-apiserver, with the Octavia,
 // Neutron and Cinder stand-ins. For each cluster the test makes, with the
 // cluster's own application credential, what its cloud controller manager
-// and Cinder CSI driver would (a Service's load balancer with a listener
-// and floating IP, a persistent volume), plus the same for a cluster
+// and Cinder CSI driver would (a Service's load balancer with a listener,
+// floating IP and security group, a persistent volume and its snapshot), plus the same for a cluster
 // Magnetite does not know. Deleting a cluster deletes its load balancer
 // (showing it in status_reason while Octavia is busy), floating IP and
 // volume and nothing of the other cluster's; workload_cleanup=keep leaves
@@ -80,15 +80,28 @@ func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The security group goes and stays with the load balancer; the
+	// snapshot goes before the volume (Cinder keeps a volume that has
+	// snapshots) and stays with it.
 	has := func(wl testcloud.Workload) (lb, fip, vol bool) {
+		sg, snap := false, false
 		for _, l := range w.cloud.LoadBalancers() {
 			lb = lb || l.ID == wl.LoadBalancerID
+		}
+		for _, g := range w.cloud.SecurityGroups() {
+			sg = sg || g.ID == wl.SecurityGroupID
 		}
 		for _, f := range w.cloud.FloatingIPs() {
 			fip = fip || f.ID == wl.FloatingIPID
 		}
 		for _, v := range w.cloud.Volumes() {
 			vol = vol || v.ID == wl.VolumeID
+		}
+		for _, s := range w.cloud.Snapshots() {
+			snap = snap || s.ID == wl.SnapshotID
+		}
+		if lb != sg || (snap && !vol) {
+			t.Errorf("load balancer %v but its security group %v; volume %v but its snapshot %v", lb, sg, vol, snap)
 		}
 		return lb, fip, vol
 	}

@@ -10,9 +10,11 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/snapshots"
 	"github.com/gophercloud/gophercloud/v2/openstack/blockstorage/v3/volumes"
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 
 	"github.com/magnetite-io/magnetite/internal/auth"
 )
@@ -27,11 +29,18 @@ import (
 //     Kubernetes external service <ns>/<svc> from cluster <cluster>" (and
 //     its ingress controller "Floating IP for Kubernetes ingress ... from
 //     cluster <cluster>");
-//   - the Cinder CSI plugin sets the volume property
-//     cinder.csi.openstack.org/cluster=<cluster> on every volume it creates.
+//   - with manage-security-groups on, it makes a security group per
+//     Service, named lb-sg-<service uid>-<ns>-<service> and described
+//     "Security Group for <ns>/<svc> Service LoadBalancer in cluster
+//     <cluster>", and puts it on the member nodes' ports;
+//   - the Cinder CSI plugin sets the property
+//     cinder.csi.openstack.org/cluster=<cluster> on every volume and
+//     snapshot it creates.
 const (
 	workloadLBPrefix       = "kube_service_"
 	workloadFIPPrefix      = "Floating IP for Kubernetes "
+	workloadSGPrefix       = "lb-sg-"
+	workloadSGInfix        = " Service LoadBalancer in cluster "
 	workloadVolumeProperty = "cinder.csi.openstack.org/cluster"
 )
 
@@ -48,15 +57,23 @@ func IsWorkloadFloatingIP(description, cluster string) bool {
 		strings.HasSuffix(description, " from cluster "+cluster)
 }
 
-// IsWorkloadVolume reports whether a volume is one the Cinder CSI plugin of
-// cluster created.
+// IsWorkloadSecurityGroup reports whether a security group is one the
+// cloud controller manager of cluster made for a Service's load balancer.
+func IsWorkloadSecurityGroup(name, description, cluster string) bool {
+	return cluster != "" && strings.HasPrefix(name, workloadSGPrefix) &&
+		strings.HasPrefix(description, "Security Group for ") && strings.HasSuffix(description, workloadSGInfix+cluster)
+}
+
+// IsWorkloadVolume reports whether a volume (or a volume snapshot) is one
+// the Cinder CSI plugin of cluster created.
 func IsWorkloadVolume(metadata map[string]string, cluster string) bool {
 	return cluster != "" && metadata[workloadVolumeProperty] == cluster
 }
 
 // Leftover is a resource a workload cluster made in the cloud for itself.
 type Leftover struct {
-	// Kind is "load balancer", "floating IP" or "volume".
+	// Kind is "load balancer", "floating IP", "security group",
+	// "snapshot" or "volume".
 	Kind   string
 	ID     string
 	Name   string
@@ -102,7 +119,7 @@ type LeftoverPolicy struct {
 }
 
 // CleanWorkloadLeftovers makes one pass over the load balancers, floating
-// IPs and volumes of the token's project that the workload cluster named
+// IPs, security groups, volume snapshots and volumes of the token's project that the workload cluster named
 // cluster made for its Services and persistent volumes (found as those
 // components name and mark them), and asks the cloud to delete each that
 // can be deleted now. A service the catalog does not list is skipped;
@@ -126,6 +143,14 @@ func (rs *Resources) CleanWorkloadLeftovers(ctx context.Context, token, cluster 
 	if err != nil {
 		return out, err
 	}
+	// The load balancers' security groups were on the nodes' ports, gone
+	// with the machines: Neutron refuses a group still on a port.
+	err = rs.with(ctx, token, "network", openstack.NewNetworkV2, func(sc *gophercloud.ServiceClient) error {
+		return cleanSecurityGroups(ctx, sc, cluster, &out)
+	})
+	if err != nil {
+		return out, err
+	}
 	if policy.KeepVolumes {
 		return out, nil
 	}
@@ -134,6 +159,15 @@ func (rs *Resources) CleanWorkloadLeftovers(ctx context.Context, token, cluster 
 		volumeType = "volumev3"
 	}
 	err = rs.with(ctx, token, volumeType, newBlockStorage, func(sc *gophercloud.ServiceClient) error {
+		// Cinder refuses to delete a volume that has snapshots: the
+		// snapshots go first, the volumes once none is left.
+		pending := len(out.Remaining) + len(out.Refused)
+		if err := cleanSnapshots(ctx, sc, cluster, &out); err != nil {
+			return err
+		}
+		if len(out.Remaining)+len(out.Refused) > pending {
+			return nil
+		}
 		return cleanVolumes(ctx, sc, cluster, &out)
 	})
 	return out, err
@@ -208,6 +242,57 @@ func cleanLoadBalancers(ctx context.Context, sc *gophercloud.ServiceClient, clus
 			continue
 		}
 		if err := out.record(l, "PENDING_DELETE", err, "Octavia"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func cleanSecurityGroups(ctx context.Context, sc *gophercloud.ServiceClient, cluster string, out *Cleanup) error {
+	pages, err := groups.List(sc, groups.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return unavailable(err, "Neutron", "list security groups")
+	}
+	all, err := groups.ExtractGroups(pages)
+	if err != nil {
+		return unavailable(err, "Neutron", "list security groups")
+	}
+	for _, g := range all {
+		if !IsWorkloadSecurityGroup(g.Name, g.Description, cluster) {
+			continue
+		}
+		// A group still on a port is refused (409 SecurityGroupInUse):
+		// the refusal names it for the user.
+		l := Leftover{Kind: "security group", ID: g.ID, Name: g.Name}
+		if err := out.record(l, "", groups.Delete(ctx, sc, g.ID).ExtractErr(), "Neutron"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// snapshotSettling are the states a Cinder snapshot leaves by itself.
+var snapshotSettling = map[string]bool{"creating": true, "deleting": true, "backing-up": true, "restoring": true, "unmanaging": true}
+
+func cleanSnapshots(ctx context.Context, sc *gophercloud.ServiceClient, cluster string, out *Cleanup) error {
+	pages, err := snapshots.ListDetail(sc, snapshots.ListOpts{}).AllPages(ctx)
+	if err != nil {
+		return unavailable(err, "Cinder", "list snapshots")
+	}
+	all, err := snapshots.ExtractSnapshots(pages)
+	if err != nil {
+		return unavailable(err, "Cinder", "list snapshots")
+	}
+	for _, s := range all {
+		if !IsWorkloadVolume(s.Metadata, cluster) {
+			continue
+		}
+		l := Leftover{Kind: "snapshot", ID: s.ID, Name: s.Name, Status: s.Status}
+		if snapshotSettling[s.Status] {
+			out.Remaining = append(out.Remaining, l)
+			continue
+		}
+		if err := out.record(l, "deleting", snapshots.Delete(ctx, sc, s.ID).ExtractErr(), "Cinder"); err != nil {
 			return err
 		}
 	}

@@ -35,6 +35,18 @@ func TestWorkloadLeftoversAreFoundByTheirMakersMarks(t *testing.T) {
 			t.Errorf("floating IP %q: %v, want %v", d, got, want)
 		}
 	}
+	sgs := map[[2]string]bool{
+		{"lb-sg-5e0f-default-web", "Security Group for default/web Service LoadBalancer in cluster demo-1a2b3c4d"}:   true,
+		{"lb-sg-5e0f-default-web", "Security Group for default/web Service LoadBalancer in cluster demo-1a2b3c4d-2"}: false,
+		{"my-sg", "Security Group for default/web Service LoadBalancer in cluster demo-1a2b3c4d"}:                    false,
+		{"lb-sg-5e0f-default-web", ""}:                       false,
+		{"k8s-cluster-ns-demo-1a2b3c4d-secgroup-worker", ""}: false, // CAPO's
+	}
+	for g, want := range sgs {
+		if got := cloud.IsWorkloadSecurityGroup(g[0], g[1], cluster); got != want {
+			t.Errorf("security group %q %q: %v, want %v", g[0], g[1], got, want)
+		}
+	}
 	if !cloud.IsWorkloadVolume(map[string]string{"cinder.csi.openstack.org/cluster": cluster}, cluster) ||
 		cloud.IsWorkloadVolume(map[string]string{"cinder.csi.openstack.org/cluster": "other"}, cluster) ||
 		cloud.IsWorkloadVolume(nil, cluster) || cloud.IsWorkloadLoadBalancer("kube_service__x", "") {

@@ -17,7 +17,7 @@ import (
 const leftoverTimeout = 10 * time.Minute
 
 // cleanWorkloadLeftovers deletes, as the cluster, the load balancers,
-// floating IPs and volumes its workload's cloud controller manager and
+// floating IPs, security groups, snapshots and volumes its workload's cloud controller manager and
 // Cinder CSI driver made, once its machines are gone, and waits until the
 // cloud has removed them; status_reason says what it waits for. What the
 // cloud refuses to delete fails the delete with the cloud's reason: the
@@ -30,7 +30,7 @@ func (c *Conductor) cleanWorkloadLeftovers(ctx context.Context, cl *model.Cluste
 	policy := c.workloadCleanup(ctx, cl)
 	if policy == "keep" {
 		c.event(ctx, cl.UUID, model.EventOperation, "", "workload cleanup",
-			"left the workload's load balancers, floating IPs and volumes in the cloud: the cluster has "+labels.WorkloadCleanup+"=keep")
+			"left the workload's load balancers, floating IPs, security groups, snapshots and volumes in the cloud: the cluster has "+labels.WorkloadCleanup+"=keep")
 		return nil
 	}
 	creds, err := c.st.ClusterCredentials(ctx, cl.UUID)

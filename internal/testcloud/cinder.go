@@ -46,6 +46,17 @@ func (c *Cloud) settleVolumes() {
 			delete(c.volumes, id)
 		}
 	}
+	for id, s := range c.snapshots {
+		if c.cinderRequests < s.settles {
+			continue
+		}
+		switch s.Status {
+		case "creating":
+			s.Status = "available"
+		case "deleting":
+			delete(c.snapshots, id)
+		}
+	}
 }
 
 func volumeView(v *Volume) map[string]any {
@@ -126,7 +137,8 @@ func (c *Cloud) cinderRoutes(mux *http.ServeMux) {
 		if !ok {
 			return
 		}
-		if v.AttachedTo != "" || !slices.Contains(volumeDeletable, v.Status) {
+		hasSnapshots := slices.ContainsFunc(sortedKeys(c.snapshots), func(id string) bool { return c.snapshots[id].VolumeID == v.ID })
+		if v.AttachedTo != "" || !slices.Contains(volumeDeletable, v.Status) || hasSnapshots {
 			cinderFault(w, http.StatusBadRequest, "badRequest", "Invalid volume: Volume status must be "+strings.Join(volumeDeletable, " or ")+
 				" and must not be migrating, attached, belong to a group, have snapshots, awaiting a transfer, or be disassociated from snapshots after volume transfer.")
 			return
@@ -152,3 +164,93 @@ func (c *Cloud) AttachVolume(id, serverID string) {
 		}
 	}
 }
+
+// Snapshot is a Cinder volume snapshot as the stand-in holds it.
+type Snapshot struct {
+	ID, Name, VolumeID, ProjectID, Status string
+	Size                                  int
+	Metadata                              map[string]string
+	settles                               int
+}
+
+func snapshotView(s *Snapshot) map[string]any {
+	meta := map[string]string{}
+	for k, v := range s.Metadata {
+		meta[k] = v
+	}
+	return map[string]any{"id": s.ID, "name": s.Name, "volume_id": s.VolumeID, "status": s.Status, "size": s.Size,
+		"metadata": meta, "os-extended-snapshot-attributes:project_id": s.ProjectID, "description": nil,
+		"created_at": "2024-05-02T10:00:00.000000", "updated_at": nil}
+}
+
+// snapshotDeletable are the statuses Cinder deletes a snapshot in.
+var snapshotDeletable = []string{"available", "error", "error_deleting"}
+
+// snapshotRoutes serve Cinder's v3 snapshots: create (of an available or,
+// forced, in-use volume), list, show and delete, with Cinder's statuses;
+// a volume with snapshots is not deleted (cinderRoutes).
+func (c *Cloud) snapshotRoutes(mux *http.ServeMux) {
+	const base = "/volume/v3/snapshots"
+	locked := c.lockedAfter(c.settleVolumes)
+	own := func(w http.ResponseWriter, r *http.Request) (*Snapshot, bool) {
+		return owned(w, r, c.snapshots, func(s *Snapshot) string { return s.ProjectID }, func(w http.ResponseWriter, id string) {
+			cinderFault(w, http.StatusNotFound, "itemNotFound", fmt.Sprintf("Snapshot %s could not be found.", id))
+		})
+	}
+	list := locked(func(w http.ResponseWriter, r *http.Request) {
+		listed(w, r, "snapshots", c.snapshots, func(s *Snapshot) map[string]string {
+			return map[string]string{"project_id": s.ProjectID, "name": s.Name, "volume_id": s.VolumeID, "status": s.Status}
+		}, snapshotView)
+	})
+	mux.HandleFunc("GET "+base, list)
+	mux.HandleFunc("GET "+base+"/detail", list)
+	mux.HandleFunc("GET "+base+"/{id}", locked(func(w http.ResponseWriter, r *http.Request) {
+		if s, ok := own(w, r); ok {
+			writeJSON(w, http.StatusOK, map[string]any{"snapshot": snapshotView(s)})
+		}
+	}))
+	mux.HandleFunc("POST "+base, locked(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			S struct {
+				Name     string            `json:"name"`
+				VolumeID string            `json:"volume_id"`
+				Force    bool              `json:"force"`
+				Metadata map[string]string `json:"metadata"`
+			} `json:"snapshot"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			cinderFault(w, http.StatusBadRequest, "badRequest", "Malformed request body")
+			return
+		}
+		in := body.S
+		v, ok := c.volumes[in.VolumeID]
+		if !ok || v.ProjectID != r.Header.Get("X-Project-Id") {
+			cinderFault(w, http.StatusNotFound, "itemNotFound", fmt.Sprintf("Volume %s could not be found.", in.VolumeID))
+			return
+		}
+		if v.Status != "available" && (v.Status != "in-use" || !in.Force) {
+			cinderFault(w, http.StatusBadRequest, "badRequest", fmt.Sprintf("Invalid volume: Volume %s status must be available, but current status is: %s.", v.ID, v.Status))
+			return
+		}
+		s := &Snapshot{ID: uuid.NewString(), Name: in.Name, VolumeID: v.ID, ProjectID: v.ProjectID, Status: "creating",
+			Size: v.Size, Metadata: in.Metadata, settles: c.cinderRequests + 2}
+		c.snapshots[s.ID] = s
+		writeJSON(w, http.StatusAccepted, map[string]any{"snapshot": snapshotView(s)})
+	}))
+	mux.HandleFunc("DELETE "+base+"/{id}", locked(func(w http.ResponseWriter, r *http.Request) {
+		s, ok := own(w, r)
+		if !ok {
+			return
+		}
+		if !slices.Contains(snapshotDeletable, s.Status) {
+			cinderFault(w, http.StatusBadRequest, "badRequest", "Invalid snapshot: Volume Snapshot status must be available or error and must not be part of a group.")
+			return
+		}
+		s.Status, s.settles = "deleting", c.cinderRequests+2
+		w.WriteHeader(http.StatusAccepted)
+	}))
+}
+
+// Snapshots returns the volume snapshots the stand-in holds, of every
+// project.
+func (c *Cloud) Snapshots() []Snapshot { return snapshot(c, c.snapshots) }

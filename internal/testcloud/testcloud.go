@@ -79,6 +79,8 @@ type Cloud struct {
 	nextAddress     map[string]int // by subnet
 	nextFloating    int
 	volumes         map[string]*Volume
+	snapshots       map[string]*Snapshot
+	securityGroups  map[string]*SecurityGroup
 	cinderRequests  int
 	servers         map[string]*Server
 	removedFlavors  map[string]bool
@@ -147,14 +149,17 @@ func Start(t *testing.T, ks *testkeystone.Keystone) *Cloud {
 		serverGroups: map[string]*ServerGroup{}, loadBalancers: map[string]*LoadBalancer{}, listeners: map[string]*Listener{},
 		pools: map[string]*Pool{}, members: map[string]*Member{}, heldLBs: map[string]bool{}, ports: map[string]*Port{},
 		floatingIPs: map[string]*FloatingIP{}, nextAddress: map[string]int{}, volumes: map[string]*Volume{},
+		snapshots: map[string]*Snapshot{}, securityGroups: map[string]*SecurityGroup{},
 		servers: map[string]*Server{}, removedFlavors: map[string]bool{}, portSecurity: map[string]bool{}}
 	mux := http.NewServeMux()
 	c.novaRoutes(mux)
 	c.glanceRoutes(mux)
 	c.neutronRoutes(mux)
 	c.portNeutronRoutes(mux)
+	c.securityGroupRoutes(mux)
 	c.octaviaRoutes(mux)
 	c.cinderRoutes(mux)
+	c.snapshotRoutes(mux)
 	c.discoveryRoutes(mux)
 	srv := httptest.NewServer(c.authenticated(c.counted(mux)))
 	t.Cleanup(srv.Close)

@@ -5,21 +5,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/google/uuid"
 )
 
 // Workload is what a workload cluster's cloud controller manager and
 // Cinder CSI driver made for one Service and one persistent volume.
 type Workload struct {
-	LoadBalancerID, FloatingIPID, VolumeID string
+	LoadBalancerID, FloatingIPID, SecurityGroupID, VolumeID, SnapshotID string
 }
 
 // MakeWorkload does, with token (the cluster's application credential's),
 // what a cluster's cloud controller manager does for a LoadBalancer Service
 // ns/svc (an Octavia load balancer named kube_service_<cluster>_<ns>_<svc>,
-// tagged with its name, with a listener, and a floating IP described as
-// the provider describes it) and what its Cinder CSI driver does for a
-// persistent volume (a volume with the cinder.csi.openstack.org/cluster
-// property), through the services' APIs.
+// tagged with its name, with a listener, a floating IP described as the
+// provider describes it, and the security group it makes for the members
+// with manage-security-groups on) and what its Cinder CSI driver does for a
+// persistent volume and a snapshot of it (both with the
+// cinder.csi.openstack.org/cluster property), through the services' APIs.
 func (c *Cloud) MakeWorkload(token, cluster, ns, svc string) (Workload, error) {
 	var wl Workload
 	lbName := fmt.Sprintf("kube_service_%s_%s_%s", cluster, ns, svc)
@@ -37,21 +40,8 @@ func (c *Cloud) MakeWorkload(token, cluster, ns, svc string) (Workload, error) {
 	}
 	wl.LoadBalancerID = lb.LB.ID
 	// The provider waits for ACTIVE before adding listeners.
-	for i := 0; ; i++ {
-		var got struct {
-			LB struct {
-				Status string `json:"provisioning_status"`
-			} `json:"loadbalancer"`
-		}
-		if err := c.call(token, "GET", "/load-balancer/v2.0/lbaas/loadbalancers/"+wl.LoadBalancerID, nil, &got); err != nil {
-			return wl, err
-		}
-		if got.LB.Status == "ACTIVE" {
-			break
-		}
-		if i > 10 {
-			return wl, fmt.Errorf("load balancer %s stays %s", wl.LoadBalancerID, got.LB.Status)
-		}
+	if err := c.awaitStatus(token, "/load-balancer/v2.0/lbaas/loadbalancers/"+wl.LoadBalancerID, "loadbalancer", "provisioning_status", "ACTIVE"); err != nil {
+		return wl, err
 	}
 	err = c.call(token, "POST", "/load-balancer/v2.0/lbaas/listeners", map[string]any{"listener": map[string]any{
 		"name": "listener_0_" + lbName, "loadbalancer_id": wl.LoadBalancerID, "protocol": "TCP", "protocol_port": 80}}, nil)
@@ -70,6 +60,18 @@ func (c *Cloud) MakeWorkload(token, cluster, ns, svc string) (Workload, error) {
 		return wl, err
 	}
 	wl.FloatingIPID = fip.FIP.ID
+	var sg struct {
+		SG struct {
+			ID string `json:"id"`
+		} `json:"security_group"`
+	}
+	err = c.call(token, "POST", "/networking/v2.0/security-groups", map[string]any{"security_group": map[string]any{
+		"name":        fmt.Sprintf("lb-sg-%s-%s-%s", uuid.NewString(), ns, svc),
+		"description": fmt.Sprintf("Security Group for %s/%s Service LoadBalancer in cluster %s", ns, svc, cluster)}}, &sg)
+	if err != nil {
+		return wl, err
+	}
+	wl.SecurityGroupID = sg.SG.ID
 	var vol struct {
 		V struct {
 			ID string `json:"id"`
@@ -78,8 +80,40 @@ func (c *Cloud) MakeWorkload(token, cluster, ns, svc string) (Workload, error) {
 	err = c.call(token, "POST", "/volume/v3/volumes", map[string]any{"volume": map[string]any{
 		"name": "pvc-" + svc, "size": 1, "metadata": map[string]string{"cinder.csi.openstack.org/cluster": cluster,
 			"csi.storage.k8s.io/pvc/name": svc, "csi.storage.k8s.io/pvc/namespace": ns}}}, &vol)
+	if err != nil {
+		return wl, err
+	}
 	wl.VolumeID = vol.V.ID
+	// The snapshotter snapshots a ready volume.
+	if err := c.awaitStatus(token, "/volume/v3/volumes/"+wl.VolumeID, "volume", "status", "available"); err != nil {
+		return wl, err
+	}
+	var snap struct {
+		S struct {
+			ID string `json:"id"`
+		} `json:"snapshot"`
+	}
+	err = c.call(token, "POST", "/volume/v3/snapshots", map[string]any{"snapshot": map[string]any{
+		"name": "snapshot-" + uuid.NewString(), "volume_id": wl.VolumeID, "force": true,
+		"metadata": map[string]string{"cinder.csi.openstack.org/cluster": cluster}}}, &snap)
+	wl.SnapshotID = snap.S.ID
 	return wl, err
+}
+
+// awaitStatus reads path until its object (under key) has field set to
+// want: the services move on a few requests after the one that asked.
+func (c *Cloud) awaitStatus(token, path, key, field, want string) error {
+	var got string
+	for range 12 {
+		var out map[string]map[string]any
+		if err := c.call(token, "GET", path, nil, &out); err != nil {
+			return err
+		}
+		if got, _ = out[key][field].(string); got == want {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s stays %s %s", path, field, got)
 }
 
 // call sends a request to the stand-in as the holder of token.
