@@ -32,6 +32,9 @@ type scope struct {
 	nodeGroups []*model.NodeGroup // without node groups being deleted
 	namespace  string
 	owner      mgmt.Owner
+	// serverGroups are the cluster's Nova server group IDs by name, as
+	// rendered.
+	serverGroups map[string]string
 }
 
 func (c *Conductor) load(ctx context.Context, clusterUUID string) (*scope, error) {
@@ -105,6 +108,9 @@ func (c *Conductor) reconcile(ctx context.Context, op *model.Operation) error {
 				return err
 			}
 		}
+	}
+	if err := c.replaceStrandedMachines(ctx, sc, sc.serverGroups); err != nil {
+		return err
 	}
 	if err := c.pruneAddonConfigMaps(ctx, sc, res); err != nil {
 		return err
@@ -206,6 +212,7 @@ func (c *Conductor) ensureServerGroups(ctx context.Context, sc *scope, groups []
 	if err != nil {
 		return nil, err
 	}
+	sc.serverGroups = ids
 	return ids, nil
 }
 
