@@ -27,6 +27,9 @@ func (c *Controller) reconcileCluster(ctx context.Context, o *unstructured.Unstr
 		if err := c.deleteAPILoadBalancer(tok, o, lbName); err != nil {
 			return // retried next pass
 		}
+		if w := c.workloadsOf(); w != nil {
+			w.close(o.GetNamespace() + "/" + o.GetName())
+		}
 		c.removeFinalizer(ctx, clustersGVR, o, clusterFinal)
 		return
 	}
@@ -114,6 +117,16 @@ func (c *Controller) reconcileCluster(ctx context.Context, o *unstructured.Unstr
 	if host == "" {
 		fail("APIEndpointReady", "APIEndpointConfigFailed", fmt.Errorf("unable to determine control plane endpoint"))
 		return
+	}
+	if w := c.workloadsOf(); w != nil {
+		// The load balancer's address stands for the API server that
+		// kubeadm init will bring up behind it: the cluster's front door.
+		p, err := w.endpointPort(o.GetNamespace() + "/" + o.GetName())
+		if err != nil {
+			fail("APIEndpointReady", "APIEndpointConfigFailed", err)
+			return
+		}
+		host, port = "127.0.0.1", int64(p)
 	}
 	status := o.Object["status"]
 	_ = unstructured.SetNestedMap(o.Object, map[string]any{"host": host, "port": port}, "spec", "controlPlaneEndpoint")

@@ -45,6 +45,7 @@ func (c *Controller) reconcileMachine(ctx context.Context, o *unstructured.Unstr
 		return
 	}
 	if id, _, _ := unstructured.NestedString(o.Object, "status", "instanceID"); id != "" {
+		c.kubelet(ctx, osc, o)
 		c.reportServer(ctx, tok, o, id)
 		return
 	}
@@ -315,6 +316,11 @@ func (c *Controller) ensureRootVolume(tok string, spec map[string]any, image, se
 		req := map[string]any{"name": name, "description": "Root volume for " + server, "size": size, "imageRef": image}
 		if t, _, _ := unstructured.NestedString(spec, "rootVolume", "type"); t != "" {
 			req["volume_type"] = t
+		}
+		// From: Name takes the zone named; otherwise CAPO uses the
+		// machine's failure domain, which Magnetite does not set.
+		if az, _, _ := unstructured.NestedMap(spec, "rootVolume", "availabilityZone"); str(az, "from") == "Name" {
+			req["availability_zone"] = str(az, "name")
 		}
 		var out struct {
 			V map[string]any `json:"volume"`

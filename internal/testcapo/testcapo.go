@@ -9,6 +9,10 @@
 // openstackserver_controller.go, pkg/cloud/services/{compute,networking,
 // loadbalancer}).
 //
+// With ServeWorkloads it also plays the machines' kubeadm and kubelets
+// (workload.go), so that Cluster API initialises control planes and makes
+// the workers' machines.
+//
 // What it does not do: create networks (managedSubnets), routers, bastions
 // or managed security groups (their names are put on ports, which is all
 // Neutron's port checks look at), trunks or additional block devices.
@@ -40,14 +44,16 @@ var (
 	// OpenStackMachines and Clusters are the resources tests read too.
 	OpenStackMachines = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Resource: "openstackmachines"}
 	Clusters          = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
-	machinesGVR       = OpenStackMachines
-	capiClusters      = Clusters
-	capiMachines      = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machines"}
-	secretsGVR        = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-	clusterFinal      = "openstackcluster.infrastructure.cluster.x-k8s.io"
-	machineFinal      = "openstackmachine.infrastructure.cluster.x-k8s.io"
-	labelCluster      = "cluster.x-k8s.io/cluster-name"
-	labelCPMember     = "cluster.x-k8s.io/control-plane"
+	// Machines are Cluster API's.
+	Machines      = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machines"}
+	machinesGVR   = OpenStackMachines
+	capiClusters  = Clusters
+	capiMachines  = Machines
+	secretsGVR    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	clusterFinal  = "openstackcluster.infrastructure.cluster.x-k8s.io"
+	machineFinal  = "openstackmachine.infrastructure.cluster.x-k8s.io"
+	labelCluster  = "cluster.x-k8s.io/cluster-name"
+	labelCPMember = "cluster.x-k8s.io/control-plane"
 )
 
 // Controller is the CAPO stand-in.
@@ -57,9 +63,10 @@ type Controller struct {
 	cloud   *testcloud.Cloud
 	authURL string
 
-	mu     sync.Mutex
-	tokens map[string]string // by application credential id
-	paused bool
+	mu        sync.Mutex
+	tokens    map[string]string // by application credential id
+	paused    bool
+	workloads *workloads
 }
 
 // Pause stops (or resumes) reconciling, as a CAPO that has not got to the

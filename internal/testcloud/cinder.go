@@ -21,6 +21,10 @@ type Volume struct {
 	settles    int
 }
 
+// volumeTypes are the stand-in's volume types (devstack's); the one
+// availability zone is nova.
+var volumeTypes = []string{"__DEFAULT__", "lvmdriver-1"}
+
 // volumeDeletable are the statuses Cinder deletes a volume in (without
 // force; cinder/volume/api.py).
 var volumeDeletable = []string{"available", "error", "error_restoring", "error_extending", "error_managing"}
@@ -117,6 +121,14 @@ func (c *Cloud) cinderRoutes(mux *http.ServeMux) {
 		in := body.V
 		if in.Size < 1 {
 			cinderFault(w, http.StatusBadRequest, "badRequest", fmt.Sprintf("Invalid input for field/attribute size. Value: %d. %d is less than the minimum of 1", in.Size, in.Size))
+			return
+		}
+		if in.VolumeType != "" && !slices.Contains(volumeTypes, in.VolumeType) {
+			cinderFault(w, http.StatusNotFound, "itemNotFound", fmt.Sprintf("Volume type with name %s could not be found.", in.VolumeType))
+			return
+		}
+		if in.AvailabilityZone != "" && in.AvailabilityZone != "nova" {
+			cinderFault(w, http.StatusBadRequest, "badRequest", fmt.Sprintf("Invalid input received: Availability zone '%s' is invalid.", in.AvailabilityZone))
 			return
 		}
 		if in.ImageRef != "" && !slices.ContainsFunc(images, func(i image) bool { return i.ID == in.ImageRef }) {

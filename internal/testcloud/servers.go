@@ -160,6 +160,11 @@ func (c *Cloud) serverRoutes(mux *http.ServeMux) {
 			novaBadRequest(w, fmt.Sprintf("Flavor %s could not be found.", in.FlavorRef))
 			return
 		}
+		if _, ok := c.keypairs[r.Header.Get("X-User-Id")][in.KeyName]; in.KeyName != "" && !ok {
+			// Keypairs are the user's: KeypairNotFound, answered 400.
+			novaBadRequest(w, "Invalid key_name provided.")
+			return
+		}
 		s := &Server{ID: uuid.NewString(), Name: in.Name, ProjectID: project, Status: "ACTIVE", FlavorID: in.FlavorRef,
 			ImageID: in.ImageRef, ConfigDrive: in.ConfigDrive != nil && *in.ConfigDrive, KeyName: in.KeyName, Metadata: in.Metadata}
 		for _, b := range in.BDM {

@@ -29,18 +29,23 @@ import (
 // one (VM control plane, a bare-metal node group on the Ironic flavor, a VM
 // node group) are created at once.
 //
-// It stops at provisioned control-plane servers: no workload API server
-// answers here (Cluster API's in-memory one serves only its own machines),
-// so the control plane never initialises, kubeadm writes no bootstrap data
-// for workers and CAPO keeps worker machines WaitingForBootstrapData, as it
-// does. Worker node groups are checked in what CAPO is asked for
-// (their OpenStackMachines' flavor, root volume, config drive, server
-// group), control planes in the servers Nova holds.
+// When a cluster's first control-plane server is up the stand-in plays
+// kubeadm init (a real kube-apiserver behind the control plane endpoint,
+// serving with the cluster's CA, and the kubeadm-config ConfigMap), and
+// every server's kubelet registers its Node: Cluster API initialises the
+// control plane, bootstraps the workers, CAPO makes their servers and every
+// machine gets its node. Every server, control plane's and workers', is
+// checked in Nova (flavor, server group, root volume, config drive, port).
+// It stops there: no etcd member or kubelet answers behind the API server,
+// so the control plane's etcd and static-pod health checks cannot pass and
+// no cluster reaches CREATE_COMPLETE.
 //
 // A flavor removed and a network's port security turned off behind
 // Magnetite's back show Nova's and Neutron's refusals in status_reason and
 // the clusters come up once they are restored; a server group removed
-// behind its back shows Nova's refusal. Deleting every cluster leaves no
+// behind its back shows Nova's refusal, and the user's retry (a resize to
+// the same size) makes the group again and replaces the machine that
+// waited for it. Deleting every cluster leaves no
 // server, port, server group, load balancer, volume or floating IP,
 // including those the test made the way the cloud controller manager and
 // the Cinder CSI driver would.
@@ -63,6 +68,9 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 	plane.StartManagers(t, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
 	dc := plane.Dynamic(t)
 	capo := testcapo.Start(t, dc, cloud, ks.AuthURL())
+	// The clusters' API servers, which the stand-in's kubeadm init brings
+	// up behind each control plane endpoint.
+	capo.ServeWorkloads(t, testenv.Start(t))
 	// CAPO acts only once the cloud has been changed behind Magnetite's
 	// back (below), so that every cluster meets the same cloud.
 	capo.Pause(true)
@@ -134,8 +142,9 @@ source = `+chartstest.Serve(t).URL+`
 	// are on the provisioning network, which the port-security change
 	// does not touch; Nova checks the flavor before the group, so nogroup
 	// shows its refusal once the flavor is back.
+	var deletedGroup string
 	t.Run("refusals", func(t *testing.T) {
-		refusal := func(cluster, message string, breakIt, fixIt func()) {
+		refusal := func(cluster, message string, breakIt func(), fixIt func(t *testing.T)) {
 			breakIt()
 			t.Run(cluster, func(t *testing.T) {
 				t.Parallel()
@@ -144,47 +153,55 @@ source = `+chartstest.Serve(t).URL+`
 					r := field(t, cluster, "status_reason")
 					return strings.Contains(r, message), r
 				})
-				if fixIt != nil {
-					fixIt()
-				}
+				fixIt(t)
 			})
 		}
-		refusal("noflavor", "Flavor 3 could not be found.", func() { cloud.RemoveFlavor("3", true) }, func() { cloud.RemoveFlavor("3", false) })
+		refusal("noflavor", "Flavor 3 could not be found.", func() { cloud.RemoveFlavor("3", true) }, func(*testing.T) { cloud.RemoveFlavor("3", false) })
 		refusal("noportsec", "Port security must be enabled and port must have an IP address in order to use security groups.",
-			func() { cloud.SetPortSecurity(testcloud.PrivateNetID, false) }, func() { cloud.SetPortSecurity(testcloud.PrivateNetID, true) })
+			func() { cloud.SetPortSecurity(testcloud.PrivateNetID, false) }, func(*testing.T) { cloud.SetPortSecurity(testcloud.PrivateNetID, true) })
+		// CAPO retries a server in a deleted group for ever; the user's
+		// retry (a resize to the same size, as Magnum users re-run a
+		// failed stack) makes the group again and replaces the machine.
 		refusal("nogroup", "Instance group ", func() {
 			for _, g := range cloud.ServerGroups() {
 				if strings.Contains(g.Name, "nogroup") && strings.HasSuffix(g.Name, "-default-master") {
+					deletedGroup = g.ID
 					cloud.DeleteServerGroup(g.ID)
 				}
 			}
-		}, nil)
+		}, func(t *testing.T) { c.ok(t, "coe", "cluster", "resize", "nogroup", "1") })
 	})
 
-	// Each control-plane server as the template asks; the fixed clusters
-	// came up after all.
+	// Each node group's server as the template and node group ask: the
+	// control planes' (the fixed clusters came up after all), then, once
+	// the stand-in's kubeadm init has brought up each API server, the
+	// workers', whose machines become nodes.
 	cases := []struct {
-		cluster, flavor, network string
-		rootVolume, configDrive  bool
+		cluster, group, flavor, network string
+		rootVolume, configDrive         bool
 	}{
-		{"vm1", "3", testcloud.PrivateNetID, true, false},
-		{"bm1", "4", testcloud.ProvisioningNetID, false, true},
-		{"mixed1", "3", testcloud.ProvisioningNetID, true, false},
-		{"noflavor", "3", testcloud.ProvisioningNetID, true, false},
-		{"noportsec", "3", testcloud.PrivateNetID, true, false},
+		{"vm1", "default-master", "3", testcloud.PrivateNetID, true, false},
+		{"bm1", "default-master", "4", testcloud.ProvisioningNetID, false, true},
+		{"mixed1", "default-master", "3", testcloud.ProvisioningNetID, true, false},
+		{"noflavor", "default-master", "3", testcloud.ProvisioningNetID, true, false},
+		{"noportsec", "default-master", "3", testcloud.PrivateNetID, true, false},
+		{"nogroup", "default-master", "3", testcloud.ProvisioningNetID, true, false},
+		{"vm1", "default-worker", "2", testcloud.PrivateNetID, true, false},
+		{"bm1", "default-worker", "4", testcloud.ProvisioningNetID, false, true},
+		{"mixed1", "default-worker", "4", testcloud.ProvisioningNetID, false, true},
+		{"mixed1", "vms", "2", testcloud.ProvisioningNetID, true, false},
 	}
 	for _, tc := range cases {
 		var s testcloud.Server
-		waitFor(t, tc.cluster+"'s control-plane server", 3*time.Minute, func() (bool, string) {
+		waitFor(t, tc.cluster+"'s "+tc.group+" server and node", 4*time.Minute, func() (bool, string) {
 			for _, m := range machines(t, tc.cluster) {
 				id, _, _ := unstructured.NestedString(m.Object, "status", "instanceID")
-				prov, _, _ := unstructured.NestedBool(m.Object, "status", "initialization", "provisioned")
-				if _, cp := m.GetLabels()["cluster.x-k8s.io/control-plane"]; !cp || !prov {
-					continue
-				}
 				for _, srv := range cloud.Servers() {
-					if srv.ID == id {
+					if srv.ID == id && id != "" && strings.HasSuffix(groupName(srv.ServerGroupID), "-"+tc.group) {
 						s = srv
+						if !hasNode(ctx, t, dc, m) {
+							return false, "the machine of server " + srv.Name + " has no node yet"
+						}
 						return true, ""
 					}
 				}
@@ -192,49 +209,16 @@ source = `+chartstest.Serve(t).URL+`
 			return false, field(t, tc.cluster, "status_reason")
 		})
 		if s.FlavorID != tc.flavor || s.ConfigDrive != tc.configDrive || (s.RootVolumeID != "") != tc.rootVolume ||
-			!strings.HasSuffix(groupName(s.ServerGroupID), "-default-master") || len(s.Ports) != 1 {
-			t.Errorf("%s: control-plane server %+v (group %s), want flavor %s, config drive %v, root volume %v",
-				tc.cluster, s, groupName(s.ServerGroupID), tc.flavor, tc.configDrive, tc.rootVolume)
+			s.ServerGroupID == deletedGroup || len(s.Ports) != 1 {
+			t.Errorf("%s: %s server %+v (group %s), want flavor %s, config drive %v, root volume %v",
+				tc.cluster, tc.group, s, groupName(s.ServerGroupID), tc.flavor, tc.configDrive, tc.rootVolume)
 		}
 		for _, p := range cloud.Ports() {
 			if p.ID == s.Ports[0] && (p.NetworkID != tc.network || (tc.network == testcloud.ProvisioningNetID && len(p.SecurityGroups) > 0)) {
-				t.Errorf("%s: port %+v, want network %s", tc.cluster, p, tc.network)
+				t.Errorf("%s: %s port %+v, want network %s", tc.cluster, tc.group, p, tc.network)
 			}
 		}
 	}
-
-	t.Run("worker node groups ask CAPO for their flavor, server group, root volume and config drive", func(t *testing.T) {
-		want := map[string]struct {
-			flavor      string
-			rootVolume  bool
-			configDrive bool
-		}{"default-worker": {"4", false, true}, "vms": {"2", true, false}}
-		seen := map[string]bool{}
-		waitFor(t, "the mixed cluster's worker machines", 2*time.Minute, func() (bool, string) {
-			for _, m := range machines(t, "mixed1") {
-				if _, cp := m.GetLabels()["cluster.x-k8s.io/control-plane"]; cp {
-					continue
-				}
-				spec, _, _ := unstructured.NestedMap(m.Object, "spec")
-				flavor, _, _ := unstructured.NestedString(spec, "flavor", "id")
-				sg, _, _ := unstructured.NestedString(spec, "serverGroup", "id")
-				_, root, _ := unstructured.NestedInt64(spec, "rootVolume", "sizeGiB")
-				cd, _, _ := unstructured.NestedBool(spec, "configDrive")
-				for ng, w := range want {
-					if strings.HasSuffix(groupName(sg), "-"+ng) {
-						seen[ng] = true
-						if flavor != w.flavor || root != w.rootVolume || cd != w.configDrive {
-							t.Errorf("node group %s's machine asks for flavor %s, root volume %v, config drive %v; want %+v", ng, flavor, root, cd, w)
-						}
-						if !machineCondition(m, "InstanceReady", "WaitingForBootstrapData") {
-							return false, "waiting for CAPO to report WaitingForBootstrapData"
-						}
-					}
-				}
-			}
-			return len(seen) == len(want), "node groups seen: " + strings.Join(keys(seen), ",")
-		})
-	})
 
 	t.Run("deleting every cluster leaves nothing in the cloud", func(t *testing.T) {
 		// What a workload's cloud controller manager and Cinder CSI driver
@@ -252,6 +236,9 @@ source = `+chartstest.Serve(t).URL+`
 		})
 		if s, p, g, l, v, f := cloud.Servers(), cloud.Ports(), cloud.ServerGroups(), cloud.LoadBalancers(), cloud.Volumes(), cloud.FloatingIPs(); len(s)+len(p)+len(g)+len(l)+len(v)+len(f) > 0 {
 			t.Errorf("left in the cloud: servers %+v ports %+v server groups %+v load balancers %+v volumes %+v floating IPs %+v", s, p, g, l, v, f)
+		}
+		if sg, snap := cloud.SecurityGroups(), cloud.Snapshots(); len(sg)+len(snap) > 0 {
+			t.Errorf("left in the cloud: security groups %+v snapshots %+v", sg, snap)
 		}
 	})
 }
@@ -284,20 +271,20 @@ func clusterObjectName(ctx context.Context, t *testing.T, dc dynamic.Interface, 
 	return name
 }
 
-func machineCondition(m unstructured.Unstructured, typ, reason string) bool {
-	conds, _, _ := unstructured.NestedSlice(m.Object, "status", "conditions")
-	for _, c := range conds {
-		if cm := c.(map[string]any); cm["type"] == typ && cm["reason"] == reason {
-			return true
+// hasNode reports whether the Cluster API Machine of an OpenStackMachine
+// has found its Node in the workload cluster.
+func hasNode(ctx context.Context, t *testing.T, dc dynamic.Interface, m unstructured.Unstructured) bool {
+	t.Helper()
+	for _, ref := range m.GetOwnerReferences() {
+		if ref.Kind != "Machine" {
+			continue
 		}
+		machine, err := dc.Resource(testcapo.Machines).Namespace(m.GetNamespace()).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		node, _, _ := unstructured.NestedString(machine.Object, "status", "nodeRef", "name")
+		return node != ""
 	}
 	return false
-}
-
-func keys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
