@@ -11,7 +11,10 @@
 //
 // With ServeWorkloads it also plays the machines' kubeadm and kubelets
 // (workload.go), so that Cluster API initialises control planes and makes
-// the workers' machines.
+// the workers' machines, and every machine gets its node. No etcd member,
+// static pod or kubelet answers behind the API servers, so the control
+// planes never pass Cluster API's etcd and component health checks and
+// clusters stay short of Available.
 //
 // What it does not do: create networks (managedSubnets), routers, bastions
 // or managed security groups (their names are put on ports, which is all
