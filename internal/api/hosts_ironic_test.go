@@ -19,6 +19,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
 )
 
@@ -56,12 +57,12 @@ type hostsFixture struct {
 	bodies  []string
 }
 
-func newHostsFixture(t *testing.T, irc *ironictest.Ironic, cfg baremetal.IronicConfig) *hostsFixture {
+func newHostsFixture(t *testing.T, irc *ironictest.Ironic, cfg ironic.Config) *hostsFixture {
 	t.Helper()
 	logs := &hostLogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.Endpoint, cfg.Log = irc.URL, log
-	b, err := baremetal.NewIronic(cfg)
+	b, err := ironic.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func newHostsFixture(t *testing.T, irc *ironictest.Ironic, cfg baremetal.IronicC
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc.Microversion = baremetal.DefaultIronicAPIVersion
+	sc.Microversion = ironic.DefaultAPIVersion
 	return &hostsFixture{t: t, c: newClient(t, srv), backend: b, ironic: sc, logs: logs}
 }
 
@@ -242,7 +243,7 @@ func TestHostInventoryAgainstIronic(t *testing.T) {
 	}
 	irc := ironictest.StartIronic(t)
 	t.Logf("Ironic answered %s after launch", irc.StartupTime.Round(time.Millisecond))
-	f := newHostsFixture(t, irc, baremetal.IronicConfig{FakeHardware: true})
+	f := newHostsFixture(t, irc, ironic.Config{FakeHardware: true})
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("Ironic log:\n%s", irc.Log())
@@ -501,7 +502,7 @@ func TestIPMIHostPowerAgainstIPMISim(t *testing.T) {
 	})
 	// Ironic 2023.1 has no agent inspect interface: leave inspection to its
 	// default (no-inspect here).
-	f := newHostsFixture(t, irc, baremetal.IronicConfig{InspectInterface: ""})
+	f := newHostsFixture(t, irc, ironic.Config{InspectInterface: ""})
 
 	h := f.enroll(enrollBody("ipmi-0", bmc.Address(), map[string]any{"boot_mac_address": "52:54:00:12:34:56", "target_state": "manageable"}))
 	if h.HardwareType != "ipmi" {

@@ -20,6 +20,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/baremetal/metal3"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
@@ -130,7 +131,7 @@ func (b *bmoPart) release(name string) {
 	}
 }
 
-func newMetal3Fixture(t *testing.T) (*hostsFixture, *bmoPart, *baremetal.Metal3) {
+func newMetal3Fixture(t *testing.T) (*hostsFixture, *bmoPart, *metal3.Backend) {
 	t.Helper()
 	w := newMetal3World(t)
 	return w.f, w.bmo, w.backend
@@ -141,7 +142,7 @@ func newMetal3Fixture(t *testing.T) (*hostsFixture, *bmoPart, *baremetal.Metal3)
 type metal3World struct {
 	f       *hostsFixture
 	bmo     *bmoPart
-	backend *baremetal.Metal3
+	backend *metal3.Backend
 	mc      *mgmt.Client
 	dc      dynamic.Interface
 	env     *testenv.APIServer
@@ -166,7 +167,7 @@ func newMetal3World(t *testing.T, opts ...apitest.Option) *metal3World {
 	}
 	logs := &hostLogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	b, err := baremetal.NewMetal3(baremetal.Metal3Config{Client: mc, Namespace: metal3Namespace, Log: log})
+	b, err := metal3.New(metal3.Config{Client: mc, Namespace: metal3Namespace, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +305,7 @@ func TestHostInventoryOnMetal3(t *testing.T) {
 				t.Errorf("BareMetalHost %s = %q, want %q", strings.Join(c.path, "."), got, c.want)
 			}
 		}
-		if l := u.GetLabels(); l["rack"] != "r1" || l["role"] != "worker" || l[baremetal.LabelResourceClass] != "CUSTOM_BAREMETAL_GOLD" {
+		if l := u.GetLabels(); l["rack"] != "r1" || l["role"] != "worker" || l[metal3.LabelResourceClass] != "CUSTOM_BAREMETAL_GOLD" {
 			t.Errorf("BareMetalHost labels = %v", l)
 		}
 		online, _, _ := unstructured.NestedBool(u.Object, "spec", "online")

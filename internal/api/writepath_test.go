@@ -14,7 +14,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/apitest"
-	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/capacity"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -24,7 +24,7 @@ import (
 // that a loaded server produces now and then is made every time.
 type betweenReadAndWrite struct{ step func() }
 
-func (b *betweenReadAndWrite) Plan(context.Context, baremetal.CapacityRequest, func(context.Context) ([]baremetal.Building, error)) (*baremetal.CapacityPlan, error) {
+func (b *betweenReadAndWrite) Plan(context.Context, capacity.Request, func(context.Context) ([]capacity.Building, error)) (*capacity.Plan, error) {
 	if step := b.step; step != nil {
 		b.step = nil
 		step()

@@ -1,4 +1,4 @@
-package baremetal
+package capacity
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
 
+	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/driver"
 )
 
@@ -36,11 +37,11 @@ func (n *NovaFlavors) client(ctx context.Context, token string) (*gophercloud.Se
 	ep := n.Endpoint
 	if ep == "" {
 		if n.Catalog == nil {
-			return nil, fmt.Errorf("%w: no Nova endpoint: set [baremetal] compute_endpoint or use Keystone authentication", ErrUnavailable)
+			return nil, fmt.Errorf("%w: no Nova endpoint: set [baremetal] compute_endpoint or use Keystone authentication", baremetal.ErrUnavailable)
 		}
 		var err error
 		if ep, err = n.Catalog.Endpoint(ctx, "compute", "public"); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+			return nil, fmt.Errorf("%w: %v", baremetal.ErrUnavailable, err)
 		}
 	}
 	timeout := n.Timeout
@@ -107,7 +108,7 @@ func novaError(err error, doing string) error {
 	}
 	var code gophercloud.ErrUnexpectedResponseCode
 	if errors.As(err, &code) {
-		return fmt.Errorf("%w: could not %s: Nova answered %d", ErrUnavailable, doing, code.Actual)
+		return fmt.Errorf("%w: could not %s: Nova answered %d", baremetal.ErrUnavailable, doing, code.Actual)
 	}
-	return fmt.Errorf("%w: could not %s: %v", ErrUnavailable, doing, err)
+	return fmt.Errorf("%w: could not %s: %v", baremetal.ErrUnavailable, doing, err)
 }
