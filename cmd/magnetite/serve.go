@@ -21,7 +21,6 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/auth"
-	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/backend"
 	"github.com/magnetite-io/magnetite/internal/capacity"
 	"github.com/magnetite-io/magnetite/internal/cloud"
@@ -331,7 +330,11 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
 	if hosts != nil {
-		go baremetal.Run(ctx, hosts, bmSettings.ReconcileInterval, log)
+		// Every replica offers to run the host pass; the store's lease lets
+		// one at a time run it.
+		pass := &conductor.HostPass{Store: st, Backend: hosts, Owner: fmt.Sprintf("%s/%d", host, os.Getpid()),
+			Every: bmSettings.ReconcileInterval, Log: log.With("component", "conductor")}
+		go pass.Run(ctx)
 		log.Info("bare-metal host inventory enabled", "backend", hosts.Name())
 	}
 

@@ -21,6 +21,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
+	"github.com/magnetite-io/magnetite/internal/conductor"
 )
 
 // bmcPassword must never appear in a response or a log line. It is 16
@@ -45,8 +46,8 @@ func (s *hostLogBuffer) String() string {
 	return s.b.String()
 }
 
-// hostsFixture is Magnetite's API over a real Ironic, with the periodic
-// reconcile pass running as `magnetite serve` runs it.
+// hostsFixture is Magnetite's API over a real Ironic, with the conductor's
+// periodic host pass running as `magnetite serve` runs it.
 type hostsFixture struct {
 	t       *testing.T
 	c       *client
@@ -71,7 +72,8 @@ func newHostsFixture(t *testing.T, irc *ironictest.Ironic, cfg ironic.Config) *h
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		baremetal.Run(ctx, b, 250*time.Millisecond, log)
+		pass := &conductor.HostPass{Store: srv.Store, Backend: b, Owner: "hosts-test", Every: 250 * time.Millisecond, Log: log}
+		pass.Run(ctx)
 	}()
 	t.Cleanup(func() {
 		cancel()
