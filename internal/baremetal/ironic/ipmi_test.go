@@ -1,0 +1,207 @@
+package ironic_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/noauth"
+	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
+
+	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
+	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
+	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
+)
+
+// bmcPassword must never appear in a host or a log line.
+const bmcPassword = "Tr0ub4dor-s3cret"
+
+// syncBuffer is a log sink safe for the backend's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// backendFixture is the Ironic backend over a real Ironic, stepped by its
+// periodic pass as the conductor steps it.
+type backendFixture struct {
+	t    *testing.T
+	b    *ironic.Backend
+	logs *syncBuffer
+	// seen keeps every host the backend returned, for the password check.
+	seen []string
+}
+
+func (f *backendFixture) keep(h *baremetal.Host) *baremetal.Host {
+	out, _ := json.Marshal(h)
+	f.seen = append(f.seen, string(out))
+	return h
+}
+
+func (f *backendFixture) enroll(name, address, password string, mac, target string) *baremetal.Host {
+	f.t.Helper()
+	spec := baremetal.HostSpec{Name: name, BMCAddress: address, BootMACAddress: mac, TargetState: target,
+		Credentials: bmc.Credentials{Username: "admin", Password: password}}
+	if _, err := baremetal.ValidateSpec(&spec, ""); err != nil {
+		f.t.Fatal(err)
+	}
+	h, err := f.b.Enroll(context.Background(), spec)
+	if err != nil {
+		f.t.Fatalf("enroll %s: %v", name, err)
+	}
+	return f.keep(h)
+}
+
+// waitHost runs passes until the host satisfies cond.
+func (f *backendFixture) waitHost(ident, what string, cond func(*baremetal.Host) bool) *baremetal.Host {
+	f.t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if err := f.b.Reconcile(ctx); err != nil {
+			f.t.Logf("pass: %v", err)
+		}
+		h, err := f.b.Get(ctx, ident)
+		if err != nil {
+			f.t.Fatalf("host %s: %v", ident, err)
+		}
+		if cond(f.keep(h)) {
+			return h
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("host %s never became %s: %+v", ident, what, h)
+		}
+		time.Sleep(250 * time.Millisecond) // the pass interval of the API tests
+	}
+}
+
+// remove deletes a host and runs passes until it is gone.
+func (f *backendFixture) remove(ident string) {
+	f.t.Helper()
+	ctx := context.Background()
+	if _, _, err := f.b.Delete(ctx, ident, false); err != nil {
+		f.t.Fatalf("delete %s: %v", ident, err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if err := f.b.Reconcile(ctx); err != nil {
+			f.t.Logf("pass: %v", err)
+		}
+		if _, err := f.b.Get(ctx, ident); errors.Is(err, baremetal.ErrHostNotFound) {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("host %s was never removed", ident)
+		}
+		time.Sleep(250 * time.Millisecond) // the pass interval of the API tests
+	}
+}
+
+func (f *backendFixture) assertNoPassword(password string) {
+	f.t.Helper()
+	for _, s := range append(f.seen, f.logs.String()) {
+		if strings.Contains(s, password) {
+			f.t.Fatalf("the BMC password leaked: %s", s)
+		}
+	}
+}
+
+// TestIPMIHostPowerAgainstIPMISim enrolls a host whose BMC is OpenIPMI's
+// simulator in a real Ironic: the node gets the IPMI interfaces, power
+// actions reach the simulated chassis, and wrong credentials show as a
+// registration error on the host.
+func TestIPMIHostPowerAgainstIPMISim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a real Ironic and ipmi_sim (Debian python3-ironic, openipmi); runs in the full suite only")
+	}
+	sim := ironictest.StartIPMISim(t, "admin", bmcPassword)
+	irc := ironictest.StartIronic(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Ironic log:\n%s", irc.Log())
+		}
+	})
+	logs := &syncBuffer{}
+	// Ironic 2023.1 has no agent inspect interface: leave inspection to its
+	// default (no-inspect here).
+	b, err := ironic.New(ironic.Config{Endpoint: irc.URL, InspectInterface: "",
+		Log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &backendFixture{t: t, b: b, logs: logs}
+	ctx := context.Background()
+	sc, err := noauth.NewBareMetalNoAuth(noauth.EndpointOpts{IronicEndpoint: irc.URL + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Microversion = ironic.DefaultAPIVersion
+
+	h := f.enroll("ipmi-0", sim.Address(), bmcPassword, "52:54:00:12:34:56", baremetal.TargetManageable)
+	if h.HardwareType != "ipmi" {
+		t.Fatalf("hardware type %q", h.HardwareType)
+	}
+	n, err := nodes.Get(ctx, sc, h.ID).Extract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.BootInterface != "ipxe" || n.PowerInterface != "ipmitool" || n.ManagementInterface != "ipmitool" || n.DeployInterface != "direct" ||
+		n.DriverInfo["ipmi_cipher_suite"] != float64(3) || n.DriverInfo["ipmi_port"] != float64(sim.Port) {
+		t.Errorf("node interfaces %s/%s/%s/%s, driver_info %v", n.BootInterface, n.PowerInterface, n.ManagementInterface, n.DeployInterface, n.DriverInfo)
+	}
+	// Verification reads the power state through the simulator.
+	f.waitHost("ipmi-0", "manageable", func(h *baremetal.Host) bool {
+		return h.State == baremetal.StateManageable && h.PowerState == "off"
+	})
+
+	start := time.Now()
+	if _, err := b.Power(ctx, "ipmi-0", baremetal.PowerOn); err != nil {
+		t.Fatal(err)
+	}
+	f.waitHost("ipmi-0", "powered on", func(h *baremetal.Host) bool { return h.PowerState == "on" })
+	if !sim.PowerOn() {
+		t.Errorf("Ironic reports power on, the simulated chassis is off")
+	}
+	on := time.Since(start)
+	start = time.Now()
+	if _, err := b.Power(ctx, "ipmi-0", baremetal.PowerOff); err != nil {
+		t.Fatal(err)
+	}
+	f.waitHost("ipmi-0", "powered off", func(h *baremetal.Host) bool { return h.PowerState == "off" })
+	if sim.PowerOn() {
+		t.Errorf("Ironic reports power off, the simulated chassis is on")
+	}
+	t.Logf("IPMI power on %s, off %s", on.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+
+	// Wrong credentials: verification fails and the host shows a
+	// registration error with its count.
+	f.enroll("ipmi-bad", sim.Address(), "not-the-password", "", "")
+	bad := f.waitHost("ipmi-bad", "a registration error", func(h *baremetal.Host) bool { return h.ErrorCount >= 1 })
+	if bad.ErrorType != baremetal.ErrorRegistration || bad.OperationalStatus != baremetal.OperationalError || bad.ErrorMessage == "" ||
+		bad.State != baremetal.StateRegistering {
+		t.Errorf("host with wrong credentials = %+v", bad)
+	}
+	f.remove("ipmi-bad")
+	f.remove("ipmi-0")
+	f.assertNoPassword(bmcPassword)
+	f.assertNoPassword("not-the-password")
+}
