@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
@@ -24,27 +23,8 @@ import (
 	"github.com/magnetite-io/magnetite/internal/conductor"
 )
 
-// bmcPassword must never appear in a response or a log line. It is 16
-// characters, the most ipmi_sim accepts.
-const bmcPassword = "Tr0ub4dor-s3cret"
-
-// hostLogBuffer collects log output written from several goroutines.
-type hostLogBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *hostLogBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *hostLogBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// bmcPassword must never appear in a response or a log line.
+const bmcPassword = ironictest.BMCPassword
 
 // hostsFixture is Magnetite's API over a real Ironic, with the conductor's
 // periodic host pass running as `magnetite serve` runs it.
@@ -53,14 +33,14 @@ type hostsFixture struct {
 	c       *client
 	backend baremetal.Backend
 	ironic  *gophercloud.ServiceClient
-	logs    *hostLogBuffer
+	logs    *ironictest.LogBuffer
 	mu      sync.Mutex
 	bodies  []string
 }
 
 func newHostsFixture(t *testing.T, irc *ironictest.Ironic, cfg ironic.Config) *hostsFixture {
 	t.Helper()
-	logs := &hostLogBuffer{}
+	logs := &ironictest.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.Endpoint, cfg.Log = irc.URL, log
 	b, err := ironic.New(cfg)

@@ -20,6 +20,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
 	"github.com/magnetite-io/magnetite/internal/baremetal/metal3"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testenv"
@@ -165,7 +166,7 @@ func newMetal3World(t *testing.T, opts ...apitest.Option) *metal3World {
 	if err := mc.Discover(ctx); err != nil {
 		t.Fatal(err)
 	}
-	logs := &hostLogBuffer{}
+	logs := &ironictest.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b, err := metal3.New(metal3.Config{Client: mc, Namespace: metal3Namespace, Log: log})
 	if err != nil {

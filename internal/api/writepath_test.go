@@ -14,6 +14,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/apitest"
+	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
 	"github.com/magnetite-io/magnetite/internal/capacity"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
@@ -213,7 +214,7 @@ func TestUpgradeLeavesANodeGroupBeingDeletedAlone(t *testing.T) {
 // the connection before the answer is recorded as 499 (as nginx does),
 // apart from server errors, and logged below ERROR.
 func TestAClientThatGoesAwayIsNotAServerError(t *testing.T) {
-	logs := &hostLogBuffer{}
+	logs := &ironictest.LogBuffer{}
 	srv := apitest.Start(t, func(o *api.Options) { o.Log = slog.New(slog.NewTextHandler(logs, nil)) })
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // the client is gone before the server reads the database

@@ -1,13 +1,11 @@
 package ironic_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,32 +20,14 @@ import (
 )
 
 // bmcPassword must never appear in a host or a log line.
-const bmcPassword = "Tr0ub4dor-s3cret"
-
-// syncBuffer is a log sink safe for the backend's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+const bmcPassword = ironictest.BMCPassword
 
 // backendFixture is the Ironic backend over a real Ironic, stepped by its
 // periodic pass as the conductor steps it.
 type backendFixture struct {
 	t    *testing.T
 	b    *ironic.Backend
-	logs *syncBuffer
+	logs *ironictest.LogBuffer
 	// seen keeps every host the backend returned, for the password check.
 	seen []string
 }
@@ -129,7 +109,7 @@ func (f *backendFixture) assertNoPassword(password string) {
 // newBackendFixture is a backend of the given configuration over irc.
 func newBackendFixture(t *testing.T, irc *ironictest.Ironic, cfg ironic.Config) *backendFixture {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &ironictest.LogBuffer{}
 	cfg.Endpoint, cfg.Log = irc.URL, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b, err := ironic.New(cfg)
 	if err != nil {
