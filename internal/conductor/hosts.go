@@ -2,6 +2,7 @@ package conductor
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -13,8 +14,9 @@ import (
 // (Backend.Reconcile) every Every, in one replica at a time: a replica runs
 // a pass only while it holds the store's lease on it, so replicas sharing a
 // database never run the pass at once, and another takes over when the
-// holder stops or dies. A pass that fails is tried again after a delay
-// that doubles with each failure in a row, up to MaxBackoff.
+// holder stops or dies. When the backend does not answer, the next pass
+// waits twice as long with each failure in a row, up to MaxBackoff; hosts
+// that fail on their own back off by their error counts (see next).
 type HostPass struct {
 	Store   *store.DB
 	Backend baremetal.Backend
@@ -66,13 +68,14 @@ func (p *HostPass) Run(ctx context.Context) {
 			if !held {
 				log.InfoContext(ctx, "bare-metal host pass runs in this replica", "backend", p.Backend.Name())
 			}
-			if err := p.pass(ctx); err != nil && ctx.Err() == nil {
-				failures++
-				wait = backoff.Delay(failures)
-				log.WarnContext(ctx, "bare-metal host pass failed", "backend", p.Backend.Name(), "error", err,
-					"failures", failures, "retry_in", wait.Round(time.Millisecond))
-			} else {
-				failures = 0
+			passErr := p.pass(ctx)
+			if ctx.Err() != nil {
+				break
+			}
+			wait, failures = p.next(backoff, passErr, failures)
+			if passErr != nil {
+				log.WarnContext(ctx, "bare-metal host pass failed", "backend", p.Backend.Name(), "error", passErr,
+					"backend_failures", failures, "next_pass_in", wait.Round(time.Millisecond))
 			}
 		}
 		held = err == nil && ok
@@ -84,6 +87,20 @@ func (p *HostPass) Run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// next is the wait before the pass after one that ended with err, and the
+// count of passes in a row the backend did not answer. A backend that does
+// not answer (ErrUnavailable: Ironic or the management cluster down) is
+// given exponentially more time; a host that could not be stepped waits on
+// its own error count, which the backend keeps on the host, so the other
+// hosts go on at the usual interval.
+func (p *HostPass) next(backoff store.RetryPolicy, err error, failures int) (time.Duration, int) {
+	if errors.Is(err, baremetal.ErrUnavailable) {
+		failures++
+		return backoff.Delay(failures), failures
+	}
+	return p.Every, 0
 }
 
 // pass runs one Reconcile, cut off well before the lease that covers it
