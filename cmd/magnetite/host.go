@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
 )
 
 func hostCommand() *cobra.Command {
@@ -18,7 +18,7 @@ func hostCommand() *cobra.Command {
 // bmcValidation is what `host validate-bmc` prints.
 type bmcValidation struct {
 	Canonical string `json:"address"`
-	*baremetal.Address
+	*bmc.Address
 	// DriverInfo is the node's driver_info with the password masked.
 	DriverInfo map[string]any `json:"driver_info"`
 }
@@ -34,15 +34,15 @@ func validateBMCCommand() *cobra.Command {
 			"and print what Magnetite would enroll in Ironic as JSON. Exits non-zero with the reason when the address is not valid.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a, err := baremetal.ParseBMCAddress(args[0])
+			a, err := bmc.Parse(args[0])
 			if err != nil {
 				return err
 			}
 			if username == "" {
 				username = "<username>"
 			}
-			info := a.DriverInfo(baremetal.Credentials{Username: username, Password: baremetal.PasswordMask, DisableCertificateVerification: insecure})
-			out, err := json.MarshalIndent(bmcValidation{Canonical: a.String(), Address: a, DriverInfo: baremetal.RedactDriverInfo(info)}, "", "  ")
+			info := a.DriverInfo(bmc.Credentials{Username: username, Password: bmc.PasswordMask, DisableCertificateVerification: insecure})
+			out, err := json.MarshalIndent(bmcValidation{Canonical: a.String(), Address: a, DriverInfo: bmc.RedactDriverInfo(info)}, "", "  ")
 			if err != nil {
 				return err
 			}

@@ -21,7 +21,8 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/auth"
-	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/baremetal/backend"
+	"github.com/magnetite-io/magnetite/internal/capacity"
 	"github.com/magnetite-io/magnetite/internal/cloud"
 	"github.com/magnetite-io/magnetite/internal/conductor"
 	"github.com/magnetite-io/magnetite/internal/config"
@@ -246,13 +247,13 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 		}
 		log.Info("policy file loaded", "path", f)
 	}
-	hosts, bmSettings, err := baremetal.FromConfig(cfg, log)
+	hosts, bmSettings, err := backend.FromConfig(cfg, log)
 	if err != nil {
 		return err
 	}
 	// Keystone's catalog finds Nova for the capacity check's flavors.
-	catalog, _ := authn.(baremetal.Catalog)
-	capacity, err := baremetal.NewCapacityCheck(cfg, hosts, catalog, log)
+	catalog, _ := authn.(capacity.Catalog)
+	capCheck, err := capacity.FromConfig(cfg, hosts, catalog, log)
 	if err != nil {
 		return err
 	}
@@ -299,8 +300,8 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 		}
 	}
 	var planner api.CapacityPlanner
-	if capacity != nil {
-		planner = capacity
+	if capCheck != nil {
+		planner = capCheck
 	}
 	handler := api.New(api.Options{
 		Store: st, Auth: authn, Policy: policy, Log: log,
@@ -329,7 +330,11 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
 	if hosts != nil {
-		go baremetal.Run(ctx, hosts, bmSettings.ReconcileInterval, log)
+		// Every replica offers to run the host pass; the store's lease lets
+		// one at a time run it.
+		pass := &conductor.HostPass{Store: st, Backend: hosts, Owner: fmt.Sprintf("%s/%d", host, os.Getpid()),
+			Every: bmSettings.ReconcileInterval, Log: log.With("component", "conductor")}
+		go pass.Run(ctx)
 		log.Info("bare-metal host inventory enabled", "backend", hosts.Name())
 	}
 

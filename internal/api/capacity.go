@@ -5,15 +5,15 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/capacity"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
 
 // CapacityPlanner plans a request's claim on bare-metal hosts before its
-// transaction (baremetal.CapacityCheck).
+// transaction (capacity.Check).
 type CapacityPlanner interface {
-	Plan(ctx context.Context, req baremetal.CapacityRequest, building func(context.Context) ([]baremetal.Building, error)) (*baremetal.CapacityPlan, error)
+	Plan(ctx context.Context, req capacity.Request, building func(context.Context) ([]capacity.Building, error)) (*capacity.Plan, error)
 }
 
 // capacityClaim is a request's claim on bare-metal hosts: planned before
@@ -22,8 +22,8 @@ type CapacityPlanner interface {
 type capacityClaim struct {
 	s    *Server
 	r    *http.Request
-	req  baremetal.CapacityRequest
-	plan *baremetal.CapacityPlan
+	req  capacity.Request
+	plan *capacity.Plan
 	// warning is what a claim accepted in warn mode keeps in the cluster's
 	// events.
 	warning string
@@ -32,7 +32,7 @@ type capacityClaim struct {
 // checkCapacity plans the bare-metal hosts a create or resize adds; nil
 // when the request adds none (or no inventory is configured), so that it
 // takes no part in reservations. ct is loaded when nil.
-func (s *Server) checkCapacity(r *http.Request, ct *model.ClusterTemplate, c *model.Cluster, growth ...baremetal.Growth) (*capacityClaim, error) {
+func (s *Server) checkCapacity(r *http.Request, ct *model.ClusterTemplate, c *model.Cluster, growth ...capacity.Growth) (*capacityClaim, error) {
 	if s.opts.Capacity == nil {
 		return nil, nil
 	}
@@ -42,7 +42,7 @@ func (s *Server) checkCapacity(r *http.Request, ct *model.ClusterTemplate, c *mo
 			return nil, err
 		}
 	}
-	cl := &capacityClaim{s: s, r: r, req: baremetal.CapacityRequest{
+	cl := &capacityClaim{s: s, r: r, req: capacity.Request{
 		Template: ct, Cluster: c, Growth: growth, AuthToken: identity(r).AuthToken}}
 	if err := cl.replan(); err != nil || cl.plan == nil {
 		return nil, err
@@ -51,7 +51,7 @@ func (s *Server) checkCapacity(r *http.Request, ct *model.ClusterTemplate, c *mo
 }
 
 func (cl *capacityClaim) replan() error {
-	plan, err := cl.s.opts.Capacity.Plan(cl.r.Context(), cl.req, func(ctx context.Context) ([]baremetal.Building, error) {
+	plan, err := cl.s.opts.Capacity.Plan(cl.r.Context(), cl.req, func(ctx context.Context) ([]capacity.Building, error) {
 		bs, err := cl.s.st.BuildingClusters(ctx)
 		return buildingNodeGroups(bs), err
 	})
@@ -69,14 +69,14 @@ func (cl *capacityClaim) reserve(building []store.Building) error {
 // buildingNodeGroups are the node groups of clusters being created or
 // updated with how many of their nodes have no address yet: the hosts the
 // capacity check counts as promised.
-func buildingNodeGroups(building []store.Building) []baremetal.Building {
-	var out []baremetal.Building
+func buildingNodeGroups(building []store.Building) []capacity.Building {
+	var out []capacity.Building
 	for _, b := range building {
 		for _, ng := range b.NodeGroups {
 			if ng.Status == model.DeleteInProgress {
 				continue
 			}
-			out = append(out, baremetal.Building{Template: b.Template, Cluster: b.Cluster, NodeGroup: ng,
+			out = append(out, capacity.Building{Template: b.Template, Cluster: b.Cluster, NodeGroup: ng,
 				Outstanding: ng.NodeCount - len(ng.NodeAddresses)})
 		}
 	}
@@ -98,8 +98,8 @@ func (s *Server) recordCapacityWarning(r *http.Request, c *model.Cluster, cl *ca
 }
 
 // grows is a node group adding nodes; none when it shrinks.
-func grows(ng *model.NodeGroup, nodes int) baremetal.Growth {
-	return baremetal.Growth{NodeGroup: ng, Nodes: nodes}
+func grows(ng *model.NodeGroup, nodes int) capacity.Growth {
+	return capacity.Growth{NodeGroup: ng, Nodes: nodes}
 }
 
 // replans is how often a claim is planned again when node groups
@@ -107,4 +107,4 @@ func grows(ng *model.NodeGroup, nodes int) baremetal.Growth {
 const replans = 3
 
 // isReplan reports a claim to plan again.
-func isReplan(err error) bool { return errors.Is(err, baremetal.ErrReplan) }
+func isReplan(err error) bool { return errors.Is(err, capacity.ErrReplan) }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/capacity"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
 
@@ -76,13 +77,13 @@ func toAPIError(err error) *apiError {
 		return forbidden("Resource limit exceeded: %s", msg)
 	case errors.Is(err, store.ErrInvalidSort):
 		return badRequest("The sort_key value %s is an invalid field for sorting.", strings.TrimPrefix(msg, "invalid sort key: "))
-	case errors.Is(err, baremetal.ErrInsufficientCapacity):
+	case errors.Is(err, capacity.ErrInsufficient):
 		return conflict("%s", msg)
-	case errors.Is(err, baremetal.ErrUnbuildable):
+	case errors.Is(err, capacity.ErrUnbuildable):
 		return badRequest("The cluster cannot be built as asked: %s.", msg)
 	case errors.Is(err, baremetal.ErrUnavailable):
 		return &apiError{Status: http.StatusServiceUnavailable, Title: "Service Unavailable", Detail: msg}
-	case errors.Is(err, baremetal.ErrReplan):
+	case errors.Is(err, capacity.ErrReplan):
 		return &apiError{Status: http.StatusServiceUnavailable, Title: "Service Unavailable",
 			Detail: "Other requests kept changing the bare-metal hosts being claimed; try again."}
 	case errors.Is(err, store.ErrInvalidMarker):
@@ -107,8 +108,8 @@ func cleanMessage(err error) string {
 	for _, p := range []string{"store: not found: ", "store: conflicts with an existing object: ",
 		"store: object is referenced by clusters: ", "store: project quota exceeded: ", "store: ",
 		"auth: forbidden: ", "auth: authentication required: ", "auth: identity service unavailable: ",
-		baremetal.ErrInsufficientCapacity.Error() + ": ", baremetal.ErrUnavailable.Error() + ": ",
-		baremetal.ErrUnbuildable.Error() + ": "} {
+		capacity.ErrInsufficient.Error() + ": ", baremetal.ErrUnavailable.Error() + ": ",
+		capacity.ErrUnbuildable.Error() + ": "} {
 		if strings.HasPrefix(msg, p) {
 			return strings.TrimPrefix(msg, p)
 		}

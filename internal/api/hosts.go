@@ -11,6 +11,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
 )
 
 // The host inventory is a Magnetite extension under /v1/hosts, for
@@ -75,7 +76,7 @@ func hostError(err error) error {
 	switch {
 	case errors.Is(err, baremetal.ErrHostNotFound):
 		return notFound("%s", msg)
-	case errors.Is(err, baremetal.ErrInvalidBMCAddress), errors.Is(err, baremetal.ErrInvalidHost):
+	case errors.Is(err, bmc.ErrInvalidAddress), errors.Is(err, baremetal.ErrInvalidHost):
 		return badRequest("%s", msg)
 	case errors.Is(err, baremetal.ErrConflict):
 		return conflict("%s", msg)
@@ -178,7 +179,7 @@ func (s *Server) enrollHost(w http.ResponseWriter, r *http.Request, b baremetal.
 	}
 	spec := baremetal.HostSpec{
 		Name: req.Name, BMCAddress: req.BMCAddress,
-		Credentials: baremetal.Credentials{Username: req.BMCUsername, Password: req.BMCPassword,
+		Credentials: bmc.Credentials{Username: req.BMCUsername, Password: req.BMCPassword,
 			DisableCertificateVerification: req.DisableCertificateVerification},
 		BootMACAddress: req.BootMACAddress, BootMode: req.BootMode, Labels: req.Labels,
 		CleaningMode: req.AutomatedCleaningMode, ResourceClass: req.ResourceClass, TargetState: req.TargetState,

@@ -8,11 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/magnetite-io/magnetite/internal/api"
@@ -20,117 +18,14 @@ import (
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
+	"github.com/magnetite-io/magnetite/internal/baremetal/metal3"
+	"github.com/magnetite-io/magnetite/internal/baremetal/metal3/metal3test"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
-const metal3Namespace = "metal3"
-
-var (
-	bmhGVR    = schema.GroupVersionResource{Group: "metal3.io", Version: "v1alpha1", Resource: "baremetalhosts"}
-	secretGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-)
-
-// bmoFinalizer is the finalizer baremetal-operator puts on the hosts it
-// manages, holding deletion until the host is deprovisioned.
-const bmoFinalizer = "baremetalhost.metal3.io"
-
-// bmoPart plays baremetal-operator's part on the management cluster: it
-// writes BareMetalHost status through the status subresource in the shape
-// the operator writes it, and adds and removes its finalizer.
-type bmoPart struct {
-	t       *testing.T
-	hosts   dynamic.ResourceInterface
-	secrets dynamic.ResourceInterface
-}
-
-// bmhStatus is the part of a BareMetalHost's status the test sets.
-type bmhStatus struct {
-	state       string
-	poweredOn   bool
-	operational string
-	errType     string
-	errMessage  string
-	errCount    int64
-	hardware    map[string]any
-	inspected   string
-	consumer    string // a Metal3Machine name in spec.consumerRef, set by CAPM3
-}
-
-func (b *bmoPart) get(name string) *unstructured.Unstructured {
-	b.t.Helper()
-	u, err := b.hosts.Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		b.t.Fatalf("BareMetalHost %s: %v", name, err)
-	}
-	return u
-}
-
-// register is the operator's first reconcile: its finalizer goes on.
-func (b *bmoPart) register(name string) {
-	b.t.Helper()
-	u := b.get(name)
-	u.SetFinalizers(append(u.GetFinalizers(), bmoFinalizer))
-	if _, err := b.hosts.Update(context.Background(), u, metav1.UpdateOptions{FieldManager: "baremetal-operator"}); err != nil {
-		b.t.Fatal(err)
-	}
-}
-
-// report writes status as the operator does after a state change.
-func (b *bmoPart) report(name string, s bmhStatus) {
-	b.t.Helper()
-	ctx := context.Background()
-	u := b.get(name)
-	if s.consumer != "" {
-		_ = unstructured.SetNestedMap(u.Object, map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2",
-			"kind": "Metal3Machine", "name": s.consumer, "namespace": metal3Namespace}, "spec", "consumerRef")
-		var err error
-		if u, err = b.hosts.Update(ctx, u, metav1.UpdateOptions{FieldManager: "capm3"}); err != nil {
-			b.t.Fatal(err)
-		}
-	}
-	if s.operational == "" {
-		s.operational = "OK"
-	}
-	now := time.Now().UTC().Format(time.RFC3339)
-	st := map[string]any{
-		"provisioning":      map[string]any{"ID": "8d566f5b-a28f-451b-a70f-419507c480cd", "state": s.state, "image": map[string]any{"url": ""}},
-		"poweredOn":         s.poweredOn,
-		"operationalStatus": s.operational,
-		"errorMessage":      s.errMessage,
-		"errorCount":        s.errCount,
-		"lastUpdated":       now,
-		"operationHistory": map[string]any{
-			"register": map[string]any{"start": now, "end": now},
-			"inspect":  map[string]any{"start": nil, "end": nil},
-		},
-	}
-	if s.errType != "" {
-		st["errorType"] = s.errType
-	}
-	if s.inspected != "" {
-		st["operationHistory"].(map[string]any)["inspect"] = map[string]any{"start": s.inspected, "end": s.inspected}
-	}
-	if s.hardware != nil {
-		st["hardware"] = s.hardware
-	}
-	u.Object["status"] = st
-	if _, err := b.hosts.UpdateStatus(ctx, u, metav1.UpdateOptions{FieldManager: "baremetal-operator"}); err != nil {
-		b.t.Fatalf("status of %s: %v", name, err)
-	}
-}
-
-// release is the end of deprovisioning: the finalizer comes off.
-func (b *bmoPart) release(name string) {
-	b.t.Helper()
-	u := b.get(name)
-	u.SetFinalizers(nil)
-	if _, err := b.hosts.Update(context.Background(), u, metav1.UpdateOptions{FieldManager: "baremetal-operator"}); err != nil {
-		b.t.Fatal(err)
-	}
-}
-
-func newMetal3Fixture(t *testing.T) (*hostsFixture, *bmoPart, *baremetal.Metal3) {
+func newMetal3Fixture(t *testing.T) (*hostsFixture, *metal3test.Operator, *metal3.Backend) {
 	t.Helper()
 	w := newMetal3World(t)
 	return w.f, w.bmo, w.backend
@@ -140,8 +35,8 @@ func newMetal3Fixture(t *testing.T) (*hostsFixture, *bmoPart, *baremetal.Metal3)
 // the clients a test needs beside Magnetite's API.
 type metal3World struct {
 	f       *hostsFixture
-	bmo     *bmoPart
-	backend *baremetal.Metal3
+	bmo     *metal3test.Operator
+	backend *metal3.Backend
 	mc      *mgmt.Client
 	dc      dynamic.Interface
 	env     *testenv.APIServer
@@ -149,31 +44,12 @@ type metal3World struct {
 
 func newMetal3World(t *testing.T, opts ...apitest.Option) *metal3World {
 	t.Helper()
-	env := testenv.Start(t)
-	env.InstallCRDs(t, testenv.ProviderCRDs(t, "bmo"), nil)
-	ctx := context.Background()
-	dc := env.Dynamic(t)
-	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": metal3Namespace}}}
-	if _, err := dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mc.Discover(ctx); err != nil {
-		t.Fatal(err)
-	}
-	logs := &hostLogBuffer{}
+	logs := &ironictest.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	b, err := baremetal.NewMetal3(baremetal.Metal3Config{Client: mc, Namespace: metal3Namespace, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := apitest.Start(t, append([]apitest.Option{func(o *api.Options) { o.Hosts, o.Log = b, log }}, opts...)...)
-	f := &hostsFixture{t: t, c: newClient(t, srv), backend: b, logs: logs}
-	bmo := &bmoPart{t: t, hosts: dc.Resource(bmhGVR).Namespace(metal3Namespace), secrets: dc.Resource(secretGVR).Namespace(metal3Namespace)}
-	return &metal3World{f: f, bmo: bmo, backend: b, mc: mc, dc: dc, env: env}
+	w := metal3test.Start(t, log)
+	srv := apitest.Start(t, append([]apitest.Option{func(o *api.Options) { o.Hosts, o.Log = w.Backend, log }}, opts...)...)
+	f := &hostsFixture{t: t, c: newClient(t, srv), backend: w.Backend, logs: logs}
+	return &metal3World{f: f, bmo: w.Operator, backend: w.Backend, mc: w.Mgmt, dc: w.Dynamic, env: w.Env}
 }
 
 // TestMetal3HostsAssignedToProjects: a host enrolled for a project lives in
@@ -196,14 +72,14 @@ func TestMetal3HostsAssignedToProjects(t *testing.T) {
 		t.Errorf("enrolled host's project_id %q, want p1", h.ProjectID)
 	}
 	ns := w.mc.NamespaceName("p1")
-	u, err := w.dc.Resource(bmhGVR).Namespace(ns).Get(ctx, "p1-node", metav1.GetOptions{})
+	u, err := w.dc.Resource(metal3test.BMHResource).Namespace(ns).Get(ctx, "p1-node", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the host is not a BareMetalHost in the project's namespace %s: %v", ns, err)
 	}
 	if u.GetAnnotations()["magnetite.io/project-id"] != "p1" || u.GetLabels()[mgmt.LabelInventory] == "" {
 		t.Errorf("BareMetalHost metadata: labels %v, annotations %v", u.GetLabels(), u.GetAnnotations())
 	}
-	if _, err := w.dc.Resource(secretGVR).Namespace(ns).Get(ctx, "p1-node-bmc-secret", metav1.GetOptions{}); err != nil {
+	if _, err := w.dc.Resource(metal3test.SecretResource).Namespace(ns).Get(ctx, "p1-node-bmc-secret", metav1.GetOptions{}); err != nil {
 		t.Errorf("the host's BMC credentials are not beside it: %v", err)
 	}
 
@@ -256,7 +132,7 @@ func TestMetal3HostsAssignedToProjects(t *testing.T) {
 	// namespace.
 	f.remove("p1-node")
 	f.waitGone("p1-node")
-	if _, err := w.dc.Resource(secretGVR).Namespace(ns).Get(ctx, "p1-node-bmc-secret", metav1.GetOptions{}); err == nil {
+	if _, err := w.dc.Resource(metal3test.SecretResource).Namespace(ns).Get(ctx, "p1-node-bmc-secret", metav1.GetOptions{}); err == nil {
 		t.Error("the deleted host's BMC credentials are left in the project's namespace")
 	}
 }
@@ -274,7 +150,7 @@ func TestHostInventoryOnMetal3(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("enroll writes a BareMetalHost and a credentials Secret", func(t *testing.T) {
-		f.t, bmo.t = t, t
+		f.t, bmo.T = t, t
 		rotational := false
 		h := f.enroll(enrollBody("node-0", "redfish-virtualmedia+http://192.168.222.1:8000/redfish/v1/Systems/bmh-vm-01", map[string]any{
 			"boot_mac_address": "00:5A:91:3F:9A:BD", "boot_mode": "UEFISecureBoot", "disable_certificate_verification": true,
@@ -287,7 +163,7 @@ func TestHostInventoryOnMetal3(t *testing.T) {
 			h.AutomatedCleaningMode != "disabled" || h.UUID == "" || h.PowerState != "unknown" {
 			t.Errorf("enrolled host = %+v", h)
 		}
-		u := bmo.get("node-0")
+		u := bmo.Get("node-0")
 		str := func(path ...string) string { s, _, _ := unstructured.NestedString(u.Object, path...); return s }
 		for _, c := range []struct {
 			path []string
@@ -304,7 +180,7 @@ func TestHostInventoryOnMetal3(t *testing.T) {
 				t.Errorf("BareMetalHost %s = %q, want %q", strings.Join(c.path, "."), got, c.want)
 			}
 		}
-		if l := u.GetLabels(); l["rack"] != "r1" || l["role"] != "worker" || l[baremetal.LabelResourceClass] != "CUSTOM_BAREMETAL_GOLD" {
+		if l := u.GetLabels(); l["rack"] != "r1" || l["role"] != "worker" || l[metal3.LabelResourceClass] != "CUSTOM_BAREMETAL_GOLD" {
 			t.Errorf("BareMetalHost labels = %v", l)
 		}
 		online, _, _ := unstructured.NestedBool(u.Object, "spec", "online")
@@ -314,7 +190,7 @@ func TestHostInventoryOnMetal3(t *testing.T) {
 		if !online || !noVerify || minSize != 100 || !rotSet || rot {
 			t.Errorf("BareMetalHost spec: online %v, disableCertificateVerification %v, minSizeGigabytes %d, rotational %v/%v", online, noVerify, minSize, rot, rotSet)
 		}
-		s, err := bmo.secrets.Get(ctx, "node-0-bmc-secret", metav1.GetOptions{})
+		s, err := bmo.Secrets.Get(ctx, "node-0-bmc-secret", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -357,11 +233,11 @@ func TestHostInventoryOnMetal3(t *testing.T) {
 				t.Errorf("enroll %v: %d %s, want %d saying %q", tc.body["name"], r.Status, r.Body, tc.status, tc.says)
 			}
 		}
-		l, err := bmo.hosts.List(ctx, metav1.ListOptions{})
+		l, err := bmo.Hosts.List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		secrets, err := bmo.secrets.List(ctx, metav1.ListOptions{})
+		secrets, err := bmo.Secrets.List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -371,22 +247,22 @@ func TestHostInventoryOnMetal3(t *testing.T) {
 	})
 
 	t.Run("status is reflected from what baremetal-operator reports", func(t *testing.T) {
-		f.t, bmo.t = t, t
-		bmo.register("node-0")
-		bmo.report("node-0", bmhStatus{state: "registering", errType: "registration error", operational: "error",
-			errMessage: "Failed to get power state for node: BMC refused the credentials", errCount: 2})
+		f.t, bmo.T = t, t
+		bmo.Register("node-0")
+		bmo.Report("node-0", metal3test.Status{State: "registering", ErrType: "registration error", Operational: "error",
+			ErrMessage: "Failed to get power state for node: BMC refused the credentials", ErrCount: 2})
 		h := f.host("node-0")
 		if h.State != baremetal.StateRegistering || h.ErrorType != "registration error" || h.ErrorCount != 2 ||
 			!strings.Contains(h.ErrorMessage, "refused the credentials") || h.OperationalStatus != "error" || h.PowerState != "off" {
 			t.Errorf("host in error = state %s, error %q (%s, count %d), operational %s, power %s",
 				h.State, h.ErrorMessage, h.ErrorType, h.ErrorCount, h.OperationalStatus, h.PowerState)
 		}
-		bmo.report("node-0", bmhStatus{state: "inspecting", poweredOn: true})
+		bmo.Report("node-0", metal3test.Status{State: "inspecting", PoweredOn: true})
 		if h := f.host("node-0"); h.State != baremetal.StateInspecting || h.ProvisionState != "inspecting" || h.PowerState != "on" || h.ErrorCount != 0 {
 			t.Errorf("inspecting host = %+v", h)
 		}
 		inspected := "2026-11-22T03:00:00Z"
-		bmo.report("node-0", bmhStatus{state: "available", poweredOn: true, inspected: inspected, hardware: map[string]any{
+		bmo.Report("node-0", metal3test.Status{State: "available", PoweredOn: true, Inspected: inspected, Hardware: map[string]any{
 			"cpu":          map[string]any{"arch": "x86_64", "count": int64(32), "model": "Xeon", "clockMegahertz": 2400.0},
 			"ramMebibytes": int64(131072),
 			"storage": []any{
@@ -404,7 +280,7 @@ func TestHostInventoryOnMetal3(t *testing.T) {
 	})
 
 	t.Run("list filters by label", func(t *testing.T) {
-		f.t, bmo.t = t, t
+		f.t, bmo.T = t, t
 		f.enroll(enrollBody("node-1", "ipmi://10.0.0.21", map[string]any{"labels": map[string]any{"rack": "r2"}}))
 		var l apitypes.HostList
 		f.call(http.StatusOK, "GET", "/v1/hosts?label=rack=r2", nil).decode(t, &l)
@@ -418,7 +294,7 @@ func TestHostInventoryOnMetal3(t *testing.T) {
 	})
 
 	t.Run("actions map to spec fields and annotations", func(t *testing.T) {
-		f.t, bmo.t = t, t
+		f.t, bmo.T = t, t
 		act := func(status int, action string, body any) apitypes.Host {
 			t.Helper()
 			var h apitypes.Host
@@ -429,10 +305,10 @@ func TestHostInventoryOnMetal3(t *testing.T) {
 			return h
 		}
 		online := func() bool {
-			v, _, _ := unstructured.NestedBool(bmo.get("node-0").Object, "spec", "online")
+			v, _, _ := unstructured.NestedBool(bmo.Get("node-0").Object, "spec", "online")
 			return v
 		}
-		ann := func() map[string]string { return bmo.get("node-0").GetAnnotations() }
+		ann := func() map[string]string { return bmo.Get("node-0").GetAnnotations() }
 
 		act(http.StatusAccepted, "power", map[string]any{"target": "off"})
 		if online() {
@@ -452,14 +328,14 @@ func TestHostInventoryOnMetal3(t *testing.T) {
 			t.Errorf("inspect annotation = %q, %v", v, ok)
 		}
 		act(http.StatusAccepted, "cleaning_mode", map[string]any{"automated_cleaning_mode": "metadata"})
-		if m, _, _ := unstructured.NestedString(bmo.get("node-0").Object, "spec", "automatedCleaningMode"); m != "metadata" {
+		if m, _, _ := unstructured.NestedString(bmo.Get("node-0").Object, "spec", "automatedCleaningMode"); m != "metadata" {
 			t.Errorf("automatedCleaningMode = %q", m)
 		}
 		if r := f.c.do("POST", "/v1/hosts/node-0/actions/provide", nil); r.Status != http.StatusConflict || !strings.Contains(string(r.Body), "nothing to provide") {
 			t.Errorf("provide: %d %s", r.Status, r.Body)
 		}
 
-		bmo.report("node-0", bmhStatus{state: "provisioned", poweredOn: true, consumer: "c1-workers-x7k2p"})
+		bmo.Report("node-0", metal3test.Status{State: "provisioned", PoweredOn: true, Consumer: "c1-workers-x7k2p"})
 		h := f.host("node-0")
 		if h.State != baremetal.StateProvisioned || h.Consumer != "Metal3Machine metal3/c1-workers-x7k2p" {
 			t.Errorf("provisioned host: state %s, consumer %q", h.State, h.Consumer)
@@ -493,86 +369,66 @@ func TestHostInventoryOnMetal3(t *testing.T) {
 			t.Errorf("attached host: detached %v, annotations %v", h.Detached, a)
 		}
 		// Detaching is only honoured in steady states.
-		bmo.report("node-1", bmhStatus{state: "inspecting"})
+		bmo.Report("node-1", metal3test.Status{State: "inspecting"})
 		if r := f.c.do("POST", "/v1/hosts/node-1/actions/detach", nil); r.Status != http.StatusConflict {
 			t.Errorf("detach of an inspecting host: %d %s", r.Status, r.Body)
 		}
 	})
 
-	t.Run("capacity counts available, unclaimed, attached hosts", func(t *testing.T) {
-		f.t, bmo.t = t, t
-		for i, st := range []bmhStatus{
-			{state: "available"}, {state: "available"}, {state: "available", operational: "error", errType: "power management error", errMessage: "BMC timeout", errCount: 1},
-			{state: "preparing"}, {state: "provisioned", consumer: "c2-md-abc"}, {state: "available"},
-			// Claimed by Cluster API Provider Metal3, not yet provisioning.
-			{state: "available", consumer: "c3-md-claimed"},
-		} {
-			name := "gold-" + string(rune('a'+i))
-			f.enroll(enrollBody(name, "ipmi://10.0.1."+string(rune('1'+i)), map[string]any{
-				"resource_class": "CUSTOM_BAREMETAL_GOLD", "labels": map[string]any{"pool": map[bool]string{true: "gpu", false: "general"}[i == 5]}}))
-			bmo.register(name)
-			bmo.report(name, st)
-		}
-		f.call(http.StatusAccepted, "POST", "/v1/hosts/gold-b/actions/detach", nil)
-		c, err := backend.Capacity(ctx, "baremetal-gold")
-		if err != nil {
-			t.Fatal(err)
-		}
-		// node-0 (provisioned) counts too: it is baremetal-gold.
-		if want := (baremetal.Capacity{ResourceClass: "baremetal-gold", Free: 2, Total: 8, Deployed: 3, InMaintenance: 1}); c != want {
-			t.Errorf("capacity = %+v, want %+v", c, want)
-		}
-		c, err = backend.CapacityMatching(ctx, "", map[string]string{"pool": "gpu"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.Free != 1 || c.Total != 1 {
-			t.Errorf("capacity of pool=gpu = %+v", c)
+	// How hosts count for capacity is the backend's behaviour, tested next
+	// to it (internal/baremetal/metal3).
+	t.Run("a host provisioned for a cluster shows its consumer", func(t *testing.T) {
+		f.t, bmo.T = t, t
+		f.enroll(enrollBody("gold-e", "ipmi://10.0.1.5", map[string]any{"resource_class": "CUSTOM_BAREMETAL_GOLD"}))
+		bmo.Register("gold-e")
+		bmo.Report("gold-e", metal3test.Status{State: "provisioned", Consumer: "c2-md-abc"})
+		if h := f.host("gold-e"); h.State != baremetal.StateProvisioned || h.Consumer == "" {
+			t.Errorf("provisioned host = state %s, consumer %q", h.State, h.Consumer)
 		}
 	})
 
 	t.Run("delete waits for deprovisioning and takes the credentials along", func(t *testing.T) {
-		f.t, bmo.t = t, t
+		f.t, bmo.T = t, t
 		var h apitypes.Host
 		f.call(http.StatusAccepted, "DELETE", "/v1/hosts/node-0", nil).decode(t, &h)
 		if h.State != baremetal.StateDeleting || !h.DeleteRequested {
 			t.Errorf("host being deleted = state %s, delete_requested %v", h.State, h.DeleteRequested)
 		}
-		if _, detached := bmo.get("node-0").GetAnnotations()["baremetalhost.metal3.io/detached"]; detached {
+		if _, detached := bmo.Get("node-0").GetAnnotations()["baremetalhost.metal3.io/detached"]; detached {
 			t.Error("a normal delete detached the host, skipping deprovisioning")
 		}
 		if r := f.c.do("POST", "/v1/hosts/node-0/actions/power", map[string]any{"target": "on"}); r.Status != http.StatusConflict {
 			t.Errorf("power of a deleting host: %d %s", r.Status, r.Body)
 		}
-		bmo.report("node-0", bmhStatus{state: "deprovisioning", poweredOn: true})
+		bmo.Report("node-0", metal3test.Status{State: "deprovisioning", PoweredOn: true})
 		if h := f.host("node-0"); h.State != baremetal.StateDeleting {
 			t.Errorf("deprovisioning host being deleted shows %s", h.State)
 		}
-		bmo.release("node-0")
+		bmo.Release("node-0")
 		f.call(http.StatusNotFound, "GET", "/v1/hosts/node-0", nil)
-		if _, err := bmo.secrets.Get(ctx, "node-0-bmc-secret", metav1.GetOptions{}); err != nil {
+		if _, err := bmo.Secrets.Get(ctx, "node-0-bmc-secret", metav1.GetOptions{}); err != nil {
 			t.Fatalf("the credentials went before the host was gone: %v", err)
 		}
 		// No garbage collector runs here; the periodic pass removes them.
 		if err := backend.Reconcile(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := bmo.secrets.Get(ctx, "node-0-bmc-secret", metav1.GetOptions{}); err == nil {
+		if _, err := bmo.Secrets.Get(ctx, "node-0-bmc-secret", metav1.GetOptions{}); err == nil {
 			t.Error("the credentials of a deleted host remain")
 		}
-		if _, err := bmo.secrets.Get(ctx, "node-1-bmc-secret", metav1.GetOptions{}); err != nil {
+		if _, err := bmo.Secrets.Get(ctx, "node-1-bmc-secret", metav1.GetOptions{}); err != nil {
 			t.Errorf("Reconcile removed the credentials of a live host: %v", err)
 		}
 
 		// A forced delete detaches first: the host leaves Ironic untouched.
 		f.call(http.StatusAccepted, "DELETE", "/v1/hosts/gold-e?force=true", nil)
-		if v, ok := bmo.get("gold-e").GetAnnotations()["baremetalhost.metal3.io/detached"]; !ok || v != `{"deleteAction":"delete"}` {
+		if v, ok := bmo.Get("gold-e").GetAnnotations()["baremetalhost.metal3.io/detached"]; !ok || v != `{"deleteAction":"delete"}` {
 			t.Errorf("forced delete: detached annotation %q, %v", v, ok)
 		}
 		// A host the operator never took up goes at once.
 		f.call(http.StatusNoContent, "DELETE", "/v1/hosts/node-1", nil)
 		f.call(http.StatusNotFound, "GET", "/v1/hosts/node-1", nil)
-		if _, err := bmo.secrets.Get(ctx, "node-1-bmc-secret", metav1.GetOptions{}); err == nil {
+		if _, err := bmo.Secrets.Get(ctx, "node-1-bmc-secret", metav1.GetOptions{}); err == nil {
 			t.Error("the credentials of a host deleted at once remain")
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
 )
 
 func withHosts(b baremetal.Backend) apitest.Option {
@@ -25,7 +26,7 @@ func deadIronic(t *testing.T) baremetal.Backend {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	b, err := baremetal.NewIronic(baremetal.IronicConfig{Endpoint: "http://" + addr})
+	b, err := ironic.New(ironic.Config{Endpoint: "http://" + addr})
 	if err != nil {
 		t.Fatal(err)
 	}

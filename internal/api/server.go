@@ -65,7 +65,7 @@ type Options struct {
 	// /v1/hosts off (501).
 	Hosts baremetal.Backend
 	// Capacity plans the bare-metal hosts a create or resize adds
-	// (baremetal.CapacityCheck); the hosts are reserved in the request's
+	// (capacity.Check); the hosts are reserved in the request's
 	// transaction, so replicas sharing the database never both take the
 	// last free ones. A refusal is a 409, a warning (warn mode) is logged
 	// and kept in the cluster's events. nil checks nothing.

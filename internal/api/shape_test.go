@@ -9,6 +9,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/capacity"
 	"github.com/magnetite-io/magnetite/internal/driver"
 )
 
@@ -136,7 +137,7 @@ func (n novaFlavors) Flavor(_ context.Context, _, ref string) (driver.Flavor, er
 	if f, ok := n[ref]; ok {
 		return f, nil
 	}
-	return driver.Flavor{}, baremetal.ErrFlavorNotFound
+	return driver.Flavor{}, capacity.ErrFlavorNotFound
 }
 
 type goldHosts struct{}
@@ -151,7 +152,7 @@ func (goldHosts) Capacity(_ context.Context, rc string) (baremetal.Capacity, err
 // flavors, refuses a bm template's virtual master with a 400 saying so,
 // instead of counting bare-metal hosts for it.
 func TestCapacityCheckRefusesWhatCannotBeBuilt(t *testing.T) {
-	cc := &baremetal.CapacityCheck{Mode: baremetal.CheckRefuse, Hosts: goldHosts{}, DefaultResourceClass: "baremetal",
+	cc := &capacity.Check{Mode: capacity.CheckRefuse, Hosts: goldHosts{}, DefaultResourceClass: "baremetal",
 		Flavors: novaFlavors(shapeCloud().flavors)}
 	srv := startWithDrivers(t, func(o *api.Options) { o.Capacity = cc })
 	if status, body := call(t, srv, "POST", "/v1/clustertemplates", shapeTemplate("bm-vm-master", "bm", "m1.medium", "bm.gold")); status != http.StatusCreated {

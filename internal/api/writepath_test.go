@@ -14,7 +14,8 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/apitest"
-	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
+	"github.com/magnetite-io/magnetite/internal/capacity"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -24,7 +25,7 @@ import (
 // that a loaded server produces now and then is made every time.
 type betweenReadAndWrite struct{ step func() }
 
-func (b *betweenReadAndWrite) Plan(context.Context, baremetal.CapacityRequest, func(context.Context) ([]baremetal.Building, error)) (*baremetal.CapacityPlan, error) {
+func (b *betweenReadAndWrite) Plan(context.Context, capacity.Request, func(context.Context) ([]capacity.Building, error)) (*capacity.Plan, error) {
 	if step := b.step; step != nil {
 		b.step = nil
 		step()
@@ -213,7 +214,7 @@ func TestUpgradeLeavesANodeGroupBeingDeletedAlone(t *testing.T) {
 // the connection before the answer is recorded as 499 (as nginx does),
 // apart from server errors, and logged below ERROR.
 func TestAClientThatGoesAwayIsNotAServerError(t *testing.T) {
-	logs := &hostLogBuffer{}
+	logs := &ironictest.LogBuffer{}
 	srv := apitest.Start(t, func(o *api.Options) { o.Log = slog.New(slog.NewTextHandler(logs, nil)) })
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // the client is gone before the server reads the database

@@ -1,9 +1,12 @@
-// Package baremetal is Magnetite's host inventory: it parses BMC addresses
-// into what Ironic needs (hardware type, interfaces, driver_info), enrolls
-// and drives hosts through a Backend (Ironic today, Metal3's BareMetalHost
-// next), and counts the hosts free for a resource class so a cluster is not
-// accepted for hardware that does not exist.
+// Package baremetal is the vocabulary of Magnetite's host inventory: what
+// an operator enrolls (HostSpec, checked by ValidateSpec before any backend
+// is called), a host as the inventory shows it (Host), and the Backend
+// interface the two backends implement: Ironic's bare-metal API
+// (package ironic) and Metal3's BareMetalHost objects on the management
+// cluster (package metal3). Package bmc parses BMC addresses; package
+// backend builds the configured backend from [baremetal]. The capacity
+// policy that counts free hosts for a cluster lives in internal/capacity.
 //
-// BMC passwords enter through Credentials and leave only towards the
-// backend; nothing in this package logs them or puts them in a Host.
+// BMC passwords enter through bmc.Credentials and leave only towards the
+// backend; nothing here logs them or puts them in a Host.
 package baremetal

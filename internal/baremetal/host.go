@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
 )
 
 // Sentinel errors of the backends; the API maps them to HTTP statuses.
@@ -96,7 +98,7 @@ type RootDeviceHints struct {
 type HostSpec struct {
 	Name        string
 	BMCAddress  string
-	Credentials Credentials
+	Credentials bmc.Credentials
 	// BootMACAddress is the MAC of the NIC the host boots from (not the
 	// BMC's).
 	BootMACAddress  string
@@ -127,8 +129,9 @@ type Host struct {
 	Name string
 	// ProjectID is the project the host is assigned to, if any.
 	ProjectID string
-	// namespace is where the backend keeps the host (Metal3).
-	namespace    string
+	// Namespace is where the backend keeps the host (Metal3's BareMetalHost
+	// namespace); empty for Ironic.
+	Namespace    string
 	BMCAddress   string
 	BMCUsername  string
 	HardwareType string
@@ -235,6 +238,12 @@ type Backend interface {
 	Reconcile(ctx context.Context) error
 }
 
+// SelectorCapacity is a backend that picks hosts by labels (Metal3) among
+// those a project's clusters may claim.
+type SelectorCapacity interface {
+	CapacityMatching(ctx context.Context, projectID string, selector map[string]string) (Capacity, error)
+}
+
 var (
 	hostName        = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._~-]{0,61}[A-Za-z0-9])?$`)
 	labelKey        = regexp.MustCompile(`^([A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?/)?[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$`)
@@ -247,14 +256,14 @@ var (
 // called, filling defaults (an empty defaultResourceClass leaves the
 // resource class to the backend). The error names the field and what it
 // accepts.
-func ValidateSpec(spec *HostSpec, defaultResourceClass string) (*Address, error) {
+func ValidateSpec(spec *HostSpec, defaultResourceClass string) (*bmc.Address, error) {
 	invalid := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidHost, fmt.Sprintf(format, args...))
 	}
 	if !hostName.MatchString(spec.Name) {
 		return nil, invalid("name %q must be 1 to 63 letters, digits, '.', '_', '~' or '-', starting and ending with a letter or digit", spec.Name)
 	}
-	addr, err := ParseBMCAddress(spec.BMCAddress)
+	addr, err := bmc.Parse(spec.BMCAddress)
 	if err != nil {
 		return nil, err
 	}
@@ -311,6 +320,9 @@ func ValidateSpec(spec *HostSpec, defaultResourceClass string) (*Address, error)
 	}
 	return addr, nil
 }
+
+// ValidResourceClass reports whether rc is an Ironic resource class name.
+func ValidResourceClass(rc string) bool { return resourceClassRe.MatchString(rc) }
 
 // ValidateCleaningMode checks an automated cleaning mode.
 func ValidateCleaningMode(mode string) error {

@@ -9,6 +9,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/flavor"
 )
 
 // FactRefs are the images, flavors and networks a cluster's rendering
@@ -48,18 +49,14 @@ func (rs *Resources) Facts(ctx context.Context, token string, refs FactRefs) (*d
 	if len(refs.Flavors) > 0 {
 		err := rs.with(ctx, token, "compute", openstack.NewComputeV2, func(sc *gophercloud.ServiceClient) error {
 			for _, ref := range refs.Flavors {
-				f, err := findFlavor(ctx, sc, ref)
-				if errors.Is(err, ErrInvalid) {
+				f, err := flavor.Find(ctx, sc, ref)
+				if errors.Is(err, flavor.ErrNotFound) {
 					continue
 				}
 				if err != nil {
-					return err
+					return unavailable(err, "Nova", "read flavor "+ref)
 				}
-				fl, err := flavorFacts(ctx, sc, f)
-				if err != nil {
-					return err
-				}
-				facts.Flavors = append(facts.Flavors, fl)
+				facts.Flavors = append(facts.Flavors, f)
 			}
 			return nil
 		})

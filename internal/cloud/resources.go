@@ -12,7 +12,6 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
-	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/keypairs"
 	"github.com/gophercloud/gophercloud/v2/openstack/image/v2/images"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/flavor"
 )
 
 var (
@@ -109,14 +109,18 @@ func (rs *Resources) Check(ctx context.Context, token string, refs Refs) (Found,
 	if len(flavorRefs) > 0 || refs.Keypair != "" {
 		err := rs.with(ctx, token, "compute", openstack.NewComputeV2, func(sc *gophercloud.ServiceClient) error {
 			for _, ref := range flavorRefs {
-				f, err := findFlavor(ctx, sc, ref)
-				if err != nil {
-					return err
-				}
-				// Extra specs that cannot be read leave the flavor's kind
-				// unknown: the conductor reads them again before rendering.
-				if facts, err := flavorFacts(ctx, sc, f); err == nil {
-					found.Facts.Flavors = append(found.Facts.Flavors, facts)
+				f, err := flavor.Find(ctx, sc, ref)
+				switch {
+				case err == nil:
+					found.Facts.Flavors = append(found.Facts.Flavors, f)
+				case errors.Is(err, flavor.ErrNoExtraSpecs):
+					// Extra specs that cannot be read leave the flavor's kind
+					// unknown: the conductor reads them again before rendering.
+				case errors.Is(err, flavor.ErrNotFound):
+					//lint:ignore ST1005 Magnum's wording, which its clients see
+					return fmt.Errorf("%w: Unable to find flavor %s.", ErrInvalid, ref)
+				default:
+					return unavailable(err, "Nova", "read flavor "+ref)
 				}
 			}
 			if refs.Keypair == "" {
@@ -245,39 +249,6 @@ func listImages(ctx context.Context, sc *gophercloud.ServiceClient, name string)
 		return nil, err
 	}
 	return images.ExtractImages(pages)
-}
-
-// flavorFacts reads a flavor's extra specs (which say whether Nova
-// schedules it onto Ironic nodes).
-func flavorFacts(ctx context.Context, sc *gophercloud.ServiceClient, f *flavors.Flavor) (driver.Flavor, error) {
-	specs, err := flavors.ListExtraSpecs(ctx, sc, f.ID).Extract()
-	if err != nil {
-		return driver.Flavor{}, unavailable(err, "Nova", "read the extra specs of flavor "+f.Name)
-	}
-	return driver.Flavor{ID: f.ID, Name: f.Name, VCPUs: f.VCPUs, RAM: f.RAM, Disk: f.Disk, ExtraSpecs: specs}, nil
-}
-
-// findFlavor finds a flavor by ID, else by name.
-func findFlavor(ctx context.Context, sc *gophercloud.ServiceClient, ref string) (*flavors.Flavor, error) {
-	f, err := flavors.Get(ctx, sc, ref).Extract()
-	if !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-		return f, unavailable(err, "Nova", "read flavor "+ref)
-	}
-	pages, err := flavors.ListDetail(sc, flavors.ListOpts{AccessType: flavors.AllAccess}).AllPages(ctx)
-	if err != nil {
-		return nil, unavailable(err, "Nova", "list flavors")
-	}
-	all, err := flavors.ExtractFlavors(pages)
-	if err != nil {
-		return nil, unavailable(err, "Nova", "list flavors")
-	}
-	for i := range all {
-		if all[i].Name == ref {
-			return &all[i], nil
-		}
-	}
-	//lint:ignore ST1005 Magnum's wording, which its clients see
-	return nil, fmt.Errorf("%w: Unable to find flavor %s.", ErrInvalid, ref)
 }
 
 // networkExists finds exactly one network whose ID or name is ref

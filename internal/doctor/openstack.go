@@ -12,11 +12,10 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
-	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 
 	"github.com/magnetite-io/magnetite/internal/auth"
-	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/flavor"
 )
 
 // Cloud is how Magnetite reaches the OpenStack cloud: the service user of
@@ -157,15 +156,14 @@ func BareMetalFlavors(ctx context.Context, provider *gophercloud.ProviderClient,
 	if err != nil {
 		return skip(check, "no compute endpoint to list flavors from")
 	}
-	fs, err := listFlavors(ctx, compute)
+	fs, err := flavor.List(ctx, compute)
 	if err != nil {
 		return fail(check, "give the service user a role that may list flavors (admin lists private flavors too)",
 			"listing Nova flavors failed: %v", err)
 	}
 	var found []string
 	for _, f := range fs {
-		df := driver.Flavor{ID: f.ID, Name: f.Name, ExtraSpecs: f.ExtraSpecs}
-		if spec, ok := df.BareMetal(); ok {
+		if spec, ok := f.BareMetal(); ok {
 			found = append(found, fmt.Sprintf("%s (%s)", f.Name, spec))
 		}
 	}
@@ -175,32 +173,6 @@ func BareMetalFlavors(ctx context.Context, provider *gophercloud.ProviderClient,
 			"none of %d flavors asks for an Ironic resource class: templates with server_type bm will be refused", len(fs))
 	}
 	return pass(check, "%d of %d flavors: %s", len(found), len(fs), strings.Join(found, ", "))
-}
-
-// listFlavors lists every flavor with its extra specs: inline from Nova
-// microversion 2.61, one call per flavor on older clouds.
-func listFlavors(ctx context.Context, compute *gophercloud.ServiceClient) ([]flavors.Flavor, error) {
-	compute.Microversion = "2.61"
-	pages, err := flavors.ListDetail(compute, flavors.ListOpts{AccessType: flavors.AllAccess}).AllPages(ctx)
-	inline := err == nil
-	if err != nil {
-		compute.Microversion = ""
-		if pages, err = flavors.ListDetail(compute, flavors.ListOpts{AccessType: flavors.AllAccess}).AllPages(ctx); err != nil {
-			return nil, err
-		}
-	}
-	fs, err := flavors.ExtractFlavors(pages)
-	if err != nil {
-		return nil, err
-	}
-	if !inline {
-		for i := range fs {
-			if fs[i].ExtraSpecs, err = flavors.ListExtraSpecs(ctx, compute, fs[i].ID).Extract(); err != nil {
-				return nil, fmt.Errorf("extra specs of flavor %s: %w", fs[i].Name, err)
-			}
-		}
-	}
-	return fs, nil
 }
 
 // IronicEndpoint checks the standalone Ironic of [baremetal] ironic_endpoint

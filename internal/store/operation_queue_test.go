@@ -81,6 +81,7 @@ func TestOperationQueue(t *testing.T) {
 		{"OperationsOfOneClusterRunOneAtATimeInOrder", testOperationsOfOneClusterRunInOrder},
 		{"TransientFailuresBackOffExponentiallyUpToTheCap", testTransientFailuresBackOff},
 		{"NextOperationAtIgnoresQueuedBehindBusyCluster", testNextOperationAt},
+		{"PeriodicLeaseHasOneHolderAcrossProcesses", testPeriodicLeaseHasOneHolder},
 	}
 	backends := []struct {
 		name string

@@ -19,6 +19,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 
 	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
 	"github.com/magnetite-io/magnetite/internal/testmariadb"
 )
@@ -224,17 +225,17 @@ func TestCapacityPreflightThroughTheOpenStackCLI(t *testing.T) {
 	c.ok(t, "coe", "cluster", "create", "fits", "--cluster-template", "k8s-bm-gold", "--node-count", "2", "--master-count", "3")
 
 	// Nova deploys one gold host elsewhere: two are free now.
-	ironic, err := noauth.NewBareMetalNoAuth(noauth.EndpointOpts{IronicEndpoint: irc.URL + "/v1"})
+	irClient, err := noauth.NewBareMetalNoAuth(noauth.EndpointOpts{IronicEndpoint: irc.URL + "/v1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ironic.Microversion = baremetal.DefaultIronicAPIVersion
-	if err := nodes.ChangeProvisionState(context.Background(), ironic, "gold-0", nodes.ProvisionStateOpts{Target: nodes.TargetActive}).ExtractErr(); err != nil {
+	irClient.Microversion = ironic.DefaultAPIVersion
+	if err := nodes.ChangeProvisionState(context.Background(), irClient, "gold-0", nodes.ProvisionStateOpts{Target: nodes.TargetActive}).ExtractErr(); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		n, err := nodes.Get(context.Background(), ironic, "gold-0").Extract()
+		n, err := nodes.Get(context.Background(), irClient, "gold-0").Extract()
 		if err != nil {
 			t.Fatal(err)
 		}

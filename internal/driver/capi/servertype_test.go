@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/capacity"
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
@@ -22,7 +23,7 @@ func (f factsFlavors) Flavor(_ context.Context, _, ref string) (driver.Flavor, e
 	if fl, ok := f.facts.Flavor(ref); ok {
 		return fl, nil
 	}
-	return driver.Flavor{}, baremetal.ErrFlavorNotFound
+	return driver.Flavor{}, capacity.ErrFlavorNotFound
 }
 
 // noFreeHosts has no free host of any class, so the capacity check names
@@ -41,14 +42,14 @@ var neededRE = regexp.MustCompile(`\d+ needed \(([^)]*)\)`)
 // cluster that cannot be built.
 func capacityBareMetal(t *testing.T, req driver.Request) ([]string, error) {
 	t.Helper()
-	cc := &baremetal.CapacityCheck{Mode: baremetal.CheckRefuse, Hosts: noFreeHosts{}, Flavors: factsFlavors{req.Facts},
+	cc := &capacity.Check{Mode: capacity.CheckRefuse, Hosts: noFreeHosts{}, Flavors: factsFlavors{req.Facts},
 		DefaultResourceClass: "baremetal"}
-	creq := baremetal.CapacityRequest{Template: req.Template, Cluster: req.Cluster}
+	creq := capacity.Request{Template: req.Template, Cluster: req.Cluster}
 	for _, ng := range req.NodeGroups {
-		creq.Growth = append(creq.Growth, baremetal.Growth{NodeGroup: ng, Nodes: ng.NodeCount})
+		creq.Growth = append(creq.Growth, capacity.Growth{NodeGroup: ng, Nodes: ng.NodeCount})
 	}
-	plan, err := cc.Plan(context.Background(), creq, func(context.Context) ([]baremetal.Building, error) { return nil, nil })
-	if errors.Is(err, baremetal.ErrUnbuildable) {
+	plan, err := cc.Plan(context.Background(), creq, func(context.Context) ([]capacity.Building, error) { return nil, nil })
+	if errors.Is(err, capacity.ErrUnbuildable) {
 		return nil, err
 	}
 	if err != nil {
@@ -58,7 +59,7 @@ func capacityBareMetal(t *testing.T, req driver.Request) ([]string, error) {
 	if err == nil {
 		return nil, nil
 	}
-	if !errors.Is(err, baremetal.ErrInsufficientCapacity) {
+	if !errors.Is(err, capacity.ErrInsufficient) {
 		t.Fatal(err)
 	}
 	var out []string

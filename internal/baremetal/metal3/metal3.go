@@ -1,4 +1,4 @@
-package baremetal
+package metal3
 
 import (
 	"context"
@@ -10,6 +10,9 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,8 +77,8 @@ var removedFromMetal3 = map[string]string{
 	"irmc":              "use redfish:// or redfish-virtualmedia://",
 }
 
-// Metal3Config configures the Metal3 backend.
-type Metal3Config struct {
+// Config configures the Metal3 backend.
+type Config struct {
 	Client *mgmt.Client
 	// Namespace holds the BareMetalHosts and their credentials Secrets;
 	// baremetal-operator must watch it.
@@ -84,19 +87,19 @@ type Metal3Config struct {
 	Log                  *slog.Logger
 }
 
-// Metal3 is the Backend over Metal3: every host is a BareMetalHost and a
+// Backend is the baremetal.Backend over Metal3: every host is a BareMetalHost and a
 // BMC credentials Secret in the management cluster. baremetal-operator
 // registers, inspects, cleans and powers the hosts; Magnetite writes the
 // spec, fields and annotations of its API and reads back its status.
-type Metal3 struct {
-	cfg Metal3Config
+type Backend struct {
+	cfg Config
 	mc  *mgmt.Client
 	dyn dynamic.Interface
 	log *slog.Logger
 }
 
 // NewMetal3 builds the Metal3 backend; it does not contact the cluster.
-func NewMetal3(cfg Metal3Config) (*Metal3, error) {
+func New(cfg Config) (*Backend, error) {
 	if cfg.Client == nil {
 		return nil, errors.New("baremetal: the metal3 backend needs the management cluster ([management] kubeconfig)")
 	}
@@ -114,20 +117,20 @@ func NewMetal3(cfg Metal3Config) (*Metal3, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Metal3{cfg: cfg, mc: cfg.Client, dyn: dyn, log: log.With("backend", "metal3", "namespace", cfg.Namespace)}, nil
+	return &Backend{cfg: cfg, mc: cfg.Client, dyn: dyn, log: log.With("backend", "metal3", "namespace", cfg.Namespace)}, nil
 }
 
 // Name implements Backend.
-func (m *Metal3) Name() string { return "metal3" }
+func (m *Backend) Name() string { return "metal3" }
 
-var _ SelectorCapacity = (*Metal3)(nil)
+var _ baremetal.SelectorCapacity = (*Backend)(nil)
 
 func credentialsSecretName(host string) string { return host + "-bmc-secret" }
 
 // checkMetal3Spec adds what BareMetalHost needs on top of ValidateSpec.
-func checkMetal3Spec(spec HostSpec, addr *Address) error {
+func checkMetal3Spec(spec baremetal.HostSpec, addr *bmc.Address) error {
 	invalid := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidHost, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: %s", baremetal.ErrInvalidHost, fmt.Sprintf(format, args...))
 	}
 	if errs := validation.IsDNS1123Subdomain(spec.Name); len(errs) > 0 || len(spec.Name) > 63-len("-bmc-secret") {
 		return invalid("name %q must be a lowercase DNS name of at most %d letters, digits, '-' and '.' for a BareMetalHost",
@@ -136,7 +139,7 @@ func checkMetal3Spec(spec HostSpec, addr *Address) error {
 	if hint, gone := removedFromMetal3[addr.Scheme]; gone {
 		return invalid("baremetal-operator no longer supports %s:// BMC addresses; %s", addr.Scheme, hint)
 	}
-	if spec.TargetState == TargetManageable {
+	if spec.TargetState == baremetal.TargetManageable {
 		return invalid("target_state manageable does not exist in Metal3: baremetal-operator takes every host on to available; detach a host to keep it out of use")
 	}
 	for k := range spec.Labels {
@@ -150,8 +153,8 @@ func checkMetal3Spec(spec HostSpec, addr *Address) error {
 // Enroll implements Backend: the credentials Secret first (so
 // baremetal-operator never sees a host without credentials), then the
 // BareMetalHost, then the Secret is made the host's dependent.
-func (m *Metal3) Enroll(ctx context.Context, spec HostSpec) (*Host, error) {
-	addr, err := ValidateSpec(&spec, m.cfg.DefaultResourceClass)
+func (m *Backend) Enroll(ctx context.Context, spec baremetal.HostSpec) (*baremetal.Host, error) {
+	addr, err := baremetal.ValidateSpec(&spec, m.cfg.DefaultResourceClass)
 	if err != nil {
 		return nil, err
 	}
@@ -165,10 +168,10 @@ func (m *Metal3) Enroll(ctx context.Context, spec HostSpec) (*Host, error) {
 	}
 	for _, h := range hosts {
 		if h.Name == spec.Name {
-			return nil, fmt.Errorf("%w: a BareMetalHost named %s already exists (in namespace %s)", ErrConflict, spec.Name, h.namespace)
+			return nil, fmt.Errorf("%w: a BareMetalHost named %s already exists (in namespace %s)", baremetal.ErrConflict, spec.Name, h.Namespace)
 		}
 		if spec.BootMACAddress != "" && strings.EqualFold(h.BootMACAddress, spec.BootMACAddress) {
-			return nil, fmt.Errorf("%w: boot MAC address %s is already host %s's", ErrConflict, spec.BootMACAddress, h.Name)
+			return nil, fmt.Errorf("%w: boot MAC address %s is already host %s's", baremetal.ErrConflict, spec.BootMACAddress, h.Name)
 		}
 	}
 	ns, err := m.hostNamespace(ctx, spec.ProjectID)
@@ -198,7 +201,7 @@ func (m *Metal3) Enroll(ctx context.Context, spec HostSpec) (*Host, error) {
 	return hostFromBMH(created), nil
 }
 
-func credentialsSecret(ns string, spec HostSpec) *unstructured.Unstructured {
+func credentialsSecret(ns string, spec baremetal.HostSpec) *unstructured.Unstructured {
 	enc := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 	s := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
@@ -209,7 +212,7 @@ func credentialsSecret(ns string, spec HostSpec) *unstructured.Unstructured {
 	return s
 }
 
-func bareMetalHost(ns string, spec HostSpec, addr *Address) *unstructured.Unstructured {
+func bareMetalHost(ns string, spec baremetal.HostSpec, addr *bmc.Address) *unstructured.Unstructured {
 	bmc := map[string]any{"address": addr.String(), "credentialsName": credentialsSecretName(spec.Name)}
 	if spec.Credentials.DisableCertificateVerification {
 		bmc["disableCertificateVerification"] = true
@@ -223,7 +226,7 @@ func bareMetalHost(ns string, spec HostSpec, addr *Address) *unstructured.Unstru
 	if hints := rootDeviceHintsSpec(spec.RootDeviceHints); len(hints) > 0 {
 		s["rootDeviceHints"] = hints
 	}
-	labels := map[string]any{LabelResourceClass: NormalizeResourceClass(spec.ResourceClass), mgmt.LabelInventory: "host"}
+	labels := map[string]any{LabelResourceClass: baremetal.NormalizeResourceClass(spec.ResourceClass), mgmt.LabelInventory: "host"}
 	for k, v := range spec.Labels {
 		labels[k] = v
 	}
@@ -242,7 +245,7 @@ func bareMetalHost(ns string, spec HostSpec, addr *Address) *unstructured.Unstru
 	return &unstructured.Unstructured{Object: map[string]any{"kind": kindBMH, "metadata": meta, "spec": s}}
 }
 
-func rootDeviceHintsSpec(h *RootDeviceHints) map[string]any {
+func rootDeviceHintsSpec(h *baremetal.RootDeviceHints) map[string]any {
 	if h == nil {
 		return nil
 	}
@@ -266,7 +269,7 @@ func rootDeviceHintsSpec(h *RootDeviceHints) map[string]any {
 // namespace, the only one from which Cluster API Provider Metal3 claims
 // hosts for the project's clusters. A host of no project stays in the
 // shared metal3_namespace.
-func (m *Metal3) hostNamespace(ctx context.Context, projectID string) (string, error) {
+func (m *Backend) hostNamespace(ctx context.Context, projectID string) (string, error) {
 	if projectID == "" {
 		return m.cfg.Namespace, nil
 	}
@@ -276,7 +279,7 @@ func (m *Metal3) hostNamespace(ctx context.Context, projectID string) (string, e
 // bmhs lists the inventory's BareMetalHosts matching selector: every one of
 // metal3_namespace (those Magnetite did not enroll included) and those
 // Magnetite placed in projects' namespaces.
-func (m *Metal3) bmhs(ctx context.Context, selector string) ([]unstructured.Unstructured, error) {
+func (m *Backend) bmhs(ctx context.Context, selector string) ([]unstructured.Unstructured, error) {
 	items, err := m.mc.List(ctx, kindBMH, m.cfg.Namespace, selector)
 	if err != nil {
 		return nil, err
@@ -299,12 +302,12 @@ func (m *Metal3) bmhs(ctx context.Context, selector string) ([]unstructured.Unst
 
 // List implements Backend: the hosts of metal3_namespace (the ones Magnetite
 // did not enroll included) and those assigned to projects.
-func (m *Metal3) List(ctx context.Context) ([]*Host, error) {
+func (m *Backend) List(ctx context.Context) ([]*baremetal.Host, error) {
 	items, err := m.bmhs(ctx, "")
 	if err != nil {
 		return nil, m.kubeError(err, "list hosts")
 	}
-	out := make([]*Host, 0, len(items))
+	out := make([]*baremetal.Host, 0, len(items))
 	for i := range items {
 		out = append(out, hostFromBMH(&items[i]))
 	}
@@ -312,9 +315,9 @@ func (m *Metal3) List(ctx context.Context) ([]*Host, error) {
 }
 
 // bmh finds a BareMetalHost by name or UID.
-func (m *Metal3) bmh(ctx context.Context, ident string) (*unstructured.Unstructured, error) {
+func (m *Backend) bmh(ctx context.Context, ident string) (*unstructured.Unstructured, error) {
 	if ident == "" {
-		return nil, fmt.Errorf("%w: %q", ErrHostNotFound, ident)
+		return nil, fmt.Errorf("%w: %q", baremetal.ErrHostNotFound, ident)
 	}
 	items, err := m.bmhs(ctx, "")
 	if err != nil {
@@ -325,11 +328,11 @@ func (m *Metal3) bmh(ctx context.Context, ident string) (*unstructured.Unstructu
 			return &items[i], nil
 		}
 	}
-	return nil, fmt.Errorf("%w: no BareMetalHost %s in namespace %s or assigned to a project", ErrHostNotFound, ident, m.cfg.Namespace)
+	return nil, fmt.Errorf("%w: no BareMetalHost %s in namespace %s or assigned to a project", baremetal.ErrHostNotFound, ident, m.cfg.Namespace)
 }
 
 // Get implements Backend.
-func (m *Metal3) Get(ctx context.Context, ident string) (*Host, error) {
+func (m *Backend) Get(ctx context.Context, ident string) (*baremetal.Host, error) {
 	u, err := m.bmh(ctx, ident)
 	if err != nil {
 		return nil, err
@@ -339,7 +342,7 @@ func (m *Metal3) Get(ctx context.Context, ident string) (*Host, error) {
 
 // patch merge-patches a BareMetalHost (null removes an annotation) as
 // Magnetite and returns the result.
-func (m *Metal3) patch(ctx context.Context, h *Host, p map[string]any, doing string) (*Host, error) {
+func (m *Backend) patch(ctx context.Context, h *baremetal.Host, p map[string]any, doing string) (*baremetal.Host, error) {
 	r, err := m.mc.Resource(ctx, kindBMH)
 	if err != nil {
 		return nil, m.kubeError(err, doing)
@@ -348,7 +351,7 @@ func (m *Metal3) patch(ctx context.Context, h *Host, p map[string]any, doing str
 	if err != nil {
 		return nil, err
 	}
-	out, err := m.dyn.Resource(r.GVR()).Namespace(h.namespace).
+	out, err := m.dyn.Resource(r.GVR()).Namespace(h.Namespace).
 		Patch(ctx, h.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: mgmt.FieldManager})
 	if err != nil {
 		return nil, m.kubeError(err, doing)
@@ -365,7 +368,7 @@ func annotations(kv ...any) map[string]any {
 }
 
 // actionable finds a host that baremetal-operator currently manages.
-func (m *Metal3) actionable(ctx context.Context, ident, action string) (*Host, error) {
+func (m *Backend) actionable(ctx context.Context, ident, action string) (*baremetal.Host, error) {
 	u, err := m.bmh(ctx, ident)
 	if err != nil {
 		return nil, err
@@ -373,9 +376,9 @@ func (m *Metal3) actionable(ctx context.Context, ident, action string) (*Host, e
 	h := hostFromBMH(u)
 	switch {
 	case h.DeleteRequested:
-		return nil, fmt.Errorf("%w: host %s is being deleted", ErrConflict, h.Name)
+		return nil, fmt.Errorf("%w: host %s is being deleted", baremetal.ErrConflict, h.Name)
 	case h.Detached:
-		return nil, fmt.Errorf("%w: host %s is detached, so baremetal-operator does not act on it; attach it before asking to %s it", ErrConflict, h.Name, action)
+		return nil, fmt.Errorf("%w: host %s is detached, so baremetal-operator does not act on it; attach it before asking to %s it", baremetal.ErrConflict, h.Name, action)
 	}
 	return h, nil
 }
@@ -384,28 +387,28 @@ func (m *Metal3) actionable(ctx context.Context, ident, action string) (*Host, e
 // powers off softly and falls back to a hard power-off); reboots are the
 // reboot.metal3.io annotation, which baremetal-operator honours on
 // provisioned hosts and removes once the host is back on.
-func (m *Metal3) Power(ctx context.Context, ident string, action PowerAction) (*Host, error) {
+func (m *Backend) Power(ctx context.Context, ident string, action baremetal.PowerAction) (*baremetal.Host, error) {
 	h, err := m.actionable(ctx, ident, "power")
 	if err != nil {
 		return nil, err
 	}
 	var p map[string]any
 	switch action {
-	case PowerOn:
+	case baremetal.PowerOn:
 		p = map[string]any{"spec": map[string]any{"online": true}}
-	case PowerOff, PowerSoftOff:
+	case baremetal.PowerOff, baremetal.PowerSoftOff:
 		p = map[string]any{"spec": map[string]any{"online": false}}
-	case RebootHard, RebootSoft:
+	case baremetal.RebootHard, baremetal.RebootSoft:
 		if h.BackendState != bmhProvisioned && h.BackendState != bmhExternallyProvisioned {
-			return nil, fmt.Errorf("%w: host %s is %s; Metal3 reboots provisioned hosts only: power it off and on instead", ErrConflict, h.Name, h.State)
+			return nil, fmt.Errorf("%w: host %s is %s; Metal3 reboots provisioned hosts only: power it off and on instead", baremetal.ErrConflict, h.Name, h.State)
 		}
 		mode := "hard"
-		if action == RebootSoft {
+		if action == baremetal.RebootSoft {
 			mode = "soft"
 		}
 		p = annotations(annReboot, `{"mode":"`+mode+`"}`)
 	default:
-		return nil, fmt.Errorf("%w: power action %q must be on, off, soft-off, reboot-hard or reboot-soft", ErrInvalidHost, action)
+		return nil, fmt.Errorf("%w: power action %q must be on, off, soft-off, reboot-hard or reboot-soft", baremetal.ErrInvalidHost, action)
 	}
 	out, err := m.patch(ctx, h, p, fmt.Sprintf("power %s host %s", action, h.Name))
 	if err == nil {
@@ -417,13 +420,13 @@ func (m *Metal3) Power(ctx context.Context, ident string, action PowerAction) (*
 // Inspect implements Backend with the inspect.metal3.io annotation, which
 // baremetal-operator ignores unless the host is available: asking in
 // another state is refused here rather than silently dropped.
-func (m *Metal3) Inspect(ctx context.Context, ident string) (*Host, error) {
+func (m *Backend) Inspect(ctx context.Context, ident string) (*baremetal.Host, error) {
 	h, err := m.actionable(ctx, ident, "inspect")
 	if err != nil {
 		return nil, err
 	}
 	if h.BackendState != bmhAvailable {
-		return nil, fmt.Errorf("%w: host %s is %s; Metal3 re-inspects available hosts only", ErrConflict, h.Name, h.State)
+		return nil, fmt.Errorf("%w: host %s is %s; Metal3 re-inspects available hosts only", baremetal.ErrConflict, h.Name, h.State)
 	}
 	return m.patch(ctx, h, annotations(annInspect, ""), "inspect host "+h.Name)
 }
@@ -431,13 +434,13 @@ func (m *Metal3) Inspect(ctx context.Context, ident string) (*Host, error) {
 // Provide implements Backend. baremetal-operator takes every host on to
 // available by itself and retries failed steps with backoff, so there is
 // nothing to ask for.
-func (m *Metal3) Provide(ctx context.Context, ident string) (*Host, error) {
+func (m *Backend) Provide(ctx context.Context, ident string) (*baremetal.Host, error) {
 	h, err := m.Get(ctx, ident)
 	if err != nil {
 		return nil, err
 	}
 	return nil, fmt.Errorf("%w: host %s is %s; Metal3 moves hosts to available on its own and retries failed steps with backoff (error count %d), so there is nothing to provide",
-		ErrConflict, h.Name, h.State, h.ErrorCount)
+		baremetal.ErrConflict, h.Name, h.State, h.ErrorCount)
 }
 
 // detachable are the states in which baremetal-operator honours the
@@ -446,14 +449,14 @@ var detachable = map[string]bool{bmhAvailable: true, bmhProvisioned: true, bmhEx
 
 // Detach implements Backend with the detached annotation: the host leaves
 // Ironic without being deprovisioned.
-func (m *Metal3) Detach(ctx context.Context, ident, reason string) (*Host, error) {
+func (m *Backend) Detach(ctx context.Context, ident, reason string) (*baremetal.Host, error) {
 	u, err := m.bmh(ctx, ident)
 	if err != nil {
 		return nil, err
 	}
 	h := hostFromBMH(u)
 	if !detachable[h.BackendState] {
-		return nil, fmt.Errorf("%w: host %s is %s; Metal3 detaches available or provisioned hosts only", ErrConflict, h.Name, h.State)
+		return nil, fmt.Errorf("%w: host %s is %s; Metal3 detaches available or provisioned hosts only", baremetal.ErrConflict, h.Name, h.State)
 	}
 	if reason == "" {
 		reason = "no reason given"
@@ -466,7 +469,7 @@ func (m *Metal3) Detach(ctx context.Context, ident, reason string) (*Host, error
 }
 
 // Attach implements Backend.
-func (m *Metal3) Attach(ctx context.Context, ident string) (*Host, error) {
+func (m *Backend) Attach(ctx context.Context, ident string) (*baremetal.Host, error) {
 	u, err := m.bmh(ctx, ident)
 	if err != nil {
 		return nil, err
@@ -479,8 +482,8 @@ func (m *Metal3) Attach(ctx context.Context, ident string) (*Host, error) {
 }
 
 // SetCleaningMode implements Backend through spec.automatedCleaningMode.
-func (m *Metal3) SetCleaningMode(ctx context.Context, ident, mode string) (*Host, error) {
-	if err := ValidateCleaningMode(mode); err != nil {
+func (m *Backend) SetCleaningMode(ctx context.Context, ident, mode string) (*baremetal.Host, error) {
+	if err := baremetal.ValidateCleaningMode(mode); err != nil {
 		return nil, err
 	}
 	u, err := m.bmh(ctx, ident)
@@ -496,33 +499,33 @@ func (m *Metal3) SetCleaningMode(ctx context.Context, ident, mode string) (*Host
 // says); force detaches the host first, so it leaves Ironic without either.
 // The credentials Secret goes with the host (owner reference, and
 // Reconcile for clusters without a garbage collector).
-func (m *Metal3) Delete(ctx context.Context, ident string, force bool) (DeleteOutcome, *Host, error) {
+func (m *Backend) Delete(ctx context.Context, ident string, force bool) (baremetal.DeleteOutcome, *baremetal.Host, error) {
 	u, err := m.bmh(ctx, ident)
 	if err != nil {
-		return Deleted, nil, err
+		return baremetal.Deleted, nil, err
 	}
 	name, ns := u.GetName(), u.GetNamespace()
 	if force {
 		if _, err := m.patch(ctx, hostFromBMH(u), annotations(annDetached, `{"deleteAction":"delete"}`), "delete host "+name); err != nil {
-			return Deleted, nil, err
+			return baremetal.Deleted, nil, err
 		}
 	}
 	if _, err := m.mc.Delete(ctx, kindBMH, ns, name); err != nil {
-		return Deleted, nil, m.kubeError(err, "delete host "+name)
+		return baremetal.Deleted, nil, m.kubeError(err, "delete host "+name)
 	}
 	after, err := m.bmh(ctx, name)
-	if errors.Is(err, ErrHostNotFound) {
+	if errors.Is(err, baremetal.ErrHostNotFound) {
 		m.log.InfoContext(ctx, "host deleted", "host", name, "force", force)
-		return Deleted, nil, m.releaseCredentials(ctx, ns, name)
+		return baremetal.Deleted, nil, m.releaseCredentials(ctx, ns, name)
 	}
 	if err != nil {
-		return Deleted, nil, err
+		return baremetal.Deleted, nil, err
 	}
 	m.log.InfoContext(ctx, "host deletion started; baremetal-operator deprovisions it first", "host", name, "force", force)
-	return DeleteStarted, hostFromBMH(after), nil
+	return baremetal.DeleteStarted, hostFromBMH(after), nil
 }
 
-func (m *Metal3) releaseCredentials(ctx context.Context, namespace, host string) error {
+func (m *Backend) releaseCredentials(ctx context.Context, namespace, host string) error {
 	if _, err := m.mc.Delete(ctx, "Secret", namespace, credentialsSecretName(host)); err != nil {
 		return m.kubeError(err, "remove the BMC credentials of host "+host)
 	}
@@ -530,8 +533,8 @@ func (m *Metal3) releaseCredentials(ctx context.Context, namespace, host string)
 }
 
 // Capacity implements Backend: the hosts labelled with the resource class.
-func (m *Metal3) Capacity(ctx context.Context, resourceClass string) (Capacity, error) {
-	c, err := m.CapacityMatching(ctx, "", map[string]string{LabelResourceClass: NormalizeResourceClass(resourceClass)})
+func (m *Backend) Capacity(ctx context.Context, resourceClass string) (baremetal.Capacity, error) {
+	c, err := m.CapacityMatching(ctx, "", map[string]string{LabelResourceClass: baremetal.NormalizeResourceClass(resourceClass)})
 	c.ResourceClass = resourceClass
 	return c, err
 }
@@ -543,8 +546,8 @@ func (m *Metal3) Capacity(ctx context.Context, resourceClass string) (Capacity, 
 // of metal3_namespace. A host is free when Cluster API Provider Metal3
 // could claim it now: available, no consumer, not detached, paused,
 // failing or being deleted.
-func (m *Metal3) CapacityMatching(ctx context.Context, projectID string, selector map[string]string) (Capacity, error) {
-	var c Capacity
+func (m *Backend) CapacityMatching(ctx context.Context, projectID string, selector map[string]string) (baremetal.Capacity, error) {
+	var c baremetal.Capacity
 	ns := m.cfg.Namespace
 	if projectID != "" {
 		ns = m.mc.NamespaceName(projectID)
@@ -560,12 +563,12 @@ func (m *Metal3) CapacityMatching(ctx context.Context, projectID string, selecto
 		if h.Detached {
 			c.InMaintenance++
 		}
-		if h.Consumer != "" || h.State == StateProvisioned {
+		if h.Consumer != "" || h.State == baremetal.StateProvisioned {
 			c.Deployed++
 		}
 		_, paused := u.GetAnnotations()[annPaused]
 		if h.BackendState == bmhAvailable && h.Consumer == "" && !h.Detached && !paused && !h.DeleteRequested &&
-			h.OperationalStatus != OperationalError {
+			h.OperationalStatus != baremetal.OperationalError {
 			c.Free++
 		}
 	}
@@ -575,7 +578,7 @@ func (m *Metal3) CapacityMatching(ctx context.Context, projectID string, selecto
 // Reconcile implements Backend. baremetal-operator drives the hosts; what
 // is left to Magnetite is removing credentials Secrets whose host is gone
 // (the owner reference does it where a garbage collector runs).
-func (m *Metal3) Reconcile(ctx context.Context) error {
+func (m *Backend) Reconcile(ctx context.Context) error {
 	secrets, err := m.mc.List(ctx, "Secret", "", mgmt.ManagedSelector+","+labelHost)
 	if err != nil {
 		return m.kubeError(err, "list host credentials")
@@ -600,24 +603,24 @@ func (m *Metal3) Reconcile(ctx context.Context) error {
 
 // kubeError maps a management-cluster error to the backend's sentinels,
 // with any password scrubbed from the message.
-func (m *Metal3) kubeError(err error, doing string, secrets ...string) error {
+func (m *Backend) kubeError(err error, doing string, secrets ...string) error {
 	msg := err.Error()
 	for _, s := range secrets {
 		msg = scrub(msg, s)
 	}
 	switch {
 	case errors.Is(err, mgmt.ErrKindNotServed):
-		return fmt.Errorf("%w: could not %s: the management cluster does not serve BareMetalHost; install baremetal-operator's CRDs", ErrUnavailable, doing)
+		return fmt.Errorf("%w: could not %s: the management cluster does not serve BareMetalHost; install baremetal-operator's CRDs", baremetal.ErrUnavailable, doing)
 	case apierrors.IsNotFound(err):
-		return fmt.Errorf("%w: could not %s: %s", ErrHostNotFound, doing, msg)
+		return fmt.Errorf("%w: could not %s: %s", baremetal.ErrHostNotFound, doing, msg)
 	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
-		return fmt.Errorf("%w: could not %s: %s", ErrConflict, doing, msg)
+		return fmt.Errorf("%w: could not %s: %s", baremetal.ErrConflict, doing, msg)
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
-		return fmt.Errorf("%w: could not %s: the management cluster refused it: %s", ErrInvalidHost, doing, msg)
+		return fmt.Errorf("%w: could not %s: the management cluster refused it: %s", baremetal.ErrInvalidHost, doing, msg)
 	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
-		return fmt.Errorf("%w: could not %s: Magnetite's management-cluster credentials are not allowed to: %s", ErrUnavailable, doing, msg)
+		return fmt.Errorf("%w: could not %s: Magnetite's management-cluster credentials are not allowed to: %s", baremetal.ErrUnavailable, doing, msg)
 	}
-	return fmt.Errorf("%w: could not %s: %s", ErrUnavailable, doing, msg)
+	return fmt.Errorf("%w: could not %s: %s", baremetal.ErrUnavailable, doing, msg)
 }
 
 // scrub masks a secret and its base64 form in a message.
@@ -625,31 +628,31 @@ func scrub(msg, secret string) string {
 	if secret == "" {
 		return msg
 	}
-	msg = strings.ReplaceAll(msg, secret, PasswordMask)
-	return strings.ReplaceAll(msg, base64.StdEncoding.EncodeToString([]byte(secret)), PasswordMask)
+	msg = strings.ReplaceAll(msg, secret, bmc.PasswordMask)
+	return strings.ReplaceAll(msg, base64.StdEncoding.EncodeToString([]byte(secret)), bmc.PasswordMask)
 }
 
 // hostFromBMH is the inventory's view of a BareMetalHost, its status as
 // baremetal-operator last wrote it.
-func hostFromBMH(u *unstructured.Unstructured) *Host {
+func hostFromBMH(u *unstructured.Unstructured) *baremetal.Host {
 	str := func(path ...string) string { s, _, _ := unstructured.NestedString(u.Object, path...); return s }
-	h := &Host{
-		ID: string(u.GetUID()), Name: u.GetName(), CreatedAt: u.GetCreationTimestamp().Time, TargetState: TargetAvailable,
+	h := &baremetal.Host{
+		ID: string(u.GetUID()), Name: u.GetName(), CreatedAt: u.GetCreationTimestamp().Time, TargetState: baremetal.TargetAvailable,
 		BMCAddress: str("spec", "bmc", "address"), BootMACAddress: str("spec", "bootMACAddress"),
 		BootMode: str("spec", "bootMode"), CleaningMode: str("spec", "automatedCleaningMode"),
 		BackendState: str("status", "provisioning", "state"), OperationalStatus: str("status", "operationalStatus"),
 		ErrorType: str("status", "errorType"), ErrorMessage: str("status", "errorMessage"),
 		Labels: map[string]string{}, PowerState: "unknown",
-		ProjectID: u.GetAnnotations()[annProject], namespace: u.GetNamespace(),
+		ProjectID: u.GetAnnotations()[annProject], Namespace: u.GetNamespace(),
 	}
-	if a, err := ParseBMCAddress(h.BMCAddress); err == nil {
+	if a, err := bmc.Parse(h.BMCAddress); err == nil {
 		h.HardwareType, h.BootMethod, h.NeedsProvisioningNetwork = a.HardwareType, a.BootMethod, a.NeedsProvisioningNetwork
 	}
 	if h.BootMode == "" {
-		h.BootMode = BootModeUEFI
+		h.BootMode = baremetal.BootModeUEFI
 	}
 	if h.CleaningMode == "" {
-		h.CleaningMode = CleaningMetadata
+		h.CleaningMode = baremetal.CleaningMetadata
 	}
 	for k, v := range u.GetLabels() {
 		switch {
@@ -663,7 +666,7 @@ func hostFromBMH(u *unstructured.Unstructured) *Host {
 	}
 	ann := u.GetAnnotations()
 	h.BMCUsername = ann[annBMCUsername]
-	if _, ok := ann[annDetached]; ok || h.OperationalStatus == OperationalDetached {
+	if _, ok := ann[annDetached]; ok || h.OperationalStatus == baremetal.OperationalDetached {
 		h.Detached, h.DetachedReason = true, ann[annDetachReason]
 	}
 	if on, found, _ := unstructured.NestedBool(u.Object, "status", "poweredOn"); found {
@@ -687,7 +690,7 @@ func hostFromBMH(u *unstructured.Unstructured) *Host {
 	}
 	h.State = metal3State(h.BackendState)
 	if u.GetDeletionTimestamp() != nil {
-		h.DeleteRequested, h.State = true, StateDeleting
+		h.DeleteRequested, h.State = true, baremetal.StateDeleting
 	}
 	return h
 }
@@ -695,30 +698,30 @@ func hostFromBMH(u *unstructured.Unstructured) *Host {
 func metal3State(s string) string {
 	switch s {
 	case bmhNone, bmhRegistering:
-		return StateRegistering
+		return baremetal.StateRegistering
 	case bmhUnmanaged:
-		return StateUnmanaged
+		return baremetal.StateUnmanaged
 	case bmhInspecting:
-		return StateInspecting
+		return baremetal.StateInspecting
 	case bmhMatchProfile, bmhPreparing:
-		return StatePreparing
+		return baremetal.StatePreparing
 	case bmhReady, bmhAvailable:
-		return StateAvailable
+		return baremetal.StateAvailable
 	case bmhProvisioning:
-		return StateProvisioning
+		return baremetal.StateProvisioning
 	case bmhProvisioned, bmhExternallyProvisioned:
-		return StateProvisioned
+		return baremetal.StateProvisioned
 	case bmhDeprovisioning:
-		return StateDeprovisioning
+		return baremetal.StateDeprovisioning
 	case bmhPoweringOffForDelete, bmhDeleting:
-		return StateDeleting
+		return baremetal.StateDeleting
 	}
-	return StateUnknown
+	return baremetal.StateUnknown
 }
 
-func rootDeviceHintsFrom(m map[string]any) *RootDeviceHints {
+func rootDeviceHintsFrom(m map[string]any) *baremetal.RootDeviceHints {
 	s := func(k string) string { v, _ := m[k].(string); return v }
-	h := &RootDeviceHints{DeviceName: s("deviceName"), HCTL: s("hctl"), Model: s("model"), Vendor: s("vendor"),
+	h := &baremetal.RootDeviceHints{DeviceName: s("deviceName"), HCTL: s("hctl"), Model: s("model"), Vendor: s("vendor"),
 		SerialNumber: s("serialNumber"), WWN: s("wwn"), WWNWithExtension: s("wwnWithExtension"), WWNVendorExtension: s("wwnVendorExtension")}
 	if n, ok := m["minSizeGigabytes"].(int64); ok {
 		h.MinSizeGigabytes = int(n)
@@ -732,12 +735,12 @@ func rootDeviceHintsFrom(m map[string]any) *RootDeviceHints {
 // bmhHardware summarises status.hardware. The local disk is the root
 // device hint's disk when it names one, else the smallest disk of at least
 // 4 GiB, which is the disk Ironic picks without hints.
-func bmhHardware(u *unstructured.Unstructured, hints *RootDeviceHints) *HostHardware {
+func bmhHardware(u *unstructured.Unstructured, hints *baremetal.RootDeviceHints) *baremetal.HostHardware {
 	hw, ok, _ := unstructured.NestedMap(u.Object, "status", "hardware")
 	if !ok {
 		return nil
 	}
-	out := &HostHardware{}
+	out := &baremetal.HostHardware{}
 	out.CPUArch, _, _ = unstructured.NestedString(hw, "cpu", "arch")
 	if n, ok, _ := unstructured.NestedInt64(hw, "cpu", "count"); ok {
 		out.CPUCount = int(n)
@@ -770,7 +773,7 @@ func bmhHardware(u *unstructured.Unstructured, hints *RootDeviceHints) *HostHard
 			break
 		}
 	}
-	if *out == (HostHardware{}) {
+	if *out == (baremetal.HostHardware{}) {
 		return nil
 	}
 	return out

@@ -1,4 +1,4 @@
-package baremetal
+package ironic
 
 import (
 	"context"
@@ -11,6 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
+
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/httpbasic"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/noauth"
@@ -18,14 +21,14 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
 )
 
-// DefaultIronicAPIVersion is the microversion sent when none is configured:
+// DefaultAPIVersion is the microversion sent when none is configured:
 // Ironic 2023.1 (21.4), the oldest release Magnetite is tested against.
 // Everything used (automated_clean 1.47, inspection timestamps, retired
 // 1.61) is older than that.
-const DefaultIronicAPIVersion = "1.81"
+const DefaultAPIVersion = "1.81"
 
-// IronicConfig configures the Ironic backend.
-type IronicConfig struct {
+// Config configures the Ironic backend.
+type Config struct {
 	// Endpoint is Ironic's API root, e.g. http://ironic:6385 (with or
 	// without /v1).
 	Endpoint string
@@ -50,9 +53,9 @@ type IronicConfig struct {
 	Log                  *slog.Logger
 }
 
-// Ironic is the Backend over Ironic's bare-metal API.
-type Ironic struct {
-	cfg    IronicConfig
+// Backend is the baremetal.Backend over Ironic's bare-metal API.
+type Backend struct {
+	cfg    Config
 	client *gophercloud.ServiceClient
 	log    *slog.Logger
 	now    func() time.Time
@@ -72,7 +75,7 @@ type Ironic struct {
 }
 
 // NewIronic builds the Ironic backend; it does not contact Ironic.
-func NewIronic(cfg IronicConfig) (*Ironic, error) {
+func New(cfg Config) (*Backend, error) {
 	endpoint := strings.TrimRight(cfg.Endpoint, "/")
 	if endpoint == "" {
 		return nil, errors.New("baremetal: [baremetal] ironic_endpoint is required for the ironic backend")
@@ -84,7 +87,7 @@ func NewIronic(cfg IronicConfig) (*Ironic, error) {
 		endpoint += "/v1"
 	}
 	if cfg.APIVersion == "" {
-		cfg.APIVersion = DefaultIronicAPIVersion
+		cfg.APIVersion = DefaultAPIVersion
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
@@ -111,24 +114,24 @@ func NewIronic(cfg IronicConfig) (*Ironic, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Ironic{cfg: cfg, client: sc, log: log.With("backend", "ironic"), now: time.Now, lockedWait: time.Second}, nil
+	return &Backend{cfg: cfg, client: sc, log: log.With("backend", "ironic"), now: time.Now, lockedWait: time.Second}, nil
 }
 
 // Name implements Backend.
-func (b *Ironic) Name() string { return "ironic" }
+func (b *Backend) Name() string { return "ironic" }
 
 // hostMeta is what Magnetite keeps on the node, under extra.magnetite.
 type hostMeta struct {
-	BMCAddress       string            `json:"bmc_address"`
-	BootMAC          string            `json:"boot_mac_address,omitempty"`
-	BootMode         string            `json:"boot_mode,omitempty"`
-	RootDeviceHints  *RootDeviceHints  `json:"root_device_hints,omitempty"`
-	Labels           map[string]string `json:"labels,omitempty"`
-	CleaningMode     string            `json:"cleaning_mode,omitempty"`
-	TargetState      string            `json:"target_state,omitempty"`
-	InspectRequested bool              `json:"inspect_requested,omitempty"`
-	DeleteRequested  bool              `json:"delete_requested,omitempty"`
-	ErrorCount       int               `json:"error_count,omitempty"`
+	BMCAddress       string                     `json:"bmc_address"`
+	BootMAC          string                     `json:"boot_mac_address,omitempty"`
+	BootMode         string                     `json:"boot_mode,omitempty"`
+	RootDeviceHints  *baremetal.RootDeviceHints `json:"root_device_hints,omitempty"`
+	Labels           map[string]string          `json:"labels,omitempty"`
+	CleaningMode     string                     `json:"cleaning_mode,omitempty"`
+	TargetState      string                     `json:"target_state,omitempty"`
+	InspectRequested bool                       `json:"inspect_requested,omitempty"`
+	DeleteRequested  bool                       `json:"delete_requested,omitempty"`
+	ErrorCount       int                        `json:"error_count,omitempty"`
 	// ErrorSeen fingerprints the last error counted, so one failure is
 	// counted once however often it is observed.
 	ErrorSeen string `json:"error_seen,omitempty"`
@@ -157,15 +160,15 @@ func metaOf(n *nodes.Node) *hostMeta {
 //
 // It holds the backend's lock so the periodic pass does not start the
 // verification of a node whose boot port is not made yet.
-func (b *Ironic) Enroll(ctx context.Context, spec HostSpec) (*Host, error) {
+func (b *Backend) Enroll(ctx context.Context, spec baremetal.HostSpec) (*baremetal.Host, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	addr, err := ValidateSpec(&spec, b.cfg.DefaultResourceClass)
+	addr, err := baremetal.ValidateSpec(&spec, b.cfg.DefaultResourceClass)
 	if err != nil {
 		return nil, err
 	}
 	if spec.ProjectID != "" {
-		return nil, fmt.Errorf("%w: project_id assigns Metal3 hosts to a project's clusters; with Ironic, Nova places instances by flavor: give the node an owner or lessee in Ironic instead", ErrInvalidHost)
+		return nil, fmt.Errorf("%w: project_id assigns Metal3 hosts to a project's clusters; with Ironic, Nova places instances by flavor: give the node an owner or lessee in Ironic instead", baremetal.ErrInvalidHost)
 	}
 	info := addr.DriverInfo(spec.Credentials)
 	if b.cfg.DeployKernel != "" {
@@ -174,7 +177,7 @@ func (b *Ironic) Enroll(ctx context.Context, spec HostSpec) (*Host, error) {
 	if b.cfg.DeployRamdisk != "" {
 		info["deploy_ramdisk"] = b.cfg.DeployRamdisk
 	}
-	clean := spec.CleaningMode == CleaningMetadata
+	clean := spec.CleaningMode == baremetal.CleaningMetadata
 	meta := hostMeta{BMCAddress: addr.String(), BootMAC: spec.BootMACAddress, BootMode: spec.BootMode,
 		RootDeviceHints: spec.RootDeviceHints, Labels: spec.Labels, CleaningMode: spec.CleaningMode, TargetState: spec.TargetState}
 	opts := nodes.CreateOpts{
@@ -211,7 +214,7 @@ func (b *Ironic) Enroll(ctx context.Context, spec HostSpec) (*Host, error) {
 	return b.Get(ctx, created.UUID)
 }
 
-func (b *Ironic) setInterfaces(opts *nodes.CreateOpts, addr *Address) {
+func (b *Backend) setInterfaces(opts *nodes.CreateOpts, addr *bmc.Address) {
 	if b.cfg.FakeHardware {
 		opts.Driver = "fake-hardware"
 		opts.BootInterface, opts.DeployInterface, opts.InspectInterface = "fake", "fake", "fake"
@@ -227,14 +230,14 @@ func (b *Ironic) setInterfaces(opts *nodes.CreateOpts, addr *Address) {
 
 // nodeProperties carries the boot mode (capabilities) and root device
 // hints in Ironic's own keys.
-func nodeProperties(spec HostSpec) map[string]any {
+func nodeProperties(spec baremetal.HostSpec) map[string]any {
 	props := map[string]any{}
 	switch spec.BootMode {
-	case BootModeUEFI:
+	case baremetal.BootModeUEFI:
 		props["capabilities"] = "boot_mode:uefi"
-	case BootModeUEFISecure:
+	case baremetal.BootModeUEFISecure:
 		props["capabilities"] = "boot_mode:uefi,secure_boot:true"
-	case BootModeLegacy:
+	case baremetal.BootModeLegacy:
 		props["capabilities"] = "boot_mode:bios"
 	}
 	if h := spec.RootDeviceHints; h != nil {
@@ -265,34 +268,34 @@ func nodeProperties(spec HostSpec) map[string]any {
 	return props
 }
 
-func (b *Ironic) listNodes(ctx context.Context) ([]nodes.Node, error) {
+func (b *Backend) listNodes(ctx context.Context) ([]nodes.Node, error) {
 	pages, err := nodes.ListDetail(b.client, nodes.ListOpts{}).AllPages(ctx)
 	if err != nil {
 		return nil, b.ironicError(err, "list nodes", "")
 	}
 	ns, err := nodes.ExtractNodes(pages)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Ironic's node list could not be read: %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: Ironic's node list could not be read: %v", baremetal.ErrUnavailable, err)
 	}
 	return ns, nil
 }
 
 // List implements Backend.
-func (b *Ironic) List(ctx context.Context) ([]*Host, error) {
+func (b *Backend) List(ctx context.Context) ([]*baremetal.Host, error) {
 	ns, err := b.listNodes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Host, 0, len(ns))
+	out := make([]*baremetal.Host, 0, len(ns))
 	for i := range ns {
 		out = append(out, hostFromNode(&ns[i]))
 	}
 	return out, nil
 }
 
-func (b *Ironic) node(ctx context.Context, ident string) (*nodes.Node, error) {
+func (b *Backend) node(ctx context.Context, ident string) (*nodes.Node, error) {
 	if ident == "" || strings.ContainsAny(ident, "/?#") {
-		return nil, fmt.Errorf("%w: %q", ErrHostNotFound, ident)
+		return nil, fmt.Errorf("%w: %q", baremetal.ErrHostNotFound, ident)
 	}
 	n, err := nodes.Get(ctx, b.client, ident).Extract()
 	if err != nil {
@@ -302,7 +305,7 @@ func (b *Ironic) node(ctx context.Context, ident string) (*nodes.Node, error) {
 }
 
 // Get implements Backend.
-func (b *Ironic) Get(ctx context.Context, ident string) (*Host, error) {
+func (b *Backend) Get(ctx context.Context, ident string) (*baremetal.Host, error) {
 	n, err := b.node(ctx, ident)
 	if err != nil {
 		return nil, err
@@ -310,16 +313,16 @@ func (b *Ironic) Get(ctx context.Context, ident string) (*Host, error) {
 	return hostFromNode(n), nil
 }
 
-var powerTargets = map[PowerAction]nodes.TargetPowerState{
-	PowerOn: nodes.PowerOn, PowerOff: nodes.PowerOff, PowerSoftOff: nodes.SoftPowerOff,
-	RebootHard: nodes.Rebooting, RebootSoft: nodes.SoftRebooting,
+var powerTargets = map[baremetal.PowerAction]nodes.TargetPowerState{
+	baremetal.PowerOn: nodes.PowerOn, baremetal.PowerOff: nodes.PowerOff, baremetal.PowerSoftOff: nodes.SoftPowerOff,
+	baremetal.RebootHard: nodes.Rebooting, baremetal.RebootSoft: nodes.SoftRebooting,
 }
 
 // Power implements Backend.
-func (b *Ironic) Power(ctx context.Context, ident string, action PowerAction) (*Host, error) {
+func (b *Backend) Power(ctx context.Context, ident string, action baremetal.PowerAction) (*baremetal.Host, error) {
 	target, ok := powerTargets[action]
 	if !ok {
-		return nil, fmt.Errorf("%w: power action %q must be on, off, soft-off, reboot-hard or reboot-soft", ErrInvalidHost, action)
+		return nil, fmt.Errorf("%w: power action %q must be on, off, soft-off, reboot-hard or reboot-soft", baremetal.ErrInvalidHost, action)
 	}
 	n, err := b.node(ctx, ident)
 	if err != nil {
@@ -336,7 +339,7 @@ func (b *Ironic) Power(ctx context.Context, ident string, action PowerAction) (*
 }
 
 // Inspect implements Backend.
-func (b *Ironic) Inspect(ctx context.Context, ident string) (*Host, error) {
+func (b *Backend) Inspect(ctx context.Context, ident string) (*baremetal.Host, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n, err := b.managedNode(ctx, ident)
@@ -346,10 +349,10 @@ func (b *Ironic) Inspect(ctx context.Context, ident string) (*Host, error) {
 	switch nodes.ProvisionState(n.ProvisionState) {
 	case nodes.Manageable, nodes.Available, nodes.InspectFail:
 	default:
-		return nil, fmt.Errorf("%w: host %s is %s; it can be inspected when manageable, available or after a failed inspection", ErrConflict, n.Name, n.ProvisionState)
+		return nil, fmt.Errorf("%w: host %s is %s; it can be inspected when manageable, available or after a failed inspection", baremetal.ErrConflict, n.Name, n.ProvisionState)
 	}
 	if n.Maintenance {
-		return nil, fmt.Errorf("%w: host %s is detached; attach it first", ErrConflict, n.Name)
+		return nil, fmt.Errorf("%w: host %s is detached; attach it first", baremetal.ErrConflict, n.Name)
 	}
 	if err := b.patchMeta(ctx, n, map[string]any{"inspect_requested": true}); err != nil {
 		return nil, err
@@ -358,7 +361,7 @@ func (b *Ironic) Inspect(ctx context.Context, ident string) (*Host, error) {
 }
 
 // Provide implements Backend.
-func (b *Ironic) Provide(ctx context.Context, ident string) (*Host, error) {
+func (b *Backend) Provide(ctx context.Context, ident string) (*baremetal.Host, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n, err := b.managedNode(ctx, ident)
@@ -368,9 +371,9 @@ func (b *Ironic) Provide(ctx context.Context, ident string) (*Host, error) {
 	switch nodes.ProvisionState(n.ProvisionState) {
 	case nodes.Manageable, nodes.Available, nodes.Enroll, nodes.CleanFail, nodes.InspectFail:
 	default:
-		return nil, fmt.Errorf("%w: host %s is %s; only registered, held or failed hosts can be provided", ErrConflict, n.Name, n.ProvisionState)
+		return nil, fmt.Errorf("%w: host %s is %s; only registered, held or failed hosts can be provided", baremetal.ErrConflict, n.Name, n.ProvisionState)
 	}
-	if err := b.patchMeta(ctx, n, map[string]any{"target_state": TargetAvailable}); err != nil {
+	if err := b.patchMeta(ctx, n, map[string]any{"target_state": baremetal.TargetAvailable}); err != nil {
 		return nil, err
 	}
 	if ps := nodes.ProvisionState(n.ProvisionState); ps == nodes.CleanFail || ps == nodes.InspectFail {
@@ -387,7 +390,7 @@ func (b *Ironic) Provide(ctx context.Context, ident string) (*Host, error) {
 const detachPrefix = "detached: "
 
 // Detach implements Backend.
-func (b *Ironic) Detach(ctx context.Context, ident, reason string) (*Host, error) {
+func (b *Backend) Detach(ctx context.Context, ident, reason string) (*baremetal.Host, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n, err := b.node(ctx, ident)
@@ -405,7 +408,7 @@ func (b *Ironic) Detach(ctx context.Context, ident, reason string) (*Host, error
 }
 
 // Attach implements Backend.
-func (b *Ironic) Attach(ctx context.Context, ident string) (*Host, error) {
+func (b *Backend) Attach(ctx context.Context, ident string) (*baremetal.Host, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n, err := b.node(ctx, ident)
@@ -420,8 +423,8 @@ func (b *Ironic) Attach(ctx context.Context, ident string) (*Host, error) {
 }
 
 // SetCleaningMode implements Backend.
-func (b *Ironic) SetCleaningMode(ctx context.Context, ident, mode string) (*Host, error) {
-	if err := ValidateCleaningMode(mode); err != nil {
+func (b *Backend) SetCleaningMode(ctx context.Context, ident, mode string) (*baremetal.Host, error) {
+	if err := baremetal.ValidateCleaningMode(mode); err != nil {
 		return nil, err
 	}
 	b.mu.Lock()
@@ -430,7 +433,7 @@ func (b *Ironic) SetCleaningMode(ctx context.Context, ident, mode string) (*Host
 	if err != nil {
 		return nil, err
 	}
-	ops := nodes.UpdateOpts{nodes.UpdateOperation{Op: nodes.AddOp, Path: "/automated_clean", Value: mode == CleaningMetadata}}
+	ops := nodes.UpdateOpts{nodes.UpdateOperation{Op: nodes.AddOp, Path: "/automated_clean", Value: mode == baremetal.CleaningMetadata}}
 	if metaOf(n) != nil {
 		ops = append(ops, nodes.UpdateOperation{Op: nodes.AddOp, Path: "/extra/" + metaKey + "/cleaning_mode", Value: mode})
 	}
@@ -441,51 +444,51 @@ func (b *Ironic) SetCleaningMode(ctx context.Context, ident, mode string) (*Host
 }
 
 // Delete implements Backend.
-func (b *Ironic) Delete(ctx context.Context, ident string, force bool) (DeleteOutcome, *Host, error) {
+func (b *Backend) Delete(ctx context.Context, ident string, force bool) (baremetal.DeleteOutcome, *baremetal.Host, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n, err := b.node(ctx, ident)
 	if err != nil {
-		return Deleted, nil, err
+		return baremetal.Deleted, nil, err
 	}
 	if force {
 		if !n.Maintenance {
 			err := nodes.SetMaintenance(ctx, b.client, n.UUID, nodes.MaintenanceOpts{Reason: "deleting without deprovisioning or cleaning"}).ExtractErr()
 			if err != nil {
-				return Deleted, nil, b.ironicError(err, "delete host "+n.Name, "")
+				return baremetal.Deleted, nil, b.ironicError(err, "delete host "+n.Name, "")
 			}
 		}
 		if err := nodes.Delete(ctx, b.client, n.UUID).ExtractErr(); err != nil {
-			return Deleted, nil, b.ironicError(err, "delete host "+n.Name, "")
+			return baremetal.Deleted, nil, b.ironicError(err, "delete host "+n.Name, "")
 		}
 		b.log.InfoContext(ctx, "host deleted without deprovisioning", "host", n.Name, "node", n.UUID)
-		return Deleted, nil, nil
+		return baremetal.Deleted, nil, nil
 	}
 	if err := b.patchMeta(ctx, n, map[string]any{"delete_requested": true}); err != nil {
-		return Deleted, nil, err
+		return baremetal.Deleted, nil, err
 	}
 	h, err := b.stepAndGet(ctx, n.UUID)
-	if errors.Is(err, ErrHostNotFound) {
-		return Deleted, nil, nil
+	if errors.Is(err, baremetal.ErrHostNotFound) {
+		return baremetal.Deleted, nil, nil
 	}
 	if err != nil {
-		return Deleted, nil, err
+		return baremetal.Deleted, nil, err
 	}
-	return DeleteStarted, h, nil
+	return baremetal.DeleteStarted, h, nil
 }
 
 // Capacity implements Backend. Resource classes compare in placement form,
 // so "baremetal-gold" and CUSTOM_BAREMETAL_GOLD are the same class.
-func (b *Ironic) Capacity(ctx context.Context, resourceClass string) (Capacity, error) {
-	want := NormalizeResourceClass(resourceClass)
-	c := Capacity{ResourceClass: resourceClass}
+func (b *Backend) Capacity(ctx context.Context, resourceClass string) (baremetal.Capacity, error) {
+	want := baremetal.NormalizeResourceClass(resourceClass)
+	c := baremetal.Capacity{ResourceClass: resourceClass}
 	ns, err := b.listNodes(ctx)
 	if err != nil {
 		return c, err
 	}
 	for i := range ns {
 		n := &ns[i]
-		if n.ResourceClass == "" || NormalizeResourceClass(n.ResourceClass) != want {
+		if n.ResourceClass == "" || baremetal.NormalizeResourceClass(n.ResourceClass) != want {
 			continue
 		}
 		c.Total++
@@ -511,20 +514,20 @@ func deleteRequested(n *nodes.Node) bool {
 
 // managedNode finds a node Magnetite enrolled; others are shown but not
 // driven through Magnetite's state machine.
-func (b *Ironic) managedNode(ctx context.Context, ident string) (*nodes.Node, error) {
+func (b *Backend) managedNode(ctx context.Context, ident string) (*nodes.Node, error) {
 	n, err := b.node(ctx, ident)
 	if err != nil {
 		return nil, err
 	}
 	if metaOf(n) == nil {
-		return nil, fmt.Errorf("%w: node %s was not enrolled through Magnetite; drive it with Ironic's own tools", ErrConflict, n.UUID)
+		return nil, fmt.Errorf("%w: node %s was not enrolled through Magnetite; drive it with Ironic's own tools", baremetal.ErrConflict, n.UUID)
 	}
 	return n, nil
 }
 
 // patchMeta sets fields of extra.magnetite one by one, so a concurrent
 // change of another field is not lost.
-func (b *Ironic) patchMeta(ctx context.Context, n *nodes.Node, fields map[string]any) error {
+func (b *Backend) patchMeta(ctx context.Context, n *nodes.Node, fields map[string]any) error {
 	var ops nodes.UpdateOpts
 	if metaOf(n) == nil {
 		ops = append(ops, nodes.UpdateOperation{Op: nodes.AddOp, Path: "/extra/" + metaKey, Value: fields})
@@ -543,7 +546,7 @@ func (b *Ironic) patchMeta(ctx context.Context, n *nodes.Node, fields map[string
 	return nil
 }
 
-func (b *Ironic) changeState(ctx context.Context, uuid string, target nodes.TargetProvisionState) error {
+func (b *Backend) changeState(ctx context.Context, uuid string, target nodes.TargetProvisionState) error {
 	err := b.retryLocked(ctx, func() error {
 		return nodes.ChangeProvisionState(ctx, b.client, uuid, nodes.ProvisionStateOpts{Target: target}).ExtractErr()
 	})
@@ -559,7 +562,7 @@ func (b *Ironic) changeState(ctx context.Context, uuid string, target nodes.Targ
 // before passing the refusal on.
 const lockedRetries = 6
 
-func (b *Ironic) retryLocked(ctx context.Context, call func() error) error {
+func (b *Backend) retryLocked(ctx context.Context, call func() error) error {
 	wait := b.lockedWait
 	for attempt := 1; ; attempt++ {
 		err := call()
@@ -590,30 +593,30 @@ func nodeLocked(err error) bool {
 
 // ironicError turns a gophercloud error into a sentinel-wrapped error with
 // Ironic's own explanation, with any password scrubbed.
-func (b *Ironic) ironicError(err error, doing, password string) error {
+func (b *Backend) ironicError(err error, doing, password string) error {
 	var code gophercloud.ErrUnexpectedResponseCode
 	if !errors.As(err, &code) {
 		msg := err.Error()
 		if password != "" {
-			msg = strings.ReplaceAll(msg, password, PasswordMask)
+			msg = strings.ReplaceAll(msg, password, bmc.PasswordMask)
 		}
-		return fmt.Errorf("%w: could not %s: Ironic at %s did not answer: %s", ErrUnavailable, doing, b.client.Endpoint, msg)
+		return fmt.Errorf("%w: could not %s: Ironic at %s did not answer: %s", baremetal.ErrUnavailable, doing, b.client.Endpoint, msg)
 	}
 	detail := ironicFault(code.Body)
 	if password != "" {
-		detail = strings.ReplaceAll(detail, password, PasswordMask)
+		detail = strings.ReplaceAll(detail, password, bmc.PasswordMask)
 	}
 	switch {
 	case code.Actual == http.StatusNotFound:
-		return fmt.Errorf("%w: could not %s: %s", ErrHostNotFound, doing, detail)
+		return fmt.Errorf("%w: could not %s: %s", baremetal.ErrHostNotFound, doing, detail)
 	case code.Actual == http.StatusConflict:
-		return fmt.Errorf("%w: could not %s: %s", ErrConflict, doing, detail)
+		return fmt.Errorf("%w: could not %s: %s", baremetal.ErrConflict, doing, detail)
 	case code.Actual == http.StatusNotAcceptable:
-		return fmt.Errorf("%w: could not %s: Ironic does not serve API version %s: %s", ErrUnavailable, doing, b.cfg.APIVersion, detail)
+		return fmt.Errorf("%w: could not %s: Ironic does not serve API version %s: %s", baremetal.ErrUnavailable, doing, b.cfg.APIVersion, detail)
 	case code.Actual >= 400 && code.Actual < 500:
-		return fmt.Errorf("%w: could not %s: Ironic refused it: %s", ErrInvalidHost, doing, detail)
+		return fmt.Errorf("%w: could not %s: Ironic refused it: %s", baremetal.ErrInvalidHost, doing, detail)
 	}
-	return fmt.Errorf("%w: could not %s: Ironic answered %d: %s", ErrUnavailable, doing, code.Actual, detail)
+	return fmt.Errorf("%w: could not %s: Ironic answered %d: %s", baremetal.ErrUnavailable, doing, code.Actual, detail)
 }
 
 // ironicFault extracts faultstring from Ironic's error body, whose

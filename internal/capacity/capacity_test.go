@@ -1,4 +1,4 @@
-package baremetal_test
+package capacity_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/capacity"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -18,15 +19,15 @@ func (i inventory) Capacity(_ context.Context, rc string) (baremetal.Capacity, e
 	return i[rc], nil
 }
 
-func bareMetalRequest(cluster string, workers int) (baremetal.CapacityRequest, *model.NodeGroup) {
+func bareMetalRequest(cluster string, workers int) (capacity.Request, *model.NodeGroup) {
 	ct := &model.ClusterTemplate{UUID: "t", ServerType: model.ServerTypeBM}
 	c := &model.Cluster{UUID: cluster, Name: cluster, ClusterTemplateID: "t"}
 	ng := &model.NodeGroup{UUID: cluster + "-worker", Name: "default-worker", ClusterID: cluster, Role: model.RoleWorker, NodeCount: workers}
-	return baremetal.CapacityRequest{Template: ct, Cluster: c, Growth: []baremetal.Growth{{NodeGroup: ng, Nodes: workers}}}, ng
+	return capacity.Request{Template: ct, Cluster: c, Growth: []capacity.Growth{{NodeGroup: ng, Nodes: workers}}}, ng
 }
 
-func building(req baremetal.CapacityRequest, ng *model.NodeGroup) baremetal.Building {
-	return baremetal.Building{Template: req.Template, Cluster: req.Cluster, NodeGroup: ng, Outstanding: ng.NodeCount}
+func building(req capacity.Request, ng *model.NodeGroup) capacity.Building {
+	return capacity.Building{Template: req.Template, Cluster: req.Cluster, NodeGroup: ng, Outstanding: ng.NodeCount}
 }
 
 // TestCapacityReservationsOneAtATime follows two creates for the last two
@@ -35,11 +36,11 @@ func building(req baremetal.CapacityRequest, ng *model.NodeGroup) baremetal.Buil
 // sees a node group it did not plan for and plans again, and is then
 // refused: the hosts are promised to the first.
 func TestCapacityReservationsOneAtATime(t *testing.T) {
-	cc := &baremetal.CapacityCheck{Mode: baremetal.CheckRefuse, DefaultResourceClass: "baremetal",
+	cc := &capacity.Check{Mode: capacity.CheckRefuse, DefaultResourceClass: "baremetal",
 		Hosts: inventory{"CUSTOM_BAREMETAL": {ResourceClass: "CUSTOM_BAREMETAL", Free: 2, Total: 2}}}
 	ctx := context.Background()
-	var db []baremetal.Building
-	read := func(context.Context) ([]baremetal.Building, error) { return db, nil }
+	var db []capacity.Building
+	read := func(context.Context) ([]capacity.Building, error) { return db, nil }
 
 	reqA, ngA := bareMetalRequest("a", 2)
 	reqB, _ := bareMetalRequest("b", 2)
@@ -56,7 +57,7 @@ func TestCapacityReservationsOneAtATime(t *testing.T) {
 	}
 	db = append(db, building(reqA, ngA)) // a commits
 
-	if _, err := planB.Verify(db); !errors.Is(err, baremetal.ErrReplan) {
+	if _, err := planB.Verify(db); !errors.Is(err, capacity.ErrReplan) {
 		t.Fatalf("b reserving after a committed: %v, want ErrReplan", err)
 	}
 	planB, err = cc.Plan(ctx, reqB, read)
@@ -64,8 +65,8 @@ func TestCapacityReservationsOneAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = planB.Verify(db)
-	if !errors.Is(err, baremetal.ErrInsufficientCapacity) {
-		t.Fatalf("b after planning again: %v, want ErrInsufficientCapacity", err)
+	if !errors.Is(err, capacity.ErrInsufficient) {
+		t.Fatalf("b after planning again: %v, want ErrInsufficient", err)
 	}
 	if want := "resource class CUSTOM_BAREMETAL: 2 needed (default-worker 2), 0 free of 2 (0 deployed, 0 detached, 2 promised to node groups being built)"; !strings.Contains(err.Error(), want) {
 		t.Errorf("refusal %q does not say %q", err, want)
@@ -79,12 +80,12 @@ func TestCapacityReservationsOneAtATime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := planB.Verify(db); !errors.Is(err, baremetal.ErrInsufficientCapacity) {
-		t.Fatalf("b with every host deployed: %v, want ErrInsufficientCapacity", err)
+	if _, err := planB.Verify(db); !errors.Is(err, capacity.ErrInsufficient) {
+		t.Fatalf("b with every host deployed: %v, want ErrInsufficient", err)
 	}
 
 	// In warn mode the same request is accepted with the reason kept.
-	cc.Mode = baremetal.CheckWarn
+	cc.Mode = capacity.CheckWarn
 	planB, err = cc.Plan(ctx, reqB, read)
 	if err != nil {
 		t.Fatal(err)
@@ -99,11 +100,11 @@ func TestCapacityReservationsOneAtATime(t *testing.T) {
 // node plans nothing, so it takes no part in reservations (and does not
 // even read the node groups being built).
 func TestVirtualRequestsReserveNothing(t *testing.T) {
-	cc := &baremetal.CapacityCheck{Mode: baremetal.CheckRefuse, DefaultResourceClass: "baremetal",
+	cc := &capacity.Check{Mode: capacity.CheckRefuse, DefaultResourceClass: "baremetal",
 		Hosts: inventory{"CUSTOM_BAREMETAL": {Free: 0}}}
 	req, _ := bareMetalRequest("vm", 3)
 	req.Template.ServerType = model.ServerTypeVM
-	plan, err := cc.Plan(context.Background(), req, func(context.Context) ([]baremetal.Building, error) {
+	plan, err := cc.Plan(context.Background(), req, func(context.Context) ([]capacity.Building, error) {
 		t.Error("a virtual request read the node groups being built")
 		return nil, nil
 	})

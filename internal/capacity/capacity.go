@@ -1,4 +1,4 @@
-package baremetal
+package capacity
 
 import (
 	"context"
@@ -9,14 +9,15 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/labels"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
-// ErrInsufficientCapacity means a request needs more bare-metal hosts than
+// ErrInsufficient means a request needs more bare-metal hosts than
 // are free; the API answers 409.
-var ErrInsufficientCapacity = errors.New("baremetal: not enough free hosts")
+var ErrInsufficient = errors.New("baremetal: not enough free hosts")
 
 // ErrUnbuildable means a request's node group contradicts its flavor as
 // Nova describes it (a virtual flavor under server_type=bm, an Ironic one
@@ -46,8 +47,8 @@ type Growth struct {
 	Nodes     int
 }
 
-// CapacityRequest is a create or resize that adds nodes to a cluster.
-type CapacityRequest struct {
+// Request is a create or resize that adds nodes to a cluster.
+type Request struct {
 	Template *model.ClusterTemplate
 	Cluster  *model.Cluster
 	Growth   []Growth
@@ -65,16 +66,10 @@ type FlavorSource interface {
 type HostCounter interface {
 	Name() string
 	// Capacity counts the hosts of a resource class.
-	Capacity(ctx context.Context, resourceClass string) (Capacity, error)
+	Capacity(ctx context.Context, resourceClass string) (baremetal.Capacity, error)
 }
 
-// SelectorCapacity is a backend that picks hosts by labels (Metal3) among
-// those a project's clusters may claim.
-type SelectorCapacity interface {
-	CapacityMatching(ctx context.Context, projectID string, selector map[string]string) (Capacity, error)
-}
-
-// CapacityCheck keeps clusters from being accepted for bare-metal hosts
+// Check keeps clusters from being accepted for bare-metal hosts
 // that do not exist: a create or resize whose bare-metal node groups need
 // more nodes than are free is refused (or, in warn mode, accepted with a
 // warning). Hosts are counted per resource class, the one a node group's
@@ -88,7 +83,7 @@ type SelectorCapacity interface {
 // hosts: Plan reads what needs the network (flavors, the inventory) before
 // the request's transaction, and Verify decides inside it, from the node
 // groups being built as the transaction sees them.
-type CapacityCheck struct {
+type Check struct {
 	Mode  string
 	Hosts HostCounter
 	// Flavors reads node groups' flavors; nil (no Nova) decides by
@@ -120,7 +115,7 @@ type demand struct {
 	project string
 	nodes   int
 	groups  []string
-	hosts   Capacity
+	hosts   baremetal.Capacity
 }
 
 func (d *demand) name() string {
@@ -141,9 +136,9 @@ func (d *demand) name() string {
 	return "resource class " + d.resourceClass
 }
 
-// CapacityPlan is a request's demand for bare-metal hosts with what the
+// Plan is a request's demand for bare-metal hosts with what the
 // inventory holds, read before the request's transaction.
-type CapacityPlan struct {
+type Plan struct {
 	mode    string
 	demands []*demand
 	// kinds names, for each node group being built when the plan was made,
@@ -158,7 +153,7 @@ type CapacityPlan struct {
 // nothing. building reads the node groups being built as the database
 // holds them now (only when the request adds bare-metal nodes). The error is ErrUnavailable when flavors or the inventory could
 // not be read in refuse mode.
-func (cc *CapacityCheck) Plan(ctx context.Context, req CapacityRequest, building func(context.Context) ([]Building, error)) (*CapacityPlan, error) {
+func (cc *Check) Plan(ctx context.Context, req Request, building func(context.Context) ([]Building, error)) (*Plan, error) {
 	if cc == nil || cc.Mode == CheckOff || cc.Hosts == nil || req.Template == nil {
 		return nil, nil
 	}
@@ -175,14 +170,14 @@ func (cc *CapacityCheck) Plan(ctx context.Context, req CapacityRequest, building
 	}
 	now, err := building(ctx)
 	if err != nil {
-		return cc.cannotCheck(fmt.Errorf("%w: the node groups being built could not be read: %v", ErrUnavailable, err))
+		return cc.cannotCheck(fmt.Errorf("%w: the node groups being built could not be read: %v", baremetal.ErrUnavailable, err))
 	}
-	p := &CapacityPlan{mode: cc.Mode, demands: demands, kinds: map[string]string{}}
+	p := &Plan{mode: cc.Mode, demands: demands, kinds: map[string]string{}}
 	for _, b := range now {
 		if b.NodeGroup == nil || b.Template == nil {
 			continue
 		}
-		d, _, err := cc.demandOf(ctx, CapacityRequest{Template: b.Template, Cluster: b.Cluster, AuthToken: req.AuthToken}, b.NodeGroup, flavors)
+		d, _, err := cc.demandOf(ctx, Request{Template: b.Template, Cluster: b.Cluster, AuthToken: req.AuthToken}, b.NodeGroup, flavors)
 		if err != nil {
 			return cc.cannotCheck(err)
 		}
@@ -201,9 +196,9 @@ func (cc *CapacityCheck) Plan(ctx context.Context, req CapacityRequest, building
 
 // Verify decides a planned request against the node groups being built as
 // the request's transaction sees them: a warning to keep with the request
-// (warn mode), ErrInsufficientCapacity (refuse mode), or ErrReplan when a
+// (warn mode), ErrInsufficient (refuse mode), or ErrReplan when a
 // node group began to be built after the plan.
-func (p *CapacityPlan) Verify(building []Building) (string, error) {
+func (p *Plan) Verify(building []Building) (string, error) {
 	if p == nil {
 		return "", nil
 	}
@@ -239,18 +234,18 @@ func (p *CapacityPlan) Verify(building []Building) (string, error) {
 	if p.mode == CheckWarn {
 		return msg, nil
 	}
-	return "", fmt.Errorf("%w: %s", ErrInsufficientCapacity, msg)
+	return "", fmt.Errorf("%w: %s", ErrInsufficient, msg)
 }
 
 // cannotCheck is the plan of a request whose capacity could not be read:
 // in warn mode one that only warns, otherwise ErrUnavailable.
-func (cc *CapacityCheck) cannotCheck(err error) (*CapacityPlan, error) {
-	msg := strings.TrimPrefix(err.Error(), ErrUnavailable.Error()+": ")
+func (cc *Check) cannotCheck(err error) (*Plan, error) {
+	msg := strings.TrimPrefix(err.Error(), baremetal.ErrUnavailable.Error()+": ")
 	if cc.Mode == CheckWarn {
-		return &CapacityPlan{mode: cc.Mode, warning: "The bare-metal capacity could not be checked: " + msg}, nil
+		return &Plan{mode: cc.Mode, warning: "The bare-metal capacity could not be checked: " + msg}, nil
 	}
 	return nil, fmt.Errorf("%w: the bare-metal capacity could not be checked: %s; set [baremetal] capacity_check = warn to accept such requests unchecked",
-		ErrUnavailable, msg)
+		baremetal.ErrUnavailable, msg)
 }
 
 // flavorMemo remembers the flavors one check read.
@@ -261,7 +256,7 @@ type flavorAnswer struct {
 	err error
 }
 
-func (cc *CapacityCheck) flavor(ctx context.Context, token, ref string, memo flavorMemo) (driver.Flavor, error) {
+func (cc *Check) flavor(ctx context.Context, token, ref string, memo flavorMemo) (driver.Flavor, error) {
 	if a, ok := memo[ref]; ok {
 		return a.f, a.err
 	}
@@ -270,7 +265,7 @@ func (cc *CapacityCheck) flavor(ctx context.Context, token, ref string, memo fla
 	return f, err
 }
 
-func (cc *CapacityCheck) demands(ctx context.Context, req CapacityRequest, flavors flavorMemo) ([]*demand, error) {
+func (cc *Check) demands(ctx context.Context, req Request, flavors flavorMemo) ([]*demand, error) {
 	byKey := map[string]*demand{}
 	for _, g := range req.Growth {
 		if g.Nodes <= 0 || g.NodeGroup == nil {
@@ -307,7 +302,7 @@ func (cc *CapacityCheck) demands(ctx context.Context, req CapacityRequest, flavo
 // (driver.Resolve) as the renderer sees it, from the flavor Nova reports;
 // problems are what the renderer would refuse of the node group given
 // that flavor.
-func (cc *CapacityCheck) demandOf(ctx context.Context, req CapacityRequest, ng *model.NodeGroup, flavors flavorMemo) (*demand, []string, error) {
+func (cc *Check) demandOf(ctx context.Context, req Request, ng *model.NodeGroup, flavors flavorMemo) (*demand, []string, error) {
 	ct, c := req.Template, req.Cluster
 	metal3 := ct.Driver != nil && *ct.Driver == Metal3DriverName
 	facts := &driver.Facts{}
@@ -341,7 +336,7 @@ func (cc *CapacityCheck) demandOf(ctx context.Context, req CapacityRequest, ng *
 	if spec, ironic := g.Flavor.BareMetal(); g.HasFlavor && ironic {
 		return &demand{resourceClass: resourceClassOfSpec(spec, cc.DefaultResourceClass)}, problems, nil
 	}
-	return &demand{resourceClass: NormalizeResourceClass(cc.DefaultResourceClass)}, problems, nil
+	return &demand{resourceClass: baremetal.NormalizeResourceClass(cc.DefaultResourceClass)}, problems, nil
 }
 
 func clusterOrNone(c *model.Cluster) *model.Cluster {
@@ -351,13 +346,13 @@ func clusterOrNone(c *model.Cluster) *model.Cluster {
 	return c
 }
 
-func (cc *CapacityCheck) count(ctx context.Context, d *demand) (Capacity, error) {
+func (cc *Check) count(ctx context.Context, d *demand) (baremetal.Capacity, error) {
 	if d.selector == nil {
 		return cc.Hosts.Capacity(ctx, d.resourceClass)
 	}
-	sc, ok := cc.Hosts.(SelectorCapacity)
+	sc, ok := cc.Hosts.(baremetal.SelectorCapacity)
 	if !ok {
-		return Capacity{}, fmt.Errorf("%w: the %s backend does not know Metal3 hosts; set [baremetal] backend = metal3", ErrUnavailable, cc.Hosts.Name())
+		return baremetal.Capacity{}, fmt.Errorf("%w: the %s backend does not know Metal3 hosts; set [baremetal] backend = metal3", baremetal.ErrUnavailable, cc.Hosts.Name())
 	}
 	return sc.CapacityMatching(ctx, d.project, d.selector)
 }
@@ -368,7 +363,7 @@ func resourceClassOfSpec(spec, def string) string {
 	if rc, ok := strings.CutPrefix(spec, "resources:"); ok {
 		return strings.TrimSuffix(rc, "=1")
 	}
-	return NormalizeResourceClass(def)
+	return baremetal.NormalizeResourceClass(def)
 }
 
 // parseSelector reads key=value,key=value; the label schema has checked

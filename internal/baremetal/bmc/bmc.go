@@ -1,4 +1,4 @@
-package baremetal
+package bmc
 
 import (
 	"errors"
@@ -11,8 +11,8 @@ import (
 	"strings"
 )
 
-// ErrInvalidBMCAddress is wrapped by every error ParseBMCAddress returns.
-var ErrInvalidBMCAddress = errors.New("baremetal: invalid BMC address")
+// ErrInvalidAddress is wrapped by every error Parse returns.
+var ErrInvalidAddress = errors.New("baremetal: invalid BMC address")
 
 // Boot methods: how the deploy ramdisk reaches the host.
 const (
@@ -206,8 +206,8 @@ func (e *AddressError) Error() string {
 	return fmt.Sprintf("BMC address %q: %s", e.Address, e.Reason)
 }
 
-// Unwrap makes errors.Is(err, ErrInvalidBMCAddress) hold.
-func (e *AddressError) Unwrap() error { return ErrInvalidBMCAddress }
+// Unwrap makes errors.Is(err, ErrInvalidAddress) hold.
+func (e *AddressError) Unwrap() error { return ErrInvalidAddress }
 
 func addressError(addr, format string, args ...any) error {
 	return &AddressError{Address: redactUserinfo(addr), Reason: fmt.Sprintf(format, args...)}
@@ -234,9 +234,9 @@ func acceptedSchemes() string {
 		" (redfish, idrac and ilo5 ones also with +http or +https), or a bare HOST[:PORT] for IPMI"
 }
 
-// ParseBMCAddress validates a BMC address in the forms Metal3 accepts and
+// Parse validates a BMC address in the forms Metal3 accepts and
 // maps it to Ironic's hardware type, interfaces and driver_info keys.
-func ParseBMCAddress(address string) (*Address, error) {
+func Parse(address string) (*Address, error) {
 	addr := strings.TrimSpace(address)
 	if addr == "" {
 		return nil, addressError(addr, "the address is empty; give e.g. ipmi://10.0.0.5 or redfish://10.0.0.5/redfish/v1/Systems/1")

@@ -1,4 +1,4 @@
-package baremetal
+package backend
 
 import (
 	"fmt"
@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
+	"github.com/magnetite-io/magnetite/internal/baremetal/metal3"
 	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 )
@@ -17,35 +20,11 @@ type Settings struct {
 	ReconcileInterval time.Duration
 }
 
-// NewCapacityCheck builds the capacity preflight of [baremetal]
-// capacity_check over hosts (nil when there is no backend); catalog finds
-// Nova when compute_endpoint is empty (nil without Keystone).
-func NewCapacityCheck(cfg *config.Config, hosts Backend, catalog Catalog, log *slog.Logger) (*CapacityCheck, error) {
-	mode := cfg.String("baremetal", "capacity_check")
-	switch mode {
-	case CheckRefuse, CheckWarn, CheckOff:
-	default:
-		return nil, fmt.Errorf("config: [baremetal] capacity_check = %q must be refuse, warn or off", mode)
-	}
-	ep := cfg.String("baremetal", "compute_endpoint")
-	if ep != "" && !strings.HasPrefix(ep, "http://") && !strings.HasPrefix(ep, "https://") {
-		return nil, fmt.Errorf("config: [baremetal] compute_endpoint = %q must be an http:// or https:// URL", ep)
-	}
-	if hosts == nil || mode == CheckOff {
-		return nil, nil
-	}
-	cc := &CapacityCheck{Mode: mode, Hosts: hosts, DefaultResourceClass: cfg.String("baremetal", "default_resource_class"), Log: log}
-	if ep != "" || catalog != nil {
-		cc.Flavors = &NovaFlavors{Endpoint: ep, Catalog: catalog}
-	}
-	return cc, nil
-}
-
 var microversion = regexp.MustCompile(`^1\.[0-9]{1,3}$`)
 
 // FromConfig builds the configured backend; nil when [baremetal] backend is
 // none. Every [baremetal] value is checked here, with the option named.
-func FromConfig(cfg *config.Config, log *slog.Logger) (Backend, Settings, error) {
+func FromConfig(cfg *config.Config, log *slog.Logger) (baremetal.Backend, Settings, error) {
 	opt := func(name string) string { return cfg.String("baremetal", name) }
 	bad := func(name, format string, args ...any) error {
 		return fmt.Errorf("config: [baremetal] %s = %q %s", name, opt(name), fmt.Sprintf(format, args...))
@@ -80,15 +59,15 @@ func FromConfig(cfg *config.Config, log *slog.Logger) (Backend, Settings, error)
 		return nil, s, bad("ironic_fake_hardware", "must be true or false")
 	}
 	if v := opt("ironic_api_version"); !microversion.MatchString(v) {
-		return nil, s, bad("ironic_api_version", "is not an Ironic microversion such as %s", DefaultIronicAPIVersion)
+		return nil, s, bad("ironic_api_version", "is not an Ironic microversion such as %s", ironic.DefaultAPIVersion)
 	}
-	if rc := opt("default_resource_class"); !resourceClassRe.MatchString(rc) {
+	if rc := opt("default_resource_class"); !baremetal.ValidResourceClass(rc) {
 		return nil, s, bad("default_resource_class", "must be 1 to 80 letters, digits, '.', '_' or '-'")
 	}
 	if opt("ironic_auth_type") == "http_basic" && (opt("ironic_username") == "" || opt("ironic_password") == "") {
 		return nil, s, fmt.Errorf("config: [baremetal] ironic_auth_type = http_basic needs ironic_username and ironic_password")
 	}
-	b, err := NewIronic(IronicConfig{
+	b, err := ironic.New(ironic.Config{
 		Endpoint: opt("ironic_endpoint"), APIVersion: opt("ironic_api_version"),
 		AuthType: opt("ironic_auth_type"), Username: opt("ironic_username"), Password: opt("ironic_password"),
 		Timeout: timeout, DeployInterface: opt("ironic_deploy_interface"), InspectInterface: opt("ironic_inspect_interface"),
@@ -101,8 +80,8 @@ func FromConfig(cfg *config.Config, log *slog.Logger) (Backend, Settings, error)
 	return b, s, nil
 }
 
-func metal3FromConfig(cfg *config.Config, s Settings, log *slog.Logger) (Backend, Settings, error) {
-	if rc := cfg.String("baremetal", "default_resource_class"); !resourceClassRe.MatchString(rc) {
+func metal3FromConfig(cfg *config.Config, s Settings, log *slog.Logger) (baremetal.Backend, Settings, error) {
+	if rc := cfg.String("baremetal", "default_resource_class"); !baremetal.ValidResourceClass(rc) {
 		return nil, s, fmt.Errorf("config: [baremetal] default_resource_class = %q must be 1 to 80 letters, digits, '.', '_' or '-'", rc)
 	}
 	opts := mgmt.OptionsFromConfig(cfg)
@@ -111,7 +90,7 @@ func metal3FromConfig(cfg *config.Config, s Settings, log *slog.Logger) (Backend
 	if err != nil {
 		return nil, s, fmt.Errorf("config: [baremetal] backend = metal3 needs the management cluster: %w", err)
 	}
-	b, err := NewMetal3(Metal3Config{Client: mc, Namespace: cfg.String("baremetal", "metal3_namespace"),
+	b, err := metal3.New(metal3.Config{Client: mc, Namespace: cfg.String("baremetal", "metal3_namespace"),
 		DefaultResourceClass: cfg.String("baremetal", "default_resource_class"), Log: log})
 	if err != nil {
 		return nil, s, fmt.Errorf("config: %s", strings.TrimPrefix(err.Error(), "baremetal: "))

@@ -1,4 +1,4 @@
-package baremetal
+package ironic
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/magnetite-io/magnetite/internal/baremetal"
 
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 )
@@ -47,7 +49,7 @@ func TestIronicRetriesNodeLockedOnly(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	b, err := NewIronic(IronicConfig{Endpoint: srv.URL})
+	b, err := New(Config{Endpoint: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,11 +78,11 @@ func TestIronicRetriesNodeLockedOnly(t *testing.T) {
 
 	// A state conflict is not retried and keeps Ironic's words.
 	err = b.changeState(ctx, uuid, "provide")
-	if !errors.Is(err, ErrConflict) || nodeLocked(err) {
+	if !errors.Is(err, baremetal.ErrConflict) || nodeLocked(err) {
 		t.Fatalf("provide from enroll: err = %v, want ErrConflict", err)
 	}
 }
 
-func powerOn(ctx context.Context, b *Ironic, uuid string) error {
+func powerOn(ctx context.Context, b *Backend, uuid string) error {
 	return nodes.ChangePowerState(ctx, b.client, uuid, nodes.PowerStateOpts{Target: nodes.PowerOn}).ExtractErr()
 }

@@ -1,4 +1,4 @@
-package baremetal
+package bmc
 
 import (
 	"encoding/json"
@@ -95,9 +95,9 @@ func TestParseBMCAddressMapsEveryScheme(t *testing.T) {
 	seen := map[string]bool{}
 	for _, tc := range cases {
 		t.Run(tc.address, func(t *testing.T) {
-			a, err := ParseBMCAddress(tc.address)
+			a, err := Parse(tc.address)
 			if err != nil {
-				t.Fatalf("ParseBMCAddress: %v", err)
+				t.Fatalf("Parse: %v", err)
 			}
 			w := tc.want
 			got := want{a.Scheme, a.Transport, a.Host, a.Port, a.SystemID, a.HardwareType, a.Interfaces, a.BootMethod,
@@ -106,7 +106,7 @@ func TestParseBMCAddressMapsEveryScheme(t *testing.T) {
 				t.Errorf("got  %+v\nwant %+v", got, w)
 			}
 			// The canonical form parses back to the same address.
-			again, err := ParseBMCAddress(a.String())
+			again, err := Parse(a.String())
 			if err != nil || !reflect.DeepEqual(again, a) {
 				t.Errorf("canonical form %q does not round-trip: %v\n%+v\n%+v", a.String(), err, again, a)
 			}
@@ -123,7 +123,7 @@ func TestParseBMCAddressMapsEveryScheme(t *testing.T) {
 func TestVirtualMediaAndUEFIHTTPNeedNoProvisioningNetwork(t *testing.T) {
 	for _, s := range Schemes() {
 		addr := s + "://10.1.1.1"
-		a, err := ParseBMCAddress(addr)
+		a, err := Parse(addr)
 		if err != nil {
 			t.Fatalf("%s: %v", addr, err)
 		}
@@ -135,7 +135,7 @@ func TestVirtualMediaAndUEFIHTTPNeedNoProvisioningNetwork(t *testing.T) {
 }
 
 func TestParseBMCAddressIPMIOptions(t *testing.T) {
-	a, err := ParseBMCAddress("ipmi://127.0.0.1:9001?privilegelevel=operator&ciphersuite=3")
+	a, err := Parse("ipmi://127.0.0.1:9001?privilegelevel=operator&ciphersuite=3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestDisabledCertificateVerificationReachesDriverInfo(t *testing.T) {
 		"irmc://h":                         "irmc_verify_ca",
 	}
 	for addr, key := range cases {
-		a, err := ParseBMCAddress(addr)
+		a, err := Parse(addr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +229,7 @@ func TestParseBMCAddressRefusesBadInput(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.address, func(t *testing.T) {
-			a, err := ParseBMCAddress(tc.address)
+			a, err := Parse(tc.address)
 			if tc.says == "" {
 				if err != nil {
 					t.Fatalf("want accepted after trimming, got %v", err)
@@ -239,8 +239,8 @@ func TestParseBMCAddressRefusesBadInput(t *testing.T) {
 			if err == nil {
 				t.Fatalf("accepted as %+v, want an error saying %q", a, tc.says)
 			}
-			if !errors.Is(err, ErrInvalidBMCAddress) {
-				t.Errorf("error %v does not wrap ErrInvalidBMCAddress", err)
+			if !errors.Is(err, ErrInvalidAddress) {
+				t.Errorf("error %v does not wrap ErrInvalidAddress", err)
 			}
 			if !strings.Contains(err.Error(), tc.says) {
 				t.Errorf("error %q does not say %q", err, tc.says)
@@ -258,7 +258,7 @@ func TestBMCAddressErrorsNeverRepeatPasswords(t *testing.T) {
 		"redfish://admin:hunter2@[fd00::1/x",
 		"ipmi://admin:hunter2@10.0.0.1:99999",
 	} {
-		_, err := ParseBMCAddress(addr)
+		_, err := Parse(addr)
 		if err == nil {
 			t.Fatalf("%s accepted", addr)
 		}
@@ -269,7 +269,7 @@ func TestBMCAddressErrorsNeverRepeatPasswords(t *testing.T) {
 }
 
 func TestRedactDriverInfoMasksEveryPassword(t *testing.T) {
-	a, _ := ParseBMCAddress("irmc://10.0.0.1")
+	a, _ := Parse("irmc://10.0.0.1")
 	red := RedactDriverInfo(a.DriverInfo(testCreds))
 	b, _ := json.Marshal(red)
 	if strings.Contains(string(b), testCreds.Password) {
@@ -287,10 +287,10 @@ func FuzzParseBMCAddress(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		a, err := ParseBMCAddress(s)
+		a, err := Parse(s)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidBMCAddress) {
-				t.Fatalf("error does not wrap ErrInvalidBMCAddress: %v", err)
+			if !errors.Is(err, ErrInvalidAddress) {
+				t.Fatalf("error does not wrap ErrInvalidAddress: %v", err)
 			}
 			// A password written before @ must not come back in the message.
 			if _, after, ok := strings.Cut(s, "://"); ok {
@@ -316,7 +316,7 @@ func FuzzParseBMCAddress(f *testing.F) {
 		if a.Port < 0 || a.Port > 65535 {
 			t.Fatalf("port %d out of range", a.Port)
 		}
-		again, err := ParseBMCAddress(a.String())
+		again, err := Parse(a.String())
 		if err != nil || !reflect.DeepEqual(again, a) {
 			t.Fatalf("%q: canonical %q does not round-trip: %v", s, a.String(), err)
 		}

@@ -1,4 +1,4 @@
-package baremetal
+package ironic
 
 import (
 	"context"
@@ -8,12 +8,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
+
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/nodes"
 )
 
 // hostFromNode is the inventory's view of an Ironic node.
-func hostFromNode(n *nodes.Node) *Host {
-	h := &Host{
+func hostFromNode(n *nodes.Node) *baremetal.Host {
+	h := &baremetal.Host{
 		ID: n.UUID, Name: n.Name, HardwareType: n.Driver, ResourceClass: n.ResourceClass,
 		BackendState: n.ProvisionState, BackendTargetState: n.TargetProvisionState,
 		PowerState: powerState(n.PowerState), Detached: n.Maintenance,
@@ -33,9 +36,9 @@ func hostFromNode(n *nodes.Node) *Host {
 		}
 	}
 	if n.AutomatedClean != nil {
-		h.CleaningMode = CleaningDisabled
+		h.CleaningMode = baremetal.CleaningDisabled
 		if *n.AutomatedClean {
-			h.CleaningMode = CleaningMetadata
+			h.CleaningMode = baremetal.CleaningMetadata
 		}
 	}
 	if m := metaOf(n); m != nil {
@@ -46,7 +49,7 @@ func hostFromNode(n *nodes.Node) *Host {
 		if h.CleaningMode == "" {
 			h.CleaningMode = m.CleaningMode
 		}
-		if a, err := ParseBMCAddress(m.BMCAddress); err == nil {
+		if a, err := bmc.Parse(m.BMCAddress); err == nil {
 			h.BootMethod, h.NeedsProvisioningNetwork = a.BootMethod, a.NeedsProvisioningNetwork
 		}
 	}
@@ -56,11 +59,11 @@ func hostFromNode(n *nodes.Node) *Host {
 	h.State, h.ErrorType = stateOf(n, h.DeleteRequested)
 	switch {
 	case h.ErrorType != "":
-		h.OperationalStatus = OperationalError
+		h.OperationalStatus = baremetal.OperationalError
 	case n.Maintenance:
-		h.OperationalStatus = OperationalDetached
+		h.OperationalStatus = baremetal.OperationalDetached
 	default:
-		h.OperationalStatus = OperationalOK
+		h.OperationalStatus = baremetal.OperationalOK
 	}
 	return h
 }
@@ -81,49 +84,49 @@ func stateOf(n *nodes.Node, deleting bool) (state, errType string) {
 	failed := n.LastError != ""
 	switch nodes.ProvisionState(n.ProvisionState) {
 	case nodes.Enroll, nodes.Verifying:
-		state = StateRegistering
+		state = baremetal.StateRegistering
 		if failed {
-			errType = ErrorRegistration
+			errType = baremetal.ErrorRegistration
 		}
 	case nodes.Manageable:
-		state = StateManageable
+		state = baremetal.StateManageable
 	case nodes.Inspecting, nodes.InspectWait:
-		state = StateInspecting
+		state = baremetal.StateInspecting
 	case nodes.InspectFail:
-		state, errType = StateInspecting, ErrorInspection
+		state, errType = baremetal.StateInspecting, baremetal.ErrorInspection
 	case nodes.Cleaning, nodes.CleanWait, nodes.CleanHold:
-		state = StatePreparing
+		state = baremetal.StatePreparing
 	case nodes.CleanFail:
-		state, errType = StatePreparing, ErrorPreparation
+		state, errType = baremetal.StatePreparing, baremetal.ErrorPreparation
 	case nodes.Available:
-		state = StateAvailable
+		state = baremetal.StateAvailable
 	case nodes.Deploying, nodes.DeployWait, nodes.DeployHold, nodes.DeployDone:
-		state = StateProvisioning
+		state = baremetal.StateProvisioning
 	case nodes.DeployFail:
-		state, errType = StateProvisioning, ErrorProvisioning
+		state, errType = baremetal.StateProvisioning, baremetal.ErrorProvisioning
 	case nodes.Active:
-		state = StateProvisioned
+		state = baremetal.StateProvisioned
 	case nodes.Deleting, nodes.Deleted:
-		state = StateDeprovisioning
+		state = baremetal.StateDeprovisioning
 	case nodes.Error:
-		state, errType = StateDeprovisioning, ErrorDeprovisioning
+		state, errType = baremetal.StateDeprovisioning, baremetal.ErrorDeprovisioning
 	default:
-		state = StateUnknown
+		state = baremetal.StateUnknown
 	}
 	if errType == "" && n.Fault != "" {
-		errType = ErrorPower
+		errType = baremetal.ErrorPower
 	}
 	if deleting {
-		state = StateDeleting
+		state = baremetal.StateDeleting
 	}
 	return state, errType
 }
 
 // hardwareOf reads the properties inspection fills in.
-func hardwareOf(props map[string]any) *HostHardware {
-	hw := &HostHardware{CPUArch: stringProp(props["cpu_arch"]), CPUCount: intProp(props["cpus"]),
+func hardwareOf(props map[string]any) *baremetal.HostHardware {
+	hw := &baremetal.HostHardware{CPUArch: stringProp(props["cpu_arch"]), CPUCount: intProp(props["cpus"]),
 		MemoryMiB: intProp(props["memory_mb"]), LocalDiskGiB: intProp(props["local_gb"])}
-	if *hw == (HostHardware{}) {
+	if *hw == (baremetal.HostHardware{}) {
 		return nil
 	}
 	return hw
@@ -146,7 +149,7 @@ func intProp(v any) int {
 }
 
 // Reconcile implements Backend: one step for every managed node.
-func (b *Ironic) Reconcile(ctx context.Context) error {
+func (b *Backend) Reconcile(ctx context.Context) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	ns, err := b.listNodes(ctx)
@@ -158,7 +161,7 @@ func (b *Ironic) Reconcile(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err := b.step(ctx, &ns[i]); err != nil && !errors.Is(err, ErrConflict) {
+		if err := b.step(ctx, &ns[i]); err != nil && !errors.Is(err, baremetal.ErrConflict) {
 			errs = append(errs, err)
 		}
 	}
@@ -167,12 +170,12 @@ func (b *Ironic) Reconcile(ctx context.Context) error {
 
 // stepAndGet advances one node right away, so an API call shows the next
 // state without waiting for the periodic pass, and returns the host.
-func (b *Ironic) stepAndGet(ctx context.Context, uuid string) (*Host, error) {
+func (b *Backend) stepAndGet(ctx context.Context, uuid string) (*baremetal.Host, error) {
 	n, err := b.node(ctx, uuid)
 	if err != nil {
 		return nil, err
 	}
-	if err := b.step(ctx, n); err != nil && !errors.Is(err, ErrConflict) {
+	if err := b.step(ctx, n); err != nil && !errors.Is(err, baremetal.ErrConflict) {
 		b.log.WarnContext(ctx, "host step failed; the periodic pass retries", "host", n.Name, "error", err)
 	}
 	return b.Get(ctx, uuid)
@@ -187,7 +190,7 @@ func retryDelay(errorCount int) time.Duration {
 
 // step moves a managed node one transition towards its target. Locked
 // nodes (an Ironic conductor is working on them) are left alone.
-func (b *Ironic) step(ctx context.Context, n *nodes.Node) error {
+func (b *Backend) step(ctx context.Context, n *nodes.Node) error {
 	m := metaOf(n)
 	if m == nil || n.Reservation != "" {
 		return nil
@@ -211,9 +214,9 @@ func (b *Ironic) step(ctx context.Context, n *nodes.Node) error {
 		switch {
 		case m.InspectRequested:
 			return b.inspect(ctx, n)
-		case m.TargetState == TargetAvailable && n.InspectionFinishedAt == nil:
+		case m.TargetState == baremetal.TargetAvailable && n.InspectionFinishedAt == nil:
 			return b.changeState(ctx, n.UUID, nodes.TargetInspect)
-		case m.TargetState == TargetAvailable:
+		case m.TargetState == baremetal.TargetAvailable:
 			return b.changeState(ctx, n.UUID, nodes.TargetProvide)
 		}
 	case nodes.InspectFail:
@@ -221,7 +224,7 @@ func (b *Ironic) step(ctx context.Context, n *nodes.Node) error {
 			return b.inspect(ctx, n)
 		}
 	case nodes.Available:
-		if m.InspectRequested || m.TargetState == TargetManageable {
+		if m.InspectRequested || m.TargetState == baremetal.TargetManageable {
 			// Inspection and holding both start from manageable.
 			return b.changeState(ctx, n.UUID, nodes.TargetManage)
 		}
@@ -229,7 +232,7 @@ func (b *Ironic) step(ctx context.Context, n *nodes.Node) error {
 	return nil
 }
 
-func (b *Ironic) inspect(ctx context.Context, n *nodes.Node) error {
+func (b *Backend) inspect(ctx context.Context, n *nodes.Node) error {
 	if err := b.changeState(ctx, n.UUID, nodes.TargetInspect); err != nil {
 		return err
 	}
@@ -240,7 +243,7 @@ func (b *Ironic) inspect(ctx context.Context, n *nodes.Node) error {
 // cleaning is on), returns the host to manageable and deletes it. A host
 // whose cleaning failed stays: deleting it would lose the only record that
 // its disks were not wiped.
-func (b *Ironic) stepDelete(ctx context.Context, n *nodes.Node, ps nodes.ProvisionState) error {
+func (b *Backend) stepDelete(ctx context.Context, n *nodes.Node, ps nodes.ProvisionState) error {
 	if n.Maintenance {
 		return b.deleteNode(ctx, n) // Ironic deletes nodes in maintenance in any state
 	}
@@ -256,7 +259,7 @@ func (b *Ironic) stepDelete(ctx context.Context, n *nodes.Node, ps nodes.Provisi
 	return nil
 }
 
-func (b *Ironic) deleteNode(ctx context.Context, n *nodes.Node) error {
+func (b *Backend) deleteNode(ctx context.Context, n *nodes.Node) error {
 	if err := nodes.Delete(ctx, b.client, n.UUID).ExtractErr(); err != nil {
 		return b.ironicError(err, "delete host "+n.Name, "")
 	}
@@ -266,7 +269,7 @@ func (b *Ironic) deleteNode(ctx context.Context, n *nodes.Node) error {
 
 // countErrors counts each distinct failure once and resets the count when
 // the host reaches a resting state without error, as BareMetalHost does.
-func (b *Ironic) countErrors(ctx context.Context, n *nodes.Node, m *hostMeta) error {
+func (b *Backend) countErrors(ctx context.Context, n *nodes.Node, m *hostMeta) error {
 	if n.LastError != "" {
 		fp := n.ProvisionState + "|" + n.ProvisionUpdatedAt.UTC().Format(time.RFC3339Nano) + "|" + n.LastError
 		if fp == m.ErrorSeen {

@@ -1,4 +1,4 @@
-package baremetal
+package backend
 
 import (
 	"os"
@@ -41,35 +41,6 @@ func TestFromConfigBuildsTheConfiguredBackend(t *testing.T) {
 	if _, _, err := FromConfig(loadEnv(t, "MAGNETITE_BAREMETAL_BACKEND=metal3", "MAGNETITE_MANAGEMENT_KUBECONFIG="+kubeconfig,
 		"MAGNETITE_BAREMETAL_METAL3_NAMESPACE=Metal3_Hosts"), nil); err == nil || !strings.Contains(err.Error(), "metal3_namespace") {
 		t.Errorf("a bad metal3_namespace: %v", err)
-	}
-}
-
-func TestNewCapacityCheckReadsItsOptions(t *testing.T) {
-	hosts, _, err := FromConfig(loadEnv(t, "MAGNETITE_BAREMETAL_BACKEND=ironic", "MAGNETITE_BAREMETAL_IRONIC_ENDPOINT=http://127.0.0.1:6385"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := NewCapacityCheck(loadEnv(t), hosts, nil, nil)
-	if err != nil || cc == nil || cc.Mode != CheckRefuse || cc.Flavors != nil || cc.DefaultResourceClass != "baremetal" {
-		t.Fatalf("default check = %+v, %v", cc, err)
-	}
-	cc, err = NewCapacityCheck(loadEnv(t, "MAGNETITE_BAREMETAL_CAPACITY_CHECK=warn", "MAGNETITE_BAREMETAL_COMPUTE_ENDPOINT=http://nova:8774/v2.1"), hosts, nil, nil)
-	if err != nil || cc.Mode != CheckWarn || cc.Flavors == nil {
-		t.Fatalf("warn with Nova = %+v, %v", cc, err)
-	}
-	if cc, err := NewCapacityCheck(loadEnv(t, "MAGNETITE_BAREMETAL_CAPACITY_CHECK=off"), hosts, nil, nil); err != nil || cc != nil {
-		t.Errorf("capacity_check = off: %+v, %v", cc, err)
-	}
-	if cc, err := NewCapacityCheck(loadEnv(t), nil, nil, nil); err != nil || cc != nil {
-		t.Errorf("no backend: %+v, %v", cc, err)
-	}
-	for env, says := range map[string]string{
-		"MAGNETITE_BAREMETAL_CAPACITY_CHECK=sometimes":   "must be refuse, warn or off",
-		"MAGNETITE_BAREMETAL_COMPUTE_ENDPOINT=nova:8774": "compute_endpoint",
-	} {
-		if _, err := NewCapacityCheck(loadEnv(t, env), hosts, nil, nil); err == nil || !strings.Contains(err.Error(), says) {
-			t.Errorf("%s: %v, want an error saying %q", env, err, says)
-		}
 	}
 }
 

@@ -1,0 +1,60 @@
+package metal3_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+
+	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
+	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
+	"github.com/magnetite-io/magnetite/internal/baremetal/metal3/metal3test"
+)
+
+// TestCapacityCountsAvailableUnclaimedAttachedHosts counts BareMetalHosts
+// as baremetal-operator and Cluster API Provider Metal3 leave them: free
+// are the available hosts nobody claimed, that are attached, not in error
+// and not being deleted.
+func TestCapacityCountsAvailableUnclaimedAttachedHosts(t *testing.T) {
+	w := metal3test.Start(t, slog.New(slog.NewTextHandler(&ironictest.LogBuffer{}, nil)))
+	b, bmo, ctx := w.Backend, w.Operator, context.Background()
+	for i, st := range []metal3test.Status{
+		{State: "available"}, {State: "available"}, {State: "available", Operational: "error", ErrType: "power management error", ErrMessage: "BMC timeout", ErrCount: 1},
+		{State: "preparing"}, {State: "provisioned", Consumer: "c2-md-abc"}, {State: "available"},
+		// Claimed by Cluster API Provider Metal3, not yet provisioning.
+		{State: "available", Consumer: "c3-md-claimed"},
+		// Deployed before Cluster API Provider Metal3 recorded a claim.
+		{State: "provisioned"},
+	} {
+		name := "gold-" + string(rune('a'+i))
+		spec := baremetal.HostSpec{Name: name, BMCAddress: fmt.Sprintf("ipmi://10.0.1.%d", i+1), ResourceClass: "CUSTOM_BAREMETAL_GOLD",
+			Credentials: bmc.Credentials{Username: "admin", Password: ironictest.BMCPassword},
+			Labels:      map[string]string{"pool": map[bool]string{true: "gpu", false: "general"}[i == 5]}}
+		if _, err := baremetal.ValidateSpec(&spec, ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Enroll(ctx, spec); err != nil {
+			t.Fatalf("enroll %s: %v", name, err)
+		}
+		bmo.Register(name)
+		bmo.Report(name, st)
+	}
+	if _, err := b.Detach(ctx, "gold-b", ""); err != nil {
+		t.Fatal(err)
+	}
+	c, err := b.Capacity(ctx, "baremetal-gold")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (baremetal.Capacity{ResourceClass: "baremetal-gold", Free: 2, Total: 8, Deployed: 3, InMaintenance: 1}); c != want {
+		t.Errorf("capacity = %+v, want %+v", c, want)
+	}
+	c, err = b.CapacityMatching(ctx, "", map[string]string{"pool": "gpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Free != 1 || c.Total != 1 {
+		t.Errorf("capacity of pool=gpu = %+v", c)
+	}
+}

@@ -1,0 +1,76 @@
+package capacity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+
+	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/flavor"
+)
+
+// Catalog finds OpenStack service endpoints (Keystone's catalog, as
+// *auth.Keystone reads it with Magnetite's service credentials).
+type Catalog interface {
+	Endpoint(ctx context.Context, serviceType, iface string) (string, error)
+}
+
+// NovaFlavors reads flavors from Nova with the caller's token.
+type NovaFlavors struct {
+	// Endpoint is Nova's compute endpoint; Catalog finds it when empty.
+	Endpoint string
+	Catalog  Catalog
+	Timeout  time.Duration
+}
+
+func (n *NovaFlavors) client(ctx context.Context, token string) (*gophercloud.ServiceClient, error) {
+	ep := n.Endpoint
+	if ep == "" {
+		if n.Catalog == nil {
+			return nil, fmt.Errorf("%w: no Nova endpoint: set [baremetal] compute_endpoint or use Keystone authentication", baremetal.ErrUnavailable)
+		}
+		var err error
+		if ep, err = n.Catalog.Endpoint(ctx, "compute", "public"); err != nil {
+			return nil, fmt.Errorf("%w: %v", baremetal.ErrUnavailable, err)
+		}
+	}
+	timeout := n.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	pc := &gophercloud.ProviderClient{HTTPClient: http.Client{Timeout: timeout}}
+	pc.UserAgent.Prepend("magnetite")
+	pc.SetToken(token)
+	return &gophercloud.ServiceClient{ProviderClient: pc, Endpoint: strings.TrimRight(ep, "/") + "/", Type: "compute"}, nil
+}
+
+// Flavor implements FlavorSource: by ID, else by name, as Magnum resolves
+// flavor_id.
+func (n *NovaFlavors) Flavor(ctx context.Context, token, ref string) (driver.Flavor, error) {
+	sc, err := n.client(ctx, token)
+	if err != nil {
+		return driver.Flavor{}, err
+	}
+	f, err := flavor.Find(ctx, sc, ref)
+	if errors.Is(err, flavor.ErrNotFound) {
+		return driver.Flavor{}, fmt.Errorf("%w: %s", ErrFlavorNotFound, ref)
+	}
+	if err != nil {
+		return driver.Flavor{}, novaError(err, "read flavor "+ref)
+	}
+	return f, nil
+}
+
+func novaError(err error, doing string) error {
+	var code gophercloud.ErrUnexpectedResponseCode
+	if errors.As(err, &code) {
+		return fmt.Errorf("%w: could not %s: Nova answered %d", baremetal.ErrUnavailable, doing, code.Actual)
+	}
+	return fmt.Errorf("%w: could not %s: %v", baremetal.ErrUnavailable, doing, err)
+}
