@@ -135,22 +135,13 @@ func (s *Server) signCertificate(w http.ResponseWriter, r *http.Request) error {
 	signed, err := certs.SignClientCSR(certs.KeyPair{Purpose: p, Cert: ca.CertPEM, Key: ca.KeyPEM}, []byte(csr), time.Now())
 	if err != nil {
 		if errors.Is(err, certs.ErrInvalidCSR) {
-			return badRequest("%s", cleanCSRError(err))
+			return err // 400 (errorTable)
 		}
 		return fmt.Errorf("sign certificate for cluster %s: %w", c.UUID, err)
 	}
 	writeJSON(w, http.StatusCreated, certificate{ClusterUUID: c.UUID, CSR: csr, PEM: string(signed), CACertType: caType,
 		Links: resourceLinks(baseURL(r), "certificates", c.UUID)})
 	return nil
-}
-
-func cleanCSRError(err error) string {
-	const prefix = "certs: invalid certificate signing request"
-	msg := err.Error()
-	if len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
-		return "Invalid CSR" + msg[len(prefix):] + "."
-	}
-	return "Invalid CSR: " + msg
 }
 
 // rotateCertificate is PATCH /v1/certificates/{ident}. Rotating a live

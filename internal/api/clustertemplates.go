@@ -391,7 +391,7 @@ func (s *Server) deleteClusterTemplate(w http.ResponseWriter, r *http.Request) e
 func parsePatch(body []byte, internal, nonRemovable []string) ([]jsonpatch.Operation, error) {
 	ops, err := jsonpatch.Parse(body)
 	if err != nil {
-		return nil, badRequest("%s", strings.TrimPrefix(err.Error(), "invalid patch: "))
+		return nil, err // jsonpatch.ErrInvalid: 400 (errorTable)
 	}
 	for _, o := range ops {
 		top := "/" + strings.SplitN(o.Path[1:], "/", 2)[0]
@@ -430,7 +430,7 @@ func applyPatch(cur any, ops []jsonpatch.Operation, sch schema, v APIVersion, ds
 	}
 	patched, err := jsonpatch.Apply(doc, ops)
 	if err != nil {
-		return nil, badRequest("Couldn't apply patch. Reason: %s", strings.TrimPrefix(err.Error(), "invalid patch: "))
+		return nil, err // jsonpatch.ErrNotApplicable: 400 (errorTable)
 	}
 	// Only fields the patch touched are re-validated; others are as stored.
 	touched := map[string]bool{}

@@ -14,6 +14,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/cloud"
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
@@ -122,7 +123,7 @@ func (s *Server) listNodeGroups(w http.ResponseWriter, r *http.Request) error {
 			// (gophercloud sends the numeric id); pages are keyed by UUID.
 			m, err := s.st.GetNodeGroup(r.Context(), c.UUID, p.Marker)
 			if errors.Is(err, store.ErrNotFound) {
-				return nil, fmt.Errorf("%w: %s", store.ErrInvalidMarker, p.Marker)
+				return nil, fault.New(store.ErrInvalidMarker, "%s", p.Marker)
 			}
 			if err != nil {
 				return nil, err

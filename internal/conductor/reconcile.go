@@ -387,23 +387,6 @@ func (c *Conductor) markMachinesForRemoval(ctx context.Context, sc *scope, op *m
 	return nil
 }
 
-// classifyApplyError separates what the management cluster refuses for good
-// (validation, forbidden) from what may pass on a retry.
-func classifyApplyError(err error) error {
-	msg := err.Error()
-	// The namespace is going away under a create that raced the deletion of
-	// the project's last cluster: it is recreated on the next attempt.
-	if strings.Contains(msg, "because it is being terminated") {
-		return fmt.Errorf("%w: %s", mgmt.ErrNamespaceTerminating, msg)
-	}
-	for _, s := range []string{"is invalid", "admission webhook", "forbidden", "Forbidden", "denied the request"} {
-		if strings.Contains(msg, s) {
-			return permanentf("the management cluster refused the cluster's objects: %s", msg)
-		}
-	}
-	return err
-}
-
 // recordAppliedGeneration remembers which Cluster generation carries the
 // latest desired state, so status waits until Cluster API has observed it.
 func (c *Conductor) recordAppliedGeneration(ctx context.Context, clusterUUID string, gen int64) error {
