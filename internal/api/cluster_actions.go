@@ -111,8 +111,8 @@ func (s *Server) resizeCluster(w http.ResponseWriter, r *http.Request) error {
 	if remove == nil {
 		remove = []string{}
 	}
-	op := s.newOperation(r, model.OpClusterResize, c, ng.UUID, map[string]any{
-		"node_count": n, "nodes_to_remove": remove, "nodegroup": ng.Name,
+	op := s.newOperation(r, model.OpClusterResize, c, ng.UUID, &model.ClusterResizePayload{
+		NodeCount: n, NodesToRemove: remove, NodeGroup: ng.Name,
 	})
 	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}, claim); err != nil {
 		return err
@@ -217,9 +217,9 @@ func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request) error {
 	before := c.Status
 	c.Status = nextStatus(c.Status)
 	c.UpdatedAt = &t
-	payload := map[string]any{"cluster_template": ct.UUID, "nodegroup": ng.Name}
+	payload := &model.ClusterUpgradePayload{ClusterTemplate: ct.UUID, NodeGroup: ng.Name}
 	if mbs, ok := vals["max_batch_size"].(int); ok {
-		payload["max_batch_size"] = mbs
+		payload.MaxBatchSize = &mbs
 	}
 	ch.Operation = s.newOperation(r, model.OpClusterUpgrade, c, ng.UUID, payload)
 	if err := s.applyClusterChange(r, before, ch, nil); err != nil {

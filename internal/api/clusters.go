@@ -399,8 +399,8 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	op := s.newOperation(r, model.OpClusterCreate, c, "", map[string]any{
-		"master_count": masterCount, "node_count": nodeCount, "create_timeout": c.CreateTimeout,
+	op := s.newOperation(r, model.OpClusterCreate, c, "", &model.ClusterCreatePayload{
+		MasterCount: masterCount, NodeCount: nodeCount, CreateTimeout: c.CreateTimeout,
 	})
 	// The CAs are stored with the cluster, so certificate requests can be
 	// answered before the conductor has run.
@@ -455,7 +455,7 @@ func (s *Server) newNodeGroup(c *model.Cluster, name, role string, count int, fl
 	}
 }
 
-func (s *Server) newOperation(r *http.Request, typ model.OperationType, c *model.Cluster, ngID string, payload map[string]any) *model.Operation {
+func (s *Server) newOperation(r *http.Request, typ model.OperationType, c *model.Cluster, ngID string, payload model.Payload) *model.Operation {
 	return &model.Operation{
 		UUID: uuid.NewString(), Type: typ, ClusterID: c.UUID, NodeGroupID: ngID, ProjectID: c.ProjectID,
 		RequestID: requestID(r.Context()), Payload: payload, State: model.OpPending,
@@ -590,7 +590,7 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 	c.UpdatedAt = &t
 	if needsOp {
 		c.Status = nextStatus(c.Status)
-		ch.Operation = s.newOperation(r, model.OpClusterUpdate, c, "", map[string]any{"node_count": patched.NodeCount})
+		ch.Operation = s.newOperation(r, model.OpClusterUpdate, c, "", &model.ClusterUpdatePayload{NodeCount: patched.NodeCount})
 	}
 	if err := s.applyClusterChange(r, before, ch, claim); err != nil {
 		return err

@@ -92,7 +92,7 @@ func (s *Server) rotateCredential(w http.ResponseWriter, r *http.Request) error 
 	}
 	t := time.Now().UTC()
 	c.UpdatedAt = &t
-	op := s.newOperation(r, model.OpCredentialRotate, c, "", map[string]any{"credential": cred.ID})
+	op := s.newOperation(r, model.OpCredentialRotate, c, "", &model.CredentialRotatePayload{Credential: cred.ID})
 	if err := s.applyClusterChange(r, c.Status, store.ClusterChange{Cluster: c, Operation: op, Credential: cred}, nil); err != nil {
 		s.withdrawCredential(r, cred)
 		return err

@@ -260,7 +260,7 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	if c.Status != model.CreateInProgress {
 		c.Status = model.UpdateInProgress
 	}
-	op := s.newOperation(r, model.OpNodeGroupCreate, c, ng.UUID, map[string]any{"nodegroup": ng.Name})
+	op := s.newOperation(r, model.OpNodeGroupCreate, c, ng.UUID, &model.NodeGroupCreatePayload{NodeGroup: ng.Name})
 	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}, claim); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return conflict("A node group with name %s already exists in the cluster %s.", ng.Name, c.Name)
@@ -327,7 +327,7 @@ func (s *Server) updateNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	before := c.Status
 	c.Status = nextStatus(c.Status)
 	c.UpdatedAt = &t
-	op := s.newOperation(r, model.OpNodeGroupUpdate, c, ng.UUID, map[string]any{"nodegroup": ng.Name, "changed": changed})
+	op := s.newOperation(r, model.OpNodeGroupUpdate, c, ng.UUID, &model.NodeGroupUpdatePayload{NodeGroup: ng.Name, Changed: changed})
 	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{updated}, Operation: op}, claim); err != nil {
 		return err
 	}
@@ -361,7 +361,7 @@ func (s *Server) deleteNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	before := c.Status
 	c.Status = nextStatus(c.Status)
 	c.UpdatedAt = &t
-	op := s.newOperation(r, model.OpNodeGroupDelete, c, ng.UUID, map[string]any{"nodegroup": ng.Name})
+	op := s.newOperation(r, model.OpNodeGroupDelete, c, ng.UUID, &model.NodeGroupDeletePayload{NodeGroup: ng.Name})
 	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}, nil); err != nil {
 		return err
 	}

@@ -352,16 +352,15 @@ func labelTopology(obj *unstructured.Unstructured, sc *scope) error {
 // down. Nodes are named by machine name, node name or provider id suffix
 // (the server id).
 func (c *Conductor) markMachinesForRemoval(ctx context.Context, sc *scope, op *model.Operation) error {
-	raw, _ := op.Payload["nodes_to_remove"].([]any)
-	if len(raw) == 0 {
+	p, _ := op.Payload.(*model.ClusterResizePayload)
+	if p == nil || len(p.NodesToRemove) == 0 {
 		return nil
 	}
 	machines, err := c.mc.List(ctx, "Machine", sc.namespace, mgmt.ClusterSelector(sc.cluster.UUID))
 	if err != nil {
 		return err
 	}
-	for _, r := range raw {
-		want, _ := r.(string)
+	for _, want := range p.NodesToRemove {
 		found := false
 		for i := range machines {
 			m := &machines[i]
