@@ -93,27 +93,12 @@ func (s *Server) getCertificate(w http.ResponseWriter, r *http.Request) error {
 // CA. As in Magnum, a cluster that cannot be found is a 400 here: the body,
 // not the URL, names it.
 func (s *Server) signCertificate(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(r)
+	vals, err := requestValues(r, certificateSchema, "cluster_uuid", "csr")
 	if err != nil {
 		return err
 	}
-	raw, aerr := decodeBody(body)
-	if aerr != nil {
-		return aerr
-	}
-	vals, aerr := certificateSchema.coerceAll(raw, versionOf(r.Context()), false)
-	if aerr != nil {
-		return aerr
-	}
-	ident, _ := vals["cluster_uuid"].(string)
-	csr, _ := vals["csr"].(string)
+	ident, csr := vals["cluster_uuid"].(string), vals["csr"].(string)
 	caType, _ := vals["ca_cert_type"].(string)
-	if ident == "" {
-		return badRequest("Invalid input for field/attribute cluster_uuid. Value: null. Mandatory field missing.")
-	}
-	if csr == "" {
-		return badRequest("Invalid input for field/attribute csr. Value: null. Mandatory field missing.")
-	}
 	p, err := caPurpose(caType)
 	if err != nil {
 		return err

@@ -88,7 +88,7 @@ func (s *Server) nodeGroupView(r *http.Request, c *model.Cluster, ng *model.Node
 
 // nodeGroupCluster resolves the cluster in the path for a node group call.
 func (s *Server) nodeGroupCluster(r *http.Request, action string) (*model.Cluster, error) {
-	if err := requireVersion(r, 9, "nodegroups"); err != nil {
+	if err := requireVersion(r, sinceNodeGroups); err != nil {
 		return nil, err
 	}
 	return s.lookupCluster(r, action)
@@ -160,21 +160,9 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := versionOf(r.Context())
-	body, err := readBody(r)
+	vals, err := requestValues(r, nodeGroupSchema, "name")
 	if err != nil {
 		return err
-	}
-	raw, aerr := decodeBody(body)
-	if aerr != nil {
-		return aerr
-	}
-	vals, aerr := nodeGroupSchema.coerceAll(raw, v, false)
-	if aerr != nil {
-		return aerr
-	}
-	if vals["name"] == nil {
-		return badRequest("Invalid input for field/attribute name. Value: null. Mandatory field missing.")
 	}
 	if err := refuseWhileDeleting(c); err != nil {
 		return err
@@ -189,8 +177,8 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	if vals["role"] == nil {
 		ng.Role = model.RoleWorker
 	}
-	if ng.NodeCount == 0 && !v.AtLeast(10) {
-		return zeroNodesRefused(v)
+	if err := requireNodeCount(r, ng.NodeCount); err != nil {
+		return err
 	}
 	if ng.Role == model.RoleMaster {
 		return badRequest("Creating master nodegroups is currently not supported.")
@@ -281,11 +269,7 @@ func (s *Server) updateNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	ops, err := parsePatch(body, nodeGroupInternalAttrs, nil)
+	ops, err := requestPatch(r, nodeGroupInternalAttrs, nil)
 	if err != nil {
 		return err
 	}
