@@ -11,10 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
 // applyFailure wraps a Status as mgmt.Client.Apply does.
@@ -99,5 +101,55 @@ func TestApplyIntoATerminatingNamespaceIsRetried(t *testing.T) {
 	other := apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "demo-ca", errors.New("exceeded quota: secrets"))
 	if err := classifyApplyError(applyFailure(other)); !errors.Is(err, errPermanent) {
 		t.Errorf("forbidden without the NamespaceTerminating cause: %v, want permanent", err)
+	}
+}
+
+// TestRealAPIServerRefusalsAreClassified: what a real kube-apiserver
+// answers through mgmt.Client is classified as the table above says: an
+// object it validates away fails for good, a write into a namespace being
+// deleted is retried, and a write it accepts passes.
+func TestRealAPIServerRefusalsAreClassified(t *testing.T) {
+	ctx := context.Background()
+	env := testenv.Start(t)
+	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := mgmt.Owner{ClusterUUID: "c1", ProjectID: "p1"}
+	configMap := func(ns, name string, data map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name, "namespace": ns}, "data": data}}
+	}
+
+	_, err = mc.Apply(ctx, owner, configMap("default", "ok", map[string]any{"key": "value"}))
+	if err := classifyApplyError(err); err != nil {
+		t.Fatalf("an accepted apply classified as %v", err)
+	}
+
+	_, err = mc.Apply(ctx, owner, configMap("default", "invalid", map[string]any{"not a key!": "value"}))
+	if !apierrors.IsInvalid(err) {
+		t.Fatalf("the API server answered %v, want 422 Invalid", err)
+	}
+	if err := classifyApplyError(err); !errors.Is(err, errPermanent) || !strings.Contains(err.Error(), "not a key!") {
+		t.Errorf("an invalid object classified as %v, want permanent with the API server's reason", err)
+	}
+
+	// Without kube-controller-manager nothing finalizes a deleted
+	// namespace: it stays Terminating.
+	nsGVR := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": "going-away"}}}
+	if _, err := env.Dynamic(t).Resource(nsGVR).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Dynamic(t).Resource(nsGVR).Delete(ctx, "going-away", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = mc.Apply(ctx, owner, configMap("going-away", "late", map[string]any{"key": "value"}))
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("the API server answered %v, want 403 for a terminating namespace", err)
+	}
+	if err := classifyApplyError(err); errors.Is(err, errPermanent) || !errors.Is(err, mgmt.ErrNamespaceTerminating) {
+		t.Errorf("a write into a terminating namespace classified as %v, want a retried ErrNamespaceTerminating", err)
 	}
 }
