@@ -27,13 +27,13 @@ func (e *Error) Error() string { return e.Kind.Error() + ": " + e.Text }
 // Unwrap makes errors.Is(err, e.Kind) hold.
 func (e *Error) Unwrap() error { return e.Kind }
 
-// Text is the user-facing text of err: that of the first *Error in its
-// chain. An error that does not carry one is shown as it reads, except that
-// a layer still wrapping its sentinel as fmt.Errorf("%w: text", kind) shows
-// text; that form is accepted until every layer raises *Error.
+// Text is the user-facing text err carries for kind: that of the first
+// *Error of that kind in its chain (or of any kind, for a nil kind). An
+// error that does not carry one is shown as it reads, except that a layer
+// still wrapping its sentinel as fmt.Errorf("%w: text", kind) shows text;
+// that form is accepted until every layer raises *Error.
 func Text(err error, kind error) string {
-	var fe *Error
-	if errors.As(err, &fe) {
+	if fe := find(err, kind); fe != nil {
 		return fe.Text
 	}
 	msg := err.Error()
@@ -43,4 +43,27 @@ func Text(err error, kind error) string {
 		}
 	}
 	return msg
+}
+
+// find walks err's tree depth first, as errors.Is does.
+func find(err error, kind error) *Error {
+	for err != nil {
+		if fe, ok := err.(*Error); ok && (kind == nil || errors.Is(fe.Kind, kind)) {
+			return fe
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if fe := find(e, kind); fe != nil {
+					return fe
+				}
+			}
+			return nil
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		default:
+			return nil
+		}
+	}
+	return nil
 }

@@ -29,3 +29,16 @@ func TestTextOfErrorsWithoutOne(t *testing.T) {
 		t.Errorf("an error of its own words shows %q", got)
 	}
 }
+
+// TestTextIsTheMatchingKinds: an error of one kind raised while handling
+// another shows the text of the kind being answered.
+func TestTextIsTheMatchingKinds(t *testing.T) {
+	other := errors.New("layer: unavailable")
+	err := fmt.Errorf("%w; %w", New(other, "the backend is down"), New(errKind, "host h1 is unknown"))
+	if got := Text(err, errKind); got != "host h1 is unknown" {
+		t.Errorf("Text(err, errKind) = %q", got)
+	}
+	if got := Text(err, other); got != "the backend is down" {
+		t.Errorf("Text(err, other) = %q", got)
+	}
+}
