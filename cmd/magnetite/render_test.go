@@ -145,7 +145,7 @@ func TestRenderRefusesATemplateNoDriverBuilds(t *testing.T) {
 		tmpl["cluster_distro"] = "fedora-coreos"
 	})
 	_, _, err := runRender(t, "--template", tmpl, "--cluster", cluster, "--facts", filepath.Join(renderCases, "facts.yaml"))
-	if err == nil || !strings.Contains(err.Error(), "no driver provides server_type=vm, os_distro=fedora-coreos, coe=kubernetes") {
+	if err == nil || !strings.Contains(err.Error(), "Cluster type (server_type=vm, os_distro=fedora-coreos, coe=kubernetes) not supported") {
 		t.Errorf("err = %v", err)
 	}
 }

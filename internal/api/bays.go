@@ -185,23 +185,15 @@ func (f *family) clusterDetail(s *Server, r *http.Request, c *model.Cluster, sh 
 // under the cluster's names. A bay's baymodel_id is resolved here, as
 // Magnum's bay controller resolves it while reading the body: a baymodel
 // that does not exist is a 400 at every microversion.
-func (f *family) clusterValues(s *Server, r *http.Request, raw map[string]any) (map[string]any, error) {
-	v := versionOf(r.Context())
+func (f *family) clusterValues(s *Server, r *http.Request) (map[string]any, error) {
 	if !f.bay {
-		vals, aerr := clusterSchema.coerceAll(raw, v, false)
-		if aerr != nil {
-			return nil, aerr
-		}
-		return vals, nil
+		return requestValues(r, clusterSchema, "cluster_template_id")
 	}
-	vals, aerr := baySchema.coerceAll(raw, v, false)
-	if aerr != nil {
-		return nil, aerr
+	vals, err := requestValues(r, baySchema, "baymodel_id")
+	if err != nil {
+		return nil, err
 	}
-	ident, _ := vals["baymodel_id"].(string)
-	if ident == "" {
-		return nil, badRequest("Invalid input for field/attribute baymodel_id. Value: null. Mandatory field missing.")
-	}
+	ident := vals["baymodel_id"].(string)
 	ct, err := s.lookupTemplate(r, ident)
 	if isNotFound(err) {
 		return nil, badRequest("ClusterTemplate %s could not be found.", ident)

@@ -93,27 +93,12 @@ func (s *Server) getCertificate(w http.ResponseWriter, r *http.Request) error {
 // CA. As in Magnum, a cluster that cannot be found is a 400 here: the body,
 // not the URL, names it.
 func (s *Server) signCertificate(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(r)
+	vals, err := requestValues(r, certificateSchema, "cluster_uuid", "csr")
 	if err != nil {
 		return err
 	}
-	raw, aerr := decodeBody(body)
-	if aerr != nil {
-		return aerr
-	}
-	vals, aerr := certificateSchema.coerceAll(raw, versionOf(r.Context()), false)
-	if aerr != nil {
-		return aerr
-	}
-	ident, _ := vals["cluster_uuid"].(string)
-	csr, _ := vals["csr"].(string)
+	ident, csr := vals["cluster_uuid"].(string), vals["csr"].(string)
 	caType, _ := vals["ca_cert_type"].(string)
-	if ident == "" {
-		return badRequest("Invalid input for field/attribute cluster_uuid. Value: null. Mandatory field missing.")
-	}
-	if csr == "" {
-		return badRequest("Invalid input for field/attribute csr. Value: null. Mandatory field missing.")
-	}
 	p, err := caPurpose(caType)
 	if err != nil {
 		return err
@@ -135,22 +120,13 @@ func (s *Server) signCertificate(w http.ResponseWriter, r *http.Request) error {
 	signed, err := certs.SignClientCSR(certs.KeyPair{Purpose: p, Cert: ca.CertPEM, Key: ca.KeyPEM}, []byte(csr), time.Now())
 	if err != nil {
 		if errors.Is(err, certs.ErrInvalidCSR) {
-			return badRequest("%s", cleanCSRError(err))
+			return err // 400 (errorTable)
 		}
 		return fmt.Errorf("sign certificate for cluster %s: %w", c.UUID, err)
 	}
 	writeJSON(w, http.StatusCreated, certificate{ClusterUUID: c.UUID, CSR: csr, PEM: string(signed), CACertType: caType,
 		Links: resourceLinks(baseURL(r), "certificates", c.UUID)})
 	return nil
-}
-
-func cleanCSRError(err error) string {
-	const prefix = "certs: invalid certificate signing request"
-	msg := err.Error()
-	if len(msg) > len(prefix) && msg[:len(prefix)] == prefix {
-		return "Invalid CSR" + msg[len(prefix):] + "."
-	}
-	return "Invalid CSR: " + msg
 }
 
 // rotateCertificate is PATCH /v1/certificates/{ident}. Rotating a live

@@ -50,32 +50,20 @@ func (s *Server) resolveNodeGroup(r *http.Request, c *model.Cluster, ident any) 
 }
 
 func (s *Server) resizeCluster(w http.ResponseWriter, r *http.Request) error {
-	if err := requireVersion(r, 7, "resize"); err != nil {
+	if err := requireVersion(r, sinceResize); err != nil {
 		return err
 	}
-	v := versionOf(r.Context())
 	c, err := s.lookupCluster(r, "cluster:resize")
 	if err != nil {
 		return err
 	}
-	body, err := readBody(r)
+	vals, err := requestValues(r, resizeSchema, "node_count")
 	if err != nil {
 		return err
 	}
-	raw, aerr := decodeBody(body)
-	if aerr != nil {
-		return aerr
-	}
-	vals, aerr := resizeSchema.coerceAll(raw, v, false)
-	if aerr != nil {
-		return aerr
-	}
-	n, ok := vals["node_count"].(int)
-	if !ok {
-		return badRequest("Invalid input for field/attribute node_count. Value: null. Mandatory field missing.")
-	}
-	if n == 0 && !v.AtLeast(10) {
-		return zeroNodesRefused(v)
+	n := vals["node_count"].(int)
+	if err := requireNodeCount(r, n); err != nil {
+		return err
 	}
 	if err := refuseWhileDeleting(c); err != nil {
 		return err
@@ -111,8 +99,8 @@ func (s *Server) resizeCluster(w http.ResponseWriter, r *http.Request) error {
 	if remove == nil {
 		remove = []string{}
 	}
-	op := s.newOperation(r, model.OpClusterResize, c, ng.UUID, map[string]any{
-		"node_count": n, "nodes_to_remove": remove, "nodegroup": ng.Name,
+	op := s.newOperation(r, model.OpClusterResize, c, ng.UUID, &model.ClusterResizePayload{
+		NodeCount: n, NodesToRemove: remove, NodeGroup: ng.Name,
 	})
 	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}, claim); err != nil {
 		return err
@@ -123,33 +111,21 @@ func (s *Server) resizeCluster(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request) error {
-	if err := requireVersion(r, 7, "upgrade"); err != nil {
+	if err := requireVersion(r, sinceUpgrade); err != nil {
 		return err
 	}
-	v := versionOf(r.Context())
-	if !v.AtLeast(8) {
-		return badRequest("Cluster upgrade is not supported in microversion 1.7; use container-infra 1.8 or newer.")
+	if err := requireVersion(r, sinceUpgradeRuns); err != nil {
+		return err
 	}
 	c, err := s.lookupCluster(r, "cluster:upgrade")
 	if err != nil {
 		return err
 	}
-	body, err := readBody(r)
+	vals, err := requestValues(r, upgradeSchema, "cluster_template")
 	if err != nil {
 		return err
 	}
-	raw, aerr := decodeBody(body)
-	if aerr != nil {
-		return aerr
-	}
-	vals, aerr := upgradeSchema.coerceAll(raw, v, false)
-	if aerr != nil {
-		return aerr
-	}
-	ident, _ := vals["cluster_template"].(string)
-	if ident == "" {
-		return badRequest("Invalid input for field/attribute cluster_template. Value: null. Mandatory field missing.")
-	}
+	ident := vals["cluster_template"].(string)
 	if err := refuseWhileDeleting(c); err != nil {
 		return err
 	}
@@ -217,9 +193,9 @@ func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request) error {
 	before := c.Status
 	c.Status = nextStatus(c.Status)
 	c.UpdatedAt = &t
-	payload := map[string]any{"cluster_template": ct.UUID, "nodegroup": ng.Name}
+	payload := &model.ClusterUpgradePayload{ClusterTemplate: ct.UUID, NodeGroup: ng.Name}
 	if mbs, ok := vals["max_batch_size"].(int); ok {
-		payload["max_batch_size"] = mbs
+		payload.MaxBatchSize = &mbs
 	}
 	ch.Operation = s.newOperation(r, model.OpClusterUpgrade, c, ng.UUID, payload)
 	if err := s.applyClusterChange(r, before, ch, nil); err != nil {

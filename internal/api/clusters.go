@@ -249,29 +249,14 @@ func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
 	return writeBuilt(w, http.StatusOK, func(dst []byte) ([]byte, error) { return cw.appendTo(dst, row) })
 }
 
-func zeroNodesRefused(v APIVersion) *apiError {
-	return badRequest("Resizing a nodegroup to zero is not supported in the provided microversion (%s); node_count 0 needs container-infra 1.10 or newer.", v)
-}
-
 func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	if err := s.authorize(r, "cluster:create", nil); err != nil {
 		return err
 	}
 	v := versionOf(r.Context())
-	body, err := readBody(r)
+	vals, err := familyOf(r).clusterValues(s, r)
 	if err != nil {
 		return err
-	}
-	raw, aerr := decodeBody(body)
-	if aerr != nil {
-		return aerr
-	}
-	vals, err := familyOf(r).clusterValues(s, r, raw)
-	if err != nil {
-		return err
-	}
-	if vals["cluster_template_id"] == nil {
-		return badRequest("Invalid input for field/attribute cluster_template_id. Value: null. Mandatory field missing.")
 	}
 	nodeCount, masterCount := 1, 1
 	if n, ok := vals["node_count"].(int); ok {
@@ -280,8 +265,8 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	if n, ok := vals["master_count"].(int); ok {
 		masterCount = n
 	}
-	if nodeCount == 0 && !v.AtLeast(10) {
-		return zeroNodesRefused(v)
+	if err := requireNodeCount(r, nodeCount); err != nil {
+		return err
 	}
 	ctIdent := vals["cluster_template_id"].(string)
 	ct, err := s.lookupTemplate(r, ctIdent)
@@ -399,8 +384,8 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	op := s.newOperation(r, model.OpClusterCreate, c, "", map[string]any{
-		"master_count": masterCount, "node_count": nodeCount, "create_timeout": c.CreateTimeout,
+	op := s.newOperation(r, model.OpClusterCreate, c, "", &model.ClusterCreatePayload{
+		MasterCount: masterCount, NodeCount: nodeCount, CreateTimeout: c.CreateTimeout,
 	})
 	// The CAs are stored with the cluster, so certificate requests can be
 	// answered before the conductor has run.
@@ -455,7 +440,7 @@ func (s *Server) newNodeGroup(c *model.Cluster, name, role string, count int, fl
 	}
 }
 
-func (s *Server) newOperation(r *http.Request, typ model.OperationType, c *model.Cluster, ngID string, payload map[string]any) *model.Operation {
+func (s *Server) newOperation(r *http.Request, typ model.OperationType, c *model.Cluster, ngID string, payload model.Payload) *model.Operation {
 	return &model.Operation{
 		UUID: uuid.NewString(), Type: typ, ClusterID: c.UUID, NodeGroupID: ngID, ProjectID: c.ProjectID,
 		RequestID: requestID(r.Context()), Payload: payload, State: model.OpPending,
@@ -490,12 +475,8 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 			return badRequest("Invalid input for query parameter rollback: expected true or false.")
 		}
 	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
 	// Removing node_count would scale the workers to zero unasked.
-	ops, err := parsePatch(body, clusterInternalAttrs, []string{"/cluster_template_id", "/name", "/node_count"})
+	ops, err := requestPatch(r, clusterInternalAttrs, []string{"/cluster_template_id", "/name", "/node_count"})
 	if err != nil {
 		return err
 	}
@@ -555,8 +536,8 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 		case "health_status_reason":
 			c.HealthStatusReason = patched.HealthStatusReason
 		case "node_count":
-			if patched.NodeCount == 0 && !v.AtLeast(10) {
-				return zeroNodesRefused(v)
+			if err := requireNodeCount(r, patched.NodeCount); err != nil {
+				return err
 			}
 			worker := defaultWorker(ngs[c.UUID])
 			if worker == nil {
@@ -590,7 +571,7 @@ func (s *Server) updateCluster(w http.ResponseWriter, r *http.Request) error {
 	c.UpdatedAt = &t
 	if needsOp {
 		c.Status = nextStatus(c.Status)
-		ch.Operation = s.newOperation(r, model.OpClusterUpdate, c, "", map[string]any{"node_count": patched.NodeCount})
+		ch.Operation = s.newOperation(r, model.OpClusterUpdate, c, "", &model.ClusterUpdatePayload{NodeCount: patched.NodeCount})
 	}
 	if err := s.applyClusterChange(r, before, ch, claim); err != nil {
 		return err

@@ -197,23 +197,10 @@ func (s *Server) createClusterTemplate(w http.ResponseWriter, r *http.Request) e
 	if err := s.authorize(r, "clustertemplate:create", nil); err != nil {
 		return err
 	}
-	body, err := readBody(r)
+	fam := familyOf(r)
+	vals, err := requestValues(r, fam.templateSchema(), fam.templateMandatory()...)
 	if err != nil {
 		return err
-	}
-	raw, aerr := decodeBody(body)
-	if aerr != nil {
-		return aerr
-	}
-	fam := familyOf(r)
-	vals, aerr := fam.templateSchema().coerceAll(raw, versionOf(r.Context()), false)
-	if aerr != nil {
-		return aerr
-	}
-	for _, f := range fam.templateMandatory() {
-		if vals[f] == nil {
-			return badRequest("Invalid input for field/attribute %s. Value: null. Mandatory field missing.", f)
-		}
 	}
 	id := identity(r)
 	t := time.Now().UTC()
@@ -312,12 +299,8 @@ func distroFromImageName(image string) *string {
 func (s *Server) updateClusterTemplate(w http.ResponseWriter, r *http.Request) error {
 	// A body that is no JSON patch is refused before the template is looked
 	// up, as Magnum validates the request body first.
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
 	fam := familyOf(r)
-	ops, err := parsePatch(body, internalAttrs, fam.templateNonRemovable())
+	ops, err := requestPatch(r, internalAttrs, fam.templateNonRemovable())
 	if err != nil {
 		return err
 	}
@@ -387,11 +370,16 @@ func (s *Server) deleteClusterTemplate(w http.ResponseWriter, r *http.Request) e
 	return nil
 }
 
-// parsePatch parses a JSON patch and applies Magnum's path rules.
-func parsePatch(body []byte, internal, nonRemovable []string) ([]jsonpatch.Operation, error) {
+// requestPatch is every PATCH handler's opening: read the bounded body,
+// parse it as a JSON patch and apply Magnum's path rules.
+func requestPatch(r *http.Request, internal, nonRemovable []string) ([]jsonpatch.Operation, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
 	ops, err := jsonpatch.Parse(body)
 	if err != nil {
-		return nil, badRequest("%s", strings.TrimPrefix(err.Error(), "invalid patch: "))
+		return nil, err // jsonpatch.ErrInvalid: 400 (errorTable)
 	}
 	for _, o := range ops {
 		top := "/" + strings.SplitN(o.Path[1:], "/", 2)[0]
@@ -421,7 +409,7 @@ func applyPatch(cur any, ops []jsonpatch.Operation, sch schema, v APIVersion, ds
 	for _, o := range ops {
 		top := strings.SplitN(o.Path[1:], "/", 2)[0]
 		f, ok := sch.fields[top]
-		if !ok || f.readOnly || (f.minVersion > 0 && v.Minor < f.minVersion) {
+		if !ok || f.readOnly || !f.servedAt(v) {
 			if ok && f.readOnly {
 				return nil, badRequest("'/%s' is an internal attribute and can not be updated", top)
 			}
@@ -430,7 +418,7 @@ func applyPatch(cur any, ops []jsonpatch.Operation, sch schema, v APIVersion, ds
 	}
 	patched, err := jsonpatch.Apply(doc, ops)
 	if err != nil {
-		return nil, badRequest("Couldn't apply patch. Reason: %s", strings.TrimPrefix(err.Error(), "invalid patch: "))
+		return nil, err // jsonpatch.ErrNotApplicable: 400 (errorTable)
 	}
 	// Only fields the patch touched are re-validated; others are as stored.
 	touched := map[string]bool{}

@@ -73,7 +73,7 @@ func keystoneReason(err error) string {
 // conductor writes it to the cluster's Secrets and then deletes the old one
 // from Keystone.
 func (s *Server) rotateCredential(w http.ResponseWriter, r *http.Request) error {
-	if err := requireVersion(r, 12, "credential rotation"); err != nil {
+	if err := requireVersion(r, sinceCredentialRotation); err != nil {
 		return err
 	}
 	c, err := s.lookupCluster(r, "credential:rotate")
@@ -92,7 +92,7 @@ func (s *Server) rotateCredential(w http.ResponseWriter, r *http.Request) error 
 	}
 	t := time.Now().UTC()
 	c.UpdatedAt = &t
-	op := s.newOperation(r, model.OpCredentialRotate, c, "", map[string]any{"credential": cred.ID})
+	op := s.newOperation(r, model.OpCredentialRotate, c, "", &model.CredentialRotatePayload{Credential: cred.ID})
 	if err := s.applyClusterChange(r, c.Status, store.ClusterChange{Cluster: c, Operation: op, Credential: cred}, nil); err != nil {
 		s.withdrawCredential(r, cred)
 		return err

@@ -1,9 +1,6 @@
 package api
 
 import (
-	"errors"
-	"strings"
-
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
@@ -20,18 +17,10 @@ func (s *Server) checkDriver(ct *model.ClusterTemplate) error {
 	if s.opts.Drivers == nil {
 		return nil
 	}
-	if _, err := s.opts.Drivers.ForTemplate(ct, ""); err != nil {
-		if errors.Is(err, driver.ErrNoDriver) {
-			why := strings.TrimPrefix(err.Error(), driver.ErrNoDriver.Error()+": ")
-			// The registry's sentence repeats the tuple this one leads with.
-			if _, rest, ok := strings.Cut(why, "; supported: "); ok && strings.HasPrefix(why, "no driver provides ") {
-				why = "supported: " + rest
-			}
-			return badRequest("Cluster type (%s) not supported; %s.", driver.KeyOf(ct, ""), why)
-		}
-		return err
-	}
-	return nil
+	// driver.ErrNoDriver answers 400 with the registry's sentence
+	// (errorTable).
+	_, err := s.opts.Drivers.ForTemplate(ct, "")
+	return err
 }
 
 // checkTemplate runs the driver and label checks of a new or changed

@@ -11,7 +11,14 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
 	"github.com/magnetite-io/magnetite/internal/capacity"
+	"github.com/magnetite-io/magnetite/internal/certs"
+	"github.com/magnetite-io/magnetite/internal/cloud"
+	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/fault"
+	"github.com/magnetite-io/magnetite/internal/jsonpatch"
+	"github.com/magnetite-io/magnetite/internal/labels"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
 
@@ -57,64 +64,74 @@ type errorItem struct {
 	MinVersion string        `json:"min_version,omitempty"`
 }
 
-// toAPIError maps sentinel errors of the lower layers to HTTP in one table.
+// errorMapping is one row of the error table: a layer's sentinel, the
+// status it answers with, and the detail written around the error's
+// user-facing text (fault.Text). A detail without a verb is a fixed text.
+type errorMapping struct {
+	kind   error
+	status int
+	detail string
+}
+
+// errorTable maps every layer's sentinel errors to Magnum's answers, the
+// way etcd's toGRPCErrorMap maps its server errors to gRPC statuses. The
+// first row whose sentinel the error is (errors.Is) wins, so a kind that
+// wraps another comes before it. Layers raise these sentinels with
+// fault.New and the text a user should read; no handler trims messages.
+var errorTable = []errorMapping{
+	// store
+	{store.ErrNotFound, http.StatusNotFound, "%s"},
+	{store.ErrAmbiguousName, http.StatusConflict, "Multiple objects match %s. Use the UUID instead of the name."},
+	{store.ErrConflict, http.StatusConflict, "%s"},
+	{store.ErrReferenced, http.StatusBadRequest, "%s. Only the name, public, hidden or tags of a template in use can change; delete its clusters first to change anything else."},
+	{store.ErrQuotaExceeded, http.StatusForbidden, "Resource limit exceeded: %s"},
+	{store.ErrInvalidSort, http.StatusBadRequest, "The sort_key value %s is an invalid field for sorting."},
+	{store.ErrInvalidMarker, http.StatusBadRequest, "The marker %s does not name an object in this listing."},
+	// auth
+	{auth.ErrForbidden, http.StatusForbidden, "Policy doesn't allow this operation: %s"},
+	{auth.ErrUnauthenticated, http.StatusUnauthorized, "The request you have made requires authentication: %s."},
+	{auth.ErrIdentityUnavailable, http.StatusServiceUnavailable, "The identity service could not validate the token (%s); try again shortly."},
+	// request bodies: JSON patches, labels, certificate signing requests
+	{jsonpatch.ErrNotApplicable, http.StatusBadRequest, "Couldn't apply patch. Reason: %s"},
+	{jsonpatch.ErrInvalid, http.StatusBadRequest, "%s"},
+	{labels.ErrInvalid, http.StatusBadRequest, "%s"},
+	{certs.ErrInvalidCSR, http.StatusBadRequest, "Invalid CSR: %s."},
+	// drivers and the cloud
+	{driver.ErrNoDriver, http.StatusBadRequest, "%s"},
+	{cloud.ErrInvalid, http.StatusBadRequest, "%s"},
+	{cloud.ErrUnavailable, http.StatusServiceUnavailable, "%s"},
+	// bare-metal capacity
+	{capacity.ErrInsufficient, http.StatusConflict, "%s"},
+	{capacity.ErrUnbuildable, http.StatusBadRequest, "The cluster cannot be built as asked: %s."},
+	{capacity.ErrReplan, http.StatusServiceUnavailable, "Other requests kept changing the bare-metal hosts being claimed; try again."},
+	// bare-metal hosts
+	{baremetal.ErrHostNotFound, http.StatusNotFound, "%s"},
+	{bmc.ErrInvalidAddress, http.StatusBadRequest, "%s"},
+	{baremetal.ErrInvalidHost, http.StatusBadRequest, "%s"},
+	{baremetal.ErrConflict, http.StatusConflict, "%s"},
+	{baremetal.ErrUnavailable, http.StatusServiceUnavailable, "%s"},
+}
+
+// toAPIError maps an error of any layer to the answer a client sees: an
+// *apiError as it is, a sentinel of the error table by its row, anything
+// else a 500 whose details stay in the service log.
 func toAPIError(err error) *apiError {
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return ae
 	}
-	msg := cleanMessage(err)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return notFound("%s", msg)
-	case errors.Is(err, store.ErrAmbiguousName):
-		return conflict("Multiple objects match %s. Use the UUID instead of the name.", strings.TrimPrefix(msg, "more than one object has this name: "))
-	case errors.Is(err, store.ErrConflict):
-		return conflict("%s", msg)
-	case errors.Is(err, store.ErrReferenced):
-		return badRequest("%s. Only the name, public, hidden or tags of a template in use can change; delete its clusters first to change anything else.", msg)
-	case errors.Is(err, store.ErrQuotaExceeded):
-		return forbidden("Resource limit exceeded: %s", msg)
-	case errors.Is(err, store.ErrInvalidSort):
-		return badRequest("The sort_key value %s is an invalid field for sorting.", strings.TrimPrefix(msg, "invalid sort key: "))
-	case errors.Is(err, capacity.ErrInsufficient):
-		return conflict("%s", msg)
-	case errors.Is(err, capacity.ErrUnbuildable):
-		return badRequest("The cluster cannot be built as asked: %s.", msg)
-	case errors.Is(err, baremetal.ErrUnavailable):
-		return &apiError{Status: http.StatusServiceUnavailable, Title: "Service Unavailable", Detail: msg}
-	case errors.Is(err, capacity.ErrReplan):
-		return &apiError{Status: http.StatusServiceUnavailable, Title: "Service Unavailable",
-			Detail: "Other requests kept changing the bare-metal hosts being claimed; try again."}
-	case errors.Is(err, store.ErrInvalidMarker):
-		return badRequest("The marker %s does not name an object in this listing.", strings.TrimPrefix(msg, "marker not found: "))
-	case errors.Is(err, auth.ErrForbidden):
-		return forbidden("Policy doesn't allow this operation: %s", msg)
-	case errors.Is(err, auth.ErrUnauthenticated):
-		return &apiError{Status: http.StatusUnauthorized, Title: "Unauthorized",
-			Detail: "The request you have made requires authentication: " + msg + "."}
-	case errors.Is(err, auth.ErrIdentityUnavailable):
-		return &apiError{Status: http.StatusServiceUnavailable, Title: "Service Unavailable",
-			Detail: "The identity service could not validate the token (" + msg + "); try again shortly."}
+	for _, m := range errorTable {
+		if !errors.Is(err, m.kind) {
+			continue
+		}
+		detail := m.detail
+		if strings.Contains(detail, "%s") {
+			detail = fmt.Sprintf(detail, fault.Text(err, m.kind))
+		}
+		return &apiError{Status: m.status, Title: http.StatusText(m.status), Detail: detail}
 	}
 	return &apiError{Status: http.StatusInternalServerError, Title: "Internal Server Error",
 		Detail: "The server hit an unexpected error; the request id identifies it in the service logs."}
-}
-
-// cleanMessage drops the "store: not found: " style prefixes of sentinel
-// errors, keeping what the user needs to read.
-func cleanMessage(err error) string {
-	msg := err.Error()
-	for _, p := range []string{"store: not found: ", "store: conflicts with an existing object: ",
-		"store: object is referenced by clusters: ", "store: project quota exceeded: ", "store: ",
-		"auth: forbidden: ", "auth: authentication required: ", "auth: identity service unavailable: ",
-		capacity.ErrInsufficient.Error() + ": ", baremetal.ErrUnavailable.Error() + ": ",
-		capacity.ErrUnbuildable.Error() + ": "} {
-		if strings.HasPrefix(msg, p) {
-			return strings.TrimPrefix(msg, p)
-		}
-	}
-	return msg
 }
 
 // statusClientClosed is what nginx logs for a client that went away before

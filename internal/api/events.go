@@ -119,35 +119,36 @@ func (s *Server) applyClusterChange(r *http.Request, before model.Status, ch sto
 
 // operationMessage says in words what an operation asks for.
 func operationMessage(op *model.Operation) string {
-	p := op.Payload
 	var msg string
-	switch op.Type {
-	case model.OpClusterCreate:
-		msg = fmt.Sprintf("Create requested: %v control plane and %v worker nodes", p["master_count"], p["node_count"])
-	case model.OpClusterUpdate:
-		msg = fmt.Sprintf("Update requested: %s to %v nodes", model.DefaultWorkerNodeGroup, p["node_count"])
-	case model.OpClusterResize:
-		msg = fmt.Sprintf("Resize requested: node group %v to %v nodes", p["nodegroup"], p["node_count"])
-		if remove, _ := p["nodes_to_remove"].([]string); len(remove) > 0 {
-			msg += ", removing " + strings.Join(remove, ", ")
+	switch p := op.Payload.(type) {
+	case *model.ClusterCreatePayload:
+		msg = fmt.Sprintf("Create requested: %d control plane and %d worker nodes", p.MasterCount, p.NodeCount)
+	case *model.ClusterUpdatePayload:
+		msg = fmt.Sprintf("Update requested: %s to %d nodes", model.DefaultWorkerNodeGroup, p.NodeCount)
+	case *model.ClusterResizePayload:
+		msg = fmt.Sprintf("Resize requested: node group %s to %d nodes", p.NodeGroup, p.NodeCount)
+		if len(p.NodesToRemove) > 0 {
+			msg += ", removing " + strings.Join(p.NodesToRemove, ", ")
 		}
-	case model.OpClusterUpgrade:
-		msg = fmt.Sprintf("Upgrade requested: node group %v to cluster template %v", p["nodegroup"], p["cluster_template"])
-	case model.OpClusterDelete:
-		msg = "Delete requested"
-	case model.OpNodeGroupCreate:
-		msg = fmt.Sprintf("Node group %v create requested", p["nodegroup"])
-	case model.OpNodeGroupUpdate:
-		msg = fmt.Sprintf("Node group %v update requested", p["nodegroup"])
-		if changed, ok := p["changed"].([]string); ok && len(changed) > 0 {
-			msg += ": " + strings.Join(changed, ", ")
+	case *model.ClusterUpgradePayload:
+		msg = fmt.Sprintf("Upgrade requested: node group %s to cluster template %s", p.NodeGroup, p.ClusterTemplate)
+	case *model.NodeGroupCreatePayload:
+		msg = fmt.Sprintf("Node group %s create requested", p.NodeGroup)
+	case *model.NodeGroupUpdatePayload:
+		msg = fmt.Sprintf("Node group %s update requested", p.NodeGroup)
+		if len(p.Changed) > 0 {
+			msg += ": " + strings.Join(p.Changed, ", ")
 		}
-	case model.OpNodeGroupDelete:
-		msg = fmt.Sprintf("Node group %v delete requested", p["nodegroup"])
-	case model.OpCredentialRotate:
-		msg = fmt.Sprintf("Credential rotation requested: new application credential %v", p["credential"])
+	case *model.NodeGroupDeletePayload:
+		msg = fmt.Sprintf("Node group %s delete requested", p.NodeGroup)
+	case *model.CredentialRotatePayload:
+		msg = fmt.Sprintf("Credential rotation requested: new application credential %s", p.Credential)
 	default:
-		msg = string(op.Type) + " requested"
+		if op.Type == model.OpClusterDelete {
+			msg = "Delete requested"
+		} else {
+			msg = string(op.Type) + " requested"
+		}
 	}
 	if op.RequestID != "" {
 		msg += " (request " + op.RequestID + ")"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"regexp"
 	"slices"
 	"sort"
@@ -90,6 +91,43 @@ func integer(name string, min, max int) field {
 func boolean(name string) field  { return field{name: name, kind: kBool} }
 func readOnly(name string) field { return field{name: name, readOnly: true} }
 
+// servedAt reports whether the field exists at microversion v: fields a
+// microversion introduced are unknown attributes below it.
+func (f field) servedAt(v APIVersion) bool { return v.AtLeast(f.minVersion) }
+
+// requestValues is every create and action handler's opening: read the
+// bounded body, decode it as one JSON object, validate each member against
+// sch at the request's microversion, and refuse a body without one of the
+// mandatory members with Magnum's words.
+func requestValues(r *http.Request, sch schema, mandatory ...string) (map[string]any, error) {
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	raw, aerr := decodeBody(body)
+	if aerr != nil {
+		return nil, aerr
+	}
+	vals, aerr := sch.coerceAll(raw, versionOf(r.Context()), false)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if err := requireFields(vals, mandatory...); err != nil {
+		return nil, err
+	}
+	return vals, nil
+}
+
+// requireFields refuses values without one of names, as Magnum does.
+func requireFields(vals map[string]any, names ...string) *apiError {
+	for _, f := range names {
+		if vals[f] == nil {
+			return badRequest("Invalid input for field/attribute %s. Value: null. Mandatory field missing.", f)
+		}
+	}
+	return nil
+}
+
 // decodeBody parses a JSON object body, keeping numbers exact.
 func decodeBody(body []byte) (map[string]any, *apiError) {
 	if len(bytes.TrimSpace(body)) == 0 {
@@ -122,7 +160,7 @@ func (s schema) coerceAll(in map[string]any, v APIVersion, allowReadOnly bool) (
 	sort.Strings(keys)
 	for _, k := range keys {
 		f, ok := s.fields[k]
-		if !ok || (f.minVersion > 0 && v.Minor < f.minVersion) {
+		if !ok || !f.servedAt(v) {
 			if allowReadOnly {
 				out[k] = in[k]
 				continue

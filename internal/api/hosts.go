@@ -3,7 +3,6 @@ package api
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"sort"
 	"strings"
@@ -26,8 +25,9 @@ func (s *Server) hostRoutes() {
 	s.handle("POST /v1/hosts/{ident}/actions/{action}", s.hostsHandler("host:action", s.hostAction))
 }
 
-// hostsHandler asks the policy (administrators only by default), checks a
-// backend is configured, and maps the backend's errors. A caller the policy
+// hostsHandler asks the policy (administrators only by default) and checks a
+// backend is configured; the error table (errors.go) answers the backend's
+// errors. A caller the policy
 // lets in who is not an administrator sees only the hosts assigned to their
 // project: any other is "not found".
 func (s *Server) hostsHandler(action string, h func(w http.ResponseWriter, r *http.Request, b baremetal.Backend) error) handlerFunc {
@@ -43,47 +43,19 @@ func (s *Server) hostsHandler(action string, h func(w http.ResponseWriter, r *ht
 		if ident := r.PathValue("ident"); ident != "" && !s.isAdmin(r) {
 			host, err := b.Get(r.Context(), ident)
 			if err != nil {
-				return hostError(err)
+				return err
 			}
 			if !s.hostVisible(r, host) {
 				return notFound("Host %s could not be found.", ident)
 			}
 		}
-		return hostError(h(w, r, b))
+		return h(w, r, b)
 	}
 }
 
 // hostVisible: administrators see every host, others those of their project.
 func (s *Server) hostVisible(r *http.Request, h *baremetal.Host) bool {
 	return s.isAdmin(r) || (h.ProjectID != "" && h.ProjectID == identity(r).ProjectID)
-}
-
-// hostError maps the backend's sentinel errors to HTTP, keeping the
-// backend's explanation.
-func hostError(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ae *apiError
-	if errors.As(err, &ae) {
-		return ae
-	}
-	msg := err.Error()
-	for _, p := range []string{"baremetal: host not found: ", "baremetal: invalid host: ", "baremetal: conflict: ",
-		"baremetal: backend unavailable: ", "baremetal: invalid BMC address: "} {
-		msg = strings.TrimPrefix(msg, p)
-	}
-	switch {
-	case errors.Is(err, baremetal.ErrHostNotFound):
-		return notFound("%s", msg)
-	case errors.Is(err, bmc.ErrInvalidAddress), errors.Is(err, baremetal.ErrInvalidHost):
-		return badRequest("%s", msg)
-	case errors.Is(err, baremetal.ErrConflict):
-		return conflict("%s", msg)
-	case errors.Is(err, baremetal.ErrUnavailable):
-		return &apiError{Status: http.StatusServiceUnavailable, Title: "Service Unavailable", Detail: msg}
-	}
-	return err
 }
 
 func (s *Server) hostView(r *http.Request, b baremetal.Backend, h *baremetal.Host) apitypes.Host {

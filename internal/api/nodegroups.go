@@ -14,6 +14,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/cloud"
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
@@ -87,7 +88,7 @@ func (s *Server) nodeGroupView(r *http.Request, c *model.Cluster, ng *model.Node
 
 // nodeGroupCluster resolves the cluster in the path for a node group call.
 func (s *Server) nodeGroupCluster(r *http.Request, action string) (*model.Cluster, error) {
-	if err := requireVersion(r, 9, "nodegroups"); err != nil {
+	if err := requireVersion(r, sinceNodeGroups); err != nil {
 		return nil, err
 	}
 	return s.lookupCluster(r, action)
@@ -122,7 +123,7 @@ func (s *Server) listNodeGroups(w http.ResponseWriter, r *http.Request) error {
 			// (gophercloud sends the numeric id); pages are keyed by UUID.
 			m, err := s.st.GetNodeGroup(r.Context(), c.UUID, p.Marker)
 			if errors.Is(err, store.ErrNotFound) {
-				return nil, fmt.Errorf("%w: %s", store.ErrInvalidMarker, p.Marker)
+				return nil, fault.New(store.ErrInvalidMarker, "%s", p.Marker)
 			}
 			if err != nil {
 				return nil, err
@@ -159,21 +160,9 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := versionOf(r.Context())
-	body, err := readBody(r)
+	vals, err := requestValues(r, nodeGroupSchema, "name")
 	if err != nil {
 		return err
-	}
-	raw, aerr := decodeBody(body)
-	if aerr != nil {
-		return aerr
-	}
-	vals, aerr := nodeGroupSchema.coerceAll(raw, v, false)
-	if aerr != nil {
-		return aerr
-	}
-	if vals["name"] == nil {
-		return badRequest("Invalid input for field/attribute name. Value: null. Mandatory field missing.")
 	}
 	if err := refuseWhileDeleting(c); err != nil {
 		return err
@@ -188,8 +177,8 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	if vals["role"] == nil {
 		ng.Role = model.RoleWorker
 	}
-	if ng.NodeCount == 0 && !v.AtLeast(10) {
-		return zeroNodesRefused(v)
+	if err := requireNodeCount(r, ng.NodeCount); err != nil {
+		return err
 	}
 	if ng.Role == model.RoleMaster {
 		return badRequest("Creating master nodegroups is currently not supported.")
@@ -259,7 +248,7 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	if c.Status != model.CreateInProgress {
 		c.Status = model.UpdateInProgress
 	}
-	op := s.newOperation(r, model.OpNodeGroupCreate, c, ng.UUID, map[string]any{"nodegroup": ng.Name})
+	op := s.newOperation(r, model.OpNodeGroupCreate, c, ng.UUID, &model.NodeGroupCreatePayload{NodeGroup: ng.Name})
 	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}, claim); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return conflict("A node group with name %s already exists in the cluster %s.", ng.Name, c.Name)
@@ -280,11 +269,7 @@ func (s *Server) updateNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
-	ops, err := parsePatch(body, nodeGroupInternalAttrs, nil)
+	ops, err := requestPatch(r, nodeGroupInternalAttrs, nil)
 	if err != nil {
 		return err
 	}
@@ -326,7 +311,7 @@ func (s *Server) updateNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	before := c.Status
 	c.Status = nextStatus(c.Status)
 	c.UpdatedAt = &t
-	op := s.newOperation(r, model.OpNodeGroupUpdate, c, ng.UUID, map[string]any{"nodegroup": ng.Name, "changed": changed})
+	op := s.newOperation(r, model.OpNodeGroupUpdate, c, ng.UUID, &model.NodeGroupUpdatePayload{NodeGroup: ng.Name, Changed: changed})
 	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{updated}, Operation: op}, claim); err != nil {
 		return err
 	}
@@ -360,7 +345,7 @@ func (s *Server) deleteNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	before := c.Status
 	c.Status = nextStatus(c.Status)
 	c.UpdatedAt = &t
-	op := s.newOperation(r, model.OpNodeGroupDelete, c, ng.UUID, map[string]any{"nodegroup": ng.Name})
+	op := s.newOperation(r, model.OpNodeGroupDelete, c, ng.UUID, &model.NodeGroupDeletePayload{NodeGroup: ng.Name})
 	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}, Operation: op}, nil); err != nil {
 		return err
 	}

@@ -84,19 +84,7 @@ func (s *Server) getQuota(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) decodeQuota(r *http.Request) (map[string]any, error) {
-	body, err := readBody(r)
-	if err != nil {
-		return nil, err
-	}
-	raw, aerr := decodeBody(body)
-	if aerr != nil {
-		return nil, aerr
-	}
-	vals, aerr := quotaSchema.coerceAll(raw, versionOf(r.Context()), false)
-	if aerr != nil {
-		return nil, aerr
-	}
-	return vals, nil
+	return requestValues(r, quotaSchema)
 }
 
 func (s *Server) createQuota(w http.ResponseWriter, r *http.Request) error {

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -25,14 +24,8 @@ func (s *Server) checkResources(r *http.Request, refs cloud.Refs) (cloud.Found, 
 	if s.opts.Resources == nil || refs.Empty() {
 		return cloud.Found{}, nil
 	}
+	// cloud.ErrInvalid answers 400, cloud.ErrUnavailable 503 (errorTable).
 	found, err := s.opts.Resources.Check(r.Context(), identity(r).AuthToken, refs)
-	switch {
-	case errors.Is(err, cloud.ErrInvalid):
-		return found, badRequest("%s", strings.TrimPrefix(err.Error(), cloud.ErrInvalid.Error()+": "))
-	case errors.Is(err, cloud.ErrUnavailable):
-		return found, &apiError{Status: http.StatusServiceUnavailable, Title: "Service Unavailable",
-			Detail: strings.TrimPrefix(err.Error(), cloud.ErrUnavailable.Error()+": ")}
-	}
 	return found, err
 }
 

@@ -13,7 +13,9 @@ type APIVersion struct{ Major, Minor int }
 
 func (v APIVersion) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
 
-// AtLeast reports whether v is minor or newer.
+// AtLeast reports whether v is minor or newer. Refusals go through
+// requireVersion; AtLeast itself only shapes answers (which fields a view
+// shows, which status a missing template gets).
 func (v APIVersion) AtLeast(minor int) bool { return v.Minor >= minor }
 
 // The microversion range Magnetite serves: Magnum's 1.1 to 1.14.
@@ -94,11 +96,50 @@ func versionOf(ctx context.Context) APIVersion {
 	return MinVersion
 }
 
-// requireVersion refuses a route below the microversion that introduced it.
-func requireVersion(r *http.Request, minor int, what string) *apiError {
-	v := versionOf(r.Context())
-	if v.Minor < minor {
-		return notAcceptable(fmt.Sprintf("Version %s was requested but the requested API %s is not supported for this version; it needs %s 1.%d or newer.", v, what, serviceType, minor))
+// since is something a microversion introduced that a request below it is
+// refused: a route Magnum did not have then (406, Magnum's
+// microversion-unsupported error, naming the route) or a behaviour of an
+// existing route (400 with Magnum's sentence from refuse).
+type since struct {
+	minor  int
+	route  string
+	refuse func(v APIVersion) *apiError
+}
+
+// The microversions a request can be refused for. Fields introduced by a
+// microversion carry theirs in their schema (field.minVersion).
+var (
+	sinceResize             = since{minor: 7, route: "resize"}
+	sinceUpgrade            = since{minor: 7, route: "upgrade"}
+	sinceNodeGroups         = since{minor: 9, route: "nodegroups"}
+	sinceCredentialRotation = since{minor: 12, route: "credential rotation"}
+	// Magnum 1.7 routed upgrade but refused it.
+	sinceUpgradeRuns = since{minor: 8, refuse: func(v APIVersion) *apiError {
+		return badRequest("Cluster upgrade is not supported in microversion %s; use container-infra 1.8 or newer.", v)
+	}}
+	sinceZeroNodes = since{minor: 10, refuse: func(v APIVersion) *apiError {
+		return badRequest("Resizing a nodegroup to zero is not supported in the provided microversion (%s); node_count 0 needs container-infra 1.10 or newer.", v)
+	}}
+)
+
+// requireNodeCount refuses node_count 0 below the microversion that allows
+// it.
+func requireNodeCount(r *http.Request, n int) *apiError {
+	if n != 0 {
+		return nil
 	}
-	return nil
+	return requireVersion(r, sinceZeroNodes)
+}
+
+// requireVersion is the one microversion check: it refuses a request below
+// the microversion that introduced what it asks for.
+func requireVersion(r *http.Request, s since) *apiError {
+	v := versionOf(r.Context())
+	if v.AtLeast(s.minor) {
+		return nil
+	}
+	if s.refuse != nil {
+		return s.refuse(v)
+	}
+	return notAcceptable(fmt.Sprintf("Version %s was requested but the requested API %s is not supported for this version; it needs %s 1.%d or newer.", v, s.route, serviceType, s.minor))
 }

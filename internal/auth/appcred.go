@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
 // ErrRefused means Keystone understood a request and refused it (403, or a
@@ -48,7 +50,7 @@ type ApplicationCredential struct {
 // credentials (ErrRefused, with Keystone's reason).
 func (k *Keystone) CreateApplicationCredential(ctx context.Context, userToken, userID, name, description string) (*ApplicationCredential, error) {
 	if userToken == "" || userID == "" {
-		return nil, fmt.Errorf("%w: creating an application credential needs the caller's Keystone token", ErrUnauthenticated)
+		return nil, fault.New(ErrUnauthenticated, "creating an application credential needs the caller's Keystone token")
 	}
 	payload, err := json.Marshal(map[string]any{"application_credential": map[string]any{
 		"name": name, "description": description, "unrestricted": false,
@@ -69,7 +71,7 @@ func (k *Keystone) CreateApplicationCredential(ctx context.Context, userToken, u
 		return nil, fmt.Errorf("create application credential %s: %w", name, err)
 	}
 	if err := json.Unmarshal(body, &out); err != nil || out.Credential.ID == "" || out.Credential.Secret == "" {
-		return nil, fmt.Errorf("%w: Keystone's application credential has no id or secret", ErrIdentityUnavailable)
+		return nil, fault.New(ErrIdentityUnavailable, "Keystone's application credential has no id or secret")
 	}
 	c := out.Credential
 	return &ApplicationCredential{ID: c.ID, Name: c.Name, UserID: userID, ProjectID: c.ProjectID, Secret: c.Secret}, nil
@@ -131,12 +133,12 @@ func (k *Keystone) call(ctx context.Context, method, path, token string, payload
 		res, err := k.client.Do(req)
 		if err != nil {
 			k.log.Warn("keystone unreachable", "method", method, "error", scrubURLError(err))
-			return nil, fmt.Errorf("%w: Keystone could not be reached", ErrIdentityUnavailable)
+			return nil, fault.New(ErrIdentityUnavailable, "Keystone could not be reached")
 		}
 		body, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
 		res.Body.Close()
 		if err != nil {
-			return nil, fmt.Errorf("%w: reading Keystone's answer: %v", ErrIdentityUnavailable, err)
+			return nil, fault.New(ErrIdentityUnavailable, "reading Keystone's answer: %v", err)
 		}
 		if res.StatusCode == want {
 			return body, nil
@@ -147,13 +149,13 @@ func (k *Keystone) call(ctx context.Context, method, path, token string, payload
 			k.dropServiceToken(svc)
 			continue
 		case res.StatusCode == http.StatusUnauthorized:
-			return nil, fmt.Errorf("%w: Keystone did not accept the token: %s", ErrUnauthenticated, msg)
+			return nil, fault.New(ErrUnauthenticated, "Keystone did not accept the token: %s", msg)
 		case res.StatusCode == http.StatusNotFound:
 			return nil, notFoundError{msg: "Keystone: " + msg}
 		case res.StatusCode == http.StatusForbidden || res.StatusCode == http.StatusBadRequest || res.StatusCode == http.StatusConflict:
 			return nil, &RefusedError{Status: res.StatusCode, Message: msg}
 		default:
-			return nil, fmt.Errorf("%w: Keystone answered %d: %s", ErrIdentityUnavailable, res.StatusCode, msg)
+			return nil, fault.New(ErrIdentityUnavailable, "Keystone answered %d: %s", res.StatusCode, msg)
 		}
 	}
 }
@@ -197,28 +199,28 @@ func (k *Keystone) ApplicationCredentialToken(ctx context.Context, id, secret st
 	res, err := k.client.Do(req)
 	if err != nil {
 		k.log.Warn("keystone unreachable while logging in with a cluster's application credential", "error", scrubURLError(err))
-		return "", time.Time{}, fmt.Errorf("%w: Keystone could not be reached", ErrIdentityUnavailable)
+		return "", time.Time{}, fault.New(ErrIdentityUnavailable, "Keystone could not be reached")
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%w: reading Keystone's answer: %v", ErrIdentityUnavailable, err)
+		return "", time.Time{}, fault.New(ErrIdentityUnavailable, "reading Keystone's answer: %v", err)
 	}
 	switch {
 	case res.StatusCode == http.StatusCreated:
 	case res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusNotFound || res.StatusCode == http.StatusForbidden:
 		return "", time.Time{}, &RefusedError{Status: res.StatusCode, Message: "application credential " + id + ": " + keystoneMessage(body)}
 	default:
-		return "", time.Time{}, fmt.Errorf("%w: Keystone answered %d: %s", ErrIdentityUnavailable, res.StatusCode, keystoneMessage(body))
+		return "", time.Time{}, fault.New(ErrIdentityUnavailable, "Keystone answered %d: %s", res.StatusCode, keystoneMessage(body))
 	}
 	var tb tokenBody
 	tok := res.Header.Get("X-Subject-Token")
 	if err := json.Unmarshal(body, &tb); err != nil || tok == "" {
-		return "", time.Time{}, fmt.Errorf("%w: Keystone's answer to an application credential login lacks a token", ErrIdentityUnavailable)
+		return "", time.Time{}, fault.New(ErrIdentityUnavailable, "Keystone's answer to an application credential login lacks a token")
 	}
 	expires, err := time.Parse(time.RFC3339Nano, tb.Token.ExpiresAt)
 	if err != nil {
-		return "", time.Time{}, fmt.Errorf("%w: Keystone's token has no valid expires_at", ErrIdentityUnavailable)
+		return "", time.Time{}, fault.New(ErrIdentityUnavailable, "Keystone's token has no valid expires_at")
 	}
 	return tok, issued.Add(expires.Sub(issued) * 3 / 4), nil
 }

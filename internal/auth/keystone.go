@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
 // Errors of token validation; the API answers 401 and 503 for them.
@@ -190,7 +192,7 @@ func (k *Keystone) Challenge() string {
 func (k *Keystone) Identify(r *http.Request) (Identity, error) {
 	tok := strings.TrimSpace(r.Header.Get("X-Auth-Token"))
 	if tok == "" {
-		return Identity{}, fmt.Errorf("%w: the request carries no X-Auth-Token", ErrUnauthenticated)
+		return Identity{}, fault.New(ErrUnauthenticated, "the request carries no X-Auth-Token")
 	}
 	return k.Validate(r.Context(), tok)
 }
@@ -205,11 +207,11 @@ func (k *Keystone) Validate(ctx context.Context, token string) (Identity, error)
 		case !now.Before(e.expires):
 			k.cache.remove(key)
 			if e.reason == "" {
-				return Identity{}, fmt.Errorf("%w: the token has expired", ErrUnauthenticated)
+				return Identity{}, fault.New(ErrUnauthenticated, "the token has expired")
 			}
 		case now.Sub(e.checked) < k.cfg.CacheTime:
 			if e.reason != "" {
-				return Identity{}, fmt.Errorf("%w: %s", ErrUnauthenticated, e.reason)
+				return Identity{}, fault.New(ErrUnauthenticated, "%s", e.reason)
 			}
 			id := e.id
 			id.AuthToken = token
@@ -234,7 +236,7 @@ func (k *Keystone) validateOnce(ctx context.Context, key, token string) (Identit
 		case <-f.done:
 			return f.id, f.err
 		case <-ctx.Done():
-			return Identity{}, fmt.Errorf("%w: %v", ErrIdentityUnavailable, ctx.Err())
+			return Identity{}, fault.New(ErrIdentityUnavailable, "%v", ctx.Err())
 		}
 	}
 	f := &flight{done: make(chan struct{})}
@@ -265,12 +267,12 @@ func (k *Keystone) validateRemote(ctx context.Context, key, token string) (Ident
 		res, err := k.client.Do(req)
 		if err != nil {
 			k.log.Warn("keystone unreachable while validating a token", "error", scrubURLError(err))
-			return Identity{}, fmt.Errorf("%w: Keystone could not be reached", ErrIdentityUnavailable)
+			return Identity{}, fault.New(ErrIdentityUnavailable, "Keystone could not be reached")
 		}
 		body, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
 		res.Body.Close()
 		if err != nil {
-			return Identity{}, fmt.Errorf("%w: reading Keystone's answer: %v", ErrIdentityUnavailable, err)
+			return Identity{}, fault.New(ErrIdentityUnavailable, "reading Keystone's answer: %v", err)
 		}
 		switch res.StatusCode {
 		case http.StatusOK:
@@ -286,14 +288,14 @@ func (k *Keystone) validateRemote(ctx context.Context, key, token string) (Ident
 				continue
 			}
 			k.log.Error("keystone refuses Magnetite's service token", "status", res.StatusCode)
-			return Identity{}, fmt.Errorf("%w: Keystone refused Magnetite's service credentials", ErrIdentityUnavailable)
+			return Identity{}, fault.New(ErrIdentityUnavailable, "Keystone refused Magnetite's service credentials")
 		case http.StatusForbidden:
 			k.log.Error("keystone does not let Magnetite's service user validate tokens; give it the service role",
 				"user", k.cfg.Username, "project", k.cfg.ProjectName)
-			return Identity{}, fmt.Errorf("%w: Magnetite's service user may not validate tokens", ErrIdentityUnavailable)
+			return Identity{}, fault.New(ErrIdentityUnavailable, "Magnetite's service user may not validate tokens")
 		default:
 			k.log.Warn("keystone failed to validate a token", "status", res.StatusCode)
-			return Identity{}, fmt.Errorf("%w: Keystone answered %d", ErrIdentityUnavailable, res.StatusCode)
+			return Identity{}, fault.New(ErrIdentityUnavailable, "Keystone answered %d", res.StatusCode)
 		}
 	}
 }
@@ -331,11 +333,11 @@ type catalogService struct {
 func (k *Keystone) accept(key string, body []byte) (Identity, error) {
 	var tb tokenBody
 	if err := json.Unmarshal(body, &tb); err != nil {
-		return Identity{}, fmt.Errorf("%w: Keystone's token document is not JSON: %v", ErrIdentityUnavailable, err)
+		return Identity{}, fault.New(ErrIdentityUnavailable, "Keystone's token document is not JSON: %v", err)
 	}
 	expires, err := time.Parse(time.RFC3339Nano, tb.Token.ExpiresAt)
 	if err != nil {
-		return Identity{}, fmt.Errorf("%w: Keystone's token has no valid expires_at", ErrIdentityUnavailable)
+		return Identity{}, fault.New(ErrIdentityUnavailable, "Keystone's token has no valid expires_at")
 	}
 	now := k.now()
 	if !now.Before(expires) {
@@ -357,7 +359,7 @@ func (k *Keystone) accept(key string, body []byte) (Identity, error) {
 func (k *Keystone) reject(key, reason string) error {
 	now := k.now()
 	k.cache.put(key, cacheEntry{reason: reason, expires: now.Add(k.cfg.CacheTime), checked: now})
-	return fmt.Errorf("%w: %s", ErrUnauthenticated, reason)
+	return fault.New(ErrUnauthenticated, "%s", reason)
 }
 
 // serviceToken returns a valid service token, authenticating when there is
@@ -429,27 +431,27 @@ func (k *Keystone) authenticate(ctx context.Context) (*serviceToken, error) {
 	res, err := k.client.Do(req)
 	if err != nil {
 		k.log.Warn("keystone unreachable while authenticating Magnetite's service user", "error", scrubURLError(err))
-		return nil, fmt.Errorf("%w: Keystone could not be reached", ErrIdentityUnavailable)
+		return nil, fault.New(ErrIdentityUnavailable, "Keystone could not be reached")
 	}
 	defer res.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(res.Body, 16<<20))
 	if err != nil {
-		return nil, fmt.Errorf("%w: reading Keystone's answer: %v", ErrIdentityUnavailable, err)
+		return nil, fault.New(ErrIdentityUnavailable, "reading Keystone's answer: %v", err)
 	}
 	if res.StatusCode != http.StatusCreated {
 		k.log.Error("keystone refused Magnetite's service credentials; check [keystone_authtoken]",
 			"status", res.StatusCode, "user", k.cfg.Username, "user_domain", k.cfg.UserDomainName,
 			"project", k.cfg.ProjectName, "project_domain", k.cfg.ProjectDomainName)
-		return nil, fmt.Errorf("%w: Keystone refused Magnetite's service credentials (status %d)", ErrIdentityUnavailable, res.StatusCode)
+		return nil, fault.New(ErrIdentityUnavailable, "Keystone refused Magnetite's service credentials (status %d)", res.StatusCode)
 	}
 	tok := res.Header.Get("X-Subject-Token")
 	var tb tokenBody
 	if err := json.Unmarshal(body, &tb); err != nil || tok == "" {
-		return nil, fmt.Errorf("%w: Keystone's answer to the service login lacks a token", ErrIdentityUnavailable)
+		return nil, fault.New(ErrIdentityUnavailable, "Keystone's answer to the service login lacks a token")
 	}
 	expires, err := time.Parse(time.RFC3339Nano, tb.Token.ExpiresAt)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Keystone's service token has no valid expires_at", ErrIdentityUnavailable)
+		return nil, fault.New(ErrIdentityUnavailable, "Keystone's service token has no valid expires_at")
 	}
 	// Renew once three quarters of the lifetime have passed, well before
 	// the token expires under a request in flight.
@@ -482,7 +484,7 @@ func (k *Keystone) Endpoint(ctx context.Context, serviceType, iface string) (str
 	if k.cfg.RegionName != "" {
 		where = "region " + k.cfg.RegionName
 	}
-	return "", fmt.Errorf("%w: no %s endpoint of type %s in %s", ErrNoEndpoint, iface, serviceType, where)
+	return "", fault.New(ErrNoEndpoint, "no %s endpoint of type %s in %s", iface, serviceType, where)
 }
 
 // scrubURLError drops the URL from transport errors; it never holds a token,

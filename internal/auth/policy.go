@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
 // ErrForbidden is returned when policy refuses an action.
@@ -122,10 +124,10 @@ func (p Policy) compiled() map[string]checkExpr {
 func (p Policy) Authorize(id Identity, action string, target *Target) error {
 	rules := p.compiled()
 	if _, ok := rules[action]; !ok {
-		return fmt.Errorf("%w: no policy rule is defined for %s", ErrForbidden, action)
+		return fault.New(ErrForbidden, "no policy rule is defined for %s", action)
 	}
 	if !p.check(id, action, target) {
-		return fmt.Errorf("%w: %s", ErrForbidden, action)
+		return fault.New(ErrForbidden, "%s", action)
 	}
 	return nil
 }

@@ -17,6 +17,8 @@ import (
 	"math/big"
 	"sync"
 	"time"
+
+	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
 // Purpose names one of a cluster's key pairs by the suffix Cluster API gives
@@ -206,7 +208,7 @@ func SignClientCSR(ca KeyPair, csrPEM []byte, now time.Time) ([]byte, error) {
 	}
 	skid, err := subjectKeyID(csr.PublicKey)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidCSR, err)
+		return nil, fault.New(ErrInvalidCSR, "%v", err)
 	}
 	usage := x509.KeyUsageDigitalSignature
 	if _, isRSA := csr.PublicKey.(*rsa.PublicKey); isRSA {
@@ -241,32 +243,32 @@ func SignClientCSR(ca KeyPair, csrPEM []byte, now time.Time) ([]byte, error) {
 func ParseCSR(csrPEM []byte) (*x509.CertificateRequest, error) {
 	block, rest := pem.Decode(csrPEM)
 	if block == nil {
-		return nil, fmt.Errorf("%w: expected a PEM block \"CERTIFICATE REQUEST\"", ErrInvalidCSR)
+		return nil, fault.New(ErrInvalidCSR, "expected a PEM block \"CERTIFICATE REQUEST\"")
 	}
 	if len(bytes.TrimSpace(rest)) > 0 {
-		return nil, fmt.Errorf("%w: there is data after the PEM block; send exactly one \"CERTIFICATE REQUEST\"", ErrInvalidCSR)
+		return nil, fault.New(ErrInvalidCSR, "there is data after the PEM block; send exactly one \"CERTIFICATE REQUEST\"")
 	}
 	if block.Type != "CERTIFICATE REQUEST" && block.Type != "NEW CERTIFICATE REQUEST" {
-		return nil, fmt.Errorf("%w: the PEM block is a %q, expected \"CERTIFICATE REQUEST\"", ErrInvalidCSR, block.Type)
+		return nil, fault.New(ErrInvalidCSR, "the PEM block is a %q, expected \"CERTIFICATE REQUEST\"", block.Type)
 	}
 	csr, err := x509.ParseCertificateRequest(block.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidCSR, err)
+		return nil, fault.New(ErrInvalidCSR, "%v", err)
 	}
 	if err := csr.CheckSignature(); err != nil {
-		return nil, fmt.Errorf("%w: its signature does not verify: %v", ErrInvalidCSR, err)
+		return nil, fault.New(ErrInvalidCSR, "its signature does not verify: %v", err)
 	}
 	if csr.Subject.CommonName == "" {
-		return nil, fmt.Errorf("%w: the subject has no common name (CN); Kubernetes takes the user name from it", ErrInvalidCSR)
+		return nil, fault.New(ErrInvalidCSR, "the subject has no common name (CN); Kubernetes takes the user name from it")
 	}
 	switch k := csr.PublicKey.(type) {
 	case *rsa.PublicKey:
 		if k.N.BitLen() < 2048 {
-			return nil, fmt.Errorf("%w: an RSA key of %d bits is too weak; use at least 2048", ErrInvalidCSR, k.N.BitLen())
+			return nil, fault.New(ErrInvalidCSR, "an RSA key of %d bits is too weak; use at least 2048", k.N.BitLen())
 		}
 	case *ecdsa.PublicKey, ed25519.PublicKey:
 	default:
-		return nil, fmt.Errorf("%w: unsupported key type %T", ErrInvalidCSR, k)
+		return nil, fault.New(ErrInvalidCSR, "unsupported key type %T", k)
 	}
 	return csr, nil
 }

@@ -3,7 +3,6 @@ package cloud
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/flavor"
 )
 
@@ -117,8 +117,7 @@ func (rs *Resources) Check(ctx context.Context, token string, refs Refs) (Found,
 					// Extra specs that cannot be read leave the flavor's kind
 					// unknown: the conductor reads them again before rendering.
 				case errors.Is(err, flavor.ErrNotFound):
-					//lint:ignore ST1005 Magnum's wording, which its clients see
-					return fmt.Errorf("%w: Unable to find flavor %s.", ErrInvalid, ref)
+					return fault.New(ErrInvalid, "Unable to find flavor %s.", ref)
 				default:
 					return unavailable(err, "Nova", "read flavor "+ref)
 				}
@@ -128,8 +127,7 @@ func (rs *Resources) Check(ctx context.Context, token string, refs Refs) (Found,
 			}
 			err := keypairs.Get(ctx, sc, refs.Keypair, nil).Err
 			if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-				//lint:ignore ST1005 Magnum's wording, which its clients see
-				return fmt.Errorf("%w: Unable to find keypair %s.", ErrInvalid, refs.Keypair)
+				return fault.New(ErrInvalid, "Unable to find keypair %s.", refs.Keypair)
 			}
 			return unavailable(err, "Nova", "read keypair "+refs.Keypair)
 		})
@@ -174,7 +172,7 @@ func (rs *Resources) with(ctx context.Context, token, serviceType string, client
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("%w: cannot find the %s service: %v", ErrUnavailable, serviceType, err)
+		return fault.New(ErrUnavailable, "cannot find the %s service: %v", serviceType, err)
 	}
 	timeout := rs.Timeout
 	if timeout <= 0 {
@@ -186,7 +184,7 @@ func (rs *Resources) with(ctx context.Context, token, serviceType string, client
 	pc.EndpointLocator = func(gophercloud.EndpointOpts) (string, error) { return gophercloud.NormalizeURL(ep), nil }
 	sc, err := client(pc, gophercloud.EndpointOpts{})
 	if err != nil {
-		return fmt.Errorf("%w: %s endpoint %s: %v", ErrUnavailable, serviceType, ep, err)
+		return fault.New(ErrUnavailable, "%s endpoint %s: %v", serviceType, ep, err)
 	}
 	return check(sc)
 }
@@ -198,9 +196,9 @@ func unavailable(err error, service, doing string) error {
 	}
 	var code gophercloud.ErrUnexpectedResponseCode
 	if errors.As(err, &code) {
-		return fmt.Errorf("%w: could not %s: %s answered %d", ErrUnavailable, doing, service, code.Actual)
+		return fault.New(ErrUnavailable, "could not %s: %s answered %d", doing, service, code.Actual)
 	}
-	return fmt.Errorf("%w: could not %s: %v", ErrUnavailable, doing, err)
+	return fault.New(ErrUnavailable, "could not %s: %v", doing, err)
 }
 
 // imageFacts is what the renderer reads of an image: its string
@@ -228,11 +226,9 @@ func findImage(ctx context.Context, sc *gophercloud.ServiceClient, ref string) (
 		switch {
 		case err != nil:
 		case len(pages) == 0:
-			//lint:ignore ST1005 Magnum's wording, which its clients see
-			return nil, fmt.Errorf("%w: Image %s could not be found.", ErrInvalid, ref)
+			return nil, fault.New(ErrInvalid, "Image %s could not be found.", ref)
 		case len(pages) > 1:
-			//lint:ignore ST1005 Magnum's wording, which its clients see
-			return nil, fmt.Errorf("%w: Multiple images exist with same name %q. Please use the image ID instead.", ErrInvalid, ref)
+			return nil, fault.New(ErrInvalid, "Multiple images exist with same name %q. Please use the image ID instead.", ref)
 		default:
 			img = &pages[0]
 		}
@@ -277,11 +273,9 @@ func networkExists(ctx context.Context, sc *gophercloud.ServiceClient, ref strin
 	}
 	switch {
 	case n == 0:
-		//lint:ignore ST1005 Magnum's wording, which its clients see
-		return fmt.Errorf("%w: Unable to find %s %s.", ErrInvalid, what, ref)
+		return fault.New(ErrInvalid, "Unable to find %s %s.", what, ref)
 	case n > 1:
-		//lint:ignore ST1005 Magnum's wording, which its clients see
-		return fmt.Errorf("%w: Multiple %ss exist with same name %q. Please use the network ID instead.", ErrInvalid, what, ref)
+		return fault.New(ErrInvalid, "Multiple %ss exist with same name %q. Please use the network ID instead.", what, ref)
 	}
 	return nil
 }
@@ -304,11 +298,9 @@ func subnetExists(ctx context.Context, sc *gophercloud.ServiceClient, ref string
 	}
 	switch {
 	case n == 0:
-		//lint:ignore ST1005 Magnum's wording, which its clients see
-		return fmt.Errorf("%w: Unable to find fixed subnet %s.", ErrInvalid, ref)
+		return fault.New(ErrInvalid, "Unable to find fixed subnet %s.", ref)
 	case n > 1:
-		//lint:ignore ST1005 Magnum's wording, which its clients see
-		return fmt.Errorf("%w: Multiple subnets exist with same name %q. Please use the subnet ID instead.", ErrInvalid, ref)
+		return fault.New(ErrInvalid, "Multiple subnets exist with same name %q. Please use the subnet ID instead.", ref)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servergroups"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
 // serverGroupMicroversion is the first Nova API version whose server groups
@@ -49,7 +50,7 @@ func (rs *Resources) EnsureServerGroups(ctx context.Context, token string, want 
 		return nil, err
 	}
 	if len(ids) < len(want) {
-		return nil, fmt.Errorf("%w: the catalog lists no compute service to create the cluster's server groups in", ErrUnavailable)
+		return nil, fault.New(ErrUnavailable, "the catalog lists no compute service to create the cluster's server groups in")
 	}
 	return ids, nil
 }
@@ -137,7 +138,7 @@ func policyOf(g servergroups.ServerGroup) string {
 func novaError(err error, doing string) error {
 	var code gophercloud.ErrUnexpectedResponseCode
 	if errors.As(err, &code) && code.Actual >= 400 && code.Actual < 500 && code.Actual != 401 && code.Actual != 429 {
-		return fmt.Errorf("%w: Nova refused to %s: %s", ErrInvalid, doing, strings.TrimSpace(string(code.Body)))
+		return fault.New(ErrInvalid, "Nova refused to %s: %s", doing, strings.TrimSpace(string(code.Body)))
 	}
 	return unavailable(err, "Nova", doing)
 }

@@ -46,8 +46,13 @@ func (c *Conductor) reconcileAutoscaler(ctx context.Context, sc *scope, res *dri
 	}
 	switch op.Type {
 	case model.OpClusterResize, model.OpClusterUpdate:
-		n, ok := nestedInt(op.Payload, "node_count")
-		if !ok {
+		var n int
+		switch p := op.Payload.(type) {
+		case *model.ClusterResizePayload:
+			n = p.NodeCount
+		case *model.ClusterUpdatePayload:
+			n = p.NodeCount
+		default:
 			return nil
 		}
 		target := op.NodeGroupID

@@ -160,6 +160,10 @@ func (c *Conductor) removeNodeGroup(ctx context.Context, op *model.Operation) er
 	if err := c.st.DeleteNodeGroup(ctx, op.NodeGroupID); err != nil {
 		return err
 	}
-	c.event(ctx, op.ClusterID, model.EventOperation, "", string(op.Type), fmt.Sprintf("node group %v removed", op.Payload["nodegroup"]))
+	name := op.NodeGroupID
+	if p, ok := op.Payload.(*model.NodeGroupDeletePayload); ok && p.NodeGroup != "" {
+		name = p.NodeGroup
+	}
+	c.event(ctx, op.ClusterID, model.EventOperation, "", string(op.Type), fmt.Sprintf("node group %s removed", name))
 	return nil
 }

@@ -359,16 +359,15 @@ func labelTopology(obj *unstructured.Unstructured, sc *scope) error {
 // down. Nodes are named by machine name, node name or provider id suffix
 // (the server id).
 func (c *Conductor) markMachinesForRemoval(ctx context.Context, sc *scope, op *model.Operation) error {
-	raw, _ := op.Payload["nodes_to_remove"].([]any)
-	if len(raw) == 0 {
+	p, _ := op.Payload.(*model.ClusterResizePayload)
+	if p == nil || len(p.NodesToRemove) == 0 {
 		return nil
 	}
 	machines, err := c.mc.List(ctx, "Machine", sc.namespace, mgmt.ClusterSelector(sc.cluster.UUID))
 	if err != nil {
 		return err
 	}
-	for _, r := range raw {
-		want, _ := r.(string)
+	for _, want := range p.NodesToRemove {
 		found := false
 		for i := range machines {
 			m := &machines[i]
@@ -392,23 +391,6 @@ func (c *Conductor) markMachinesForRemoval(ctx context.Context, sc *scope, op *m
 		}
 	}
 	return nil
-}
-
-// classifyApplyError separates what the management cluster refuses for good
-// (validation, forbidden) from what may pass on a retry.
-func classifyApplyError(err error) error {
-	msg := err.Error()
-	// The namespace is going away under a create that raced the deletion of
-	// the project's last cluster: it is recreated on the next attempt.
-	if strings.Contains(msg, "because it is being terminated") {
-		return fmt.Errorf("%w: %s", mgmt.ErrNamespaceTerminating, msg)
-	}
-	for _, s := range []string{"is invalid", "admission webhook", "forbidden", "Forbidden", "denied the request"} {
-		if strings.Contains(msg, s) {
-			return permanentf("the management cluster refused the cluster's objects: %s", msg)
-		}
-	}
-	return err
 }
 
 // recordAppliedGeneration remembers which Cluster generation carries the

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/magnetite-io/magnetite/internal/addons"
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -214,14 +215,14 @@ func (r *Registry) Lookup(key Key, name string) (Driver, error) {
 	if name != "" {
 		d, ok := r.byName[name]
 		if !ok {
-			return nil, fmt.Errorf("%w: the driver %q is not available; available drivers: %s", ErrNoDriver, name, strings.Join(r.Names(), ", "))
+			return nil, fault.New(ErrNoDriver, "Cluster type (%s) not supported; the driver %q is not available; available drivers: %s.", key, name, strings.Join(r.Names(), ", "))
 		}
 		for _, k := range d.Provides() {
 			if k == key {
 				return d, nil
 			}
 		}
-		return nil, fmt.Errorf("%w: the driver %q does not provide %s; it provides %s", ErrNoDriver, name, key, describe(d.Provides()))
+		return nil, fault.New(ErrNoDriver, "Cluster type (%s) not supported; the driver %q does not provide %s; it provides %s.", key, name, key, describe(d.Provides()))
 	}
 	if ds := r.byKey[key]; len(ds) > 0 {
 		return ds[0], nil
@@ -230,7 +231,7 @@ func (r *Registry) Lookup(key Key, name string) (Driver, error) {
 	for k := range r.byKey {
 		all = append(all, k)
 	}
-	return nil, fmt.Errorf("%w: no driver provides %s; supported: %s", ErrNoDriver, key, describe(all))
+	return nil, fault.New(ErrNoDriver, "Cluster type (%s) not supported; supported: %s.", key, describe(all))
 }
 
 // KeyOf is the tuple a template asks for. osDistro, when known from the

@@ -8,6 +8,8 @@ import (
 	"io"
 	"regexp"
 	"strings"
+
+	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
 // Operation is one parsed patch step.
@@ -22,6 +24,11 @@ type Operation struct {
 // ErrInvalid marks a patch document that is malformed; the message says how.
 var ErrInvalid = errors.New("invalid patch")
 
+// ErrNotApplicable marks a well-formed patch that does not fit the
+// resource (a path it does not have, an add over an existing member); it is
+// also ErrInvalid.
+var ErrNotApplicable = fmt.Errorf("%w: cannot be applied", ErrInvalid)
+
 var pathRE = regexp.MustCompile(`^(/[\w-]+)+$`)
 
 // Parse decodes and checks a patch body: a JSON array of objects with a
@@ -31,39 +38,39 @@ func Parse(body []byte) ([]Operation, error) {
 	dec.UseNumber()
 	var raw []map[string]any
 	if err := dec.Decode(&raw); err != nil {
-		return nil, fmt.Errorf("%w: the body must be a JSON array of patch operations ({\"op\", \"path\", \"value\"}): %v", ErrInvalid, err)
+		return nil, fault.New(ErrInvalid, "the body must be a JSON array of patch operations ({\"op\", \"path\", \"value\"}): %v", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: unexpected data after the patch array", ErrInvalid)
+		return nil, fault.New(ErrInvalid, "unexpected data after the patch array")
 	}
 	if len(raw) == 0 {
-		return nil, fmt.Errorf("%w: the patch is empty; send at least one operation", ErrInvalid)
+		return nil, fault.New(ErrInvalid, "the patch is empty; send at least one operation")
 	}
 	ops := make([]Operation, 0, len(raw))
 	for i, r := range raw {
 		if r == nil {
-			return nil, fmt.Errorf("%w: operation %d is not an object", ErrInvalid, i)
+			return nil, fault.New(ErrInvalid, "operation %d is not an object", i)
 		}
 		for k := range r {
 			if k != "op" && k != "path" && k != "value" {
-				return nil, fmt.Errorf("%w: operation %d has unknown member %q (allowed: op, path, value)", ErrInvalid, i, k)
+				return nil, fault.New(ErrInvalid, "operation %d has unknown member %q (allowed: op, path, value)", i, k)
 			}
 		}
 		op, ok := r["op"].(string)
 		if !ok {
-			return nil, fmt.Errorf("%w: operation %d needs \"op\": one of add, replace, remove", ErrInvalid, i)
+			return nil, fault.New(ErrInvalid, "operation %d needs \"op\": one of add, replace, remove", i)
 		}
 		if op != "add" && op != "replace" && op != "remove" {
-			return nil, fmt.Errorf("%w: operation %d has op %q; Magnum accepts add, replace and remove", ErrInvalid, i, op)
+			return nil, fault.New(ErrInvalid, "operation %d has op %q; Magnum accepts add, replace and remove", i, op)
 		}
 		path, ok := r["path"].(string)
 		if !ok || !pathRE.MatchString(path) {
-			return nil, fmt.Errorf("%w: operation %d needs a \"path\" like /node_count or /labels/key (got %v)", ErrInvalid, i, r["path"])
+			return nil, fault.New(ErrInvalid, "operation %d needs a \"path\" like /node_count or /labels/key (got %v)", i, r["path"])
 		}
 		v, present := r["value"]
 		o := Operation{Op: op, Path: path, Value: v, HasValue: present && v != nil}
 		if op != "remove" && !o.HasValue {
-			return nil, fmt.Errorf("%w: 'add' and 'replace' operations need a value (operation %d on %s)", ErrInvalid, i, path)
+			return nil, fault.New(ErrInvalid, "'add' and 'replace' operations need a value (operation %d on %s)", i, path)
 		}
 		if op == "remove" {
 			o.Value, o.HasValue = nil, false
@@ -93,22 +100,20 @@ func applyOne(doc map[string]any, parts []string, o Operation) error {
 		switch o.Op {
 		case "add":
 			if !exists {
-				//lint:ignore ST1005 Magnum's wording, which its clients see
-				return fmt.Errorf("%w: Adding a new attribute %s to the root of the resource is not allowed.", ErrInvalid, o.Path)
+				return fault.New(ErrNotApplicable, "Adding a new attribute %s to the root of the resource is not allowed.", o.Path)
 			}
 			if cur != nil {
-				//lint:ignore ST1005 Magnum's wording, which its clients see
-				return fmt.Errorf("%w: The attribute %s has existed, please use 'replace' operation instead.", ErrInvalid, o.Path)
+				return fault.New(ErrNotApplicable, "The attribute %s has existed, please use 'replace' operation instead.", o.Path)
 			}
 			doc[attr] = o.Value
 		case "replace":
 			if !exists {
-				return fmt.Errorf("%w: can't replace %s: the resource has no such attribute", ErrInvalid, o.Path)
+				return fault.New(ErrNotApplicable, "can't replace %s: the resource has no such attribute", o.Path)
 			}
 			doc[attr] = o.Value
 		case "remove":
 			if !exists {
-				return fmt.Errorf("%w: can't remove %s: the resource has no such attribute", ErrInvalid, o.Path)
+				return fault.New(ErrNotApplicable, "can't remove %s: the resource has no such attribute", o.Path)
 			}
 			delete(doc, attr)
 		}
@@ -121,12 +126,12 @@ func applyOne(doc map[string]any, parts []string, o Operation) error {
 	if !ok {
 		if doc[parent] == nil && o.Op == "add" {
 			if _, exists := doc[parent]; !exists {
-				return fmt.Errorf("%w: can't add %s: the resource has no attribute /%s", ErrInvalid, o.Path, parent)
+				return fault.New(ErrNotApplicable, "can't add %s: the resource has no attribute /%s", o.Path, parent)
 			}
 			child = map[string]any{}
 			doc[parent] = child
 		} else {
-			return fmt.Errorf("%w: can't %s %s: /%s is not an object", ErrInvalid, o.Op, o.Path, parent)
+			return fault.New(ErrNotApplicable, "can't %s %s: /%s is not an object", o.Op, o.Path, parent)
 		}
 	}
 	return applyNested(child, parts[1:], o)
@@ -137,7 +142,7 @@ func applyNested(doc map[string]any, parts []string, o Operation) error {
 	if len(parts) > 1 {
 		child, ok := doc[key].(map[string]any)
 		if !ok {
-			return fmt.Errorf("%w: can't %s %s: member %q is not an object", ErrInvalid, o.Op, o.Path, key)
+			return fault.New(ErrNotApplicable, "can't %s %s: member %q is not an object", o.Op, o.Path, key)
 		}
 		return applyNested(child, parts[1:], o)
 	}
@@ -147,12 +152,12 @@ func applyNested(doc map[string]any, parts []string, o Operation) error {
 		doc[key] = o.Value
 	case "replace":
 		if !exists {
-			return fmt.Errorf("%w: can't replace %s: no such member", ErrInvalid, o.Path)
+			return fault.New(ErrNotApplicable, "can't replace %s: no such member", o.Path)
 		}
 		doc[key] = o.Value
 	case "remove":
 		if !exists {
-			return fmt.Errorf("%w: can't remove %s: no such member", ErrInvalid, o.Path)
+			return fault.New(ErrNotApplicable, "can't remove %s: no such member", o.Path)
 		}
 		delete(doc, key)
 	}

@@ -182,14 +182,15 @@ const (
 // Operation is a unit of provisioning work written in the same transaction
 // as the desired-state change that needs it; the conductor executes it.
 type Operation struct {
-	ID           int64          `json:"id"`
-	UUID         string         `json:"uuid"`
-	Type         OperationType  `json:"type"`
-	ClusterID    string         `json:"cluster_id"`
-	NodeGroupID  string         `json:"nodegroup_id,omitempty"`
-	ProjectID    string         `json:"project_id"`
-	RequestID    string         `json:"request_id,omitempty"`
-	Payload      map[string]any `json:"payload,omitempty"`
+	ID          int64         `json:"id"`
+	UUID        string        `json:"uuid"`
+	Type        OperationType `json:"type"`
+	ClusterID   string        `json:"cluster_id"`
+	NodeGroupID string        `json:"nodegroup_id,omitempty"`
+	ProjectID   string        `json:"project_id"`
+	RequestID   string        `json:"request_id,omitempty"`
+	// Payload is the kind's typed payload (payload.go); nil for none.
+	Payload      Payload        `json:"payload,omitempty"`
 	State        OperationState `json:"state"`
 	Attempts     int            `json:"attempts"`
 	LeaseOwner   string         `json:"lease_owner,omitempty"`

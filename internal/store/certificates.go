@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -21,7 +22,7 @@ func (s *DB) insertCertificate(ctx context.Context, tx *sql.Tx, c *model.Cluster
 		VALUES (?, ?, ?, ?, ?)`, c.ClusterID, c.Purpose, string(c.CertPEM), key, formatTime(c.CreatedAt))
 	if err != nil {
 		if isUniqueViolation(err) {
-			return fmt.Errorf("%w: cluster %s already has a %q key pair", ErrConflict, c.ClusterID, c.Purpose)
+			return fault.New(ErrConflict, "cluster %s already has a %q key pair", c.ClusterID, c.Purpose)
 		}
 		return fmt.Errorf("store: record %s key pair of cluster %s: %w", c.Purpose, c.ClusterID, err)
 	}
@@ -49,7 +50,7 @@ func (s *DB) ClusterCertificate(ctx context.Context, clusterUUID, purpose string
 	c, err := s.scanCertificate(s.db.QueryRowContext(ctx, "SELECT "+certificateCols+
 		" FROM cluster_certificates WHERE cluster_id = ? AND purpose = ?", clusterUUID, purpose))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: cluster %s has no %q key pair", ErrNotFound, clusterUUID, purpose)
+		return nil, fault.New(ErrNotFound, "cluster %s has no %q key pair", clusterUUID, purpose)
 	}
 	return c, err
 }

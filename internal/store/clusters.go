@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -181,15 +182,13 @@ func (s *DB) refuseUndoingDelete(ctx context.Context, tx *sql.Tx, ch ClusterChan
 	var name, status string
 	err := tx.QueryRowContext(ctx, `SELECT name, status FROM clusters WHERE uuid = ?`+s.forUpdate(), ch.Cluster.UUID).Scan(&name, &status)
 	if errors.Is(err, sql.ErrNoRows) {
-		//lint:ignore ST1005 Magnum's wording, which its clients see
-		return fmt.Errorf("%w: Cluster %s could not be found.", ErrNotFound, ch.Cluster.UUID)
+		return fault.New(ErrNotFound, "Cluster %s could not be found.", ch.Cluster.UUID)
 	}
 	if err != nil {
 		return err
 	}
 	if model.Status(status) == model.DeleteInProgress {
-		//lint:ignore ST1005 Magnum's wording, which its clients see
-		return fmt.Errorf("%w: Cluster %s is being deleted (DELETE_IN_PROGRESS); it can no longer be changed.", ErrConflict, name)
+		return fault.New(ErrConflict, "Cluster %s is being deleted (DELETE_IN_PROGRESS); it can no longer be changed.", name)
 	}
 	for _, ng := range ch.NodeGroups {
 		if ng.ID == 0 || ng.Status == model.DeleteInProgress {
@@ -197,15 +196,13 @@ func (s *DB) refuseUndoingDelete(ctx context.Context, tx *sql.Tx, ch ClusterChan
 		}
 		err := tx.QueryRowContext(ctx, `SELECT name, status FROM nodegroups WHERE uuid = ?`+s.forUpdate(), ng.UUID).Scan(&name, &status)
 		if errors.Is(err, sql.ErrNoRows) {
-			//lint:ignore ST1005 Magnum's wording, which its clients see
-			return fmt.Errorf("%w: Nodegroup %s could not be found.", ErrNotFound, ng.UUID)
+			return fault.New(ErrNotFound, "Nodegroup %s could not be found.", ng.UUID)
 		}
 		if err != nil {
 			return err
 		}
 		if model.Status(status) == model.DeleteInProgress {
-			//lint:ignore ST1005 Magnum's wording, which its clients see
-			return fmt.Errorf("%w: Node group %s is being deleted (DELETE_IN_PROGRESS); it can no longer be changed.", ErrConflict, name)
+			return fault.New(ErrConflict, "Node group %s is being deleted (DELETE_IN_PROGRESS); it can no longer be changed.", name)
 		}
 	}
 	return nil
@@ -230,8 +227,7 @@ func (s *DB) quotaCheck(ctx context.Context, tx *sql.Tx, projectID string, defau
 		return err
 	}
 	if n >= limit {
-		//lint:ignore ST1005 Magnum's wording, which its clients see
-		return fmt.Errorf("%w: You have reached the maximum clusters per project, %d. You may delete a cluster to make room for a new one.", ErrQuotaExceeded, limit)
+		return fault.New(ErrQuotaExceeded, "You have reached the maximum clusters per project, %d. You may delete a cluster to make room for a new one.", limit)
 	}
 	return nil
 }
@@ -247,7 +243,7 @@ func insertCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster) error {
 		c.StackID, formatTime(c.CreatedAt), formatTimePtr(c.UpdatedAt), string(data))
 	if err != nil {
 		if isUniqueViolation(err) {
-			return fmt.Errorf("%w: a cluster named %q already exists in this project", ErrConflict, c.Name)
+			return fault.New(ErrConflict, "a cluster named %q already exists in this project", c.Name)
 		}
 		return err
 	}
@@ -278,7 +274,7 @@ func updateCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster, lock strin
 		return nil, err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return nil, fmt.Errorf("%w: cluster %s", ErrNotFound, c.UUID)
+		return nil, fault.New(ErrNotFound, "cluster %s", c.UUID)
 	}
 	return data, nil
 }
@@ -321,8 +317,7 @@ func saveNodeGroup(ctx context.Context, tx *sql.Tx, ng *model.NodeGroup, lock st
 			formatTime(ng.CreatedAt), formatTimePtr(ng.UpdatedAt), "{}")
 		if err != nil {
 			if isUniqueViolation(err) {
-				//lint:ignore ST1005 Magnum's wording, which its clients see
-				return nil, fmt.Errorf("%w: A node group with name %s already exists in the cluster %s.", ErrConflict, ng.Name, ng.ClusterID)
+				return nil, fault.New(ErrConflict, "A node group with name %s already exists in the cluster %s.", ng.Name, ng.ClusterID)
 			}
 			return nil, err
 		}
@@ -343,7 +338,7 @@ func saveNodeGroup(ctx context.Context, tx *sql.Tx, ng *model.NodeGroup, lock st
 		return nil, err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return nil, fmt.Errorf("%w: node group %s", ErrNotFound, ng.UUID)
+		return nil, fault.New(ErrNotFound, "node group %s", ng.UUID)
 	}
 	return data, nil
 }
@@ -414,7 +409,7 @@ func (s *DB) DeleteCluster(ctx context.Context, uuid string) error {
 		return rollback(tx, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return rollback(tx, fmt.Errorf("%w: cluster %s", ErrNotFound, uuid))
+		return rollback(tx, fault.New(ErrNotFound, "cluster %s", uuid))
 	}
 	if err := bumpGeneration(ctx, tx, generationClusters); err != nil {
 		return rollback(tx, err)
@@ -492,7 +487,7 @@ func (s *DB) GetNodeGroup(ctx context.Context, clusterUUID, ident string) (*mode
 		`SELECT id, data FROM nodegroups WHERE cluster_id = ? AND (uuid = ? OR name = ? OR CAST(id AS CHAR) = ?) ORDER BY id LIMIT 1`,
 		clusterUUID, ident, ident, ident))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: node group %s in cluster %s", ErrNotFound, ident, clusterUUID)
+		return nil, fault.New(ErrNotFound, "node group %s in cluster %s", ident, clusterUUID)
 	}
 	return ng, err
 }
@@ -536,7 +531,7 @@ func sinceRead[T any](ctx context.Context, tx *sql.Tx, table, what, uuid, lock s
 	var cur string
 	err := tx.QueryRowContext(ctx, "SELECT data FROM "+table+" WHERE uuid = ?"+lock, uuid).Scan(&cur)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, fmt.Errorf("%w: %s %s", ErrNotFound, what, uuid)
+		return nil, nil, fault.New(ErrNotFound, "%s %s", what, uuid)
 	}
 	if err != nil || cur == string(stored) {
 		return data, obj, err

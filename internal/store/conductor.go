@@ -4,8 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -22,7 +22,7 @@ func (s *DB) UpdateClusterStatus(ctx context.Context, uuid string, fn StatusMuta
 	err := s.retryTx(ctx, func(tx *sql.Tx) error {
 		c, err := scanCluster(tx.QueryRowContext(ctx, "SELECT id, data FROM clusters WHERE uuid = ?"+s.forUpdate(), uuid))
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("%w: cluster %s", ErrNotFound, uuid)
+			return fault.New(ErrNotFound, "cluster %s", uuid)
 		}
 		if err != nil {
 			return err
@@ -89,7 +89,7 @@ func (s *DB) DeleteNodeGroup(ctx context.Context, uuid string) error {
 func (s *DB) GetClusterByUUID(ctx context.Context, uuid string) (*model.Cluster, error) {
 	c, err := scanCluster(s.db.QueryRowContext(ctx, "SELECT id, data FROM clusters WHERE uuid = ?", uuid))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: cluster %s", ErrNotFound, uuid)
+		return nil, fault.New(ErrNotFound, "cluster %s", uuid)
 	}
 	return c, err
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -26,7 +27,7 @@ func (s *DB) putCredential(ctx context.Context, tx *sql.Tx, c *model.ClusterCred
 		VALUES (?, ?, ?, ?, ?, 0, ?)`, c.ID, c.ClusterID, c.UserID, c.ProjectID, secret, formatTime(c.CreatedAt))
 	if err != nil {
 		if isUniqueViolation(err) {
-			return fmt.Errorf("%w: application credential %s is already recorded", ErrConflict, c.ID)
+			return fault.New(ErrConflict, "application credential %s is already recorded", c.ID)
 		}
 		return fmt.Errorf("store: record the application credential of cluster %s: %w", c.ClusterID, err)
 	}

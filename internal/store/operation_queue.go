@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -120,7 +121,7 @@ func (s *DB) ClaimOperation(ctx context.Context, owner string, leaseFor time.Dur
 func (s *DB) getOperation(ctx context.Context, id int64) (*model.Operation, error) {
 	op, err := scanOperation(s.db.QueryRowContext(ctx, "SELECT "+operationCols+" FROM operations WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: operation %d", ErrNotFound, id)
+		return nil, fault.New(ErrNotFound, "operation %d", id)
 	}
 	return op, err
 }
@@ -129,7 +130,7 @@ func (s *DB) getOperation(ctx context.Context, id int64) (*model.Operation, erro
 func (s *DB) GetOperation(ctx context.Context, uuid string) (*model.Operation, error) {
 	op, err := scanOperation(s.db.QueryRowContext(ctx, "SELECT "+operationCols+" FROM operations WHERE uuid = ?", uuid))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: operation %s", ErrNotFound, uuid)
+		return nil, fault.New(ErrNotFound, "operation %s", uuid)
 	}
 	return op, err
 }
@@ -201,7 +202,7 @@ func leaseResult(res sql.Result, err error, op *model.Operation) error {
 		return err
 	}
 	if n == 0 {
-		return fmt.Errorf("%w: operation %d (attempt %d of %s)", ErrLeaseLost, op.ID, op.Attempts, op.LeaseOwner)
+		return fault.New(ErrLeaseLost, "operation %d (attempt %d of %s)", op.ID, op.Attempts, op.LeaseOwner)
 	}
 	return nil
 }

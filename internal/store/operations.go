@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -15,11 +14,11 @@ var now = time.Now
 
 func insertOperation(ctx context.Context, tx *sql.Tx, op *model.Operation) error {
 	var payload any
-	if len(op.Payload) > 0 {
-		b, err := json.Marshal(op.Payload)
-		if err != nil {
-			return err
-		}
+	b, err := model.EncodePayload(op.Type, op.Payload)
+	if err != nil {
+		return fmt.Errorf("store: record operation: %w", err)
+	}
+	if b != nil {
 		payload = string(b)
 	}
 	if op.State == "" {
@@ -65,11 +64,11 @@ func scanOperation(row interface{ Scan(...any) error }) (*model.Operation, error
 	}
 	op.Type = model.OperationType(typ)
 	op.State = model.OperationState(state)
-	if payload != "" {
-		if err := json.Unmarshal([]byte(payload), &op.Payload); err != nil {
-			return nil, fmt.Errorf("store: decode operation %d payload: %w", op.ID, err)
-		}
+	p, err := model.DecodePayload(op.Type, []byte(payload))
+	if err != nil {
+		return nil, fmt.Errorf("store: operation %d: %w", op.ID, err)
 	}
+	op.Payload = p
 	if leaseExpires != "" {
 		t := parseTime(leaseExpires)
 		op.LeaseExpires = &t

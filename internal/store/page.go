@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
 // pageQuery builds keyset pagination in Magnum's order: the requested sort key
@@ -35,7 +37,7 @@ func (s *DB) queryPage(ctx context.Context, q pageQuery, cols string, opts ListO
 		key = "id"
 	}
 	if !q.sortable[key] {
-		return nil, fmt.Errorf("%w: %q", ErrInvalidSort, key)
+		return nil, fault.New(ErrInvalidSort, "%q", key)
 	}
 	dir := "ASC"
 	cmp := ">"
@@ -61,7 +63,7 @@ func (s *DB) queryPage(ctx context.Context, q pageQuery, cols string, opts ListO
 		row := s.db.QueryRowContext(ctx, "SELECT id, "+sortExpr+" FROM "+q.table+" WHERE "+markerCol+" = ?", opts.Marker)
 		if err := row.Scan(&mID, &mVal); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
-				return nil, fmt.Errorf("%w: %s", ErrInvalidMarker, opts.Marker)
+				return nil, fault.New(ErrInvalidMarker, "%s", opts.Marker)
 			}
 			return nil, err
 		}

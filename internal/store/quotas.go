@@ -4,8 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -36,8 +36,7 @@ func (s *DB) CreateQuota(ctx context.Context, q *model.Quota) error {
 		q.ProjectID, q.Resource, q.HardLimit, formatTime(q.CreatedAt))
 	if err != nil {
 		if isUniqueViolation(err) {
-			//lint:ignore ST1005 Magnum's wording, which its clients see
-			return fmt.Errorf("%w: Quota for project %s already exists for resource %s.", ErrConflict, q.ProjectID, q.Resource)
+			return fault.New(ErrConflict, "Quota for project %s already exists for resource %s.", q.ProjectID, q.Resource)
 		}
 		return err
 	}
@@ -49,7 +48,7 @@ func (s *DB) CreateQuota(ctx context.Context, q *model.Quota) error {
 func (s *DB) GetQuota(ctx context.Context, projectID, resource string) (*model.Quota, error) {
 	q, err := scanQuota(s.db.QueryRowContext(ctx, "SELECT "+quotaCols+" FROM quotas WHERE project_id = ? AND resource = ?", projectID, resource))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: Quota %s could not be found for project %s", ErrNotFound, resource, projectID)
+		return nil, fault.New(ErrNotFound, "Quota %s could not be found for project %s", resource, projectID)
 	}
 	return q, err
 }
@@ -62,7 +61,7 @@ func (s *DB) UpdateQuota(ctx context.Context, q *model.Quota) error {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("%w: Quota %s could not be found for project %s", ErrNotFound, q.Resource, q.ProjectID)
+		return fault.New(ErrNotFound, "Quota %s could not be found for project %s", q.Resource, q.ProjectID)
 	}
 	return nil
 }
@@ -74,7 +73,7 @@ func (s *DB) DeleteQuota(ctx context.Context, projectID, resource string) error 
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("%w: Quota %s could not be found for project %s", ErrNotFound, resource, projectID)
+		return fault.New(ErrNotFound, "Quota %s could not be found for project %s", resource, projectID)
 	}
 	return nil
 }

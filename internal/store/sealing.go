@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
 // sealedPrefix marks a value sealed with the database's secret key.
@@ -63,15 +65,15 @@ func (s *DB) open(stored, aad string) (string, error) {
 		return stored, nil
 	}
 	if s.aead == nil {
-		return "", fmt.Errorf("%w: the database holds sealed secrets and no key is configured; set [database] secret_key to the key they were sealed with", ErrSealed)
+		return "", fault.New(ErrSealed, "the database holds sealed secrets and no key is configured; set [database] secret_key to the key they were sealed with")
 	}
 	raw, err := base64.StdEncoding.DecodeString(enc)
 	if err != nil || len(raw) < s.aead.NonceSize() {
-		return "", fmt.Errorf("%w: a sealed value of %s is damaged", ErrSealed, aad)
+		return "", fault.New(ErrSealed, "a sealed value of %s is damaged", aad)
 	}
 	plain, err := s.aead.Open(nil, raw[:s.aead.NonceSize()], raw[s.aead.NonceSize():], []byte(aad))
 	if err != nil {
-		return "", fmt.Errorf("%w: the secret of %s cannot be opened with [database] secret_key (another key sealed it)", ErrSealed, aad)
+		return "", fault.New(ErrSealed, "the secret of %s cannot be opened with [database] secret_key (another key sealed it)", aad)
 	}
 	return string(plain), nil
 }

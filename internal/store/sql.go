@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
 //go:embed migrations
@@ -179,7 +181,7 @@ func (s *DB) Migrate(ctx context.Context) error {
 		return fmt.Errorf("store: read schema version: %w", err)
 	}
 	if latest := ms[len(ms)-1].version; current > latest {
-		return fmt.Errorf("%w: the database's schema is at version %d, newer than this build knows (%d): a newer Magnetite migrated it; run that release or a newer one (a rolling upgrade never goes back)", ErrNewerSchema, current, latest)
+		return fault.New(ErrNewerSchema, "the database's schema is at version %d, newer than this build knows (%d): a newer Magnetite migrated it; run that release or a newer one (a rolling upgrade never goes back)", current, latest)
 	}
 	for _, m := range ms {
 		if m.version <= current {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
 // Reads for the API: rows as stored, their JSON untouched, beside the
@@ -87,11 +89,11 @@ func (s *DB) storedByIdent(ctx context.Context, q pageQuery, cols, what, ident s
 	}
 	switch len(found) {
 	case 0:
-		return StoredRow{}, fmt.Errorf("%w: %s %s", ErrNotFound, what, ident)
+		return StoredRow{}, fault.New(ErrNotFound, "%s %s", what, ident)
 	case 1:
 		return found[0], nil
 	default:
-		return StoredRow{}, fmt.Errorf("%w: %s %s", ErrAmbiguousName, what, ident)
+		return StoredRow{}, fault.New(ErrAmbiguousName, "%s %s", what, ident)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -46,7 +47,7 @@ func (s *DB) CreateClusterTemplate(ctx context.Context, ct *model.ClusterTemplat
 		formatTime(ct.CreatedAt), formatTimePtr(ct.UpdatedAt), string(data))
 	if err != nil {
 		if isUniqueViolation(err) {
-			err = fmt.Errorf("%w: cluster template %s", ErrConflict, ct.UUID)
+			err = fault.New(ErrConflict, "cluster template %s", ct.UUID)
 		}
 		return rollback(tx, err)
 	}
@@ -98,7 +99,7 @@ func (s *DB) GetClusterTemplateByUUID(ctx context.Context, uuid string) (*model.
 func templateByUUID(ctx context.Context, q querier, uuid string) (*model.ClusterTemplate, error) {
 	ct, err := scanTemplate(q.QueryRowContext(ctx, "SELECT id, data FROM cluster_templates WHERE uuid = ?", uuid))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: cluster template %s", ErrNotFound, uuid)
+		return nil, fault.New(ErrNotFound, "cluster template %s", uuid)
 	}
 	return ct, err
 }
@@ -131,7 +132,7 @@ func (s *DB) UpdateClusterTemplate(ctx context.Context, ct *model.ClusterTemplat
 		return rollback(tx, err)
 	}
 	if inUse > 0 && !publishingOrRename(changed) {
-		return rollback(tx, fmt.Errorf("%w: cluster template %s is used by %d cluster(s)", ErrReferenced, ct.UUID, inUse))
+		return rollback(tx, fault.New(ErrReferenced, "cluster template %s is used by %d cluster(s)", ct.UUID, inUse))
 	}
 	data, err := json.Marshal(ct)
 	if err != nil {
@@ -144,7 +145,7 @@ func (s *DB) UpdateClusterTemplate(ctx context.Context, ct *model.ClusterTemplat
 		return rollback(tx, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return rollback(tx, fmt.Errorf("%w: cluster template %s", ErrNotFound, ct.UUID))
+		return rollback(tx, fault.New(ErrNotFound, "cluster template %s", ct.UUID))
 	}
 	if err := bumpGeneration(ctx, tx, generationTemplates); err != nil {
 		return rollback(tx, err)
@@ -174,14 +175,14 @@ func (s *DB) DeleteClusterTemplate(ctx context.Context, uuid string) error {
 		return rollback(tx, err)
 	}
 	if inUse > 0 {
-		return rollback(tx, fmt.Errorf("%w: cluster template %s is used by %d cluster(s)", ErrReferenced, uuid, inUse))
+		return rollback(tx, fault.New(ErrReferenced, "cluster template %s is used by %d cluster(s)", uuid, inUse))
 	}
 	res, err := tx.ExecContext(ctx, `DELETE FROM cluster_templates WHERE uuid = ?`, uuid)
 	if err != nil {
 		return rollback(tx, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return rollback(tx, fmt.Errorf("%w: cluster template %s", ErrNotFound, uuid))
+		return rollback(tx, fault.New(ErrNotFound, "cluster template %s", uuid))
 	}
 	if err := bumpGeneration(ctx, tx, generationTemplates); err != nil {
 		return rollback(tx, err)
