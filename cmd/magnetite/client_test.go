@@ -16,6 +16,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
+	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
 var formats = []string{"table", "json", "yaml"}
@@ -455,29 +456,25 @@ var buildSteps = []conductorStep{
 // waitForOutput polls a command's output until it holds want.
 func waitForOutput(t *testing.T, what string, read func() string, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(read(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never showed %q; it showed:\n%s", what, want, read())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitEvery(t, fmt.Sprintf("%s to show %q", what, want), 20*time.Second, 20*time.Millisecond, func() (bool, string) {
+		out := read()
+		return strings.Contains(out, want), out
+	})
 }
 
 // clusterUUIDByName finds a cluster the command under test created.
 func clusterUUIDByName(t *testing.T, st *store.DB, name string) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var uuid string
+	testenv.WaitEvery(t, "cluster "+name+" to be created", 20*time.Second, 20*time.Millisecond, func() (bool, string) {
 		c, err := st.GetCluster(context.Background(), store.Scope{AllProjects: true}, name)
-		if err == nil {
-			return c.UUID
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cluster %s was never created: %v", name, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		uuid = c.UUID
+		return true, ""
+	})
+	return uuid
 }
 
 func TestClusterCreateWaitPrintsALinePerChangeWithoutATerminal(t *testing.T) {

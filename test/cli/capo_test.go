@@ -140,7 +140,7 @@ source = `+chartstest.Serve(t).URL+`
 			t.Run(cluster, func(t *testing.T) {
 				t.Parallel()
 				capo.Pause(false)
-				waitFor(t, cluster+"'s status_reason to show the refusal", 3*time.Minute, func() (bool, string) {
+				testenv.WaitFor(t, cluster+"'s status_reason to show the refusal", 3*time.Minute, func() (bool, string) {
 					r := field(t, cluster, "status_reason")
 					return strings.Contains(r, message), r
 				})
@@ -175,7 +175,7 @@ source = `+chartstest.Serve(t).URL+`
 	}
 	for _, tc := range cases {
 		var s testcloud.Server
-		waitFor(t, tc.cluster+"'s control-plane server", 3*time.Minute, func() (bool, string) {
+		testenv.WaitFor(t, tc.cluster+"'s control-plane server", 3*time.Minute, func() (bool, string) {
 			for _, m := range machines(t, tc.cluster) {
 				id, _, _ := unstructured.NestedString(m.Object, "status", "instanceID")
 				prov, _, _ := unstructured.NestedBool(m.Object, "status", "initialization", "provisioned")
@@ -210,7 +210,7 @@ source = `+chartstest.Serve(t).URL+`
 			configDrive bool
 		}{"default-worker": {"4", false, true}, "vms": {"2", true, false}}
 		seen := map[string]bool{}
-		waitFor(t, "the mixed cluster's worker machines", 2*time.Minute, func() (bool, string) {
+		testenv.WaitFor(t, "the mixed cluster's worker machines", 2*time.Minute, func() (bool, string) {
 			for _, m := range machines(t, "mixed1") {
 				if _, cp := m.GetLabels()["cluster.x-k8s.io/control-plane"]; cp {
 					continue
@@ -246,7 +246,7 @@ source = `+chartstest.Serve(t).URL+`
 		for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec"} {
 			c.ok(t, "coe", "cluster", "delete", cl)
 		}
-		waitFor(t, "every cluster to be gone", 5*time.Minute, func() (bool, string) {
+		testenv.WaitFor(t, "every cluster to be gone", 5*time.Minute, func() (bool, string) {
 			out := c.ok(t, "coe", "cluster", "list", "-f", "value", "-c", "name", "-c", "status", "-c", "status_reason")
 			return strings.TrimSpace(out) == "", out
 		})
@@ -273,7 +273,7 @@ func clusterMachines(ctx context.Context, t *testing.T, dc dynamic.Interface, uu
 func clusterObjectName(ctx context.Context, t *testing.T, dc dynamic.Interface, uuid string) string {
 	t.Helper()
 	var name string
-	waitFor(t, "the Cluster object of "+uuid, 2*time.Minute, func() (bool, string) {
+	testenv.WaitFor(t, "the Cluster object of "+uuid, 2*time.Minute, func() (bool, string) {
 		list, err := dc.Resource(testcapo.Clusters).List(ctx, metav1.ListOptions{LabelSelector: mgmt.ClusterSelector(uuid)})
 		if err != nil || len(list.Items) == 0 {
 			return false, "no Cluster yet"
