@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
@@ -127,7 +127,7 @@ func TestClusterCreateWaitDrawsProgressInATerminal(t *testing.T) {
 		},
 	} {
 		t.Run(string(tc.final.status), func(t *testing.T) {
-			srv := apitest.Start(t)
+			srv := testapi.Start(t)
 			createTemplate(t, srv, "k8s")
 			term := startTerminal(t, 110, 30, os.Args[0], "-test.run=^TestHelperMagnetiteProcess$", "--",
 				"cluster", "create", "c1", "--cluster-template", "k8s", "--node-count", "2", "--wait", "--poll-interval", "100ms",

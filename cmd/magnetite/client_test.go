@@ -13,9 +13,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
@@ -47,7 +47,7 @@ type clientRun struct {
 
 // runClient runs a client subcommand against the test server with a static
 // token, so no OS_* setting of the machine running the test is used.
-func runClient(ctx context.Context, srv *apitest.Server, stdout, stderr *lockedBuffer, args ...string) error {
+func runClient(ctx context.Context, srv *testapi.Server, stdout, stderr *lockedBuffer, args ...string) error {
 	root := rootCommand()
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -55,7 +55,7 @@ func runClient(ctx context.Context, srv *apitest.Server, stdout, stderr *lockedB
 	return root.ExecuteContext(ctx)
 }
 
-func cli(t *testing.T, srv *apitest.Server, args ...string) clientRun {
+func cli(t *testing.T, srv *testapi.Server, args ...string) clientRun {
 	t.Helper()
 	var out, errb lockedBuffer
 	err := runClient(context.Background(), srv, &out, &errb, args...)
@@ -63,7 +63,7 @@ func cli(t *testing.T, srv *apitest.Server, args ...string) clientRun {
 }
 
 // mustCLI runs a command that must succeed and returns its standard output.
-func mustCLI(t *testing.T, srv *apitest.Server, args ...string) string {
+func mustCLI(t *testing.T, srv *testapi.Server, args ...string) string {
 	t.Helper()
 	r := cli(t, srv, args...)
 	if r.err != nil {
@@ -180,14 +180,14 @@ func wantFields(t *testing.T, what string, got map[string]string, want map[strin
 	}
 }
 
-func createTemplate(t *testing.T, srv *apitest.Server, name string, extra ...string) {
+func createTemplate(t *testing.T, srv *testapi.Server, name string, extra ...string) {
 	t.Helper()
 	mustCLI(t, srv, append([]string{"template", "create", name, "--coe", "kubernetes", "--image", "ubuntu-2204",
 		"--external-network", "public", "--flavor", "m1.large", "--master-flavor", "m1.large"}, extra...)...)
 }
 
 func TestClientTemplateCommandsInEveryFormat(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	for _, f := range formats {
 		out := mustCLI(t, srv, "template", "create", "k8s-"+f, "--coe", "kubernetes", "--image", "ubuntu-2204",
 			"--external-network", "public", "--flavor", "m1.large", "--master-flavor", "m1.small",
@@ -226,7 +226,7 @@ func TestClientTemplateCommandsInEveryFormat(t *testing.T) {
 }
 
 func TestClientClusterCommandsInEveryFormat(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	createTemplate(t, srv, "k8s")
 	createTemplate(t, srv, "k8s-next", "--labels", "kube_tag=v1.32.0")
 	uuids := map[string]string{}
@@ -296,7 +296,7 @@ func TestClientClusterCommandsInEveryFormat(t *testing.T) {
 }
 
 func TestClientNodeGroupCommandsInEveryFormat(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	createTemplate(t, srv, "k8s")
 	mustCLI(t, srv, "cluster", "create", "c1", "--cluster-template", "k8s")
 	for _, f := range formats {
@@ -331,7 +331,7 @@ func TestClientNodeGroupCommandsInEveryFormat(t *testing.T) {
 }
 
 func TestClientQuotaStatsAndServiceCommandsInEveryFormat(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	for i, f := range formats {
 		project := "project-" + f
 		out := mustCLI(t, srv, "quota", "create", "--project-id", project, "--resource", "Cluster", "--hard-limit", fmt.Sprint(i+1), "-o", f)
@@ -374,7 +374,7 @@ func TestClientQuotaStatsAndServiceCommandsInEveryFormat(t *testing.T) {
 }
 
 func TestClientErrorsCarryTheAPIDetailAndRequestID(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	r := cli(t, srv, "cluster", "show", "nope")
 	if r.err == nil || !strings.Contains(r.err.Error(), "Cluster nope could not be found. (HTTP 404, request req-") {
 		t.Errorf("show of a missing cluster: %v", r.err)
@@ -493,7 +493,7 @@ func TestClusterCreateWaitPrintsALinePerChangeWithoutATerminal(t *testing.T) {
 		},
 	} {
 		t.Run(string(tc.final.status), func(t *testing.T) {
-			srv := apitest.Start(t)
+			srv := testapi.Start(t)
 			createTemplate(t, srv, "k8s")
 			var out, errb lockedBuffer
 			done := make(chan error, 1)
@@ -539,7 +539,7 @@ func TestClusterCreateWaitPrintsALinePerChangeWithoutATerminal(t *testing.T) {
 }
 
 func TestClusterShowWatchGivesUpAfterTheTimeoutWithTheLastState(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	createTemplate(t, srv, "k8s")
 	mustCLI(t, srv, "cluster", "create", "c1", "--cluster-template", "k8s")
 	r := cli(t, srv, "cluster", "show", "c1", "--watch", "--timeout", "300ms", "--poll-interval", "50ms")
@@ -549,7 +549,7 @@ func TestClusterShowWatchGivesUpAfterTheTimeoutWithTheLastState(t *testing.T) {
 }
 
 func TestClusterShowWatchOnASettledClusterPrintsOnceAndExits(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	createTemplate(t, srv, "k8s")
 	mustCLI(t, srv, "cluster", "create", "c1", "--cluster-template", "k8s")
 	uuid := clusterUUIDByName(t, srv.Store, "c1")
@@ -571,7 +571,7 @@ func TestClusterShowWatchOnASettledClusterPrintsOnceAndExits(t *testing.T) {
 }
 
 func TestClusterDeleteWaitEndsWhenTheClusterIsGone(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	createTemplate(t, srv, "k8s")
 	mustCLI(t, srv, "cluster", "create", "c1", "--cluster-template", "k8s")
 	uuid := clusterUUIDByName(t, srv.Store, "c1")
@@ -609,7 +609,7 @@ func TestClusterDeleteWaitEndsWhenTheClusterIsGone(t *testing.T) {
 }
 
 func TestClusterEventsPrintsAndFollowsTheHistory(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	createTemplate(t, srv, "k8s")
 	mustCLI(t, srv, "cluster", "create", "c1", "--cluster-template", "k8s", "--node-count", "2")
 	uuid := clusterUUIDByName(t, srv.Store, "c1")
@@ -668,7 +668,7 @@ func TestClusterEventsPrintsAndFollowsTheHistory(t *testing.T) {
 }
 
 func TestClusterResizeWaitFollowsTheUpdateToItsEnd(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	createTemplate(t, srv, "k8s")
 	mustCLI(t, srv, "cluster", "create", "c1", "--cluster-template", "k8s")
 	uuid := clusterUUIDByName(t, srv.Store, "c1")

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnetite-io/magnetite/internal/addons/chartstest"
 	"github.com/magnetite-io/magnetite/internal/doctor"
 	"github.com/magnetite-io/magnetite/internal/store"
+	"github.com/magnetite-io/magnetite/internal/testcharts"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
@@ -97,7 +97,7 @@ func TestDoctorPassesOnTheLocalManagementPlaneAndFailsOnAWorldReadableKubeconfig
 	st.Close()
 	kubeconfig := testenv.WriteKubeconfig(t, filepath.Join(dir, "kubeconfig"), env.Config, "", 0o600)
 	conf := filepath.Join(dir, "magnetite.conf")
-	charts := chartstest.Serve(t)
+	charts := testcharts.Serve(t)
 	body := "[database]\nconnection = sqlite://" + dbPath + "\n[management]\nkubeconfig = " + kubeconfig + "\n[addons]\nsource = " + charts.URL + "\n"
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		t.Fatal(err)

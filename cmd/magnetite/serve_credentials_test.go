@@ -20,10 +20,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnetite-io/magnetite/internal/addons"
-	"github.com/magnetite-io/magnetite/internal/addons/chartstest"
 	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/logging"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/testcharts"
 	"github.com/magnetite-io/magnetite/internal/testcloud"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
@@ -47,7 +47,7 @@ type credentialsWorld struct {
 	kubeconfig string
 	// charts is the addon chart repository the conductor pulls from; it
 	// lacks the cloud controller manager pinned for Kubernetes 1.36.
-	charts *chartstest.Repo
+	charts *testcharts.Repo
 }
 
 // TestServeGivesEveryClusterItsOwnApplicationCredential runs serve with
@@ -272,7 +272,7 @@ func startCredentialsWorld(t *testing.T) *credentialsWorld {
 	w.dc = env.Dynamic(t)
 	w.env = env
 	ccm136, _ := addons.Pinned(addons.CloudControllerManager, "1.36")
-	w.charts = chartstest.Serve(t, ccm136.Charts...)
+	w.charts = testcharts.Serve(t, ccm136.Charts...)
 	dir := t.TempDir()
 	kubeconfig := env.KubeconfigFile(t)
 	cfg, err := config.Load("", "", []string{

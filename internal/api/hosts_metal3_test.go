@@ -16,11 +16,11 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/magnetite-io/magnetite/internal/api"
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
@@ -147,7 +147,7 @@ type metal3World struct {
 	env     *testenv.APIServer
 }
 
-func newMetal3World(t *testing.T, opts ...apitest.Option) *metal3World {
+func newMetal3World(t *testing.T, opts ...testapi.Option) *metal3World {
 	t.Helper()
 	env := testenv.Start(t)
 	env.InstallCRDs(t, testenv.ProviderCRDs(t, "bmo"), nil)
@@ -170,7 +170,7 @@ func newMetal3World(t *testing.T, opts ...apitest.Option) *metal3World {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := apitest.Start(t, append([]apitest.Option{func(o *api.Options) { o.Hosts, o.Log = b, log }}, opts...)...)
+	srv := testapi.Start(t, append([]testapi.Option{func(o *api.Options) { o.Hosts, o.Log = b, log }}, opts...)...)
 	f := &hostsFixture{t: t, c: newClient(t, srv), backend: b, logs: logs}
 	bmo := &bmoPart{t: t, hosts: dc.Resource(bmhGVR).Namespace(metal3Namespace), secrets: dc.Resource(secretGVR).Namespace(metal3Namespace)}
 	return &metal3World{f: f, bmo: bmo, backend: b, mc: mc, dc: dc, env: env}

@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/api"
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 )
 
-func withHosts(b baremetal.Backend) apitest.Option {
+func withHosts(b baremetal.Backend) testapi.Option {
 	return func(o *api.Options) { o.Hosts = b }
 }
 
@@ -33,7 +33,7 @@ func deadIronic(t *testing.T) baremetal.Backend {
 }
 
 func TestHostInventoryAnswers501WithoutABackend(t *testing.T) {
-	c := newClient(t, apitest.Start(t))
+	c := newClient(t, testapi.Start(t))
 	r := c.must(http.StatusNotImplemented, "GET", "/v1/hosts", nil)
 	if !strings.Contains(string(r.Body), "[baremetal] backend") {
 		t.Errorf("501 does not say how to turn the inventory on: %s", r.Body)
@@ -41,7 +41,7 @@ func TestHostInventoryAnswers501WithoutABackend(t *testing.T) {
 }
 
 func TestHostInventoryIsForAdministratorsOnly(t *testing.T) {
-	c := newClient(t, apitest.Start(t, withHosts(deadIronic(t))))
+	c := newClient(t, testapi.Start(t, withHosts(deadIronic(t))))
 	for _, roles := range []string{"member", "reader", "member,reader"} {
 		for _, req := range [][2]string{{"GET", "/v1/hosts"}, {"GET", "/v1/hosts/h1"}, {"POST", "/v1/hosts"},
 			{"DELETE", "/v1/hosts/h1"}, {"POST", "/v1/hosts/h1/actions/power"}} {
@@ -54,7 +54,7 @@ func TestHostInventoryIsForAdministratorsOnly(t *testing.T) {
 // backend is called: the backend here cannot be reached, so any request
 // that got to it would answer 503, not 400.
 func TestHostEnrollRefusesBadInputBeforeCallingTheBackend(t *testing.T) {
-	c := newClient(t, apitest.Start(t, withHosts(deadIronic(t))))
+	c := newClient(t, testapi.Start(t, withHosts(deadIronic(t))))
 	valid := map[string]any{"name": "node-0", "bmc_address": "ipmi://192.168.111.1:6230", "bmc_username": "admin",
 		"bmc_password": "pw", "boot_mac_address": "00:5a:91:3f:9a:bd"}
 	cases := []struct {
@@ -106,7 +106,7 @@ func TestHostEnrollRefusesBadInputBeforeCallingTheBackend(t *testing.T) {
 }
 
 func TestHostActionsRefuseBadBodies(t *testing.T) {
-	c := newClient(t, apitest.Start(t, withHosts(deadIronic(t))))
+	c := newClient(t, testapi.Start(t, withHosts(deadIronic(t))))
 	cases := []struct {
 		action string
 		body   any

@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/magnetite-io/magnetite/internal/addons/chartstest"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testcapo"
+	"github.com/magnetite-io/magnetite/internal/testcharts"
 	"github.com/magnetite-io/magnetite/internal/testcloud"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
@@ -84,7 +84,7 @@ kubeconfig = `+plane.KubeconfigFile(t)+`
 [conductor]
 infrastructure = openstack
 [addons]
-source = `+chartstest.Serve(t).URL+`
+source = `+testcharts.Serve(t).URL+`
 `)
 	c := &cli{env: []string{"HOME=" + t.TempDir(), "SHELL=/bin/bash", "PATH=/usr/bin:/bin",
 		"OS_AUTH_URL=" + ks.AuthURL(), "OS_IDENTITY_API_VERSION=3", "OS_INTERFACE=public",
