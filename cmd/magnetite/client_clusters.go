@@ -125,14 +125,10 @@ func clusterListCommand(o *clientOptions) *cobra.Command {
 		Use:   "list",
 		Short: "List clusters",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, _ []string) error {
 			cs, err := c.ListClusters(cmd.Context(), lo)
 			return o.printedList(cmd, cs, err, "uuid", "name", "keypair", "node_count", "master_count", "status", "health_status")
-		},
+		}),
 	}
 	listFlags(cmd, &lo)
 	return cmd
@@ -144,17 +140,13 @@ func clusterShowCommand(o *clientOptions) *cobra.Command {
 		Use:   "show CLUSTER",
 		Short: "Show a cluster; with --watch, draw its progress until it settles",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			if w.wait {
 				return o.watch(cmd, c, args[0], w, untilSettled)
 			}
 			cl, err := c.GetCluster(cmd.Context(), args[0])
 			return o.printed(cmd, cl, err)
-		},
+		}),
 	}
 	w.bind(cmd, "watch", "timeout")
 	return cmd
@@ -246,12 +238,8 @@ func clusterDeleteCommand(o *clientOptions) *cobra.Command {
 		Use:   "delete CLUSTER...",
 		Short: "Delete clusters; with --wait, until they are gone",
 		Args:  cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
-			err = deleteEach(cmd, args, "Request to delete cluster %s has been accepted.", func(ident string) error {
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
+			err := deleteEach(cmd, args, "Request to delete cluster %s has been accepted.", func(ident string) error {
 				return c.DeleteCluster(cmd.Context(), ident)
 			})
 			if err != nil || !w.wait {
@@ -263,7 +251,7 @@ func clusterDeleteCommand(o *clientOptions) *cobra.Command {
 				}
 			}
 			return nil
-		},
+		}),
 	}
 	w.bind(cmd, "wait", "wait-timeout")
 	return cmd

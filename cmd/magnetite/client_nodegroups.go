@@ -163,14 +163,10 @@ func nodeGroupShowCommand(o *clientOptions) *cobra.Command {
 		Use:   "show CLUSTER NODEGROUP",
 		Short: "Show a node group",
 		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			ng, err := c.GetNodeGroup(cmd.Context(), args[0], args[1])
 			return o.printed(cmd, ng, err)
-		},
+		}),
 	}
 }
 
@@ -199,14 +195,10 @@ func nodeGroupDeleteCommand(o *clientOptions) *cobra.Command {
 		Use:   "delete CLUSTER NODEGROUP...",
 		Short: "Delete node groups of a cluster",
 		Args:  cobra.MinimumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			return deleteEach(cmd, args[1:], "Request to delete node group %s has been accepted.", func(ident string) error {
 				return c.DeleteNodeGroup(cmd.Context(), args[0], ident)
 			})
-		},
+		}),
 	}
 }

@@ -44,6 +44,18 @@ func clientCommands() []*cobra.Command {
 	return cmds
 }
 
+// connected is a command's RunE that connects first and hands do the
+// client.
+func (o *clientOptions) connected(do func(cmd *cobra.Command, c *client.Client, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := o.connect(cmd)
+		if err != nil {
+			return err
+		}
+		return do(cmd, c, args)
+	}
+}
+
 // connect builds a client from the flags over the OS_* environment.
 func (o *clientOptions) connect(cmd *cobra.Command) (*client.Client, error) {
 	if err := o.checkOutput(); err != nil {

@@ -109,14 +109,10 @@ func templateListCommand(o *clientOptions) *cobra.Command {
 		Use:   "list",
 		Short: "List cluster templates",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, _ []string) error {
 			ts, err := c.ListTemplates(cmd.Context(), lo)
 			return o.printedList(cmd, ts, err, "uuid", "name", "server_type", "coe", "public", "hidden")
-		},
+		}),
 	}
 	listFlags(cmd, &lo)
 	return cmd
@@ -133,14 +129,10 @@ func templateShowCommand(o *clientOptions) *cobra.Command {
 		Use:   "show TEMPLATE",
 		Short: "Show a cluster template",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			t, err := c.GetTemplate(cmd.Context(), args[0])
 			return o.printed(cmd, t, err)
-		},
+		}),
 	}
 }
 
@@ -169,15 +161,11 @@ func templateDeleteCommand(o *clientOptions) *cobra.Command {
 		Use:   "delete TEMPLATE...",
 		Short: "Delete cluster templates no cluster uses",
 		Args:  cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			return deleteEach(cmd, args, "Cluster template %s deleted.", func(ident string) error {
 				return c.DeleteTemplate(cmd.Context(), ident)
 			})
-		},
+		}),
 	}
 }
 
