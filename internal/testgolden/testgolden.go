@@ -83,3 +83,32 @@ func Document(t testing.TB, header string, objects []*unstructured.Unstructured)
 	}
 	return b.Bytes()
 }
+
+// Section is File for the part of a document between the lines
+// "<!-- marker:start -->" and "<!-- marker:end -->" (a generated table in a
+// hand-written README or doc): it compares that part with want, and with
+// -update rewrites it, leaving the rest of the document as it is.
+func Section(t testing.TB, path, marker, want, regenerate string) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(raw)
+	start, end := "<!-- "+marker+":start -->\n", "<!-- "+marker+":end -->"
+	i, j := strings.Index(s, start), strings.Index(s, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s lacks the %q ... %q markers", path, start, end)
+	}
+	got := s[i+len(start) : j]
+	if got == want {
+		return
+	}
+	if *Update {
+		if err := os.WriteFile(path, []byte(s[:i+len(start)]+want+s[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("%s: the %s section is stale (run %s):\n%s", path, marker, regenerate, LineDiff(got, want))
+}
