@@ -175,18 +175,10 @@ func nodeGroupUpdateCommand(o *clientOptions) *cobra.Command {
 		Use:   "update CLUSTER NODEGROUP add|replace|remove ATTRIBUTE=VALUE...",
 		Short: "Change a node group (e.g. update k8s gpu replace max_node_count=5)",
 		Args:  cobra.MinimumNArgs(4),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			patch, err := patchFromArgs(args[2], args[3:])
-			if err != nil {
-				return err
-			}
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
-			ng, err := c.UpdateNodeGroup(cmd.Context(), args[0], args[1], patch)
+		RunE: o.patched(2, func(cmd *cobra.Command, c *client.Client, idents []string, patch []client.PatchOp) error {
+			ng, err := c.UpdateNodeGroup(cmd.Context(), idents[0], idents[1], patch)
 			return o.printed(cmd, ng, err)
-		},
+		}),
 	}
 }
 

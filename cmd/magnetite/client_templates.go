@@ -141,18 +141,10 @@ func templateUpdateCommand(o *clientOptions) *cobra.Command {
 		Use:   "update TEMPLATE add|replace|remove ATTRIBUTE=VALUE...",
 		Short: "Change a cluster template (e.g. update k8s replace labels=kube_tag=v1.31.1)",
 		Args:  cobra.MinimumNArgs(3),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			patch, err := patchFromArgs(args[1], args[2:])
-			if err != nil {
-				return err
-			}
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
-			t, err := c.UpdateTemplate(cmd.Context(), args[0], patch)
+		RunE: o.patched(1, func(cmd *cobra.Command, c *client.Client, idents []string, patch []client.PatchOp) error {
+			t, err := c.UpdateTemplate(cmd.Context(), idents[0], patch)
 			return o.printed(cmd, t, err)
-		},
+		}),
 	}
 }
 
