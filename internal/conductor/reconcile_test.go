@@ -66,6 +66,17 @@ func quietConductor(t *testing.T, st *store.DB, facts FactsSource) *Conductor {
 	return New(Options{Store: st, Mgmt: mc, Owner: "test", Facts: facts, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 }
 
+// executeNext claims the next queued operation and executes it with c.
+func executeNext(t *testing.T, c *Conductor, st *store.DB) *model.Operation {
+	t.Helper()
+	claimed, err := st.ClaimOperation(context.Background(), "test", time.Minute)
+	if err != nil || claimed == nil {
+		t.Fatalf("claim: %v, %v", claimed, err)
+	}
+	c.execute(context.Background(), claimed)
+	return claimed
+}
+
 // TestReconcileLeavesClustersGoneOrBeingDeletedAlone: an operation that
 // outlived its cluster, or that a delete superseded, succeeds without
 // rendering or applying anything.
@@ -98,12 +109,7 @@ func TestAClusterWithoutItsTemplateFailsForGood(t *testing.T) {
 	if _, err := st.SQL().ExecContext(ctx, `DELETE FROM cluster_templates WHERE uuid = ?`, cl.ClusterTemplateID); err != nil {
 		t.Fatal(err)
 	}
-	c := quietConductor(t, st, NoCloud{})
-	claimed, err := st.ClaimOperation(ctx, "test", time.Minute)
-	if err != nil || claimed == nil {
-		t.Fatalf("claim: %v, %v", claimed, err)
-	}
-	c.execute(ctx, claimed)
+	claimed := executeNext(t, quietConductor(t, st, NoCloud{}), st)
 	op, err := st.GetOperation(ctx, claimed.UUID)
 	if err != nil {
 		t.Fatal(err)
