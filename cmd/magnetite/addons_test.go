@@ -7,14 +7,14 @@ import (
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/addons"
-	"github.com/magnetite-io/magnetite/internal/addons/chartstest"
+	"github.com/magnetite-io/magnetite/internal/testcharts"
 )
 
 // TestAddonsMirrorAndList: `magnetite addons mirror DIR` downloads every
 // pinned chart with its digest from a chart repository; `addons list`
 // shows the pins and, with [addons] source = DIR, that they come from DIR.
 func TestAddonsMirrorAndList(t *testing.T) {
-	repo := chartstest.Serve(t)
+	repo := testcharts.Serve(t)
 	tmp := t.TempDir()
 	conf := filepath.Join(tmp, "magnetite.conf")
 	if err := os.WriteFile(conf, []byte("[addons]\nsource = "+repo.URL+"\n"), 0o600); err != nil {
@@ -53,7 +53,7 @@ func TestAddonsMirrorAndList(t *testing.T) {
 
 	t.Run("a source without a chart writes nothing", func(t *testing.T) {
 		ks, _ := addons.Pinned(addons.KeystoneAuth, "1.33")
-		partial := chartstest.Serve(t, ks.Charts...)
+		partial := testcharts.Serve(t, ks.Charts...)
 		empty := filepath.Join(tmp, "partial")
 		out, err := runMagnetite(t, "addons", "mirror", empty, "--from", partial.URL, "--config-dir", tmp, "--config-file", conf)
 		if err == nil || !strings.Contains(err.Error(), "holds no chart k8s-keystone-auth") {

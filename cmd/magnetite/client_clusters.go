@@ -125,14 +125,10 @@ func clusterListCommand(o *clientOptions) *cobra.Command {
 		Use:   "list",
 		Short: "List clusters",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, _ []string) error {
 			cs, err := c.ListClusters(cmd.Context(), lo)
 			return o.printedList(cmd, cs, err, "uuid", "name", "keypair", "node_count", "master_count", "status", "health_status")
-		},
+		}),
 	}
 	listFlags(cmd, &lo)
 	return cmd
@@ -144,17 +140,13 @@ func clusterShowCommand(o *clientOptions) *cobra.Command {
 		Use:   "show CLUSTER",
 		Short: "Show a cluster; with --watch, draw its progress until it settles",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			if w.wait {
 				return o.watch(cmd, c, args[0], w, untilSettled)
 			}
 			cl, err := c.GetCluster(cmd.Context(), args[0])
 			return o.printed(cmd, cl, err)
-		},
+		}),
 	}
 	w.bind(cmd, "watch", "timeout")
 	return cmd
@@ -166,21 +158,13 @@ func clusterUpdateCommand(o *clientOptions) *cobra.Command {
 		Use:   "update CLUSTER add|replace|remove ATTRIBUTE=VALUE...",
 		Short: "Change a cluster (e.g. update k8s replace node_count=3)",
 		Args:  cobra.MinimumNArgs(3),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			patch, err := patchFromArgs(args[1], args[2:])
-			if err != nil {
-				return err
-			}
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
-			uuid, err := c.UpdateCluster(cmd.Context(), args[0], patch)
+		RunE: o.patched(1, func(cmd *cobra.Command, c *client.Client, idents []string, patch []client.PatchOp) error {
+			uuid, err := c.UpdateCluster(cmd.Context(), idents[0], patch)
 			if err != nil {
 				return err
 			}
 			return o.accepted(cmd, c, w, uuid, uuid, "update", untilSettled)
-		},
+		}),
 	}
 	w.bind(cmd, "wait", "wait-timeout")
 	return cmd
@@ -197,15 +181,13 @@ func clusterResizeCommand(o *clientOptions) *cobra.Command {
 			if _, err := fmt.Sscan(args[1], &req.NodeCount); err != nil {
 				return fmt.Errorf("node count %q is not a whole number", args[1])
 			}
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
-			uuid, err := c.ResizeCluster(cmd.Context(), args[0], req)
-			if err != nil {
-				return err
-			}
-			return o.accepted(cmd, c, w, uuid, uuid, "resize", untilSettled)
+			return o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
+				uuid, err := c.ResizeCluster(cmd.Context(), args[0], req)
+				if err != nil {
+					return err
+				}
+				return o.accepted(cmd, c, w, uuid, uuid, "resize", untilSettled)
+			})(cmd, args)
 		},
 	}
 	cmd.Flags().StringVar(&req.NodeGroup, "nodegroup", "", "node group to resize")
@@ -221,18 +203,14 @@ func clusterUpgradeCommand(o *clientOptions) *cobra.Command {
 		Use:   "upgrade CLUSTER TEMPLATE [--nodegroup NAME]",
 		Short: "Move a cluster (or one node group) to another cluster template",
 		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			req.ClusterTemplate = args[1]
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
 			uuid, err := c.UpgradeCluster(cmd.Context(), args[0], req)
 			if err != nil {
 				return err
 			}
 			return o.accepted(cmd, c, w, uuid, uuid, "upgrade", untilSettled)
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&req.NodeGroup, "nodegroup", "", "node group to upgrade (default: the whole cluster)")
 	cmd.Flags().IntVar(&req.MaxBatchSize, "max-batch-size", 0, "nodes upgraded at a time")
@@ -246,12 +224,8 @@ func clusterDeleteCommand(o *clientOptions) *cobra.Command {
 		Use:   "delete CLUSTER...",
 		Short: "Delete clusters; with --wait, until they are gone",
 		Args:  cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
-			err = deleteEach(cmd, args, "Request to delete cluster %s has been accepted.", func(ident string) error {
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
+			err := deleteEach(cmd, args, "Request to delete cluster %s has been accepted.", func(ident string) error {
 				return c.DeleteCluster(cmd.Context(), ident)
 			})
 			if err != nil || !w.wait {
@@ -263,7 +237,7 @@ func clusterDeleteCommand(o *clientOptions) *cobra.Command {
 				}
 			}
 			return nil
-		},
+		}),
 	}
 	w.bind(cmd, "wait", "wait-timeout")
 	return cmd

@@ -12,9 +12,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/client"
 	"github.com/magnetite-io/magnetite/internal/store"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 )
 
 // kubeconfigDoc is the part of a kubeconfig the test reads.
@@ -41,7 +41,7 @@ type kubeconfigDoc struct {
 }
 
 func TestClusterConfigWritesAKubeconfigSignedByTheClusterCA(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	createTemplate(t, srv, "k8s")
 	mustCLI(t, srv, "cluster", "create", "c1", "--cluster-template", "k8s")
 	dir := filepath.Join(t.TempDir(), "kube")

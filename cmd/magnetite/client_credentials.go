@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/magnetite-io/magnetite/internal/apitypes"
+	"github.com/magnetite-io/magnetite/internal/client"
 )
 
 func credentialCommand(o *clientOptions) *cobra.Command {
@@ -14,11 +15,7 @@ func credentialCommand(o *clientOptions) *cobra.Command {
 		Use:   "rotate CLUSTER",
 		Short: "Give a cluster a new application credential, made with your token; the old one is deleted once the cluster uses the new one",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			uuid, err := c.RotateCredential(cmd.Context(), args[0])
 			if err != nil {
 				return err
@@ -28,7 +25,7 @@ func credentialCommand(o *clientOptions) *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Request to rotate the credentials of cluster %s has been accepted.\n", uuid)
 			return nil
-		},
+		}),
 	})
 	return cmd
 }

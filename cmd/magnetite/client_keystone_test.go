@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/api"
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/auth"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
 )
 
@@ -79,7 +79,7 @@ func TestClientAuthenticatesWithKeystone(t *testing.T) {
 		t.Fatal(err)
 	}
 	tokens := &tokenLog{next: validator}
-	srv := apitest.Start(t, func(o *api.Options) { o.Auth = tokens })
+	srv := testapi.Start(t, func(o *api.Options) { o.Auth = tokens })
 	ks.RegisterService("container-infra", "magnum", srv.URL+"/v1")
 
 	alice := map[string]string{

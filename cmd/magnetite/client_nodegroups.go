@@ -163,14 +163,10 @@ func nodeGroupShowCommand(o *clientOptions) *cobra.Command {
 		Use:   "show CLUSTER NODEGROUP",
 		Short: "Show a node group",
 		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			ng, err := c.GetNodeGroup(cmd.Context(), args[0], args[1])
 			return o.printed(cmd, ng, err)
-		},
+		}),
 	}
 }
 
@@ -179,18 +175,10 @@ func nodeGroupUpdateCommand(o *clientOptions) *cobra.Command {
 		Use:   "update CLUSTER NODEGROUP add|replace|remove ATTRIBUTE=VALUE...",
 		Short: "Change a node group (e.g. update k8s gpu replace max_node_count=5)",
 		Args:  cobra.MinimumNArgs(4),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			patch, err := patchFromArgs(args[2], args[3:])
-			if err != nil {
-				return err
-			}
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
-			ng, err := c.UpdateNodeGroup(cmd.Context(), args[0], args[1], patch)
+		RunE: o.patched(2, func(cmd *cobra.Command, c *client.Client, idents []string, patch []client.PatchOp) error {
+			ng, err := c.UpdateNodeGroup(cmd.Context(), idents[0], idents[1], patch)
 			return o.printed(cmd, ng, err)
-		},
+		}),
 	}
 }
 
@@ -199,14 +187,10 @@ func nodeGroupDeleteCommand(o *clientOptions) *cobra.Command {
 		Use:   "delete CLUSTER NODEGROUP...",
 		Short: "Delete node groups of a cluster",
 		Args:  cobra.MinimumNArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			return deleteEach(cmd, args[1:], "Request to delete node group %s has been accepted.", func(ident string) error {
 				return c.DeleteNodeGroup(cmd.Context(), args[0], ident)
 			})
-		},
+		}),
 	}
 }

@@ -14,13 +14,9 @@ func quotaCommand(o *clientOptions) *cobra.Command {
 	keyed := func(use, short string, withLimit bool, run func(cmd *cobra.Command, c *client.Client) error) *cobra.Command {
 		sub := &cobra.Command{
 			Use: use, Short: short, Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				c, err := o.connect(cmd)
-				if err != nil {
-					return err
-				}
+			RunE: o.connected(func(cmd *cobra.Command, c *client.Client, _ []string) error {
 				return run(cmd, c)
-			},
+			}),
 		}
 		sub.Flags().StringVar(&project, "project-id", "", "project the quota applies to (required)")
 		sub.Flags().StringVar(&resource, "resource", "Cluster", "resource limited")
@@ -60,14 +56,10 @@ func quotaListCommand(o *clientOptions) *cobra.Command {
 		Use:   "list",
 		Short: "List quotas",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, _ []string) error {
 			qs, err := c.ListQuotas(cmd.Context(), lo, all)
 			return o.printedList(cmd, qs, err, "project_id", "resource", "hard_limit")
-		},
+		}),
 	}
 	listFlags(cmd, &lo)
 	cmd.Flags().BoolVar(&all, "all-tenants", false, "every project's quotas (admin)")
@@ -80,14 +72,10 @@ func statsCommand(o *clientOptions) *cobra.Command {
 		Use:   "stats",
 		Short: "Count clusters and nodes (openstack coe stats list)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, _ []string) error {
 			st, err := c.Stats(cmd.Context(), project)
 			return o.printed(cmd, st, err)
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&project, "project-id", "", "count one project's (admins see every project's by default)")
 	return cmd
@@ -99,14 +87,10 @@ func serviceCommand(o *clientOptions) *cobra.Command {
 		Use:   "list",
 		Short: "List the Magnetite processes and whether they are up",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, _ []string) error {
 			svcs, err := c.ListServices(cmd.Context())
 			return o.printedList(cmd, svcs, err, "id", "host", "binary", "state", "disabled", "disabled_reason", "report_count", "updated_at")
-		},
+		}),
 	})
 	return cmd
 }

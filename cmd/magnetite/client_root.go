@@ -44,6 +44,34 @@ func clientCommands() []*cobra.Command {
 	return cmds
 }
 
+// connected is a command's RunE that connects first and hands do the
+// client.
+func (o *clientOptions) connected(do func(cmd *cobra.Command, c *client.Client, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := o.connect(cmd)
+		if err != nil {
+			return err
+		}
+		return do(cmd, c, args)
+	}
+}
+
+// patched is the RunE of an update command: args[at] is the operation
+// (add, replace or remove) and the rest its ATTRIBUTE=VALUE pairs, checked
+// before anything is asked; do gets the patch and the identifiers before
+// them.
+func (o *clientOptions) patched(at int, do func(cmd *cobra.Command, c *client.Client, idents []string, patch []client.PatchOp) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		patch, err := patchFromArgs(args[at], args[at+1:])
+		if err != nil {
+			return err
+		}
+		return o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
+			return do(cmd, c, args[:at], patch)
+		})(cmd, args)
+	}
+}
+
 // connect builds a client from the flags over the OS_* environment.
 func (o *clientOptions) connect(cmd *cobra.Command) (*client.Client, error) {
 	if err := o.checkOutput(); err != nil {

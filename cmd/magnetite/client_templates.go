@@ -109,14 +109,10 @@ func templateListCommand(o *clientOptions) *cobra.Command {
 		Use:   "list",
 		Short: "List cluster templates",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, _ []string) error {
 			ts, err := c.ListTemplates(cmd.Context(), lo)
 			return o.printedList(cmd, ts, err, "uuid", "name", "server_type", "coe", "public", "hidden")
-		},
+		}),
 	}
 	listFlags(cmd, &lo)
 	return cmd
@@ -133,14 +129,10 @@ func templateShowCommand(o *clientOptions) *cobra.Command {
 		Use:   "show TEMPLATE",
 		Short: "Show a cluster template",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			t, err := c.GetTemplate(cmd.Context(), args[0])
 			return o.printed(cmd, t, err)
-		},
+		}),
 	}
 }
 
@@ -149,18 +141,10 @@ func templateUpdateCommand(o *clientOptions) *cobra.Command {
 		Use:   "update TEMPLATE add|replace|remove ATTRIBUTE=VALUE...",
 		Short: "Change a cluster template (e.g. update k8s replace labels=kube_tag=v1.31.1)",
 		Args:  cobra.MinimumNArgs(3),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			patch, err := patchFromArgs(args[1], args[2:])
-			if err != nil {
-				return err
-			}
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
-			t, err := c.UpdateTemplate(cmd.Context(), args[0], patch)
+		RunE: o.patched(1, func(cmd *cobra.Command, c *client.Client, idents []string, patch []client.PatchOp) error {
+			t, err := c.UpdateTemplate(cmd.Context(), idents[0], patch)
 			return o.printed(cmd, t, err)
-		},
+		}),
 	}
 }
 
@@ -169,15 +153,11 @@ func templateDeleteCommand(o *clientOptions) *cobra.Command {
 		Use:   "delete TEMPLATE...",
 		Short: "Delete cluster templates no cluster uses",
 		Args:  cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			return deleteEach(cmd, args, "Cluster template %s deleted.", func(ident string) error {
 				return c.DeleteTemplate(cmd.Context(), ident)
 			})
-		},
+		}),
 	}
 }
 

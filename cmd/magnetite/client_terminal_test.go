@@ -5,13 +5,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/testapi"
+	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
 // TestHelperMagnetiteProcess is the magnetite command when the terminal
@@ -74,24 +76,17 @@ func (term *terminal) screen() string {
 // waitFor polls the screen until every wanted text is on it at once.
 func (term *terminal) waitFor(want ...string) string {
 	term.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		s := term.screen()
-		missing := ""
+	var s string
+	testenv.WaitEvery(term.t, fmt.Sprintf("the terminal to show %q", want), 20*time.Second, 50*time.Millisecond, func() (bool, string) {
+		s = term.screen()
 		for _, w := range want {
 			if !strings.Contains(s, w) {
-				missing = w
-				break
+				return false, "missing " + strconv.Quote(w) + "; it shows:\n" + s
 			}
 		}
-		if missing == "" {
-			return s
-		}
-		if time.Now().After(deadline) {
-			term.t.Fatalf("the terminal never showed %q; it shows:\n%s", missing, s)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return true, ""
+	})
+	return s
 }
 
 // exitStatus waits for the command to end and returns its status.
@@ -132,7 +127,7 @@ func TestClusterCreateWaitDrawsProgressInATerminal(t *testing.T) {
 		},
 	} {
 		t.Run(string(tc.final.status), func(t *testing.T) {
-			srv := apitest.Start(t)
+			srv := testapi.Start(t)
 			createTemplate(t, srv, "k8s")
 			term := startTerminal(t, 110, 30, os.Args[0], "-test.run=^TestHelperMagnetiteProcess$", "--",
 				"cluster", "create", "c1", "--cluster-template", "k8s", "--node-count", "2", "--wait", "--poll-interval", "100ms",

@@ -13,9 +13,10 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
+	"github.com/magnetite-io/magnetite/internal/testapi"
+	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
 var formats = []string{"table", "json", "yaml"}
@@ -46,7 +47,7 @@ type clientRun struct {
 
 // runClient runs a client subcommand against the test server with a static
 // token, so no OS_* setting of the machine running the test is used.
-func runClient(ctx context.Context, srv *apitest.Server, stdout, stderr *lockedBuffer, args ...string) error {
+func runClient(ctx context.Context, srv *testapi.Server, stdout, stderr *lockedBuffer, args ...string) error {
 	root := rootCommand()
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -54,7 +55,7 @@ func runClient(ctx context.Context, srv *apitest.Server, stdout, stderr *lockedB
 	return root.ExecuteContext(ctx)
 }
 
-func cli(t *testing.T, srv *apitest.Server, args ...string) clientRun {
+func cli(t *testing.T, srv *testapi.Server, args ...string) clientRun {
 	t.Helper()
 	var out, errb lockedBuffer
 	err := runClient(context.Background(), srv, &out, &errb, args...)
@@ -62,7 +63,7 @@ func cli(t *testing.T, srv *apitest.Server, args ...string) clientRun {
 }
 
 // mustCLI runs a command that must succeed and returns its standard output.
-func mustCLI(t *testing.T, srv *apitest.Server, args ...string) string {
+func mustCLI(t *testing.T, srv *testapi.Server, args ...string) string {
 	t.Helper()
 	r := cli(t, srv, args...)
 	if r.err != nil {
@@ -179,14 +180,14 @@ func wantFields(t *testing.T, what string, got map[string]string, want map[strin
 	}
 }
 
-func createTemplate(t *testing.T, srv *apitest.Server, name string, extra ...string) {
+func createTemplate(t *testing.T, srv *testapi.Server, name string, extra ...string) {
 	t.Helper()
 	mustCLI(t, srv, append([]string{"template", "create", name, "--coe", "kubernetes", "--image", "ubuntu-2204",
 		"--external-network", "public", "--flavor", "m1.large", "--master-flavor", "m1.large"}, extra...)...)
 }
 
 func TestClientTemplateCommandsInEveryFormat(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	for _, f := range formats {
 		out := mustCLI(t, srv, "template", "create", "k8s-"+f, "--coe", "kubernetes", "--image", "ubuntu-2204",
 			"--external-network", "public", "--flavor", "m1.large", "--master-flavor", "m1.small",
@@ -225,7 +226,7 @@ func TestClientTemplateCommandsInEveryFormat(t *testing.T) {
 }
 
 func TestClientClusterCommandsInEveryFormat(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	createTemplate(t, srv, "k8s")
 	createTemplate(t, srv, "k8s-next", "--labels", "kube_tag=v1.32.0")
 	uuids := map[string]string{}
@@ -295,7 +296,7 @@ func TestClientClusterCommandsInEveryFormat(t *testing.T) {
 }
 
 func TestClientNodeGroupCommandsInEveryFormat(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	createTemplate(t, srv, "k8s")
 	mustCLI(t, srv, "cluster", "create", "c1", "--cluster-template", "k8s")
 	for _, f := range formats {
@@ -330,7 +331,7 @@ func TestClientNodeGroupCommandsInEveryFormat(t *testing.T) {
 }
 
 func TestClientQuotaStatsAndServiceCommandsInEveryFormat(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	for i, f := range formats {
 		project := "project-" + f
 		out := mustCLI(t, srv, "quota", "create", "--project-id", project, "--resource", "Cluster", "--hard-limit", fmt.Sprint(i+1), "-o", f)
@@ -373,7 +374,7 @@ func TestClientQuotaStatsAndServiceCommandsInEveryFormat(t *testing.T) {
 }
 
 func TestClientErrorsCarryTheAPIDetailAndRequestID(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	r := cli(t, srv, "cluster", "show", "nope")
 	if r.err == nil || !strings.Contains(r.err.Error(), "Cluster nope could not be found. (HTTP 404, request req-") {
 		t.Errorf("show of a missing cluster: %v", r.err)
@@ -455,29 +456,25 @@ var buildSteps = []conductorStep{
 // waitForOutput polls a command's output until it holds want.
 func waitForOutput(t *testing.T, what string, read func() string, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(read(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never showed %q; it showed:\n%s", what, want, read())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.WaitEvery(t, fmt.Sprintf("%s to show %q", what, want), 20*time.Second, 20*time.Millisecond, func() (bool, string) {
+		out := read()
+		return strings.Contains(out, want), out
+	})
 }
 
 // clusterUUIDByName finds a cluster the command under test created.
 func clusterUUIDByName(t *testing.T, st *store.DB, name string) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var uuid string
+	testenv.WaitEvery(t, "cluster "+name+" to be created", 20*time.Second, 20*time.Millisecond, func() (bool, string) {
 		c, err := st.GetCluster(context.Background(), store.Scope{AllProjects: true}, name)
-		if err == nil {
-			return c.UUID
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cluster %s was never created: %v", name, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		uuid = c.UUID
+		return true, ""
+	})
+	return uuid
 }
 
 func TestClusterCreateWaitPrintsALinePerChangeWithoutATerminal(t *testing.T) {
@@ -496,7 +493,7 @@ func TestClusterCreateWaitPrintsALinePerChangeWithoutATerminal(t *testing.T) {
 		},
 	} {
 		t.Run(string(tc.final.status), func(t *testing.T) {
-			srv := apitest.Start(t)
+			srv := testapi.Start(t)
 			createTemplate(t, srv, "k8s")
 			var out, errb lockedBuffer
 			done := make(chan error, 1)
@@ -542,7 +539,7 @@ func TestClusterCreateWaitPrintsALinePerChangeWithoutATerminal(t *testing.T) {
 }
 
 func TestClusterShowWatchGivesUpAfterTheTimeoutWithTheLastState(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	createTemplate(t, srv, "k8s")
 	mustCLI(t, srv, "cluster", "create", "c1", "--cluster-template", "k8s")
 	r := cli(t, srv, "cluster", "show", "c1", "--watch", "--timeout", "300ms", "--poll-interval", "50ms")
@@ -552,7 +549,7 @@ func TestClusterShowWatchGivesUpAfterTheTimeoutWithTheLastState(t *testing.T) {
 }
 
 func TestClusterShowWatchOnASettledClusterPrintsOnceAndExits(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	createTemplate(t, srv, "k8s")
 	mustCLI(t, srv, "cluster", "create", "c1", "--cluster-template", "k8s")
 	uuid := clusterUUIDByName(t, srv.Store, "c1")
@@ -574,7 +571,7 @@ func TestClusterShowWatchOnASettledClusterPrintsOnceAndExits(t *testing.T) {
 }
 
 func TestClusterDeleteWaitEndsWhenTheClusterIsGone(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	createTemplate(t, srv, "k8s")
 	mustCLI(t, srv, "cluster", "create", "c1", "--cluster-template", "k8s")
 	uuid := clusterUUIDByName(t, srv.Store, "c1")
@@ -612,7 +609,7 @@ func TestClusterDeleteWaitEndsWhenTheClusterIsGone(t *testing.T) {
 }
 
 func TestClusterEventsPrintsAndFollowsTheHistory(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	createTemplate(t, srv, "k8s")
 	mustCLI(t, srv, "cluster", "create", "c1", "--cluster-template", "k8s", "--node-count", "2")
 	uuid := clusterUUIDByName(t, srv.Store, "c1")
@@ -671,7 +668,7 @@ func TestClusterEventsPrintsAndFollowsTheHistory(t *testing.T) {
 }
 
 func TestClusterResizeWaitFollowsTheUpdateToItsEnd(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	createTemplate(t, srv, "k8s")
 	mustCLI(t, srv, "cluster", "create", "c1", "--cluster-template", "k8s")
 	uuid := clusterUUIDByName(t, srv.Store, "c1")

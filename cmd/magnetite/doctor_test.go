@@ -10,12 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
-	"github.com/magnetite-io/magnetite/internal/addons/chartstest"
 	"github.com/magnetite-io/magnetite/internal/doctor"
 	"github.com/magnetite-io/magnetite/internal/store"
+	"github.com/magnetite-io/magnetite/internal/testcharts"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
@@ -98,20 +95,9 @@ func TestDoctorPassesOnTheLocalManagementPlaneAndFailsOnAWorldReadableKubeconfig
 		t.Fatal(err)
 	}
 	st.Close()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["management"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
-	kc.AuthInfos["magnetite"] = &clientcmdapi.AuthInfo{Token: env.Config.BearerToken}
-	kc.Contexts["management"] = &clientcmdapi.Context{Cluster: "management", AuthInfo: "magnetite"}
-	kc.CurrentContext = "management"
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := testenv.WriteKubeconfig(t, filepath.Join(dir, "kubeconfig"), env.Config, "", 0o600)
 	conf := filepath.Join(dir, "magnetite.conf")
-	charts := chartstest.Serve(t)
+	charts := testcharts.Serve(t)
 	body := "[database]\nconnection = sqlite://" + dbPath + "\n[management]\nkubeconfig = " + kubeconfig + "\n[addons]\nsource = " + charts.URL + "\n"
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		t.Fatal(err)

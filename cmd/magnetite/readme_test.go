@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"regexp"
@@ -9,9 +8,8 @@ import (
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/config"
+	"github.com/magnetite-io/magnetite/internal/testgolden"
 )
-
-var updateReadme = flag.Bool("update", false, "rewrite generated README sections")
 
 // optionsTable renders every declared option as the README's reference table.
 func optionsTable() string {
@@ -30,29 +28,8 @@ func optionsTable() string {
 // TestReadmeDocumentsEveryOption keeps the README's option table generated
 // from the declarations; run with -update after adding an option.
 func TestReadmeDocumentsEveryOption(t *testing.T) {
-	const path = "../../README.md"
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(raw)
-	const start, end = "<!-- config-options:start -->\n", "<!-- config-options:end -->"
-	i, j := strings.Index(s, start), strings.Index(s, end)
-	if i < 0 || j < i {
-		t.Fatalf("README.md lacks the %q ... %q markers", start, end)
-	}
-	want := optionsTable()
-	got := s[i+len(start) : j]
-	if got == want {
-		return
-	}
-	if *updateReadme {
-		if err := os.WriteFile(path, []byte(s[:i+len(start)]+want+s[j:]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("README.md option table is stale; run: go test ./cmd/magnetite -run TestReadmeDocumentsEveryOption -update")
+	testgolden.Section(t, "../../README.md", "config-options", optionsTable(),
+		"go test ./cmd/magnetite -run TestReadmeDocumentsEveryOption -update")
 }
 
 // TestDocsNameOnlyOptionsThatExist: every "[section] option" of

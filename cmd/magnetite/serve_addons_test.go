@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -141,9 +142,9 @@ func TestServeDeliversPinnedAddons(t *testing.T) {
 				}
 			}
 		}
-		waitFor(t, "the addons' CRDs to be served", func() bool {
+		testenv.WaitFor(t, "the addons' CRDs to be served", 2*time.Minute, func() (bool, string) {
 			_, err := w.env.Mapper(t).RESTMapping(schema.GroupKind{Group: "operator.tigera.io", Kind: "Installation"}, "v1")
-			return err == nil
+			return err == nil, ""
 		})
 		mapper = w.env.Mapper(t)
 		for _, o := range objs {
@@ -201,10 +202,10 @@ func TestServeDeliversPinnedAddons(t *testing.T) {
 	t.Run("a chart missing from the source fails the cluster with the reason", func(t *testing.T) {
 		bad := w.createCluster("c136", "k8s-136")
 		var reason string
-		waitFor(t, "the cluster to fail", func() bool {
+		testenv.WaitFor(t, "the cluster to fail", 2*time.Minute, func() (bool, string) {
 			cl := w.clusterStatus(bad)
 			reason = cl.StatusReason
-			return cl.Status == "CREATE_FAILED"
+			return cl.Status == "CREATE_FAILED", ""
 		})
 		for _, s := range []string{"openstack-cloud-controller-manager", "2.36.0", w.charts.URL, "magnetite addons mirror"} {
 			if !strings.Contains(reason, s) {
@@ -218,9 +219,9 @@ func TestServeDeliversPinnedAddons(t *testing.T) {
 		if res.StatusCode != http.StatusNoContent {
 			t.Fatalf("delete: %d %s", res.StatusCode, body)
 		}
-		waitFor(t, "the cluster to be gone", func() bool {
+		testenv.WaitFor(t, "the cluster to be gone", 2*time.Minute, func() (bool, string) {
 			res, _ := w.api("GET", "/v1/clusters/"+uuid, "", nil)
-			return res.StatusCode == http.StatusNotFound
+			return res.StatusCode == http.StatusNotFound, ""
 		})
 		for _, gvr := range []schema.GroupVersionResource{configMapsGVR, crsGVR} {
 			list, err := w.dc.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: mgmt.ClusterSelector(uuid)})
@@ -290,7 +291,7 @@ func (w *credentialsWorld) objectName(ctx context.Context, uuid string) string {
 func (w *credentialsWorld) waitAddonConfigMaps(ctx context.Context, uuid string, done func(map[string]unstructured.Unstructured) bool) map[string]unstructured.Unstructured {
 	w.t.Helper()
 	var out map[string]unstructured.Unstructured
-	waitFor(w.t, "the cluster's addon ConfigMaps", func() bool {
+	testenv.WaitFor(w.t, "the cluster's addon ConfigMaps", 2*time.Minute, func() (bool, string) {
 		list, err := w.dc.Resource(configMapsGVR).Namespace("").List(ctx, metav1.ListOptions{LabelSelector: mgmt.ClusterSelector(uuid) + ",magnetite.io/addon"})
 		if err != nil {
 			w.t.Fatal(err)
@@ -299,7 +300,7 @@ func (w *credentialsWorld) waitAddonConfigMaps(ctx context.Context, uuid string,
 		for _, cm := range list.Items {
 			out[cm.GetName()] = cm
 		}
-		return done(out)
+		return done(out), ""
 	})
 	return out
 }

@@ -20,10 +20,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnetite-io/magnetite/internal/addons"
-	"github.com/magnetite-io/magnetite/internal/addons/chartstest"
 	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/logging"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/testcharts"
 	"github.com/magnetite-io/magnetite/internal/testcloud"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
@@ -47,7 +47,7 @@ type credentialsWorld struct {
 	kubeconfig string
 	// charts is the addon chart repository the conductor pulls from; it
 	// lacks the cloud controller manager pinned for Kubernetes 1.36.
-	charts *chartstest.Repo
+	charts *testcharts.Repo
 }
 
 // TestServeGivesEveryClusterItsOwnApplicationCredential runs serve with
@@ -199,9 +199,9 @@ func TestServeGivesEveryClusterItsOwnApplicationCredential(t *testing.T) {
 			t.Fatalf("delete: %d %s", res.StatusCode, body)
 		}
 		w.waitKeystone("the cluster's credential is deleted", func(ids []string) bool { return len(ids) == 0 })
-		waitFor(t, "the cluster to be gone", func() bool {
+		testenv.WaitFor(t, "the cluster to be gone", 2*time.Minute, func() (bool, string) {
 			res, _ := w.api("GET", "/v1/clusters/"+clusterUUID, "", nil)
-			return res.StatusCode == http.StatusNotFound
+			return res.StatusCode == http.StatusNotFound, ""
 		})
 		list, err := w.dc.Resource(secretsGVR).List(ctx, metav1.ListOptions{LabelSelector: mgmt.ClusterSelector(clusterUUID)})
 		if err != nil || len(list.Items) != 0 {
@@ -272,9 +272,9 @@ func startCredentialsWorld(t *testing.T) *credentialsWorld {
 	w.dc = env.Dynamic(t)
 	w.env = env
 	ccm136, _ := addons.Pinned(addons.CloudControllerManager, "1.36")
-	w.charts = chartstest.Serve(t, ccm136.Charts...)
+	w.charts = testcharts.Serve(t, ccm136.Charts...)
 	dir := t.TempDir()
-	kubeconfig := writeKubeconfig(t, env, dir)
+	kubeconfig := env.KubeconfigFile(t)
 	cfg, err := config.Load("", "", []string{
 		"MAGNETITE_DEFAULT_STATE_DIR=" + dir, "MAGNETITE_API_LISTEN=127.0.0.1:0", "MAGNETITE_LOG_LEVEL=debug",
 		"MAGNETITE_DATABASE_SECRET_KEY=" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
@@ -356,12 +356,12 @@ func (w *credentialsWorld) appCredentials() []appCredential {
 
 func (w *credentialsWorld) waitKeystone(what string, done func(ids []string) bool) {
 	w.t.Helper()
-	waitFor(w.t, what, func() bool {
+	testenv.WaitFor(w.t, what, 2*time.Minute, func() (bool, string) {
 		var ids []string
 		for _, c := range w.appCredentials() {
 			ids = append(ids, c.ID)
 		}
-		return done(ids)
+		return done(ids), ""
 	})
 }
 
@@ -370,7 +370,7 @@ func (w *credentialsWorld) waitKeystone(what string, done func(ids []string) boo
 func (w *credentialsWorld) waitCloudsSecret(ctx context.Context, clusterUUID, credentialID string) []byte {
 	w.t.Helper()
 	var data []byte
-	waitFor(w.t, "the clouds.yaml Secret with credential "+credentialID, func() bool {
+	testenv.WaitFor(w.t, "the clouds.yaml Secret with credential "+credentialID, 2*time.Minute, func() (bool, string) {
 		list, err := w.dc.Resource(secretsGVR).List(ctx, metav1.ListOptions{LabelSelector: mgmt.ClusterSelector(clusterUUID)})
 		if err != nil {
 			w.t.Fatal(err)
@@ -385,9 +385,9 @@ func (w *credentialsWorld) waitCloudsSecret(ctx context.Context, clusterUUID, cr
 			enc, _, _ := unstructured.NestedString(s.Object, "data", "clouds.yaml")
 			var err error
 			data, err = base64.StdEncoding.DecodeString(enc)
-			return err == nil
+			return err == nil, ""
 		}
-		return false
+		return false, ""
 	})
 	return data
 }
@@ -466,19 +466,6 @@ func (w *credentialsWorld) appCredentialToken(id, secret string) string {
 	return res.Header.Get("X-Subject-Token")
 }
 
-// waitFor polls a condition the test cannot be told about (another
-// service's state) until it holds, for at most two minutes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(200 * time.Millisecond) // polling interval: Keystone and kube-apiserver are asked, not waited on
-	}
-}
-
 // workloadCloudConf returns the cloud.conf the cluster's ClusterResourceSet
 // Secret puts into the workload cluster.
 // clusterObject is the cluster's Cluster object in the management cluster,
@@ -487,13 +474,13 @@ func (w *credentialsWorld) clusterObject(ctx context.Context, clusterUUID string
 	w.t.Helper()
 	gvr := schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
 	var found []unstructured.Unstructured
-	waitFor(w.t, "the conductor to apply the Cluster", func() bool {
+	testenv.WaitFor(w.t, "the conductor to apply the Cluster", 2*time.Minute, func() (bool, string) {
 		list, err := w.dc.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: mgmt.ClusterSelector(clusterUUID)})
 		if err != nil {
 			w.t.Fatal(err)
 		}
 		found = list.Items
-		return len(found) == 1
+		return len(found) == 1, ""
 	})
 	b, err := json.Marshal(found[0].Object)
 	if err != nil {

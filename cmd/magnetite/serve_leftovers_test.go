@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/magnetite-io/magnetite/internal/testcloud"
+	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
 // TestServeDeletesWhatTheWorkloadLeftInTheCloud runs serve with Keystone
@@ -129,13 +131,13 @@ func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
 	t.Run("a delete removes the cluster's load balancer, floating IP and volume, and says so while Octavia works", func(t *testing.T) {
 		w.cloud.HoldLoadBalancer(plain.wl.LoadBalancerID, true)
 		del(plain.uuid)
-		waitFor(t, "status_reason to show the load balancer being deleted", func() bool {
+		testenv.WaitFor(t, "status_reason to show the load balancer being deleted", 2*time.Minute, func() (bool, string) {
 			st, reason := status(plain.uuid)
 			return st == "DELETE_IN_PROGRESS" && strings.Contains(reason, "kube_service_"+plain.object+"_default_web") &&
-				strings.Contains(reason, "PENDING_DELETE")
+				strings.Contains(reason, "PENDING_DELETE"), ""
 		})
 		w.cloud.HoldLoadBalancer(plain.wl.LoadBalancerID, false)
-		waitFor(t, "the cluster to be gone", func() bool { st, _ := status(plain.uuid); return st == "gone" })
+		testenv.WaitFor(t, "the cluster to be gone", 2*time.Minute, func() (bool, string) { st, _ := status(plain.uuid); return st == "gone", st })
 		if lb, fip, vol := has(plain.wl); lb || fip || vol {
 			t.Errorf("left in the cloud: load balancer %v, floating IP %v, volume %v", lb, fip, vol)
 		}
@@ -146,7 +148,7 @@ func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
 
 	t.Run("workload_cleanup=keep leaves them", func(t *testing.T) {
 		del(kept.uuid)
-		waitFor(t, "the cluster to be gone", func() bool { st, _ := status(kept.uuid); return st == "gone" })
+		testenv.WaitFor(t, "the cluster to be gone", 2*time.Minute, func() (bool, string) { st, _ := status(kept.uuid); return st == "gone", st })
 		if lb, fip, vol := has(kept.wl); !lb || !fip || !vol {
 			t.Errorf("kept: load balancer %v, floating IP %v, volume %v; want all", lb, fip, vol)
 		}
@@ -156,10 +158,10 @@ func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
 		w.cloud.AttachVolume(busy.wl.VolumeID, "4b1ce0a6-2f4e-4a51-9a53-1f0c2d0e7a11")
 		del(busy.uuid)
 		var reason string
-		waitFor(t, "DELETE_FAILED", func() bool {
+		testenv.WaitFor(t, "DELETE_FAILED", 2*time.Minute, func() (bool, string) {
 			var st string
 			st, reason = status(busy.uuid)
-			return st == "DELETE_FAILED"
+			return st == "DELETE_FAILED", st
 		})
 		for _, want := range []string{"volume pvc-web (" + busy.wl.VolumeID + ") in-use",
 			"Invalid volume: Volume status must be available or error", "must not be migrating, attached"} {
@@ -172,7 +174,7 @@ func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
 		}
 		w.cloud.AttachVolume(busy.wl.VolumeID, "")
 		del(busy.uuid)
-		waitFor(t, "the cluster to be gone", func() bool { st, _ := status(busy.uuid); return st == "gone" })
+		testenv.WaitFor(t, "the cluster to be gone", 2*time.Minute, func() (bool, string) { st, _ := status(busy.uuid); return st == "gone", st })
 		if _, _, vol := has(busy.wl); vol {
 			t.Error("the detached volume is still there")
 		}

@@ -6,16 +6,12 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/config"
@@ -37,7 +33,7 @@ func TestServeWithTheMetal3Backend(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	kubeconfig := writeKubeconfig(t, env, dir)
+	kubeconfig := env.KubeconfigFile(t)
 	cfg, err := config.Load("", "", []string{
 		"MAGNETITE_DEFAULT_STATE_DIR=" + dir, "MAGNETITE_API_LISTEN=127.0.0.1:0", "MAGNETITE_AUTH_NOAUTH_ROLES=admin",
 		"MAGNETITE_LOG_LEVEL=error", "MAGNETITE_BAREMETAL_BACKEND=metal3", "MAGNETITE_BAREMETAL_METAL3_NAMESPACE=hosts",
@@ -90,24 +86,6 @@ func TestServeWithTheMetal3Backend(t *testing.T) {
 	if res.StatusCode != http.StatusConflict || !bytes.Contains(body, []byte("Metal3 hosts")) {
 		t.Errorf("a Metal3 cluster with no free host: %d %s", res.StatusCode, body)
 	}
-}
-
-// writeKubeconfig writes a kubeconfig (mode 0600) for env into dir.
-func writeKubeconfig(t *testing.T, env *testenv.APIServer, dir string) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["m"] = &clientcmdapi.Cluster{Server: env.Config.Host, CertificateAuthorityData: env.Config.CAData}
-	kc.AuthInfos["m"] = &clientcmdapi.AuthInfo{Token: env.Config.BearerToken}
-	kc.Contexts["m"] = &clientcmdapi.Context{Cluster: "m", AuthInfo: "m"}
-	kc.CurrentContext = "m"
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return kubeconfig
 }
 
 // startServe runs serve until the test ends and returns its address.

@@ -1,38 +1,17 @@
 package addons
 
 import (
-	"flag"
-	"os"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite docs/addons.md's pinned table")
+	"github.com/magnetite-io/magnetite/internal/testgolden"
+)
 
 // TestDocsShowThePinnedTable keeps docs/addons.md's table generated from
 // the pins; run with -update after changing them.
 func TestDocsShowThePinnedTable(t *testing.T) {
-	const path = "../../docs/addons.md"
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(raw)
-	const start, end = "<!-- pinned-table:start -->\n", "<!-- pinned-table:end -->"
-	i, j := strings.Index(s, start), strings.Index(s, end)
-	if i < 0 || j < i {
-		t.Fatalf("docs/addons.md lacks the %q ... %q markers", start, end)
-	}
-	if s[i+len(start):j] == MarkdownTable() {
-		return
-	}
-	if *update {
-		if err := os.WriteFile(path, []byte(s[:i+len(start)]+MarkdownTable()+s[j:]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Error("docs/addons.md's pinned table is stale; run: go test ./internal/addons -run TestDocsShowThePinnedTable -update")
+	testgolden.Section(t, "../../docs/addons.md", "pinned-table", MarkdownTable(),
+		"go test ./internal/addons -run TestDocsShowThePinnedTable -update")
 }
 
 // TestEveryAddonIsPinnedForEverySupportedMinor: no minor lacks an addon.

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/api"
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/auth"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
 )
 
@@ -38,12 +38,12 @@ func BenchmarkListClustersAuth(b *testing.B) {
 
 	type mode struct {
 		name    string
-		srv     *apitest.Server
+		srv     *testapi.Server
 		headers map[string]string
 	}
 	modes := []mode{
-		{"noauth", apitest.Start(b), map[string]string{"X-Project-Id": "bench", "X-Roles": "member"}},
-		{"keystone", apitest.Start(b, func(o *api.Options) { o.Auth = validator }), map[string]string{"X-Auth-Token": token}},
+		{"noauth", testapi.Start(b), map[string]string{"X-Project-Id": "bench", "X-Roles": "member"}},
+		{"keystone", testapi.Start(b, func(o *api.Options) { o.Auth = validator }), map[string]string{"X-Auth-Token": token}},
 	}
 	send := func(m mode, method, path string, body any) (int, []byte) {
 		var rd io.Reader

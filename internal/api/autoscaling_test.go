@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnetite-io/magnetite/internal/apitest"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 )
 
 // TestAutoscaledResizeStaysInsideItsBounds: the cluster autoscaler sizes
@@ -13,7 +13,7 @@ import (
 // resize outside them is refused with why and how to move them; inside
 // them it is accepted (the conductor sets the size, the autoscaler goes on).
 func TestAutoscaledResizeStaysInsideItsBounds(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	c := newClient(t, srv)
 	tpl := c.createTemplate(map[string]any{"name": "elastic", "labels": map[string]string{
 		"auto_scaling_enabled": "true", "min_node_count": "1", "max_node_count": "4"}})

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnetite-io/magnetite/internal/apitest"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 )
 
 // badCase is one request the API must refuse with a Magnum error document.
@@ -424,7 +424,7 @@ func fixtures(t *testing.T, c *client) *strings.Replacer {
 
 // snapshot is everything an admin can read; a refused request must leave
 // it unchanged.
-func snapshot(t *testing.T, srv *apitest.Server, c *client, cluster string) string {
+func snapshot(t *testing.T, srv *testapi.Server, c *client, cluster string) string {
 	var b bytes.Buffer
 	for _, p := range []string{"/v1/clusters/detail", "/v1/clustertemplates/detail", "/v1/quotas?all_tenants=true",
 		"/v1/clusters/" + cluster + "/nodegroups"} {
@@ -439,7 +439,7 @@ func snapshot(t *testing.T, srv *apitest.Server, c *client, cluster string) stri
 }
 
 func TestBadInputGetsMagnumErrors(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	admin := newClient(t, srv)
 	fill := fixtures(t, admin)
 	cluster := fill.Replace("{cl}")

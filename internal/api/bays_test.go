@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/api"
-	"github.com/magnetite-io/magnetite/internal/apitest"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 )
 
 // bayModelBody is what magnum-tempest-plugin's datagen sends for a baymodel.
@@ -99,7 +99,7 @@ func listedUUIDs(t *testing.T, r *response, key string) []string {
 }
 
 func TestBayModelsAreClusterTemplatesUnderTheirOldName(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	admin := newClient(t, srv)
 	alice := admin.as("alice", "member")
 	bob := admin.as("bob", "member")
@@ -193,7 +193,7 @@ func TestBayModelsAreClusterTemplatesUnderTheirOldName(t *testing.T) {
 
 func TestBaysAreClustersUnderTheirOldName(t *testing.T) {
 	answers := &cloudAnswers{missing: map[string]bool{"aaa": true}}
-	srv := apitest.Start(t, func(o *api.Options) { o.Resources = answers })
+	srv := testapi.Start(t, func(o *api.Options) { o.Resources = answers })
 	admin := newClient(t, srv)
 	alice := admin.as("alice", "member")
 	bob := admin.as("bob", "member")

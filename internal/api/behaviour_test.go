@@ -13,19 +13,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 )
 
 // client sends requests to a test server as one caller.
 type client struct {
 	t       testing.TB
-	srv     *apitest.Server
+	srv     *testapi.Server
 	headers map[string]string
 }
 
 // newClient is the default caller: project "default", admin, latest version.
-func newClient(t testing.TB, srv *apitest.Server) *client {
+func newClient(t testing.TB, srv *testapi.Server) *client {
 	return &client{t: t, srv: srv, headers: map[string]string{"OpenStack-API-Version": "container-infra latest"}}
 }
 
@@ -163,7 +163,7 @@ func sortedKeys[M ~map[string]V, V any](m M) []string {
 }
 
 func TestTemplateVisibility(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	admin := newClient(t, srv)
 	alice := admin.as("alice", "member")
 	bob := admin.as("bob", "member")
@@ -217,7 +217,7 @@ func TestTemplateVisibility(t *testing.T) {
 }
 
 func TestClusterLabelsMergeOrReplaceTemplateLabels(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	c := newClient(t, srv)
 	tpl := c.createTemplate(map[string]any{"labels": map[string]any{
 		"kube_tag": "v1.30.4", "auto_healing_enabled": "true", "boot_volume_size": "20"}})
@@ -271,7 +271,7 @@ func TestClusterLabelsMergeOrReplaceTemplateLabels(t *testing.T) {
 }
 
 func TestNamesAreGeneratedWhenOmitted(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	c := newClient(t, srv)
 	tpl := c.createTemplate(nil)
 	tests := []struct {
@@ -298,7 +298,7 @@ func TestNamesAreGeneratedWhenOmitted(t *testing.T) {
 }
 
 func TestCreateTimeoutDefaultsByServerType(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	c := newClient(t, srv)
 	vm := c.createTemplate(map[string]any{"server_type": "vm"})
 	bm := c.createTemplate(map[string]any{"server_type": "bm"})
@@ -324,7 +324,7 @@ func TestCreateTimeoutDefaultsByServerType(t *testing.T) {
 }
 
 func TestStackIDBecomesClusterIDAtMicroversion113(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	c := newClient(t, srv)
 	id := c.createCluster(c.createTemplate(nil), nil)
 	tests := []struct {
@@ -359,7 +359,7 @@ func TestStackIDBecomesClusterIDAtMicroversion113(t *testing.T) {
 }
 
 func TestNodeLabelsAndTaintsShownOnlyFrom114(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	c := newClient(t, srv)
 	id := c.createCluster(c.createTemplate(nil), nil)
 	c.must(http.StatusAccepted, "POST", "/v1/clusters/"+id+"/nodegroups", map[string]any{
@@ -419,7 +419,7 @@ func walk(t *testing.T, c *client, first, collection string) []string {
 }
 
 func TestPaginationWalksEveryPageWithoutDuplicatesOrGaps(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	c := newClient(t, srv)
 	// Names are created out of order and two clusters share a template so
 	// ties on cluster_template_id exercise the id tie-breaker.
@@ -492,7 +492,7 @@ func TestPaginationWalksEveryPageWithoutDuplicatesOrGaps(t *testing.T) {
 }
 
 // ops lists the operation types recorded for a cluster.
-func ops(t *testing.T, srv *apitest.Server, cluster string) []model.OperationType {
+func ops(t *testing.T, srv *testapi.Server, cluster string) []model.OperationType {
 	t.Helper()
 	list, err := srv.Store.OperationsForCluster(context.Background(), cluster)
 	if err != nil {
@@ -509,7 +509,7 @@ func ops(t *testing.T, srv *apitest.Server, cluster string) []model.OperationTyp
 }
 
 func TestEveryProvisioningChangeWritesOneOperation(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	c := newClient(t, srv)
 	tpl := c.createTemplate(map[string]any{"name": "base"})
 	next := c.createTemplate(map[string]any{"name": "next", "image_id": "ubuntu-2404-kube-v1.31.1"})
@@ -559,7 +559,7 @@ func TestEveryProvisioningChangeWritesOneOperation(t *testing.T) {
 }
 
 func TestQuotaEnforcementAndDefaults(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	admin := newClient(t, srv)
 	member := admin.as("capped", "member")
 	tpl := admin.createTemplate(map[string]any{"public": true})
@@ -605,7 +605,7 @@ func TestQuotaEnforcementAndDefaults(t *testing.T) {
 }
 
 func TestStatsCountClustersAndNodes(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	admin := newClient(t, srv)
 	tpl := admin.createTemplate(map[string]any{"public": true, "master_lb_enabled": true})
 	a, b := admin.as("pa", "member"), admin.as("pb", "member")
@@ -638,7 +638,7 @@ func TestStatsCountClustersAndNodes(t *testing.T) {
 }
 
 func TestMServicesReportsProcessesUpOrDown(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	c := newClient(t, srv)
 	t.Run("no process reported yet", func(t *testing.T) {
 		var out struct{ MServices []map[string]any }
@@ -682,7 +682,7 @@ func TestMServicesReportsProcessesUpOrDown(t *testing.T) {
 }
 
 func TestTemplateInUseAllowsOnlyRenameAndPublishing(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	c := newClient(t, srv)
 	tpl := c.createTemplate(map[string]any{"name": "in-use"})
 	c.createCluster(tpl, nil)
@@ -737,7 +737,7 @@ func keysOf(prefix string, v any, into map[string]bool) {
 // not given. Horizon's forms (magnum-ui) send "" for every field left
 // blank: its cluster wizard sends discovery_url "".
 func TestEmptyOptionalTextMeansUnset(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	c := newClient(t, srv)
 	tmpl := c.createTemplate(map[string]any{"tags": ""})
 	if got := c.getObject("/v1/clustertemplates/" + tmpl)["tags"]; got != "" && got != nil {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnetite-io/magnetite/internal/apitest"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 )
 
 func parsePEMCert(t *testing.T, s string) *x509.Certificate {
@@ -48,7 +48,7 @@ func magnumclientCSR(t *testing.T) string {
 }
 
 func TestClusterCAIsServedFromCreateOn(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	c := newClient(t, srv)
 	cluster := c.createCluster(c.createTemplate(nil), map[string]any{"name": "k1"})
 
@@ -98,7 +98,7 @@ func TestClusterCAIsServedFromCreateOn(t *testing.T) {
 }
 
 func TestSignsMagnumclientCSRWithTheClusterCA(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	c := newClient(t, srv)
 	cluster := c.createCluster(c.createTemplate(nil), map[string]any{"name": "k1"})
 	ca := parsePEMCert(t, c.getObject("/v1/certificates/" + cluster)["pem"].(string))
@@ -129,7 +129,7 @@ func TestSignsMagnumclientCSRWithTheClusterCA(t *testing.T) {
 }
 
 func TestCertificateRequestsRefusedWithReasons(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	c := newClient(t, srv)
 	cluster := c.createCluster(c.createTemplate(nil), nil)
 	csr := magnumclientCSR(t)

@@ -10,18 +10,18 @@ import (
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/api"
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/inmemory"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
 	"github.com/magnetite-io/magnetite/internal/labels"
 	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 )
 
 // startWithDrivers runs the API with Magnetite's real driver registry and
 // label schema, as `magnetite serve` wires them, then the extra options.
-func startWithDrivers(t *testing.T, extra ...apitest.Option) *apitest.Server {
+func startWithDrivers(t *testing.T, extra ...testapi.Option) *testapi.Server {
 	t.Helper()
 	reg := driver.NewRegistry()
 	if err := reg.Register(openstack.New(capi.Options{})); err != nil {
@@ -30,7 +30,7 @@ func startWithDrivers(t *testing.T, extra ...apitest.Option) *apitest.Server {
 	if err := reg.RegisterExplicit(inmemory.New(capi.Options{})); err != nil {
 		t.Fatal(err)
 	}
-	return apitest.Start(t, append([]apitest.Option{func(o *api.Options) {
+	return testapi.Start(t, append([]testapi.Option{func(o *api.Options) {
 		o.Drivers = reg
 		o.ValidateLabels = func(ct *model.ClusterTemplate, l map[string]string) error { return labels.Check(ct.Labels, l) }
 	}}, extra...)...)
@@ -38,7 +38,7 @@ func startWithDrivers(t *testing.T, extra ...apitest.Option) *apitest.Server {
 
 // call sends a JSON request at the latest microversion and returns the
 // status and the decoded body.
-func call(t *testing.T, srv *apitest.Server, method, path string, body any) (int, map[string]any) {
+func call(t *testing.T, srv *testapi.Server, method, path string, body any) (int, map[string]any) {
 	t.Helper()
 	b, _ := json.Marshal(body)
 	req, err := http.NewRequestWithContext(context.Background(), method, srv.URL+path, bytes.NewReader(b))

@@ -9,15 +9,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 )
 
 // eventCall sends one request as project "default" (admin) unless headers
 // say otherwise, and decodes a JSON answer into out when out is not nil.
-func eventCall(t *testing.T, srv *apitest.Server, method, path, body string, want int, out any, headers ...string) {
+func eventCall(t *testing.T, srv *testapi.Server, method, path, body string, want int, out any, headers ...string) {
 	t.Helper()
 	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
 	if err != nil {
@@ -44,7 +44,7 @@ func eventCall(t *testing.T, srv *apitest.Server, method, path, body string, wan
 	}
 }
 
-func eventsOf(t *testing.T, srv *apitest.Server, cluster, query string) apitypes.ClusterEventList {
+func eventsOf(t *testing.T, srv *testapi.Server, cluster, query string) apitypes.ClusterEventList {
 	t.Helper()
 	var l apitypes.ClusterEventList
 	eventCall(t, srv, "GET", "/v1/clusters/"+cluster+"/events"+query, "", 200, &l)
@@ -56,7 +56,7 @@ func eventsOf(t *testing.T, srv *apitest.Server, cluster, query string) apitypes
 func eventLine(ev apitypes.ClusterEvent) string { return ev.Kind + " " + ev.Status + " " + ev.Reason }
 
 func TestClusterEventsRecordEveryRequestThatQueuesWork(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	ctx := context.Background()
 	var tpl apitypes.ClusterTemplate
 	eventCall(t, srv, "POST", "/v1/clustertemplates", `{"name": "k8s", "coe": "kubernetes", "image_id": "ubuntu", "external_network_id": "public", "flavor_id": "m1", "master_flavor_id": "m1"}`, 201, &tpl)

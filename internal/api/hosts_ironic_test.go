@@ -15,12 +15,12 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/v1/ports"
 
 	"github.com/magnetite-io/magnetite/internal/api"
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
 	"github.com/magnetite-io/magnetite/internal/conductor"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 )
 
 // bmcPassword must never appear in a response or a log line.
@@ -47,7 +47,7 @@ func newHostsFixture(t *testing.T, irc *ironictest.Ironic, cfg ironic.Config) *h
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := apitest.Start(t, func(o *api.Options) { o.Hosts, o.Log = b, log })
+	srv := testapi.Start(t, func(o *api.Options) { o.Hosts, o.Log = b, log })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

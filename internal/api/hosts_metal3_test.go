@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/magnetite-io/magnetite/internal/api"
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
@@ -22,6 +21,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/baremetal/metal3"
 	"github.com/magnetite-io/magnetite/internal/baremetal/metal3/metal3test"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
@@ -42,12 +42,12 @@ type metal3World struct {
 	env     *testenv.APIServer
 }
 
-func newMetal3World(t *testing.T, opts ...apitest.Option) *metal3World {
+func newMetal3World(t *testing.T, opts ...testapi.Option) *metal3World {
 	t.Helper()
 	logs := &ironictest.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	w := metal3test.Start(t, log)
-	srv := apitest.Start(t, append([]apitest.Option{func(o *api.Options) { o.Hosts, o.Log = w.Backend, log }}, opts...)...)
+	srv := testapi.Start(t, append([]testapi.Option{func(o *api.Options) { o.Hosts, o.Log = w.Backend, log }}, opts...)...)
 	f := &hostsFixture{t: t, c: newClient(t, srv), backend: w.Backend, logs: logs}
 	return &metal3World{f: f, bmo: w.Operator, backend: w.Backend, mc: w.Mgmt, dc: w.Dynamic, env: w.Env}
 }

@@ -7,12 +7,12 @@ import (
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/api"
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 )
 
-func withHosts(b baremetal.Backend) apitest.Option {
+func withHosts(b baremetal.Backend) testapi.Option {
 	return func(o *api.Options) { o.Hosts = b }
 }
 
@@ -34,7 +34,7 @@ func deadIronic(t *testing.T) baremetal.Backend {
 }
 
 func TestHostInventoryAnswers501WithoutABackend(t *testing.T) {
-	c := newClient(t, apitest.Start(t))
+	c := newClient(t, testapi.Start(t))
 	r := c.must(http.StatusNotImplemented, "GET", "/v1/hosts", nil)
 	if !strings.Contains(string(r.Body), "[baremetal] backend") {
 		t.Errorf("501 does not say how to turn the inventory on: %s", r.Body)
@@ -42,7 +42,7 @@ func TestHostInventoryAnswers501WithoutABackend(t *testing.T) {
 }
 
 func TestHostInventoryIsForAdministratorsOnly(t *testing.T) {
-	c := newClient(t, apitest.Start(t, withHosts(deadIronic(t))))
+	c := newClient(t, testapi.Start(t, withHosts(deadIronic(t))))
 	for _, roles := range []string{"member", "reader", "member,reader"} {
 		for _, req := range [][2]string{{"GET", "/v1/hosts"}, {"GET", "/v1/hosts/h1"}, {"POST", "/v1/hosts"},
 			{"DELETE", "/v1/hosts/h1"}, {"POST", "/v1/hosts/h1/actions/power"}} {
@@ -55,7 +55,7 @@ func TestHostInventoryIsForAdministratorsOnly(t *testing.T) {
 // backend is called: the backend here cannot be reached, so any request
 // that got to it would answer 503, not 400.
 func TestHostEnrollRefusesBadInputBeforeCallingTheBackend(t *testing.T) {
-	c := newClient(t, apitest.Start(t, withHosts(deadIronic(t))))
+	c := newClient(t, testapi.Start(t, withHosts(deadIronic(t))))
 	valid := map[string]any{"name": "node-0", "bmc_address": "ipmi://192.168.111.1:6230", "bmc_username": "admin",
 		"bmc_password": "pw", "boot_mac_address": "00:5a:91:3f:9a:bd"}
 	cases := []struct {
@@ -107,7 +107,7 @@ func TestHostEnrollRefusesBadInputBeforeCallingTheBackend(t *testing.T) {
 }
 
 func TestHostActionsRefuseBadBodies(t *testing.T) {
-	c := newClient(t, apitest.Start(t, withHosts(deadIronic(t))))
+	c := newClient(t, testapi.Start(t, withHosts(deadIronic(t))))
 	cases := []struct {
 		action string
 		body   any

@@ -20,7 +20,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/magnetite-io/magnetite/internal/apitest"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 )
 
 // persona is who calls in the tenant-isolation matrix.
@@ -104,7 +104,7 @@ func (c *caller) must(t testing.TB, status int, method, path string, body any) m
 // isolationWorld is a running API with objects owned by project A and a
 // caller for every persona.
 type isolationWorld struct {
-	srv       *apitest.Server
+	srv       *testapi.Server
 	callers   map[persona]*caller
 	projectA  string
 	projectB  string
@@ -408,8 +408,8 @@ func checkAnswer(t *testing.T, w *isolationWorld, p persona, row matrixRow, ex e
 }
 
 // noAuthWorld identifies callers by noauth headers, as the embedded default.
-func noAuthWorld(t *testing.T, opts ...apitest.Option) *isolationWorld {
-	w := &isolationWorld{srv: apitest.Start(t, opts...), projectA: "alpha", projectB: "beta"}
+func noAuthWorld(t *testing.T, opts ...testapi.Option) *isolationWorld {
+	w := &isolationWorld{srv: testapi.Start(t, opts...), projectA: "alpha", projectB: "beta"}
 	headers := func(project, roles string) *caller {
 		return &caller{w: w, headers: map[string]string{"X-Project-Id": project, "X-User-Id": project + "-user", "X-Roles": roles}}
 	}

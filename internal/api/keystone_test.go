@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/api"
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/auth"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
 )
 
@@ -62,7 +62,7 @@ func startKeystoneWorld(t *testing.T) *keystoneWorld {
 		t.Fatal(err)
 	}
 	w := &isolationWorld{projectA: alpha, projectB: beta, challenge: fmt.Sprintf("Keystone uri=%q", ks.AuthURL())}
-	w.srv = apitest.Start(t, func(o *api.Options) {
+	w.srv = testapi.Start(t, func(o *api.Options) {
 		o.Auth, o.Log, o.DefaultClusterQuota = validator, log, 1000
 		o.Credentials = validator
 	})

@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 )
 
 // BenchmarkListLargePages measures the listings Horizon and the CLI make
@@ -24,7 +24,7 @@ import (
 //
 //	go test ./internal/api -run '^$' -bench ListLargePages -benchmem
 func BenchmarkListLargePages(b *testing.B) {
-	srv := apitest.Start(b)
+	srv := testapi.Start(b)
 	ctx := context.Background()
 	now := time.Now().UTC()
 	var tmpl string

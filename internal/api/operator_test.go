@@ -16,11 +16,11 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/magnetite-io/magnetite/internal/api"
-	"github.com/magnetite-io/magnetite/internal/apitest"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 )
 
 // send issues one request to srv and returns status, headers and body.
-func send(t *testing.T, srv *apitest.Server, method, path string, body string, header ...string) (int, http.Header, []byte) {
+func send(t *testing.T, srv *testapi.Server, method, path string, body string, header ...string) (int, http.Header, []byte) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -50,7 +50,7 @@ func send(t *testing.T, srv *apitest.Server, method, path string, body string, h
 }
 
 // scrape fetches /metrics and parses it with Prometheus's text parser.
-func scrape(t *testing.T, srv *apitest.Server) map[string]*dto.MetricFamily {
+func scrape(t *testing.T, srv *testapi.Server) map[string]*dto.MetricFamily {
 	t.Helper()
 	code, hdr, body := send(t, srv, "GET", "/metrics", "")
 	if code != http.StatusOK {
@@ -108,7 +108,7 @@ func gauge(fams map[string]*dto.MetricFamily, name string, labels map[string]str
 }
 
 func TestMetricsCountRequestsByRoutePatternAndCode(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	before := scrape(t, srv)
 
 	for range 3 {
@@ -150,7 +150,7 @@ func TestMetricsCountRequestsByRoutePatternAndCode(t *testing.T) {
 }
 
 func TestMetricsClustersByStatusAndQueueMoveAsClustersAreCreated(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	inProgress := map[string]string{"status": "CREATE_IN_PROGRESS", "health": "NONE"}
 	queued := map[string]string{"type": "cluster_create", "state": "pending"}
 	if n := gauge(scrape(t, srv), "magnetite_clusters", inProgress); n != 0 {
@@ -184,7 +184,7 @@ func TestMetricsClustersByStatusAndQueueMoveAsClustersAreCreated(t *testing.T) {
 }
 
 func TestMetricsExportDatabasePoolAndBuildInfo(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	fams := scrape(t, srv)
 	m, ok := sample(fams, "go_sql_max_open_connections", map[string]string{"db_name": "magnetite"})
 	if !ok {
@@ -210,7 +210,7 @@ func familyNames(fams map[string]*dto.MetricFamily) []string {
 }
 
 func TestHealthcheckReportsDatabaseState(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 
 	code, hdr, body := send(t, srv, "GET", "/healthcheck", "")
 	if code != http.StatusOK || string(body) != "OK" || !strings.HasPrefix(hdr.Get("Content-Type"), "text/plain") {
@@ -287,7 +287,7 @@ func (s *syncBuffer) String() string {
 
 func TestEveryLogLineOfARequestCarriesItsRequestID(t *testing.T) {
 	var out syncBuffer
-	srv := apitest.Start(t, func(o *api.Options) {
+	srv := testapi.Start(t, func(o *api.Options) {
 		// A plain JSON handler: the API adds request ids itself.
 		o.Log = slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})

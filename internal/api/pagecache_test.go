@@ -15,11 +15,11 @@ import (
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/api"
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/metrics"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 	"github.com/magnetite-io/magnetite/internal/testmariadb"
 )
 
@@ -228,7 +228,7 @@ func TestPageCacheNeverServesAStalePageAcrossReplicas(t *testing.T) {
 // compares every answer with a server that keeps no pages over the same
 // database: a page cached for one view is never served to another.
 func TestPageCacheKeepsPolicyViewsApart(t *testing.T) {
-	base := apitest.Start(t)
+	base := testapi.Start(t)
 	cached := startReplicaAPI(t, base.Store, 0)
 	uncached := startReplicaAPI(t, base.Store, -1)
 
@@ -294,7 +294,7 @@ func TestPageCacheKeepsPolicyViewsApart(t *testing.T) {
 // served from the cache, read by the request itself, or shared from a
 // concurrent request that read it.
 func TestPageCacheUnderConcurrentWrites(t *testing.T) {
-	base := apitest.Start(t)
+	base := testapi.Start(t)
 	srv := startReplicaAPI(t, base.Store, 0)
 	var created atomic.Int64
 	stop := make(chan struct{})

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnetite-io/magnetite/internal/apitest"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 )
 
 // The request and response samples of Magnum's API reference, copied from
@@ -116,7 +116,7 @@ func sampleSteps() []sampleStep {
 }
 
 func TestMagnumSamplesAreAcceptedAndAnswered(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	admin := newClient(t, srv)
 	if err := srv.Store.ReportService(context.Background(), "magnum-manager", "magnum-conductor"); err != nil {
 		t.Fatal(err)
@@ -172,7 +172,7 @@ func TestMagnumSamplesAreAcceptedAndAnswered(t *testing.T) {
 }
 
 func TestVerbatimSamplesWithIdeographicSpaceGetACleanError(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	c := newClient(t, srv)
 	id := c.createCluster(c.createTemplate(nil), nil)
 	for _, tc := range []struct{ sample, action string }{

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/api"
-	"github.com/magnetite-io/magnetite/internal/apitest"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 )
 
 // BenchmarkResizeBesideCreates measures what a user resizing a cluster
@@ -23,7 +23,7 @@ import (
 func BenchmarkResizeBesideCreates(b *testing.B) {
 	for _, creators := range []int{0, 8} {
 		b.Run(fmt.Sprintf("creating-clients=%d", creators), func(b *testing.B) {
-			srv := apitest.Start(b, func(o *api.Options) { o.DefaultClusterQuota = 1 << 30 })
+			srv := testapi.Start(b, func(o *api.Options) { o.DefaultClusterQuota = 1 << 30 })
 			c := newClient(b, srv)
 			tmpl := c.createTemplate(map[string]any{"master_lb_enabled": true})
 			id := c.createCluster(tmpl, map[string]any{"name": "resized", "node_count": 1})

@@ -13,10 +13,10 @@ import (
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/api"
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
 	"github.com/magnetite-io/magnetite/internal/capacity"
 	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 )
 
 // betweenReadAndWrite is a capacity planner that runs a step of the test
@@ -39,7 +39,7 @@ func (b *betweenReadAndWrite) Plan(context.Context, capacity.Request, func(conte
 // instead of moving the cluster or node group back out of it.
 func TestNoChangeCommitsAfterAnAcknowledgedDelete(t *testing.T) {
 	planner := &betweenReadAndWrite{}
-	srv := apitest.Start(t, func(o *api.Options) { o.Capacity = planner })
+	srv := testapi.Start(t, func(o *api.Options) { o.Capacity = planner })
 	c := newClient(t, srv)
 	tmpl := c.createTemplate(map[string]any{"master_lb_enabled": true})
 
@@ -82,7 +82,7 @@ func TestNoChangeCommitsAfterAnAcknowledgedDelete(t *testing.T) {
 // api.MagnumErrors, with headers limited to maxHeader bytes.
 func rawServer(t *testing.T, maxHeader int) string {
 	t.Helper()
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	hs := httptest.NewUnstartedServer(srv.API)
 	hs.Listener = api.MagnumErrors(hs.Listener)
 	hs.Config.MaxHeaderBytes = maxHeader
@@ -194,7 +194,7 @@ func referenceDuplicate(dec *json.Decoder) bool {
 // its node groups to the new template, except one being deleted, whose
 // delete stands (the upgrade used to set it back to UPDATE_IN_PROGRESS).
 func TestUpgradeLeavesANodeGroupBeingDeletedAlone(t *testing.T) {
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	c := newClient(t, srv)
 	from := c.createTemplate(map[string]any{"name": "k8s-131", "labels": map[string]any{"kube_tag": "v1.31.2"}})
 	to := c.createTemplate(map[string]any{"name": "k8s-132", "labels": map[string]any{"kube_tag": "v1.32.0"}})
@@ -215,7 +215,7 @@ func TestUpgradeLeavesANodeGroupBeingDeletedAlone(t *testing.T) {
 // apart from server errors, and logged below ERROR.
 func TestAClientThatGoesAwayIsNotAServerError(t *testing.T) {
 	logs := &ironictest.LogBuffer{}
-	srv := apitest.Start(t, func(o *api.Options) { o.Log = slog.New(slog.NewTextHandler(logs, nil)) })
+	srv := testapi.Start(t, func(o *api.Options) { o.Log = slog.New(slog.NewTextHandler(logs, nil)) })
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // the client is gone before the server reads the database
 	req := httptest.NewRequestWithContext(ctx, "GET", "/v1/clusters/detail", nil)

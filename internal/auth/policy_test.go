@@ -2,7 +2,6 @@ package auth_test
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,9 +10,8 @@ import (
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/auth"
+	"github.com/magnetite-io/magnetite/internal/testgolden"
 )
-
-var update = flag.Bool("update", false, "rewrite the generated table of docs/policy.md")
 
 var (
 	admin       = auth.Identity{ProjectID: "ops", UserID: "root", Roles: []string{"admin", "member", "reader"}}
@@ -201,26 +199,6 @@ func policyTable() string {
 // TestPolicyDocListsEveryRule keeps docs/policy.md's table generated from
 // DefaultRules; run with -update after changing a rule.
 func TestPolicyDocListsEveryRule(t *testing.T) {
-	const path = "../../docs/policy.md"
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(raw)
-	const start, end = "<!-- policy-rules:start -->\n", "<!-- policy-rules:end -->"
-	i, j := strings.Index(s, start), strings.Index(s, end)
-	if i < 0 || j < i {
-		t.Fatalf("%s lacks the %q ... %q markers", path, start, end)
-	}
-	want := policyTable()
-	if s[i+len(start):j] == want {
-		return
-	}
-	if *update {
-		if err := os.WriteFile(path, []byte(s[:i+len(start)]+want+s[j:]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("%s is stale; run: go test ./internal/auth -run TestPolicyDocListsEveryRule -update", path)
+	testgolden.Section(t, "../../docs/policy.md", "policy-rules", policyTable(),
+		"go test ./internal/auth -run TestPolicyDocListsEveryRule -update")
 }

@@ -19,11 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/conductor"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
@@ -46,7 +46,7 @@ var clusterGVR = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version:
 func BenchmarkStatusLag500Clusters(b *testing.B) {
 	kube := testenv.Start(b)
 	kube.InstallClusterAPI(b)
-	srv := apitest.Start(b)
+	srv := testapi.Start(b)
 	dc := kube.Dynamic(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

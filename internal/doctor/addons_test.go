@@ -7,7 +7,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/addons"
 	"github.com/magnetite-io/magnetite/internal/addons/charts"
-	"github.com/magnetite-io/magnetite/internal/addons/chartstest"
+	"github.com/magnetite-io/magnetite/internal/testcharts"
 )
 
 func chartSource(t *testing.T, s string) *charts.Source {
@@ -24,12 +24,12 @@ func chartSource(t *testing.T, s string) *charts.Source {
 // on a source that does not answer, and passes on the directory `magnetite
 // addons mirror` filled.
 func TestAddonChartsFailsOnAMissingPinnedChart(t *testing.T) {
-	full := chartstest.Serve(t)
+	full := testcharts.Serve(t)
 	if r := AddonCharts(t.Context(), chartSource(t, full.URL)); r.Status != Pass || !strings.Contains(r.Detail, "resolve at "+full.URL) {
 		t.Fatalf("complete source: %+v", r)
 	}
 	cinder, _ := addons.Pinned(addons.CinderCSI, "1.34")
-	partial := chartstest.Serve(t, cinder.Charts...)
+	partial := testcharts.Serve(t, cinder.Charts...)
 	r := AddonCharts(t.Context(), chartSource(t, partial.URL))
 	if r.Status != Fail || !strings.Contains(r.Detail, "lacks 1 of") || !strings.Contains(r.Detail, "openstack-cinder-csi") ||
 		!strings.Contains(r.Detail, "2.34.3") || !strings.Contains(r.Fix, "magnetite addons mirror") {

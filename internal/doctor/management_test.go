@@ -11,8 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/magnetite-io/magnetite/internal/doctor"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
@@ -23,17 +21,7 @@ import (
 // with the given file mode.
 func writeKubeconfig(t *testing.T, path, server, token string, caPEM []byte, mode os.FileMode) {
 	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["management"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
-	kc.AuthInfos["magnetite"] = &clientcmdapi.AuthInfo{Token: token}
-	kc.Contexts["management"] = &clientcmdapi.Context{Cluster: "management", AuthInfo: "magnetite"}
-	kc.CurrentContext = "management"
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, mode); err != nil {
-		t.Fatal(err)
-	}
+	testenv.WriteKubeconfig(t, path, &rest.Config{Host: server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}}, "", mode)
 }
 
 func TestKubeconfigCheckBothStates(t *testing.T) {

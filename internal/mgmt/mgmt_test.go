@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,8 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testenv"
@@ -60,37 +57,19 @@ func applyCRD(t *testing.T, env *testenv.APIServer, group, kind string, versions
 		t.Fatalf("apply CRD %s: %v", crd.GetName(), err)
 	}
 	// Serving lags a CRD change a little; wait until it shows the change.
-	waitFor(t, 60*time.Second, fmt.Sprintf("%s served at exactly the versions asked for", kind), func() (bool, error) {
+	testenv.WaitFor(t, fmt.Sprintf("%s served at exactly the versions asked for", kind), 60*time.Second, func() (bool, string) {
 		for _, v := range versions {
 			_, err := dc.Resource(schema.GroupVersionResource{Group: group, Version: v.name, Resource: plural}).
 				Namespace("default").List(ctx, metav1.ListOptions{Limit: 1})
 			switch {
 			case v.served && err != nil:
-				return false, nil
+				return false, fmt.Sprintf("%s not served: %v", v.name, err)
 			case !v.served && !apierrors.IsNotFound(err):
-				return false, nil
+				return false, fmt.Sprintf("%s still served: %v", v.name, err)
 			}
 		}
-		return true, nil
+		return true, ""
 	})
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := cond()
-		if err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func newClient(t *testing.T, cfg *rest.Config, overrides string) *mgmt.Client {
@@ -472,14 +451,14 @@ func TestWatchDeliversMagnetiteObjectsOnly(t *testing.T) {
 	if _, err := c.Delete(ctx, "Cluster", ns, "before"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "update, machine and delete events", func() (bool, error) {
-		return rec.seen(mgmt.Updated, "before") && rec.seen(mgmt.Added, "m1") && rec.seen(mgmt.Deleted, "before"), nil
+	testenv.WaitFor(t, "update, machine and delete events", 30*time.Second, func() (bool, string) {
+		return rec.seen(mgmt.Updated, "before") && rec.seen(mgmt.Added, "m1") && rec.seen(mgmt.Deleted, "before"), ""
 	})
 	// The unlabelled object has long been stored; no event may name it.
 	if _, err := c.Apply(ctx, owner, clusterObject("marker")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the marker", func() (bool, error) { return rec.seen(mgmt.Added, "marker"), nil })
+	testenv.WaitFor(t, "the marker", 30*time.Second, func() (bool, string) { return rec.seen(mgmt.Added, "marker"), "" })
 	for _, n := range rec.names() {
 		if strings.HasSuffix(n, " foreign") {
 			t.Errorf("an object without Magnetite's label was delivered: %s", n)
@@ -499,28 +478,10 @@ func TestWatchDeliversMagnetiteObjectsOnly(t *testing.T) {
 	}
 }
 
-// writeKubeconfig writes cfg as a kubeconfig file with the given mode.
-func writeKubeconfig(t *testing.T, cfg *rest.Config, mode os.FileMode) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["mgmt"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["mgmt"] = &clientcmdapi.Context{Cluster: "mgmt", AuthInfo: "admin"}
-	kc.CurrentContext = "mgmt"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, mode); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 func TestClientFromKubeconfigFileReachesTheCluster(t *testing.T) {
 	env := testenv.Start(t)
 	for _, mode := range []os.FileMode{0o600, 0o644} {
-		c, err := mgmt.New(mgmt.Options{Kubeconfig: writeKubeconfig(t, env.Config, mode)})
+		c, err := mgmt.New(mgmt.Options{Kubeconfig: testenv.WriteKubeconfig(t, "", env.Config, "", mode)})
 		if err != nil {
 			t.Fatal(err)
 		}

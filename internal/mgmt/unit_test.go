@@ -11,6 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/rest"
+
+	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
 func TestParseAPIResources(t *testing.T) {
@@ -145,39 +148,13 @@ func TestLabelValuesAreValid(t *testing.T) {
 	}
 }
 
-func writeKubeconfig(t *testing.T, mode os.FileMode) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	body := `apiVersion: v1
-kind: Config
-clusters:
-- name: mgmt
-  cluster:
-    server: https://127.0.0.1:1
-contexts:
-- name: mgmt
-  context: {cluster: mgmt, user: admin}
-current-context: mgmt
-users:
-- name: admin
-  user: {token: secret-token}
-`
-	if err := os.WriteFile(path, []byte(body), mode); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, mode); err != nil { // past the umask
-		t.Fatal(err)
-	}
-	return path
-}
-
 func TestKubeconfigReadableByOthersIsWarnedAbout(t *testing.T) {
 	for _, tc := range []struct {
 		mode os.FileMode
 		warn bool
 	}{{0o644, true}, {0o640, true}, {0o604, true}, {0o600, false}, {0o400, false}} {
 		var logs bytes.Buffer
-		path := writeKubeconfig(t, tc.mode)
+		path := testenv.WriteKubeconfig(t, "", &rest.Config{Host: "https://127.0.0.1:1", BearerToken: "secret-token"}, "", tc.mode)
 		c, err := New(Options{Kubeconfig: path, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 		if err != nil {
 			t.Fatalf("mode %04o: %v", tc.mode, err)

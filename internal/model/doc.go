@@ -1,6 +1,8 @@
-// Package model holds Magnetite's domain objects: cluster templates, clusters,
-// node groups, quotas, operations and service records, with the status and
-// health vocabularies Magnum clients understand.
+// Package model holds Magnetite's domain objects: cluster templates,
+// clusters, node groups, quotas, operations, service records, cluster
+// events, certificates and application credentials, with the status and
+// health vocabularies Magnum clients understand. It imports nothing of
+// Magnetite's; every other layer speaks it.
 //
 // Operations carry a typed payload per kind (payload.go): the API builds
 // the kind's struct (a *ClusterResizePayload for cluster_resize), the store

@@ -1,6 +1,13 @@
-// Package store persists Magnetite's objects through database/sql. SQLite
-// (pure Go, WAL) is the embedded default; the schema is written so the same
-// migrations also run on MariaDB/MySQL. Each object is kept as JSON beside the
-// columns used for lookups, filters, sorting and uniqueness, so adding a field
-// to a Magnum resource needs no schema change.
+// Package store persists Magnetite's objects through database/sql: SQLite
+// (pure Go, WAL, file mode 0600) is the embedded default and MariaDB/MySQL
+// serves replicas that share one database. Each dialect has its own
+// migrations, numbered alike (migrations/sqlite, migrations/mysql). Each
+// object is kept as JSON in its API shape beside the columns used for
+// lookups, filters, sorting and uniqueness, so adding a field to a Magnum
+// resource needs no schema change and reads can serve the stored JSON.
+//
+// Besides the objects it keeps the operations queue (claimed under leases
+// with a retry policy, so replicas never run an operation twice), cluster
+// events, secrets sealed with [database] secret_key, and the generation
+// counters that tell every replica's page cache when a listing changed.
 package store

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/magnetite-io/magnetite/internal/testmagnetite"
 )
 
 const (
@@ -62,7 +63,7 @@ func Start(t testing.TB) *Browser {
 		}
 	}
 	dir := t.TempDir()
-	port := freePort(t)
+	port := testmagnetite.FreePort(t)
 	logPath := filepath.Join(dir, "chromedriver.log")
 	cmd := exec.Command(chromedriverBin, "--port="+strconv.Itoa(port), "--allowed-ips=127.0.0.1", "--log-path="+logPath)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -114,16 +115,6 @@ func Start(t testing.TB) *Browser {
 	}
 	b.session = out.SessionID
 	return b
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // awaitDriver waits until chromedriver reports ready.

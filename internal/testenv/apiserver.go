@@ -1,6 +1,9 @@
 // Package testenv runs real Kubernetes parts for tests: etcd and
 // kube-apiserver built by hack/build-testbin.sh, on loopback ports, with
-// self-signed certificates, stopped when the test ends.
+// self-signed certificates, stopped when the test ends, and Cluster API's
+// managers with their webhooks on top. It also holds what every test
+// shares: WaitFor (a condition with a deadline, never a sleep),
+// WriteKubeconfig, and DryRunFiles (a server-side dry run of golden files).
 package testenv
 
 import (

@@ -9,7 +9,6 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 
 	"github.com/magnetite-io/magnetite/internal/certs"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
@@ -306,24 +306,8 @@ func kubectlWithSignedCert(t *testing.T, ca certs.KeyPair, server string, args .
 		t.Fatal(err)
 	}
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
-	b64 := base64.StdEncoding.EncodeToString
-	kubeconfig := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- cluster: {certificate-authority-data: %s, server: %q}
-  name: demo
-contexts:
-- context: {cluster: demo, user: admin}
-  name: default
-current-context: default
-users:
-- name: admin
-  user: {client-certificate-data: %s, client-key-data: %s}
-`, b64(ca.Cert), server, b64(cert), b64(keyPEM))
-	path := filepath.Join(t.TempDir(), "config")
-	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := testenv.WriteKubeconfig(t, filepath.Join(t.TempDir(), "config"), &rest.Config{Host: server,
+		TLSClientConfig: rest.TLSClientConfig{CAData: ca.Cert, CertData: cert, KeyData: keyPEM}}, "", 0o600)
 	bin, err := testenv.Testbin()
 	if err != nil {
 		t.Fatal(err)

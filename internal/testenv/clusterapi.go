@@ -56,10 +56,7 @@ func (s *APIServer) StartManagers(t testing.TB, managers ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := filepath.Join(s.Dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(s.kubeconfig()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := WriteKubeconfig(t, filepath.Join(s.Dir, "kubeconfig"), s.Config, "", 0o600)
 	for _, m := range managers {
 		manifest, ok := webhookManifest[m]
 		if !ok {
@@ -130,25 +127,6 @@ func (s *APIServer) awaitManager(t testing.TB, m, manifest string, webhookPort, 
 	}); err != nil {
 		t.Fatalf("testenv: %s did not become ready: %v\n%s", m, err, s.logTail(m))
 	}
-}
-
-func (s *APIServer) kubeconfig() string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: testenv
-  cluster:
-    server: %s
-    certificate-authority-data: %s
-users:
-- name: testenv
-  user:
-    token: %s
-contexts:
-- name: testenv
-  context: {cluster: testenv, user: testenv}
-current-context: testenv
-`, s.Config.Host, base64.StdEncoding.EncodeToString(s.pki.caPEM), s.pki.token)
 }
 
 // registerWebhooks applies a manager's webhook configurations with every

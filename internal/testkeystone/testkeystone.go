@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,6 +26,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/magnetite-io/magnetite/internal/testmagnetite"
 )
 
 // Python is Debian's interpreter; another python3 may come first on PATH.
@@ -201,7 +202,7 @@ func (k *Keystone) serve(uwsgi, conf string) {
 	k.t.Helper()
 	k.t.Cleanup(k.stop)
 	for attempt := 1; ; attempt++ {
-		port := freePort(k.t)
+		port := testmagnetite.FreePort(k.t)
 		err := k.startUWSGI(uwsgi, conf, port)
 		if err == nil {
 			return
@@ -210,16 +211,6 @@ func (k *Keystone) serve(uwsgi, conf string) {
 			k.t.Fatal(err)
 		}
 	}
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }
 
 func (k *Keystone) startUWSGI(uwsgi, conf string, port int) error {

@@ -17,14 +17,21 @@ import (
 )
 
 // FreeAddr returns a loopback address with a port nothing listens on.
-func FreeAddr(t *testing.T) string {
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	return fmt.Sprintf("127.0.0.1:%d", FreePort(t))
+}
+
+// FreePort returns a loopback TCP port nothing listens on, for the real
+// services tests start (magnetite serve, Keystone, a browser).
+func FreePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	return ln.Addr().String()
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 // Serve builds `magnetite serve`, runs it on addr (host:port) with each

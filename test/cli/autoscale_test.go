@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magnetite-io/magnetite/internal/testenv"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -61,7 +62,7 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 	selector := "magnetite.io/cluster-uuid=" + uuid
 	waitStatus := func(want string, limit time.Duration) {
 		t.Helper()
-		waitFor(t, "elastic to reach "+want, limit, func() (bool, string) {
+		testenv.WaitFor(t, "elastic to reach "+want, limit, func() (bool, string) {
 			st := field("status")
 			if strings.HasSuffix(st, "_FAILED") {
 				t.Fatalf("cluster elastic is %s: %s", st, field("status_reason"))
@@ -211,10 +212,10 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 		}
 		t.Logf("node_count followed the autoscaler after %s", time.Since(scaled).Round(time.Millisecond))
 		// The event is written just after the node count.
-		waitFor(t, "an event saying node_count followed the autoscaler", 10*time.Second, func() (bool, string) {
+		testenv.WaitFor(t, "an event saying node_count followed the autoscaler", 10*time.Second, func() (bool, string) {
 			return hasEvent("autoscaler", "default-worker: node_count 2 -> 1", "cluster autoscaler"), strings.Join(events(), "\n")
 		})
-		waitFor(t, "the scale down", 3*time.Minute, func() (bool, string) {
+		testenv.WaitFor(t, "the scale down", 3*time.Minute, func() (bool, string) {
 			return strings.HasPrefix(field("health_status"), "HEALTHY") && field("status") == "CREATE_COMPLETE", field("health_status_reason")
 		})
 	})
@@ -263,7 +264,7 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 	})
 
 	t.Run("a machine health check replaces a NotReady node", func(t *testing.T) {
-		waitFor(t, "every node ready", 3*time.Minute, func() (bool, string) {
+		testenv.WaitFor(t, "every node ready", 3*time.Minute, func() (bool, string) {
 			return strings.HasPrefix(field("health_status"), "HEALTHY"), field("health_status_reason")
 		})
 		workload := workloadClient(t, dc, ns, stack)
@@ -283,7 +284,7 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 			Patch(ctx, node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatalf("make node %s NotReady in the workload API server: %v", node, err)
 		}
-		waitFor(t, "machine "+victim.GetName()+" to be replaced", 4*time.Minute, func() (bool, string) {
+		testenv.WaitFor(t, "machine "+victim.GetName()+" to be replaced", 4*time.Minute, func() (bool, string) {
 			_, err := dc.Resource(machineGVR).Namespace(ns).Get(ctx, victim.GetName(), metav1.GetOptions{})
 			gone := err != nil
 			return gone && strings.HasPrefix(field("health_status"), "HEALTHY"), field("health_status") + " " + field("health_status_reason")
@@ -324,7 +325,7 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 
 	t.Run("an upgrade brings the autoscaler of the new minor and a delete removes it", func(t *testing.T) {
 		c.ok(t, "coe", "cluster", "upgrade", "elastic", "mem-elastic-132")
-		waitFor(t, "the autoscaler of Kubernetes 1.32", 2*time.Minute, func() (bool, string) {
+		testenv.WaitFor(t, "the autoscaler of Kubernetes 1.32", 2*time.Minute, func() (bool, string) {
 			deps := autoscaler("Deployment")
 			if len(deps) == 0 {
 				return false, "no autoscaler Deployment"
@@ -334,7 +335,7 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 			return image == "registry.k8s.io/autoscaling/cluster-autoscaler:v1.32.7", fmt.Sprint(image)
 		})
 		c.ok(t, "coe", "cluster", "delete", "elastic")
-		waitFor(t, "the cluster to be deleted", 4*time.Minute, func() (bool, string) {
+		testenv.WaitFor(t, "the cluster to be deleted", 4*time.Minute, func() (bool, string) {
 			_, _, code := c.run(t, "coe", "cluster", "show", "elastic")
 			return code != 0, "still there"
 		})

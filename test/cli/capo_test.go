@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/magnetite-io/magnetite/internal/addons/chartstest"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testcapo"
+	"github.com/magnetite-io/magnetite/internal/testcharts"
 	"github.com/magnetite-io/magnetite/internal/testcloud"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
@@ -92,7 +92,7 @@ kubeconfig = `+plane.KubeconfigFile(t)+`
 [conductor]
 infrastructure = openstack
 [addons]
-source = `+chartstest.Serve(t).URL+`
+source = `+testcharts.Serve(t).URL+`
 `)
 	c := &cli{env: []string{"HOME=" + t.TempDir(), "SHELL=/bin/bash", "PATH=/usr/bin:/bin",
 		"OS_AUTH_URL=" + ks.AuthURL(), "OS_IDENTITY_API_VERSION=3", "OS_INTERFACE=public",
@@ -149,7 +149,7 @@ source = `+chartstest.Serve(t).URL+`
 			t.Run(cluster, func(t *testing.T) {
 				t.Parallel()
 				capo.Pause(false)
-				waitFor(t, cluster+"'s status_reason to show the refusal", 3*time.Minute, func() (bool, string) {
+				testenv.WaitFor(t, cluster+"'s status_reason to show the refusal", 3*time.Minute, func() (bool, string) {
 					r := field(t, cluster, "status_reason")
 					return strings.Contains(r, message), r
 				})
@@ -193,7 +193,7 @@ source = `+chartstest.Serve(t).URL+`
 	}
 	for _, tc := range cases {
 		var s testcloud.Server
-		waitFor(t, tc.cluster+"'s "+tc.group+" server and node", 4*time.Minute, func() (bool, string) {
+		testenv.WaitFor(t, tc.cluster+"'s "+tc.group+" server and node", 4*time.Minute, func() (bool, string) {
 			for _, m := range machines(t, tc.cluster) {
 				id, _, _ := unstructured.NestedString(m.Object, "status", "instanceID")
 				for _, srv := range cloud.Servers() {
@@ -230,7 +230,7 @@ source = `+chartstest.Serve(t).URL+`
 		for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec"} {
 			c.ok(t, "coe", "cluster", "delete", cl)
 		}
-		waitFor(t, "every cluster to be gone", 5*time.Minute, func() (bool, string) {
+		testenv.WaitFor(t, "every cluster to be gone", 5*time.Minute, func() (bool, string) {
 			out := c.ok(t, "coe", "cluster", "list", "-f", "value", "-c", "name", "-c", "status", "-c", "status_reason")
 			return strings.TrimSpace(out) == "", out
 		})
@@ -260,7 +260,7 @@ func clusterMachines(ctx context.Context, t *testing.T, dc dynamic.Interface, uu
 func clusterObjectName(ctx context.Context, t *testing.T, dc dynamic.Interface, uuid string) string {
 	t.Helper()
 	var name string
-	waitFor(t, "the Cluster object of "+uuid, 2*time.Minute, func() (bool, string) {
+	testenv.WaitFor(t, "the Cluster object of "+uuid, 2*time.Minute, func() (bool, string) {
 		list, err := dc.Resource(testcapo.Clusters).List(ctx, metav1.ListOptions{LabelSelector: mgmt.ClusterSelector(uuid)})
 		if err != nil || len(list.Items) == 0 {
 			return false, "no Cluster yet"

@@ -98,7 +98,7 @@ func TestClusterThatCannotComeUpFailsAndDeletes(t *testing.T) {
 
 	// create_timeout is one minute; allow the conductor a margin past it.
 	var reason string
-	waitFor(t, "CREATE_FAILED", 2*time.Minute, func() (bool, string) {
+	testenv.WaitFor(t, "CREATE_FAILED", 2*time.Minute, func() (bool, string) {
 		st := field("status")
 		reason = field("status_reason")
 		return st == "CREATE_FAILED", st + ": " + reason
@@ -109,7 +109,7 @@ func TestClusterThatCannotComeUpFailsAndDeletes(t *testing.T) {
 	}
 
 	c.ok(t, "coe", "cluster", "delete", "doomed")
-	waitFor(t, "the failed cluster to be gone (404)", 3*time.Minute, func() (bool, string) {
+	testenv.WaitFor(t, "the failed cluster to be gone (404)", 3*time.Minute, func() (bool, string) {
 		_, stderr, code := c.run(t, "coe", "cluster", "show", "doomed")
 		return code != 0 && strings.Contains(stderr, "could not be found"), stderr
 	})

@@ -38,7 +38,7 @@ func (p *serveProc) start(t *testing.T) {
 	}
 	p.exited = make(chan error, 1)
 	go func() { p.exited <- p.cmd.Wait(); logFile.Close() }()
-	waitFor(t, "magnetite serve to answer", 30*time.Second, func() (bool, string) {
+	testenv.WaitFor(t, "magnetite serve to answer", 30*time.Second, func() (bool, string) {
 		resp, err := http.Get("http://" + p.addr + "/")
 		if err != nil {
 			return false, err.Error()
@@ -59,27 +59,6 @@ func (p *serveProc) stop() {
 	case <-p.exited:
 	case <-time.After(15 * time.Second):
 		p.kill()
-	}
-}
-
-// waitFor polls cond every second until it holds or the deadline passes;
-// it is a wait on a condition, never a fixed sleep.
-func waitFor(t *testing.T, what string, limit time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.NewTimer(limit)
-	defer deadline.Stop()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		select {
-		case <-deadline.C:
-			t.Fatalf("waited %s for %s; last state: %s", limit, what, state)
-		case <-tick.C:
-		}
 	}
 }
 
@@ -108,7 +87,7 @@ func TestClusterLifecycleOnRealClusterAPI(t *testing.T) {
 	}
 	waitStatus := func(cluster, want string, limit time.Duration) {
 		t.Helper()
-		waitFor(t, cluster+" to reach "+want, limit, func() (bool, string) {
+		testenv.WaitFor(t, cluster+" to reach "+want, limit, func() (bool, string) {
 			st := field(cluster, "status")
 			if strings.HasSuffix(st, "_FAILED") {
 				t.Fatalf("cluster %s is %s: %s", cluster, st, field(cluster, "status_reason"))
@@ -136,7 +115,7 @@ func TestClusterLifecycleOnRealClusterAPI(t *testing.T) {
 	selector := "magnetite.io/cluster-uuid=" + uuid
 
 	t.Run("SIGKILL mid-create converges without duplicates", func(t *testing.T) {
-		waitFor(t, "the Cluster object to exist", 2*time.Minute, func() (bool, string) {
+		testenv.WaitFor(t, "the Cluster object to exist", 2*time.Minute, func() (bool, string) {
 			return count(clusterGVR, selector) == 1, "no Cluster yet"
 		})
 		p.kill()
@@ -161,7 +140,7 @@ func TestClusterLifecycleOnRealClusterAPI(t *testing.T) {
 	})
 	t.Run("add a node group", func(t *testing.T) {
 		c.ok(t, "coe", "nodegroup", "create", "demo", "extra", "--node-count", "1")
-		waitFor(t, "node group extra to be CREATE_COMPLETE", 5*time.Minute, func() (bool, string) {
+		testenv.WaitFor(t, "node group extra to be CREATE_COMPLETE", 5*time.Minute, func() (bool, string) {
 			st := strings.TrimSpace(c.ok(t, "coe", "nodegroup", "show", "demo", "extra", "-f", "value", "-c", "status"))
 			return st == "CREATE_COMPLETE", st
 		})
@@ -169,7 +148,7 @@ func TestClusterLifecycleOnRealClusterAPI(t *testing.T) {
 	})
 	t.Run("upgrade Kubernetes", func(t *testing.T) {
 		c.ok(t, "coe", "cluster", "upgrade", "demo", "mem-132")
-		waitFor(t, "coe_version v1.32.0 and UPDATE_COMPLETE", 8*time.Minute, func() (bool, string) {
+		testenv.WaitFor(t, "coe_version v1.32.0 and UPDATE_COMPLETE", 8*time.Minute, func() (bool, string) {
 			st, v := field("demo", "status"), field("demo", "coe_version")
 			return st == "UPDATE_COMPLETE" && v == "v1.32.0", st + " " + v
 		})
@@ -190,7 +169,7 @@ func TestClusterLifecycleOnRealClusterAPI(t *testing.T) {
 	})
 	t.Run("delete leaves nothing behind", func(t *testing.T) {
 		c.ok(t, "coe", "cluster", "delete", "demo")
-		waitFor(t, "the cluster to be gone (404)", 5*time.Minute, func() (bool, string) {
+		testenv.WaitFor(t, "the cluster to be gone (404)", 5*time.Minute, func() (bool, string) {
 			_, stderr, code := c.run(t, "coe", "cluster", "show", "demo")
 			return code != 0 && strings.Contains(stderr, "could not be found"), stderr
 		})
@@ -203,7 +182,7 @@ func TestClusterLifecycleOnRealClusterAPI(t *testing.T) {
 		}
 		// The test plane runs no kube-controller-manager, so a deleted
 		// namespace stays Terminating: deleted is what Magnetite can do.
-		waitFor(t, "the empty project namespace to be deleted", 2*time.Minute, func() (bool, string) {
+		testenv.WaitFor(t, "the empty project namespace to be deleted", 2*time.Minute, func() (bool, string) {
 			ns, err := dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(context.Background(), "magnetite-default", metav1.GetOptions{})
 			if err != nil {
 				return true, err.Error()

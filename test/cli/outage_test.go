@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
 // TestManagementClusterOutageIsVisible stops the real kube-apiserver of the
@@ -59,14 +61,14 @@ func TestManagementClusterOutageIsVisible(t *testing.T) {
 	c.ok(t, "coe", "cluster", "template", "create", "mem", "--coe", "kubernetes",
 		"--image", "ubuntu-2204-kube-v1.31.2", "--external-network", "public", "--labels", "kube_tag=v1.31.2")
 	c.ok(t, "coe", "cluster", "create", "steady", "--cluster-template", "mem", "--master-count", "1", "--node-count", "1")
-	waitFor(t, "the conductor to see the management cluster", 30*time.Second, func() (bool, string) {
+	testenv.WaitFor(t, "the conductor to see the management cluster", 30*time.Second, func() (bool, string) {
 		_, m := health()
 		return strings.HasPrefix(m, "OK: the management cluster answers") && gauge() == "1", m
 	})
 
 	mgmt.StopAPIServer(t)
 	stopped := time.Now()
-	waitFor(t, "the outage to show", 30*time.Second, func() (bool, string) {
+	testenv.WaitFor(t, "the outage to show", 30*time.Second, func() (bool, string) {
 		code, m := health()
 		reason := field("status_reason")
 		state := m + " | metric " + gauge() + " | " + reason
@@ -79,7 +81,7 @@ func TestManagementClusterOutageIsVisible(t *testing.T) {
 	}
 
 	mgmt.RestartAPIServer(t)
-	waitFor(t, "the cluster to complete after the API server came back", 4*time.Minute, func() (bool, string) {
+	testenv.WaitFor(t, "the cluster to complete after the API server came back", 4*time.Minute, func() (bool, string) {
 		st, reason := field("status"), field("status_reason")
 		return st == "CREATE_COMPLETE", st + ": " + reason
 	})

@@ -2,8 +2,6 @@ package deploy
 
 import (
 	"context"
-	"encoding/base64"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,16 +81,7 @@ func TestChartOnRealClusterAPI(t *testing.T) {
 		t.Fatalf("TokenRequest for the chart's ServiceAccount: %v", err)
 	}
 	saConfig := &rest.Config{Host: mgmt.Config.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: mgmt.Config.CAData}}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters: [{name: mgmt, cluster: {server: %s, certificate-authority-data: %s}}]
-users: [{name: magnetite, user: {token: %s}}]
-contexts: [{name: magnetite, context: {cluster: mgmt, user: magnetite, namespace: %s}}]
-current-context: magnetite
-`, saConfig.Host, base64.StdEncoding.EncodeToString(saConfig.CAData), tok.Status.Token, releaseNamespace)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := testenv.WriteKubeconfig(t, "", saConfig, releaseNamespace, 0o600)
 
 	conf, _, _ := unstructured.NestedString(objs["ConfigMap/magnetite"].Object, "data", "magnetite.conf")
 	addr := testmagnetite.FreeAddr(t)
@@ -136,7 +125,7 @@ current-context: magnetite
 	if err := api.DeleteCluster(ctx, uuid); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(ctx, t, "the deleted cluster to be gone (404)", 5*time.Minute, func() (bool, string) {
+	testenv.WaitFor(t, "the deleted cluster to be gone (404)", 5*time.Minute, func() (bool, string) {
 		cl, err := api.GetCluster(ctx, uuid)
 		if client.IsNotFound(err) {
 			return true, ""
@@ -149,7 +138,7 @@ current-context: magnetite
 	// The project's namespace is released with its last cluster, just
 	// after its row goes (it stays Terminating here: the local plane runs
 	// no namespace controller).
-	waitFor(ctx, t, "namespace "+projectNS+" of the project to be released", 2*time.Minute, func() (bool, string) {
+	testenv.WaitFor(t, "namespace "+projectNS+" of the project to be released", 2*time.Minute, func() (bool, string) {
 		ns, err := admin.CoreV1().Namespaces().Get(ctx, projectNS, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, ""
@@ -207,7 +196,7 @@ func ptr[T any](v T) *T { return &v }
 
 func waitStatus(ctx context.Context, t *testing.T, api *client.Client, uuid, want string, limit time.Duration) {
 	t.Helper()
-	waitFor(ctx, t, "cluster "+want, limit, func() (bool, string) {
+	testenv.WaitFor(t, "cluster "+want, limit, func() (bool, string) {
 		cl, err := api.GetCluster(ctx, uuid)
 		if err != nil {
 			return false, err.Error()
@@ -224,27 +213,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-// waitFor polls cond every second until it holds, failing the test after
-// limit with the last state it reported.
-func waitFor(ctx context.Context, t *testing.T, what string, limit time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waited %s for %s; last state: %s", limit, what, state)
-		case <-tick.C:
-		}
-	}
 }
 
 func grepLines(text, word string) string {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/client"
 	"github.com/magnetite-io/magnetite/internal/store"
+	"github.com/magnetite-io/magnetite/internal/testenv"
 	"github.com/magnetite-io/magnetite/internal/testmagnetite"
 	"github.com/magnetite-io/magnetite/internal/testmariadb"
 )
@@ -206,7 +207,7 @@ func TestRollingUpgradeKeepsServing(t *testing.T) {
 	waitRequests := func(n int64) {
 		t.Helper()
 		target := requests.Load() + n
-		waitFor(context.Background(), t, fmt.Sprintf("%d more client requests", n), 2*time.Minute, func() (bool, string) {
+		testenv.WaitFor(t, fmt.Sprintf("%d more client requests", n), 2*time.Minute, func() (bool, string) {
 			return requests.Load() >= target, fmt.Sprint(requests.Load())
 		})
 	}

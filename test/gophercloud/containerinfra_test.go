@@ -30,7 +30,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/pagination"
 
 	"github.com/magnetite-io/magnetite/internal/api"
-	"github.com/magnetite-io/magnetite/internal/apitest"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 )
 
 // The microversions Terraform's provider sends (none = 1.1, 1.8 upgrade,
@@ -54,14 +54,14 @@ func minor(mv string) int {
 type env struct {
 	t   *testing.T
 	ctx context.Context
-	srv *apitest.Server
+	srv *testapi.Server
 	c   *gophercloud.ServiceClient
 	mv  string
 }
 
 func newEnv(t *testing.T, mv string) *env {
 	t.Helper()
-	srv := apitest.Start(t)
+	srv := testapi.Start(t)
 	pc := &gophercloud.ProviderClient{}
 	pc.SetToken("any-token-noauth-accepts")
 	c := &gophercloud.ServiceClient{
@@ -151,7 +151,7 @@ func requireRecent(t *testing.T, what string, ts time.Time) {
 	}
 }
 
-func requireSelfLink(t *testing.T, srv *apitest.Server, links []gophercloud.Link, path string) {
+func requireSelfLink(t *testing.T, srv *testapi.Server, links []gophercloud.Link, path string) {
 	t.Helper()
 	for _, l := range links {
 		if l.Rel == "self" {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/addons"
 	"github.com/magnetite-io/magnetite/internal/addons/charts"
-	"github.com/magnetite-io/magnetite/internal/addons/chartstest"
+	"github.com/magnetite-io/magnetite/internal/testcharts"
 )
 
 func cluster() addons.Cluster {
@@ -69,7 +69,7 @@ func nested(o map[string]any, path ...string) any {
 // for its Kubernetes minor, and renders it with the values derived from
 // the cluster.
 func TestRendersPinnedChartsWithTheClustersValues(t *testing.T) {
-	repo := chartstest.Serve(t)
+	repo := testcharts.Serve(t)
 	src := source(t, repo.URL)
 	rels, problems := addons.Select(cluster())
 	if len(problems) > 0 {
@@ -158,7 +158,7 @@ func toYAML(t *testing.T, v any) string {
 // HTTP repository into a directory, then renders from that directory alone
 // (the repository stopped), and the directory is an HTTP repository too.
 func TestMirrorFillsAnAirGappedDirectory(t *testing.T) {
-	repo := chartstest.Serve(t)
+	repo := testcharts.Serve(t)
 	dir := filepath.Join(t.TempDir(), "charts")
 	got, err := source(t, repo.URL).Mirror(t.Context(), dir, addons.Charts())
 	if err != nil {
@@ -203,7 +203,7 @@ func TestMirrorFillsAnAirGappedDirectory(t *testing.T) {
 // which versions it has.
 func TestMissingChartIsNotFound(t *testing.T) {
 	missing := addons.Chart{Repo: addons.RepoCalico, Name: "tigera-operator", Version: "v3.31.5"}
-	repo := chartstest.Serve(t, missing)
+	repo := testcharts.Serve(t, missing)
 	err := source(t, repo.URL).Check(t.Context(), missing)
 	if !errors.Is(err, charts.ErrNotFound) || !strings.Contains(err.Error(), "not at the pinned version v3.31.5") {
 		t.Fatalf("check of a missing version: %v", err)
@@ -220,7 +220,7 @@ func TestMissingChartIsNotFound(t *testing.T) {
 // Helm pushes them, and reports a chart the registry lacks as not found.
 func TestOCIRegistrySource(t *testing.T) {
 	missing, _ := addons.Pinned(addons.CinderCSI, "1.33")
-	reg := chartstest.ServeOCI(t, missing.Charts...)
+	reg := testcharts.ServeOCI(t, missing.Charts...)
 	src := source(t, reg.URL)
 	src.PlainHTTP = true
 	rels, _ := addons.Select(cluster())

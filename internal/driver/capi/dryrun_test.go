@@ -38,30 +38,7 @@ func TestGoldenObjectsPassServerSideDryRun(t *testing.T) {
 	}
 	mapper := env.Mapper(t)
 
-	files, err := filepath.Glob("testdata/golden/*.yaml")
-	if err != nil || len(files) < 12 {
-		t.Fatalf("golden files: %v, %v", files, err)
-	}
-	total := 0
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".yaml"), func(t *testing.T) {
-			objs, err := testenv.ReadObjects(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			preview, err := capi.Preview(objs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, o := range append(objs, preview...) {
-				if err := testenv.DryRunApply(ctx, dc, mapper, o); err != nil {
-					t.Errorf("%s %s: %v", o.GetKind(), o.GetName(), err)
-				}
-				total++
-			}
-		})
-	}
-	t.Logf("%d objects from %d golden files accepted by the server-side dry run", total, len(files))
+	testenv.DryRunFiles(ctx, t, dc, mapper, "testdata/golden/*.yaml", 12, capi.Preview)
 
 	// The same path refuses what the CRDs forbid, so the passes above mean
 	// something: a root volume of 0 GiB (CAPO requires >= 1, which is why

@@ -1,9 +1,6 @@
 package capi_test
 
 import (
-	"bytes"
-	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,9 +12,8 @@ import (
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/inmemory"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
+	"github.com/magnetite-io/magnetite/internal/testgolden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // goldenCase is one file of testdata/cases: a template, a cluster and,
 // unless it brings its own, the shared cloud facts of testdata/facts.yaml.
@@ -99,40 +95,14 @@ func render(t testing.TB, c goldenCase) *driver.Result {
 // provide, the warnings, then every object.
 func document(t testing.TB, res *driver.Result) []byte {
 	t.Helper()
-	var b bytes.Buffer
-	b.WriteString(res.Summary())
-	for _, o := range res.Objects {
-		y, err := yaml.Marshal(o.Object)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.WriteString("---\n")
-		b.Write(y)
-	}
-	return b.Bytes()
+	return testgolden.Document(t, res.Summary(), res.Objects)
 }
 
 func TestGoldenRenders(t *testing.T) {
 	for _, c := range loadCases(t) {
 		t.Run(c.Name, func(t *testing.T) {
-			got := document(t, render(t, c))
-			path := filepath.Join("testdata", "golden", c.Name+".yaml")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./internal/driver/capi/ -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("render of %s differs from %s (run with -update after reviewing):\n%s", c.Name, path, lineDiff(string(want), string(got)))
-			}
+			testgolden.File(t, filepath.Join("testdata", "golden", c.Name+".yaml"), document(t, render(t, c)),
+				"go test ./internal/driver/capi/ -update")
 		})
 	}
 }
@@ -150,26 +120,4 @@ func TestGoldenCasesCoverTheAcceptanceList(t *testing.T) {
 			t.Errorf("golden case %s is missing", want)
 		}
 	}
-}
-
-func lineDiff(a, b string) string {
-	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
-	var out []string
-	for i := 0; i < len(al) || i < len(bl); i++ {
-		var x, y string
-		if i < len(al) {
-			x = al[i]
-		}
-		if i < len(bl) {
-			y = bl[i]
-		}
-		if x != y {
-			out = append(out, fmt.Sprintf("line %d:\n- %s\n+ %s", i+1, x, y))
-		}
-		if len(out) > 20 {
-			out = append(out, "...")
-			break
-		}
-	}
-	return strings.Join(out, "\n")
 }

@@ -2,7 +2,6 @@ package metal3_test
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -26,32 +25,7 @@ import (
 // accept them all.
 func TestGoldenObjectsPassServerSideDryRun(t *testing.T) {
 	ctx, dc, mapper := managementCluster(t)
-	files, err := filepath.Glob("testdata/golden/*.yaml")
-	if err != nil || len(files) < 4 {
-		t.Fatalf("golden files: %v, %v", files, err)
-	}
-	total := 0
-	kinds := map[string]bool{}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".yaml"), func(t *testing.T) {
-			objs, err := testenv.ReadObjects(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			preview, err := capi.Preview(objs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, o := range append(objs, preview...) {
-				if err := testenv.DryRunApply(ctx, dc, mapper, o); err != nil {
-					t.Errorf("%s %s: %v", o.GetKind(), o.GetName(), err)
-				}
-				kinds[o.GetKind()] = true
-				total++
-			}
-		})
-	}
-	t.Logf("%d objects from %d golden files accepted by the server-side dry run", total, len(files))
+	kinds := testenv.DryRunFiles(ctx, t, dc, mapper, "testdata/golden/*.yaml", 4, capi.Preview)
 	for _, k := range []string{"Metal3ClusterTemplate", "Metal3MachineTemplate", "Metal3DataTemplate", "Metal3RemediationTemplate", "IPPool", "ClusterClass", "Cluster"} {
 		if !kinds[k] {
 			t.Errorf("no %s was dry-run", k)

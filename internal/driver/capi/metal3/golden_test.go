@@ -1,8 +1,6 @@
 package metal3_test
 
 import (
-	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,9 +11,8 @@ import (
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/metal3"
+	"github.com/magnetite-io/magnetite/internal/testgolden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // goldenCases are testdata/cases/*.yaml: a template and a cluster with its
 // node groups, keyed by file name. Metal3 clusters need no cloud facts.
@@ -51,25 +48,14 @@ func goldenCases(t testing.TB) map[string]driver.Request {
 
 func newDriver() *capi.Driver { return metal3.New(capi.Options{}, metal3.Options{}) }
 
-// renderDocument is the golden form of a render: the conductor's part and
-// the warnings as comments, then every object.
-func renderDocument(t testing.TB, req driver.Request) []byte {
+// render is a case's render.
+func render(t testing.TB, req driver.Request) *driver.Result {
 	t.Helper()
 	res, err := newDriver().Render(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	b.WriteString(res.Summary())
-	for _, o := range res.Objects {
-		y, err := yaml.Marshal(o.Object)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.WriteString("---\n")
-		b.Write(y)
-	}
-	return b.Bytes()
+	return res
 }
 
 // TestGoldenRenders compares every case's render with its golden file;
@@ -83,27 +69,9 @@ func TestGoldenRenders(t *testing.T) {
 	}
 	for name, req := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := renderDocument(t, req)
-			path := filepath.Join("testdata", "golden", name+".yaml")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./internal/driver/capi/metal3 -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-				for i := 0; i < len(gl) && i < len(wl); i++ {
-					if gl[i] != wl[i] {
-						t.Fatalf("render differs from %s at line %d (run with -update after reviewing):\n- %s\n+ %s", path, i+1, wl[i], gl[i])
-					}
-				}
-				t.Fatalf("render differs from %s in length: %d lines, want %d", path, len(gl), len(wl))
-			}
+			res := render(t, req)
+			testgolden.File(t, filepath.Join("testdata", "golden", name+".yaml"), testgolden.Document(t, res.Summary(), res.Objects),
+				"go test ./internal/driver/capi/metal3 -update")
 		})
 	}
 }

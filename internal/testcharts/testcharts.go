@@ -1,9 +1,9 @@
-// Package chartstest serves a real Helm chart repository on loopback for
+// Package testcharts serves a real Helm chart repository on loopback for
 // tests: index.yaml and packaged archives of small charts the project
 // writes for its tests (testdata/charts, one per upstream chart name),
 // packaged at every version Magnetite pins. No test can reach the upstream
 // repositories.
-package chartstest
+package testcharts
 
 import (
 	"net/http"
@@ -45,16 +45,16 @@ func Package(t testing.TB, dir, baseURL string, omit ...addons.Chart) {
 		}
 		ch, err := loader.LoadDir(filepath.Join(src, c.Name))
 		if err != nil {
-			t.Fatalf("chartstest: load test chart %s: %v", c.Name, err)
+			t.Fatalf("testcharts: load test chart %s: %v", c.Name, err)
 		}
 		ch.Metadata.Version = c.Version
 		if _, err := chartutil.Save(ch, dir); err != nil {
-			t.Fatalf("chartstest: package %s: %v", c, err)
+			t.Fatalf("testcharts: package %s: %v", c, err)
 		}
 	}
 	idx, err := repo.IndexDirectory(dir, baseURL)
 	if err != nil {
-		t.Fatalf("chartstest: index %s: %v", dir, err)
+		t.Fatalf("testcharts: index %s: %v", dir, err)
 	}
 	idx.SortEntries()
 	if err := idx.WriteFile(filepath.Join(dir, "index.yaml"), 0o644); err != nil {
@@ -105,7 +105,7 @@ func (r *Repo) Remove(t testing.TB, c addons.Chart) {
 func testdataDir(t testing.TB) string {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
-		t.Fatal("chartstest: cannot locate testdata")
+		t.Fatal("testcharts: cannot locate testdata")
 	}
 	return filepath.Join(filepath.Dir(file), "testdata", "charts")
 }

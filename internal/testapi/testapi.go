@@ -1,6 +1,6 @@
-// Package apitest starts a real Magnetite API server on loopback for tests:
+// Package testapi starts a real Magnetite API server on loopback for tests:
 // the production handler over a fresh SQLite database in a temp directory.
-package apitest
+package testapi
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package chartstest
+package testcharts
 
 import (
 	"bytes"
