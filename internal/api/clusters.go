@@ -404,7 +404,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	})
 	// The CAs are stored with the cluster, so certificate requests can be
 	// answered before the conductor has run.
-	keyPairs, err := clusterKeyPairs(c.UUID)
+	keyPairs, err := s.clusterKeyPairs(c.UUID)
 	if err != nil {
 		return err
 	}
