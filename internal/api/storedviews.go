@@ -39,6 +39,11 @@ var (
 			renamed("cluster_template_id", "baymodel_id").renamed("create_timeout", "bay_create_timeout")
 
 	nodeGroupSummaryWire = storedShape(apitypes.NodeGroupSummary{})
+	nodeGroupDetailWire  = storedShape(apitypes.NodeGroup{
+		NodeLabels: &map[string]string{}, NodeTaints: &[]apitypes.Taint{},
+	}, "node_labels", "node_taints").
+		with(emptyObjectIfNull, "node_labels").
+		with(emptyArrayIfNull, "node_taints")
 )
 
 func (f *family) templateWire() *wireShape {
@@ -190,7 +195,12 @@ func (cw *clusterWriter) setLabelsDiff(template string) error {
 		parent.raw, _ = json.Marshal(parent.labels)
 		cw.parents[template] = parent
 	}
-	o := cw.obj
+	return setLabelsDiff(cw.obj, parent)
+}
+
+// setLabelsDiff sets an object's labels_overridden, labels_added and
+// labels_skipped against its parent's labels.
+func setLabelsDiff(o *wireObject, parent parentLabels) error {
 	raw := o.get("labels")
 	if bytes.Equal(raw, parent.raw) {
 		// Maps are stored with sorted keys: the same bytes, the same labels.
@@ -203,7 +213,12 @@ func (cw *clusterWriter) setLabelsDiff(template string) error {
 	var labels map[string]string
 	if raw != nil {
 		if err := json.Unmarshal(raw, &labels); err != nil {
-			return fmt.Errorf("stored cluster labels: %w", err)
+			return fmt.Errorf("stored labels: %w", err)
+		}
+	}
+	if parent.labels == nil && len(parent.raw) > 0 {
+		if err := json.Unmarshal(parent.raw, &parent.labels); err != nil {
+			return fmt.Errorf("stored parent labels: %w", err)
 		}
 	}
 	over, added, skipped := labelsDiff(parent.labels, labels)
@@ -212,6 +227,39 @@ func (cw *clusterWriter) setLabelsDiff(template string) error {
 		o.set(key, b)
 	}
 	return nil
+}
+
+// appendNodeGroup writes a stored node group's full form, with the labels
+// diff against its cluster's stored labels, as the request's microversion
+// shows it.
+func appendNodeGroup(dst []byte, r *http.Request, cluster store.StoredRow, ng store.StoredNodeGroup) ([]byte, error) {
+	o := nodeGroupDetailWire.object()
+	if err := o.load(ng.Data); err != nil {
+		return nil, fmt.Errorf("node group %s: %w", ng.UUID, err)
+	}
+	var parent parentLabels
+	if err := eachMember(cluster.Data, func(key, val []byte) {
+		if string(key) == "labels" {
+			parent.raw = val
+		}
+	}); err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", cluster.UUID, err)
+	}
+	if err := setLabelsDiff(o, parent); err != nil {
+		return nil, fmt.Errorf("node group %s: %w", ng.UUID, err)
+	}
+	null := []byte("null")
+	for _, key := range []string{"node_labels", "node_taints"} {
+		switch {
+		case !versionOf(r.Context()).AtLeast(14):
+			o.set(key, nil)
+		case o.get(key) == nil:
+			// Written before the field existed: shown empty.
+			o.set(key, null)
+		}
+	}
+	o.set("links", appendLinks(nil, jsonText(baseURL(r)), "clusters/"+cluster.UUID+"/nodegroups", ng.UUID))
+	return o.appendTo(dst), nil
 }
 
 // nodeGroupFacts are a stored node group's addresses (a JSON list) and,

@@ -136,6 +136,17 @@ func (s *DB) StoredNodeGroups(ctx context.Context, clusterUUID string, f NodeGro
 	return collect(rows, err, scanStoredNodeGroup)
 }
 
+// StoredNodeGroup finds one of a cluster's node groups by UUID, name or
+// numeric id, as GetNodeGroup does.
+func (s *DB) StoredNodeGroup(ctx context.Context, clusterUUID, ident string) (StoredNodeGroup, error) {
+	ng, err := scanStoredNodeGroup(s.db.QueryRowContext(ctx,
+		"SELECT "+nodeGroupColumns+nodeGroupByIdent, clusterUUID, ident, ident, ident))
+	if errors.Is(err, sql.ErrNoRows) {
+		return ng, fmt.Errorf("%w: node group %s in cluster %s", ErrNotFound, ident, clusterUUID)
+	}
+	return ng, err
+}
+
 // StoredNodeGroupsOf returns every node group of the clusters given, keyed
 // by cluster UUID, in creation order (one query per 500 clusters).
 func (s *DB) StoredNodeGroupsOf(ctx context.Context, clusterUUIDs []string) (map[string][]StoredNodeGroup, error) {
