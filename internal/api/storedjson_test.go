@@ -72,7 +72,7 @@ func TestStoredJSONMeansWhatWireTypesSay(t *testing.T) {
 					NodeAddresses: []string{"10.0.1.1"}, FlavorID: str("m1")},
 				{Name: "gpu", Role: "gpu", NodeCount: 1, Status: model.CreateComplete, NodeAddresses: []string{"10.0.2.1"},
 					Labels: map[string]string{"kube_tag": "v1.32.0", "gpu": "yes"}, NodeLabels: map[string]string{"accel": "a100"},
-					NodeTaints: []model.Taint{{Key: "gpu", Value: "only", Effect: "NoSchedule"}, {Key: "b", Effect: "NoExecute"}},
+					NodeTaints:   []model.Taint{{Key: "gpu", Value: "only", Effect: "NoSchedule"}, {Key: "b", Effect: "NoExecute"}},
 					MaxNodeCount: num(5), MinNodeCount: 1, Version: str("v1.31.2"), MergeLabels: true, UpdatedAt: &later},
 			}},
 		{c: &model.Cluster{Name: "failed", Labels: map[string]string{"kube_tag": "v1.30.0", "extra": "1"}, Status: model.UpdateFailed,
