@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -72,27 +73,26 @@ func collect[T any](rows *sql.Rows, err error, scan func(interface{ Scan(...any)
 
 // storedByIdent finds the row of table whose UUID or name is ident among
 // those q allows. A UUID match wins; a name several rows share is
-// ErrAmbiguousName.
+// ErrAmbiguousName. The UUID is looked up first and the name only when no
+// UUID matches, each with its own indexed query: one query matching
+// either column made SQLite read every cluster row of an administrator's
+// scope, since cluster names are indexed only within their project.
 func (s *DB) storedByIdent(ctx context.Context, q pageQuery, cols, what, ident string) (StoredRow, error) {
-	q.filter("(uuid = ? OR name = ?)", ident, ident)
-	rows, err := s.db.QueryContext(ctx, "SELECT "+cols+" FROM "+q.table+" WHERE "+joinWhere(q.where), q.args...)
-	found, err := collect(rows, err, scanStored)
-	if err != nil {
-		return StoredRow{}, err
-	}
-	for _, r := range found {
-		if r.UUID == ident {
-			return r, nil
+	for _, col := range []string{"uuid", "name"} {
+		where := append(slices.Clone(q.where), col+" = ?")
+		args := append(slices.Clone(q.args), ident)
+		rows, err := s.db.QueryContext(ctx, "SELECT "+cols+" FROM "+q.table+" WHERE "+joinWhere(where), args...)
+		found, err := collect(rows, err, scanStored)
+		switch {
+		case err != nil:
+			return StoredRow{}, err
+		case len(found) == 1:
+			return found[0], nil
+		case len(found) > 1:
+			return StoredRow{}, fmt.Errorf("%w: %s %s", ErrAmbiguousName, what, ident)
 		}
 	}
-	switch len(found) {
-	case 0:
-		return StoredRow{}, fmt.Errorf("%w: %s %s", ErrNotFound, what, ident)
-	case 1:
-		return found[0], nil
-	default:
-		return StoredRow{}, fmt.Errorf("%w: %s %s", ErrAmbiguousName, what, ident)
-	}
+	return StoredRow{}, fmt.Errorf("%w: %s %s", ErrNotFound, what, ident)
 }
 
 // StoredClusterTemplate finds a template by UUID or name within the scope.
