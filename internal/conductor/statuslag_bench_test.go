@@ -103,6 +103,10 @@ type fleet struct {
 	srv      *apitest.Server
 	dc       dynamic.Interface
 	clusters []benchCluster
+	// rows serializes the seeding's inserts: SQLite takes one writer at a
+	// time, and sixteen seeders beside the conductor's status writes
+	// can starve one past its busy timeout on a loaded machine.
+	rows sync.Mutex
 	// figures are the idle CPU and heap measured once per scale (the
 	// benchmark function runs more than once per scale).
 	figures map[int]scaleFigures
@@ -254,8 +258,11 @@ func (f *fleet) seed(i int) (benchCluster, error) {
 			Status: model.CreateInProgress, CreatedAt: now}
 	}
 	master, worker := group("default-master", model.RoleMaster, 1), group("default-worker", model.RoleWorker, 1)
-	if err := f.srv.Store.ApplyClusterChange(ctx, store.ClusterChange{Cluster: cl, Create: true, QuotaLimit: math.MaxInt32,
-		NodeGroups: []*model.NodeGroup{master, worker}}); err != nil {
+	f.rows.Lock()
+	err := f.srv.Store.ApplyClusterChange(ctx, store.ClusterChange{Cluster: cl, Create: true, QuotaLimit: math.MaxInt32,
+		NodeGroups: []*model.NodeGroup{master, worker}})
+	f.rows.Unlock()
+	if err != nil {
 		return benchCluster{}, err
 	}
 	labels := func(extra map[string]any) map[string]any {
