@@ -83,6 +83,9 @@ func TestStoredJSONMeansWhatWireTypesSay(t *testing.T) {
 					Labels: map[string]string{"kube_tag": "v1.30.0", "extra": "1"}, DockerVolumeSize: num(50)},
 			}},
 		{c: &model.Cluster{Name: "failed-no-faults", Status: model.CreateFailed}},
+		// The labels of "failed" again: the diff written for it is reused.
+		{c: &model.Cluster{Name: "twin", Labels: map[string]string{"extra": "1", "kube_tag": "v1.30.0"}, Status: model.CreateComplete}},
+		{c: &model.Cluster{Name: "other-labels", Labels: map[string]string{"kube_tag": "v1.29.0"}, Status: model.CreateComplete}},
 	}
 	for _, x := range clusters {
 		c := x.c

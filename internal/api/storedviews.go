@@ -94,6 +94,10 @@ type clusterWriter struct {
 	clusterID bool // 1.13 on: stack_id is shown as cluster_id
 	groups    map[string][]store.StoredNodeGroup
 	parents   map[string]parentLabels
+	// diffs are the labels diffs already written, by template and the
+	// cluster's stored labels: clusters made from one template mostly
+	// share their labels.
+	diffs map[string]map[string][3][]byte
 	// Buffers of the computed members, reused cluster after cluster.
 	nodes, masters, nodeAddrs, masterAddrs, links []byte
 }
@@ -120,7 +124,7 @@ func (s *Server) newClusterWriter(r *http.Request, detail bool, rows []store.Sto
 	return &clusterWriter{
 		s: s, ctx: r.Context(), obj: shape.object(), base: jsonText(baseURL(r)), coll: f.clusters,
 		detail: detail, bay: f.bay, clusterID: versionOf(r.Context()).AtLeast(13),
-		groups: groups, parents: map[string]parentLabels{},
+		groups: groups, parents: map[string]parentLabels{}, diffs: map[string]map[string][3][]byte{},
 	}, nil
 }
 
@@ -189,14 +193,33 @@ func (cw *clusterWriter) appendTo(dst []byte, row store.StoredRow) ([]byte, erro
 // setLabelsDiff sets labels_overridden, labels_added and labels_skipped
 // against the labels of the cluster's template.
 func (cw *clusterWriter) setLabelsDiff(template string) error {
+	o := cw.obj
+	if d, ok := cw.diffs[template][string(o.get("labels"))]; ok {
+		for i, key := range labelsDiffKeys {
+			o.set(key, d[i])
+		}
+		return nil
+	}
 	parent, ok := cw.parents[template]
 	if !ok {
 		parent.labels = cw.s.templateLabels(cw.ctx, template)
 		parent.raw, _ = json.Marshal(parent.labels)
 		cw.parents[template] = parent
+		cw.diffs[template] = map[string][3][]byte{}
 	}
-	return setLabelsDiff(cw.obj, parent)
+	if err := setLabelsDiff(o, parent); err != nil {
+		return err
+	}
+	var d [3][]byte
+	for i, key := range labelsDiffKeys {
+		d[i] = o.get(key)
+	}
+	cw.diffs[template][string(o.get("labels"))] = d
+	return nil
 }
+
+// labelsDiffKeys are the members setLabelsDiff sets.
+var labelsDiffKeys = []string{"labels_overridden", "labels_added", "labels_skipped"}
 
 // setLabelsDiff sets an object's labels_overridden, labels_added and
 // labels_skipped against its parent's labels.
@@ -204,10 +227,9 @@ func setLabelsDiff(o *wireObject, parent parentLabels) error {
 	raw := o.get("labels")
 	if bytes.Equal(raw, parent.raw) {
 		// Maps are stored with sorted keys: the same bytes, the same labels.
-		empty := []byte("{}")
-		o.set("labels_overridden", empty)
-		o.set("labels_added", empty)
-		o.set("labels_skipped", empty)
+		for _, key := range labelsDiffKeys {
+			o.set(key, []byte("{}"))
+		}
 		return nil
 	}
 	var labels map[string]string
@@ -222,9 +244,9 @@ func setLabelsDiff(o *wireObject, parent parentLabels) error {
 		}
 	}
 	over, added, skipped := labelsDiff(parent.labels, labels)
-	for key, m := range map[string]map[string]string{"labels_overridden": over, "labels_added": added, "labels_skipped": skipped} {
+	for i, m := range []map[string]string{over, added, skipped} {
 		b, _ := json.Marshal(m)
-		o.set(key, b)
+		o.set(labelsDiffKeys[i], b)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -162,11 +163,15 @@ func storedNodeGroupsOf(ctx context.Context, q querier, clusterUUIDs []string) (
 			args[i] = id
 		}
 		marks := strings.Repeat(",?", len(chunk))[1:]
-		rows, err := q.QueryContext(ctx, "SELECT "+nodeGroupColumns+" FROM nodegroups WHERE cluster_id IN ("+marks+") ORDER BY id", args...)
+		// Sorted here rather than by the query: ORDER BY id made SQLite
+		// copy every row, JSON and all, into a sorter before returning
+		// the first; the index on cluster_id gives them unsorted.
+		rows, err := q.QueryContext(ctx, "SELECT "+nodeGroupColumns+" FROM nodegroups WHERE cluster_id IN ("+marks+")", args...)
 		ngs, err := collect(rows, err, scanStoredNodeGroup)
 		if err != nil {
 			return nil, err
 		}
+		slices.SortFunc(ngs, func(a, b StoredNodeGroup) int { return cmp.Compare(a.ID, b.ID) })
 		for _, ng := range ngs {
 			out[ng.ClusterID] = append(out[ng.ClusterID], ng)
 		}
