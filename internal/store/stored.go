@@ -163,18 +163,20 @@ func storedNodeGroupsOf(ctx context.Context, q querier, clusterUUIDs []string) (
 			args[i] = id
 		}
 		marks := strings.Repeat(",?", len(chunk))[1:]
-		// Sorted here rather than by the query: ORDER BY id made SQLite
-		// copy every row, JSON and all, into a sorter before returning
-		// the first; the index on cluster_id gives them unsorted.
+		// Sorted here, each cluster's few, rather than by the query: ORDER
+		// BY id made SQLite copy every row, JSON and all, into a sorter
+		// before returning the first.
 		rows, err := q.QueryContext(ctx, "SELECT "+nodeGroupColumns+" FROM nodegroups WHERE cluster_id IN ("+marks+")", args...)
 		ngs, err := collect(rows, err, scanStoredNodeGroup)
 		if err != nil {
 			return nil, err
 		}
-		slices.SortFunc(ngs, func(a, b StoredNodeGroup) int { return cmp.Compare(a.ID, b.ID) })
 		for _, ng := range ngs {
 			out[ng.ClusterID] = append(out[ng.ClusterID], ng)
 		}
+	}
+	for _, ngs := range out {
+		slices.SortFunc(ngs, func(a, b StoredNodeGroup) int { return cmp.Compare(a.ID, b.ID) })
 	}
 	return out, nil
 }
