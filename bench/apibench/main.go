@@ -198,8 +198,9 @@ func run(o options) error {
 	fmt.Println()
 	printRatios(rows, targets)
 	if mag.pid != 0 {
-		rss, hwm := memory(mag.pid)
-		fmt.Printf("\nmagnetite RSS after the run: %s (peak %s)\n", rss, hwm)
+		m := memory(mag.pid)
+		fmt.Printf("\nmagnetite RSS after the run: %s (peak %s); now %s anonymous, %s file-backed (the executable)\n",
+			m["VmRSS"], m["VmHWM"], m["RssAnon"], m["RssFile"])
 	}
 	return nil
 }
@@ -542,19 +543,21 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// memory reads the resident and peak resident set of a process.
-func memory(pid int) (rss, hwm string) {
+// memory reads a process's resident set, its peak, and the resident set's
+// anonymous part (heap, stacks, SQLite's caches) and file-backed part
+// (mostly the executable's own pages), from /proc/<pid>/status.
+func memory(pid int) map[string]string {
+	out := map[string]string{"VmRSS": "?", "VmHWM": "?", "RssAnon": "?", "RssFile": "?"}
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return "?", "?"
+		return out
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			rss = strings.TrimSpace(v)
-		}
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			hwm = strings.TrimSpace(v)
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			if _, want := out[k]; want {
+				out[k] = strings.TrimSpace(v)
+			}
 		}
 	}
-	return rss, hwm
+	return out
 }

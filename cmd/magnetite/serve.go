@@ -23,6 +23,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/baremetal/backend"
 	"github.com/magnetite-io/magnetite/internal/capacity"
+	"github.com/magnetite-io/magnetite/internal/certs"
 	"github.com/magnetite-io/magnetite/internal/cloud"
 	"github.com/magnetite-io/magnetite/internal/conductor"
 	"github.com/magnetite-io/magnetite/internal/config"
@@ -303,11 +304,21 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 	if capCheck != nil {
 		planner = capCheck
 	}
+	var keys *certs.KeyPool
+	if n := cfg.Int("api", "key_pool_size"); n > 0 {
+		keys = certs.NewKeyPool(n)
+		go func() {
+			if err := keys.Run(ctx); err != nil {
+				log.Error("key pool stopped; new clusters make their keys when they are created", "error", err)
+			}
+		}()
+	}
 	handler := api.New(api.Options{
 		Store: st, Auth: authn, Policy: policy, Log: log,
 		MaxLimit:                      cfg.Int("api", "max_limit"),
 		MaxBodyBytes:                  int64(cfg.Int("api", "max_body_bytes")),
 		PageCacheBytes:                pageCacheBytes(cfg.Int("api", "page_cache_bytes")),
+		KeyPool:                       keys,
 		DefaultClusterQuota:           cfg.Int("quotas", "max_clusters_per_project"),
 		ServiceDownAfter:              cfg.Duration("services", "down_after"),
 		ReplaceLabelsByDefault:        !cfg.Bool("api", "merge_labels_by_default"),

@@ -40,8 +40,9 @@ type certificate struct {
 
 // clusterKeyPairs makes a new cluster's certificate authorities and
 // service-account keys, for the create to store with the cluster row.
-func clusterKeyPairs(clusterUUID string) ([]*model.ClusterCertificate, error) {
-	pairs, err := certs.GenerateCluster()
+// Their keys come from the key pool when it has some.
+func (s *Server) clusterKeyPairs(clusterUUID string) ([]*model.ClusterCertificate, error) {
+	pairs, err := s.opts.KeyPool.GenerateCluster()
 	if err != nil {
 		return nil, err
 	}

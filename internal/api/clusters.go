@@ -230,16 +230,23 @@ func (s *Server) lookupCluster(r *http.Request, action string) (*model.Cluster, 
 	return c, nil
 }
 
-func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
+// lookupStoredCluster is lookupCluster for reads served from the stored
+// JSON.
+func (s *Server) lookupStoredCluster(r *http.Request, action string) (store.StoredRow, error) {
 	ident := r.PathValue("ident")
 	row, err := s.st.StoredCluster(r.Context(), s.scope(r), ident)
 	if errors.Is(err, store.ErrNotFound) {
-		return notFound("Cluster %s could not be found.", ident)
+		return row, notFound("Cluster %s could not be found.", ident)
 	}
 	if err != nil {
-		return err
+		return row, err
 	}
-	if err := s.authorize(r, "cluster:get", &auth.Target{ProjectID: row.ProjectID}); err != nil {
+	return row, s.authorize(r, action, &auth.Target{ProjectID: row.ProjectID})
+}
+
+func (s *Server) getCluster(w http.ResponseWriter, r *http.Request) error {
+	row, err := s.lookupStoredCluster(r, "cluster:get")
+	if err != nil {
 		return err
 	}
 	cw, err := s.newClusterWriter(r, true, []store.StoredRow{row})
@@ -389,7 +396,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	})
 	// The CAs are stored with the cluster, so certificate requests can be
 	// answered before the conductor has run.
-	keyPairs, err := clusterKeyPairs(c.UUID)
+	keyPairs, err := s.clusterKeyPairs(c.UUID)
 	if err != nil {
 		return err
 	}

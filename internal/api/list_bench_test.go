@@ -80,3 +80,40 @@ func BenchmarkListLargePages(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTemplateListParallel is apibench's first case in process: GET
+// /v1/clustertemplates of 50 templates from 32 clients at once, through
+// the whole HTTP stack and the page cache, for CPU profiles of the serving
+// side (the clients run in the same process; focus on the server's
+// goroutines):
+//
+//	go test ./internal/api -run '^$' -bench TemplateListParallel -cpuprofile cpu.out
+//	go tool pprof -top -focus 'net/http.\(\*conn\).serve' cpu.out
+func BenchmarkTemplateListParallel(b *testing.B) {
+	srv := testapi.Start(b)
+	c := newClient(b, srv)
+	for i := range 50 {
+		c.createTemplate(map[string]any{"name": fmt.Sprint("t", i), "network_driver": "calico",
+			"labels": map[string]string{"kube_tag": "v1.31.2", "auto_healing_enabled": "true"}})
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr}
+	b.SetParallelism(16) // 32 clients on 2 CPUs
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			res, err := hc.Get(srv.URL + "/v1/clustertemplates")
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				b.Errorf("GET /v1/clustertemplates: %d", res.StatusCode)
+				return
+			}
+		}
+	})
+}

@@ -142,17 +142,30 @@ func (s *Server) listNodeGroups(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
+// getNodeGroup serves a node group from its stored JSON, as lists are.
 func (s *Server) getNodeGroup(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.nodeGroupCluster(r, "nodegroup:get")
+	if err := requireVersion(r, sinceNodeGroups); err != nil {
+		return err
+	}
+	c, err := s.lookupStoredCluster(r, "nodegroup:get")
 	if err != nil {
 		return err
 	}
-	ng, err := s.lookupNodeGroup(r, c)
+	ident := r.PathValue("ng")
+	ng, err := s.st.StoredNodeGroup(r.Context(), c.UUID, ident)
+	if errors.Is(err, store.ErrNotFound) {
+		var name []byte
+		_ = eachMember(c.Data, func(key, val []byte) {
+			if string(key) == "name" {
+				name = val
+			}
+		})
+		return notFound("Nodegroup %s could not be found in cluster %s.", ident, jsonString(name))
+	}
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, s.nodeGroupView(r, c, ng))
-	return nil
+	return writeBuilt(w, http.StatusOK, func(dst []byte) ([]byte, error) { return appendNodeGroup(dst, r, c, ng) })
 }
 
 func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/certs"
 	"github.com/magnetite-io/magnetite/internal/logging"
 	"github.com/magnetite-io/magnetite/internal/metrics"
 	"github.com/magnetite-io/magnetite/internal/model"
@@ -84,6 +85,10 @@ type Options struct {
 	// PageCacheBytes bounds the encoded list pages kept in memory (see
 	// servePage); 0 means 16 MiB, a negative value keeps none.
 	PageCacheBytes int
+	// KeyPool supplies the RSA keys of new clusters' certificate
+	// authorities, made ahead of time; nil makes every key when the
+	// cluster is created.
+	KeyPool *certs.KeyPool
 	// Drivers finds a template's driver; templates and clusters whose
 	// (server_type, os_distro, coe) no driver provides are refused with a
 	// 400. nil accepts every template.

@@ -18,7 +18,7 @@ import (
 )
 
 // TestStoredJSONMeansWhatWireTypesSay serves templates, clusters and node
-// groups from their stored JSON and checks each object against the same
+// groups (listed and shown) from their stored JSON and checks each object against the same
 // row decoded into the model and encoded through the apitypes wire structs
 // (what the API served before), for every route family, form and the
 // microversions that change a field, including rows written before fields
@@ -70,15 +70,22 @@ func TestStoredJSONMeansWhatWireTypesSay(t *testing.T) {
 					NodeAddresses: []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}},
 				{Name: "default-worker", Role: model.RoleWorker, NodeCount: 2, IsDefault: true, Status: model.CreateComplete,
 					NodeAddresses: []string{"10.0.1.1"}, FlavorID: str("m1")},
-				{Name: "gpu", Role: "gpu", NodeCount: 1, Status: model.CreateComplete, NodeAddresses: []string{"10.0.2.1"}},
+				{Name: "gpu", Role: "gpu", NodeCount: 1, Status: model.CreateComplete, NodeAddresses: []string{"10.0.2.1"},
+					Labels: map[string]string{"kube_tag": "v1.32.0", "gpu": "yes"}, NodeLabels: map[string]string{"accel": "a100"},
+					NodeTaints:   []model.Taint{{Key: "gpu", Value: "only", Effect: "NoSchedule"}, {Key: "b", Effect: "NoExecute"}},
+					MaxNodeCount: num(5), MinNodeCount: 1, Version: str("v1.31.2"), MergeLabels: true, UpdatedAt: &later},
 			}},
 		{c: &model.Cluster{Name: "failed", Labels: map[string]string{"kube_tag": "v1.30.0", "extra": "1"}, Status: model.UpdateFailed,
 			StatusReason: str("node group failed"), Keypair: str("kp"), DockerVolumeSize: num(20), MasterFlavorID: str("m2")},
 			ngs: []*model.NodeGroup{
 				{Name: "default-master", Role: model.RoleMaster, NodeCount: 1, IsDefault: true, Status: model.CreateComplete},
-				{Name: "workers", Role: model.RoleWorker, NodeCount: 4, Status: model.UpdateFailed, StatusReason: &reason},
+				{Name: "workers", Role: model.RoleWorker, NodeCount: 4, Status: model.UpdateFailed, StatusReason: &reason,
+					Labels: map[string]string{"kube_tag": "v1.30.0", "extra": "1"}, DockerVolumeSize: num(50)},
 			}},
 		{c: &model.Cluster{Name: "failed-no-faults", Status: model.CreateFailed}},
+		// The labels of "failed" again: the diff written for it is reused.
+		{c: &model.Cluster{Name: "twin", Labels: map[string]string{"extra": "1", "kube_tag": "v1.30.0"}, Status: model.CreateComplete}},
+		{c: &model.Cluster{Name: "other-labels", Labels: map[string]string{"kube_tag": "v1.29.0"}, Status: model.CreateComplete}},
 	}
 	for _, x := range clusters {
 		c := x.c
@@ -187,6 +194,20 @@ func TestStoredJSONMeansWhatWireTypesSay(t *testing.T) {
 						oldPage.NodeGroups = append(oldPage.NodeGroups, nodeGroupSummary(ng))
 					}
 					sameMeaning(t, "node groups of "+c.Name, oldPage, page)
+					if detail {
+						continue
+					}
+					for _, ng := range ngs[c.UUID] {
+						ngRow, err := st.StoredNodeGroup(ctx, c.UUID, ng.Name)
+						if err != nil {
+							t.Fatal(err)
+						}
+						got, err := appendNodeGroup(nil, r, row, ngRow)
+						if err != nil {
+							t.Fatal(err)
+						}
+						sameMeaning(t, "node group "+c.Name+"/"+ng.Name, s.nodeGroupView(r, c, ng), got)
+					}
 				}
 			}
 		})

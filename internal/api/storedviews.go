@@ -39,6 +39,11 @@ var (
 			renamed("cluster_template_id", "baymodel_id").renamed("create_timeout", "bay_create_timeout")
 
 	nodeGroupSummaryWire = storedShape(apitypes.NodeGroupSummary{})
+	nodeGroupDetailWire  = storedShape(apitypes.NodeGroup{
+		NodeLabels: &map[string]string{}, NodeTaints: &[]apitypes.Taint{},
+	}, "node_labels", "node_taints").
+		with(emptyObjectIfNull, "node_labels").
+		with(emptyArrayIfNull, "node_taints")
 )
 
 func (f *family) templateWire() *wireShape {
@@ -89,6 +94,10 @@ type clusterWriter struct {
 	clusterID bool // 1.13 on: stack_id is shown as cluster_id
 	groups    map[string][]store.StoredNodeGroup
 	parents   map[string]parentLabels
+	// diffs are the labels diffs already written, by template and the
+	// cluster's stored labels: clusters made from one template mostly
+	// share their labels.
+	diffs map[string]map[string][3][]byte
 	// Buffers of the computed members, reused cluster after cluster.
 	nodes, masters, nodeAddrs, masterAddrs, links []byte
 }
@@ -115,7 +124,7 @@ func (s *Server) newClusterWriter(r *http.Request, detail bool, rows []store.Sto
 	return &clusterWriter{
 		s: s, ctx: r.Context(), obj: shape.object(), base: jsonText(baseURL(r)), coll: f.clusters,
 		detail: detail, bay: f.bay, clusterID: versionOf(r.Context()).AtLeast(13),
-		groups: groups, parents: map[string]parentLabels{},
+		groups: groups, parents: map[string]parentLabels{}, diffs: map[string]map[string][3][]byte{},
 	}, nil
 }
 
@@ -184,34 +193,95 @@ func (cw *clusterWriter) appendTo(dst []byte, row store.StoredRow) ([]byte, erro
 // setLabelsDiff sets labels_overridden, labels_added and labels_skipped
 // against the labels of the cluster's template.
 func (cw *clusterWriter) setLabelsDiff(template string) error {
+	o := cw.obj
+	if d, ok := cw.diffs[template][string(o.get("labels"))]; ok {
+		for i, key := range labelsDiffKeys {
+			o.set(key, d[i])
+		}
+		return nil
+	}
 	parent, ok := cw.parents[template]
 	if !ok {
 		parent.labels = cw.s.templateLabels(cw.ctx, template)
 		parent.raw, _ = json.Marshal(parent.labels)
 		cw.parents[template] = parent
+		cw.diffs[template] = map[string][3][]byte{}
 	}
-	o := cw.obj
+	if err := setLabelsDiff(o, parent); err != nil {
+		return err
+	}
+	var d [3][]byte
+	for i, key := range labelsDiffKeys {
+		d[i] = o.get(key)
+	}
+	cw.diffs[template][string(o.get("labels"))] = d
+	return nil
+}
+
+// labelsDiffKeys are the members setLabelsDiff sets.
+var labelsDiffKeys = []string{"labels_overridden", "labels_added", "labels_skipped"}
+
+// setLabelsDiff sets an object's labels_overridden, labels_added and
+// labels_skipped against its parent's labels.
+func setLabelsDiff(o *wireObject, parent parentLabels) error {
 	raw := o.get("labels")
 	if bytes.Equal(raw, parent.raw) {
 		// Maps are stored with sorted keys: the same bytes, the same labels.
-		empty := []byte("{}")
-		o.set("labels_overridden", empty)
-		o.set("labels_added", empty)
-		o.set("labels_skipped", empty)
+		for _, key := range labelsDiffKeys {
+			o.set(key, []byte("{}"))
+		}
 		return nil
 	}
 	var labels map[string]string
 	if raw != nil {
 		if err := json.Unmarshal(raw, &labels); err != nil {
-			return fmt.Errorf("stored cluster labels: %w", err)
+			return fmt.Errorf("stored labels: %w", err)
+		}
+	}
+	if parent.labels == nil && len(parent.raw) > 0 {
+		if err := json.Unmarshal(parent.raw, &parent.labels); err != nil {
+			return fmt.Errorf("stored parent labels: %w", err)
 		}
 	}
 	over, added, skipped := labelsDiff(parent.labels, labels)
-	for key, m := range map[string]map[string]string{"labels_overridden": over, "labels_added": added, "labels_skipped": skipped} {
+	for i, m := range []map[string]string{over, added, skipped} {
 		b, _ := json.Marshal(m)
-		o.set(key, b)
+		o.set(labelsDiffKeys[i], b)
 	}
 	return nil
+}
+
+// appendNodeGroup writes a stored node group's full form, with the labels
+// diff against its cluster's stored labels, as the request's microversion
+// shows it.
+func appendNodeGroup(dst []byte, r *http.Request, cluster store.StoredRow, ng store.StoredNodeGroup) ([]byte, error) {
+	o := nodeGroupDetailWire.object()
+	if err := o.load(ng.Data); err != nil {
+		return nil, fmt.Errorf("node group %s: %w", ng.UUID, err)
+	}
+	var parent parentLabels
+	if err := eachMember(cluster.Data, func(key, val []byte) {
+		if string(key) == "labels" {
+			parent.raw = val
+		}
+	}); err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", cluster.UUID, err)
+	}
+	if err := setLabelsDiff(o, parent); err != nil {
+		return nil, fmt.Errorf("node group %s: %w", ng.UUID, err)
+	}
+	null := []byte("null")
+	for _, key := range []string{"node_labels", "node_taints"} {
+		switch {
+		case !versionOf(r.Context()).AtLeast(14):
+			o.set(key, nil)
+		case o.get(key) == nil:
+			// Written before the field existed: shown empty.
+			o.set(key, null)
+		}
+	}
+	o.set("links", appendLinks(nil, jsonText(baseURL(r)), "clusters/"+cluster.UUID+"/nodegroups", ng.UUID))
+	return o.appendTo(dst), nil
 }
 
 // nodeGroupFacts are a stored node group's addresses (a JSON list) and,

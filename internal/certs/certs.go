@@ -65,17 +65,30 @@ var (
 // GenerateCluster makes a fresh set of key pairs for one cluster: three
 // self-signed CAs and the service-account key pair. Keys are RSA 2048 in
 // PKCS #1, as Cluster API generates them itself: every provider accepts
-// them (the in-memory backend accepts nothing else). The keys are made
-// concurrently; an RSA key takes a good fraction of a second on a busy CPU.
+// them (the in-memory backend accepts nothing else). It makes every key
+// itself; see KeyPool.GenerateCluster for keys made ahead of time.
 func GenerateCluster() ([]KeyPair, error) {
+	var p *KeyPool
+	return p.GenerateCluster()
+}
+
+// GenerateCluster makes one cluster's key pairs with keys from the pool.
+// Keys the pool does not have are made concurrently: an RSA key takes a
+// good fraction of a second on a busy CPU.
+func (p *KeyPool) GenerateCluster() ([]KeyPair, error) {
 	out := make([]KeyPair, len(Purposes))
 	errs := make([]error, len(Purposes))
 	var wg sync.WaitGroup
-	for i, p := range Purposes {
+	for i, purpose := range Purposes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i], errs[i] = generate(p)
+			key, err := p.Take()
+			if err != nil {
+				errs[i] = fmt.Errorf("certs: generate %s key: %w", purpose, err)
+				return
+			}
+			out[i], errs[i] = keyPair(purpose, key)
 		}()
 	}
 	wg.Wait()
@@ -85,11 +98,9 @@ func GenerateCluster() ([]KeyPair, error) {
 	return out, nil
 }
 
-func generate(p Purpose) (KeyPair, error) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return KeyPair{}, fmt.Errorf("certs: generate %s key: %w", p, err)
-	}
+// keyPair encodes key for purpose, with a self-signed CA certificate
+// unless it is the service-account key.
+func keyPair(p Purpose, key *rsa.PrivateKey) (KeyPair, error) {
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
 	if p == ServiceAccount {
 		pubDER, err := x509.MarshalPKIXPublicKey(key.Public())

@@ -19,6 +19,7 @@ var Options = []Option{
 	{"api", "merge_labels_by_default", "true", "When a cluster or node group create sends labels without merge_labels, merge them over the parent's labels (true) or replace them as Magnum does (false).", false},
 	{"api", "max_body_bytes", "1048576", "Largest request body accepted, in bytes.", false},
 	{"api", "page_cache_bytes", "16777216", "Memory for encoded list pages (templates, clusters, node groups), in bytes; 0 keeps none. A page is served from it only while no write has changed its listing in the database, whichever replica made the write.", false},
+	{"api", "key_pool_size", "16", "RSA keys made ahead of time, in the background, for new clusters' certificate authorities and service-account keys (four per cluster), so that a cluster create does not wait for them; a create finding the pool empty makes its keys itself, and 0 keeps no pool. A key is never given to two clusters.", false},
 	{"auth", "strategy", "noauth", "How callers are identified: noauth (X-Project-Id, X-User-Id and X-Roles headers) or keystone.", false},
 	{"auth", "noauth_project", "default", "Project of noauth callers that send no X-Project-Id.", false},
 	{"auth", "noauth_user", "admin", "User of noauth callers that send no X-User-Id.", false},

@@ -439,7 +439,8 @@ func TestWatchDeliversMagnetiteObjectsOnly(t *testing.T) {
 	if _, err := clusters.Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	machine := &unstructured.Unstructured{Object: map[string]any{"kind": "Machine", "metadata": map[string]any{"name": "m1"}}}
+	machine := &unstructured.Unstructured{Object: map[string]any{"kind": "Machine", "metadata": map[string]any{"name": "m1",
+		"annotations": map[string]any{"keep": "yes", "kubectl.kubernetes.io/last-applied-configuration": `{"kind":"Machine"}`}}}}
 	if _, err := c.Apply(ctx, owner, machine); err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +472,13 @@ func TestWatchDeliversMagnetiteObjectsOnly(t *testing.T) {
 	}
 	machines, err := w.Objects("Machine", "uuid-1")
 	if err != nil || len(machines) != 1 || machines[0].GetName() != "m1" {
-		t.Errorf("cached machines of uuid-1: %v %v", machines, err)
+		t.Fatalf("cached machines of uuid-1: %v %v", machines, err)
+	}
+	// The cache keeps what status is made of, not the bookkeeping.
+	m := machines[0]
+	if len(m.GetManagedFields()) != 0 || m.GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"] != "" ||
+		m.GetAnnotations()["keep"] != "yes" || m.GetLabels()[mgmt.LabelClusterUUID] != "uuid-1" {
+		t.Errorf("cached machine keeps managed fields or last-applied, or lost its labels or annotations: %v", m.Object["metadata"])
 	}
 	if none, _ := w.Objects("Machine", "uuid-2"); len(none) != 0 {
 		t.Errorf("machines of another cluster: %v", none)

@@ -66,6 +66,9 @@ func (c *Client) Watch(ctx context.Context, kinds []string, handle func(Event)) 
 		}}); err != nil {
 			return nil, fmt.Errorf("mgmt: index %s: %w", kind, err)
 		}
+		if err := inf.SetTransform(slim); err != nil {
+			return nil, fmt.Errorf("mgmt: watch %s: %w", kind, err)
+		}
 		if _, err := inf.AddEventHandler(eventHandler(kind, handle)); err != nil {
 			return nil, fmt.Errorf("mgmt: watch %s: %w", kind, err)
 		}
@@ -95,6 +98,26 @@ func (c *Client) Watch(ctx context.Context, kinds []string, handle func(Event)) 
 		factory.Shutdown()
 	}()
 	return w, nil
+}
+
+// lastApplied is the annotation kubectl's client-side apply keeps a whole
+// copy of the object in.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// slim drops from an object, before the cache keeps it, what nothing in
+// Magnetite reads from the cache: its managed fields (a record of every
+// field's writer, often a third of the object) and kubectl's last-applied
+// copy. With thousands of clusters the caches are most of the process's
+// memory.
+func slim(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		u.SetManagedFields(nil)
+		if ann := u.GetAnnotations(); ann[lastApplied] != "" {
+			delete(ann, lastApplied)
+			u.SetAnnotations(ann)
+		}
+	}
+	return obj, nil
 }
 
 func eventHandler(kind string, handle func(Event)) cache.ResourceEventHandlerFuncs {

@@ -243,6 +243,32 @@ var storeCases = []storeCase{
 		}
 	}},
 
+	{"clusters: found by UUID before name, and a name two visible clusters share is ambiguous", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		ct := createTemplate(t, db, template("alpha", "k8s", false, false))
+		a := createCluster(t, db, "alpha", "prod", ct.UUID, 1).Cluster
+		b := createCluster(t, db, "beta", "prod", ct.UUID, 1).Cluster
+		// A cluster named after another's UUID: the UUID wins.
+		named := createCluster(t, db, "beta", a.UUID, ct.UUID, 1).Cluster
+		admin, alpha := store.Scope{AllProjects: true}, store.Scope{ProjectID: "alpha"}
+		for _, tc := range []struct {
+			sc    store.Scope
+			ident string
+			want  string
+		}{{admin, a.UUID, a.UUID}, {admin, b.UUID, b.UUID}, {alpha, "prod", a.UUID}, {admin, named.UUID, named.UUID},
+			{store.Scope{ProjectID: "beta"}, a.UUID, named.UUID}} {
+			got, err := db.GetCluster(ctx, tc.sc, tc.ident)
+			if err != nil || got.UUID != tc.want {
+				t.Errorf("GetCluster(%+v, %s) = %v, %v; want %s", tc.sc, tc.ident, got, err, tc.want)
+			}
+		}
+		_, err := db.GetCluster(ctx, admin, "prod")
+		wantErr(t, err, store.ErrAmbiguousName)
+		_, err = db.GetCluster(ctx, alpha, b.UUID)
+		wantErr(t, err, store.ErrNotFound)
+		_, err = db.GetCluster(ctx, admin, "nothing")
+		wantErr(t, err, store.ErrNotFound)
+	}},
+
 	{"templates: a template in use only changes name, public, hidden or tags, and is not deleted", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
 		ct := createTemplate(t, db, template("alpha", "k8s", false, false))
 		createCluster(t, db, "alpha", "c1", ct.UUID, 1)

@@ -481,11 +481,14 @@ func nodeGroupsOf(ctx context.Context, q querier, clusterUUIDs []string) (map[st
 	return out, nil
 }
 
+// nodeGroupByIdent selects a cluster's node group by UUID, name or numeric
+// id (gophercloud sends the id); the arguments are the cluster's UUID and
+// the identifier three times.
+const nodeGroupByIdent = " FROM nodegroups WHERE cluster_id = ? AND (uuid = ? OR name = ? OR CAST(id AS CHAR) = ?) ORDER BY id LIMIT 1"
+
 // GetNodeGroup finds a node group of a cluster by UUID, name or numeric id.
 func (s *DB) GetNodeGroup(ctx context.Context, clusterUUID, ident string) (*model.NodeGroup, error) {
-	ng, err := scanNodeGroup(s.db.QueryRowContext(ctx,
-		`SELECT id, data FROM nodegroups WHERE cluster_id = ? AND (uuid = ? OR name = ? OR CAST(id AS CHAR) = ?) ORDER BY id LIMIT 1`,
-		clusterUUID, ident, ident, ident))
+	ng, err := scanNodeGroup(s.db.QueryRowContext(ctx, "SELECT id, data"+nodeGroupByIdent, clusterUUID, ident, ident, ident))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fault.New(ErrNotFound, "node group %s in cluster %s", ident, clusterUUID)
 	}

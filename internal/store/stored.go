@@ -1,10 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/magnetite-io/magnetite/internal/fault"
@@ -74,27 +76,26 @@ func collect[T any](rows *sql.Rows, err error, scan func(interface{ Scan(...any)
 
 // storedByIdent finds the row of table whose UUID or name is ident among
 // those q allows. A UUID match wins; a name several rows share is
-// ErrAmbiguousName.
+// ErrAmbiguousName. The UUID is looked up first and the name only when no
+// UUID matches, each with its own indexed query: one query matching
+// either column made SQLite read every cluster row of an administrator's
+// scope, since cluster names are indexed only within their project.
 func (s *DB) storedByIdent(ctx context.Context, q pageQuery, cols, what, ident string) (StoredRow, error) {
-	q.filter("(uuid = ? OR name = ?)", ident, ident)
-	rows, err := s.db.QueryContext(ctx, "SELECT "+cols+" FROM "+q.table+" WHERE "+joinWhere(q.where), q.args...)
-	found, err := collect(rows, err, scanStored)
-	if err != nil {
-		return StoredRow{}, err
-	}
-	for _, r := range found {
-		if r.UUID == ident {
-			return r, nil
+	for _, col := range []string{"uuid", "name"} {
+		where := append(slices.Clone(q.where), col+" = ?")
+		args := append(slices.Clone(q.args), ident)
+		rows, err := s.db.QueryContext(ctx, "SELECT "+cols+" FROM "+q.table+" WHERE "+joinWhere(where), args...)
+		found, err := collect(rows, err, scanStored)
+		switch {
+		case err != nil:
+			return StoredRow{}, err
+		case len(found) == 1:
+			return found[0], nil
+		case len(found) > 1:
+			return StoredRow{}, fault.New(ErrAmbiguousName, "%s %s", what, ident)
 		}
 	}
-	switch len(found) {
-	case 0:
-		return StoredRow{}, fault.New(ErrNotFound, "%s %s", what, ident)
-	case 1:
-		return found[0], nil
-	default:
-		return StoredRow{}, fault.New(ErrAmbiguousName, "%s %s", what, ident)
-	}
+	return StoredRow{}, fault.New(ErrNotFound, "%s %s", what, ident)
 }
 
 // StoredClusterTemplate finds a template by UUID or name within the scope.
@@ -138,6 +139,17 @@ func (s *DB) StoredNodeGroups(ctx context.Context, clusterUUID string, f NodeGro
 	return collect(rows, err, scanStoredNodeGroup)
 }
 
+// StoredNodeGroup finds one of a cluster's node groups by UUID, name or
+// numeric id, as GetNodeGroup does.
+func (s *DB) StoredNodeGroup(ctx context.Context, clusterUUID, ident string) (StoredNodeGroup, error) {
+	ng, err := scanStoredNodeGroup(s.db.QueryRowContext(ctx,
+		"SELECT "+nodeGroupColumns+nodeGroupByIdent, clusterUUID, ident, ident, ident))
+	if errors.Is(err, sql.ErrNoRows) {
+		return ng, fault.New(ErrNotFound, "node group %s in cluster %s", ident, clusterUUID)
+	}
+	return ng, err
+}
+
 // StoredNodeGroupsOf returns every node group of the clusters given, keyed
 // by cluster UUID, in creation order (one query per 500 clusters).
 func (s *DB) StoredNodeGroupsOf(ctx context.Context, clusterUUIDs []string) (map[string][]StoredNodeGroup, error) {
@@ -153,7 +165,10 @@ func storedNodeGroupsOf(ctx context.Context, q querier, clusterUUIDs []string) (
 			args[i] = id
 		}
 		marks := strings.Repeat(",?", len(chunk))[1:]
-		rows, err := q.QueryContext(ctx, "SELECT "+nodeGroupColumns+" FROM nodegroups WHERE cluster_id IN ("+marks+") ORDER BY id", args...)
+		// Sorted here, each cluster's few, rather than by the query: ORDER
+		// BY id made SQLite copy every row, JSON and all, into a sorter
+		// before returning the first.
+		rows, err := q.QueryContext(ctx, "SELECT "+nodeGroupColumns+" FROM nodegroups WHERE cluster_id IN ("+marks+")", args...)
 		ngs, err := collect(rows, err, scanStoredNodeGroup)
 		if err != nil {
 			return nil, err
@@ -161,6 +176,9 @@ func storedNodeGroupsOf(ctx context.Context, q querier, clusterUUIDs []string) (
 		for _, ng := range ngs {
 			out[ng.ClusterID] = append(out[ng.ClusterID], ng)
 		}
+	}
+	for _, ngs := range out {
+		slices.SortFunc(ngs, func(a, b StoredNodeGroup) int { return cmp.Compare(a.ID, b.ID) })
 	}
 	return out, nil
 }
