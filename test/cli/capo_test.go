@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,13 +41,18 @@ import (
 // so the control plane's etcd and static-pod health checks cannot pass and
 // no cluster reaches CREATE_COMPLETE.
 //
+// vm1's template has no fixed network: CAPO makes its network, subnet and
+// router (gateway on the external network), and its managed security
+// groups, whose IDs its ports carry.
+//
 // A flavor removed and a network's port security turned off behind
 // Magnetite's back show Nova's and Neutron's refusals in status_reason and
 // the clusters come up once they are restored; a server group removed
 // behind its back shows Nova's refusal, and the user's retry (a resize to
 // the same size) makes the group again and replaces the machine that
-// waited for it. Deleting every cluster leaves no
-// server, port, server group, load balancer, volume or floating IP,
+// waited for it. Deleting every cluster leaves no server, port, server
+// group, load balancer, volume, floating IP, security group, network,
+// subnet or router,
 // including those the test made the way the cloud controller manager and
 // the Cinder CSI driver would.
 func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
@@ -108,11 +114,15 @@ source = `+chartstest.Serve(t).URL+`
 	common := []string{"--coe", "kubernetes", "--image", testcloud.ImageName, "--external-network", testcloud.ExternalNet, "--master-lb-enabled"}
 	c.ok(t, append([]string{"coe", "cluster", "template", "create", "vm", "--fixed-network", testcloud.PrivateNet,
 		"--flavor", testcloud.FlavorName, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}, common...)...)
+	// Without a fixed network CAPO makes the cluster's network, subnet and
+	// router (gateway on the external network).
+	c.ok(t, append([]string{"coe", "cluster", "template", "create", "managed",
+		"--flavor", testcloud.FlavorName, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}, common...)...)
 	c.ok(t, append([]string{"coe", "cluster", "template", "create", "bm", "--server-type", "bm", "--fixed-network", testcloud.ProvisioningNet,
 		"--flavor", testcloud.BareMetalFlavor, "--master-flavor", testcloud.BareMetalFlavor, "--labels", "kube_tag=" + testcloud.KubeTag}, common...)...)
 	c.ok(t, append([]string{"coe", "cluster", "template", "create", "mixed", "--fixed-network", testcloud.ProvisioningNet,
 		"--flavor", testcloud.BareMetalFlavor, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}, common...)...)
-	for _, cl := range [][2]string{{"vm1", "vm"}, {"bm1", "bm"}, {"mixed1", "mixed"}, {"noflavor", "mixed"}, {"nogroup", "mixed"}, {"noportsec", "vm"}} {
+	for _, cl := range [][2]string{{"vm1", "managed"}, {"bm1", "bm"}, {"mixed1", "mixed"}, {"noflavor", "mixed"}, {"nogroup", "mixed"}, {"noportsec", "vm"}} {
 		c.ok(t, "coe", "cluster", "create", cl[0], "--cluster-template", cl[1], "--master-count", "1", "--node-count", "1")
 	}
 	c.ok(t, "coe", "nodegroup", "create", "mixed1", "vms", "--flavor", testcloud.FlavorName, "--node-count", "1")
@@ -176,17 +186,18 @@ source = `+chartstest.Serve(t).URL+`
 	// control planes' (the fixed clusters came up after all), then, once
 	// the stand-in's kubeadm init has brought up each API server, the
 	// workers', whose machines become nodes.
+	const managedNet = "managed"
 	cases := []struct {
 		cluster, group, flavor, network string
 		rootVolume, configDrive         bool
 	}{
-		{"vm1", "default-master", "3", testcloud.PrivateNetID, true, false},
+		{"vm1", "default-master", "3", managedNet, true, false},
 		{"bm1", "default-master", "4", testcloud.ProvisioningNetID, false, true},
 		{"mixed1", "default-master", "3", testcloud.ProvisioningNetID, true, false},
 		{"noflavor", "default-master", "3", testcloud.ProvisioningNetID, true, false},
 		{"noportsec", "default-master", "3", testcloud.PrivateNetID, true, false},
 		{"nogroup", "default-master", "3", testcloud.ProvisioningNetID, true, false},
-		{"vm1", "default-worker", "2", testcloud.PrivateNetID, true, false},
+		{"vm1", "default-worker", "2", managedNet, true, false},
 		{"bm1", "default-worker", "4", testcloud.ProvisioningNetID, false, true},
 		{"mixed1", "default-worker", "4", testcloud.ProvisioningNetID, false, true},
 		{"mixed1", "vms", "2", testcloud.ProvisioningNetID, true, false},
@@ -213,9 +224,14 @@ source = `+chartstest.Serve(t).URL+`
 			t.Errorf("%s: %s server %+v (group %s), want flavor %s, config drive %v, root volume %v",
 				tc.cluster, tc.group, s, groupName(s.ServerGroupID), tc.flavor, tc.configDrive, tc.rootVolume)
 		}
+		network := tc.network
+		if network == managedNet {
+			network = managedNetwork(t, cloud, clusterObjectName(ctx, t, dc, uuids[tc.cluster]))
+		}
 		for _, p := range cloud.Ports() {
-			if p.ID == s.Ports[0] && (p.NetworkID != tc.network || (tc.network == testcloud.ProvisioningNetID && len(p.SecurityGroups) > 0)) {
-				t.Errorf("%s: %s port %+v, want network %s", tc.cluster, tc.group, p, tc.network)
+			if p.ID == s.Ports[0] && (p.NetworkID != network || (tc.network == testcloud.ProvisioningNetID && len(p.SecurityGroups) > 0) ||
+				(tc.network != testcloud.ProvisioningNetID && !managedGroup(cloud, p, tc.group))) {
+				t.Errorf("%s: %s port %+v, want network %s and the cluster's managed security group", tc.cluster, tc.group, p, network)
 			}
 		}
 	}
@@ -240,7 +256,57 @@ source = `+chartstest.Serve(t).URL+`
 		if sg, snap := cloud.SecurityGroups(), cloud.Snapshots(); len(sg)+len(snap) > 0 {
 			t.Errorf("left in the cloud: security groups %+v snapshots %+v", sg, snap)
 		}
+		if n, s, r := cloud.Networks(), cloud.Subnets(), cloud.Routers(); len(n)+len(s)+len(r) > 0 {
+			t.Errorf("left in the cloud: networks %+v subnets %+v routers %+v", n, s, r)
+		}
 	})
+}
+
+// managedNetwork returns the ID of the network CAPO made for a cluster,
+// checking its subnet (the fixed_subnet_cidr default) and its router:
+// gateway on the external network, interface on the subnet.
+func managedNetwork(t *testing.T, cloud *testcloud.Cloud, cluster string) string {
+	t.Helper()
+	var id, subnet string
+	for _, n := range cloud.Networks() {
+		if strings.HasSuffix(n.Name, "-"+cluster) && strings.HasPrefix(n.Name, "k8s-clusterapi-cluster-") {
+			id = n.ID
+		}
+	}
+	for _, s := range cloud.Subnets() {
+		if s.NetworkID == id && s.CIDR == "10.0.0.0/24" {
+			subnet = s.ID
+		}
+	}
+	var router testcloud.Router
+	for _, r := range cloud.Routers() {
+		if strings.HasSuffix(r.Name, "-"+cluster) {
+			router = r
+		}
+	}
+	iface := false
+	for _, p := range cloud.Ports() {
+		iface = iface || (p.DeviceID == router.ID && p.DeviceOwner == "network:router_interface" && p.FixedIPs[0].SubnetID == subnet)
+	}
+	if id == "" || subnet == "" || router.GatewayNetworkID != testcloud.ExternalNetID || !iface {
+		t.Errorf("%s: network %q, subnet %q, router %+v (interface on the subnet: %v); want all made by CAPO", cluster, id, subnet, router, iface)
+	}
+	return id
+}
+
+// managedGroup reports whether a port carries the cluster's managed
+// security group of its role, which CAPO made with the in-cluster rules.
+func managedGroup(cloud *testcloud.Cloud, p testcloud.Port, group string) bool {
+	role := "-secgroup-worker"
+	if strings.HasSuffix(group, "-master") {
+		role = "-secgroup-controlplane"
+	}
+	for _, g := range cloud.SecurityGroups() {
+		if slices.Contains(p.SecurityGroups, g.ID) && strings.HasSuffix(g.Name, role) && len(g.Rules) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // clusterMachines waits for the cluster's Cluster object and returns its
