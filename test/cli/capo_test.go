@@ -45,9 +45,10 @@ import (
 // router (gateway on the external network), and its managed security
 // groups, whose IDs its ports carry.
 //
-// A flavor removed and a network's port security turned off behind
-// Magnetite's back show Nova's and Neutron's refusals in status_reason and
-// the clusters come up once they are restored; a server group removed
+// A flavor and a keypair removed, a network's port security turned off
+// behind Magnetite's back and a volume type Cinder lacks show Nova's,
+// Neutron's and Cinder's refusals in status_reason and the clusters come
+// up once they are restored; a server group removed
 // behind its back shows Nova's refusal, and the user's retry (a resize to
 // the same size) makes the group again and replaces the machine that
 // waited for it. Deleting every cluster leaves no server, port, server
@@ -122,8 +123,17 @@ source = `+chartstest.Serve(t).URL+`
 		"--flavor", testcloud.BareMetalFlavor, "--master-flavor", testcloud.BareMetalFlavor, "--labels", "kube_tag=" + testcloud.KubeTag}, common...)...)
 	c.ok(t, append([]string{"coe", "cluster", "template", "create", "mixed", "--fixed-network", testcloud.ProvisioningNet,
 		"--flavor", testcloud.BareMetalFlavor, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}, common...)...)
+	c.ok(t, "keypair", "create", "alice-key")
 	for _, cl := range [][2]string{{"vm1", "managed"}, {"bm1", "bm"}, {"mixed1", "mixed"}, {"noflavor", "mixed"}, {"nogroup", "mixed"}, {"noportsec", "vm"}} {
-		c.ok(t, "coe", "cluster", "create", cl[0], "--cluster-template", cl[1], "--master-count", "1", "--node-count", "1")
+		args := []string{"coe", "cluster", "create", cl[0], "--cluster-template", cl[1], "--master-count", "1", "--node-count", "1"}
+		switch cl[0] {
+		case "noflavor":
+			args = append(args, "--keypair", "alice-key")
+		case "noportsec":
+			// A volume type the cloud does not have yet.
+			args = append(args, "--merge-labels", "--labels", "boot_volume_type=fast")
+		}
+		c.ok(t, args...)
 	}
 	c.ok(t, "coe", "nodegroup", "create", "mixed1", "vms", "--flavor", testcloud.FlavorName, "--node-count", "1")
 
@@ -166,9 +176,32 @@ source = `+chartstest.Serve(t).URL+`
 				fixIt(t)
 			})
 		}
-		refusal("noflavor", "Flavor 3 could not be found.", func() { cloud.RemoveFlavor("3", true) }, func(*testing.T) { cloud.RemoveFlavor("3", false) })
+		// noflavor's keypair goes too: Nova checks the flavor first, so
+		// its refusal shows once the flavor is back, until the user makes
+		// the keypair again.
+		refusal("noflavor", "Flavor 3 could not be found.", func() {
+			cloud.RemoveFlavor("3", true)
+			c.ok(t, "keypair", "delete", "alice-key")
+		}, func(t *testing.T) {
+			cloud.RemoveFlavor("3", false)
+			waitFor(t, "noflavor's status_reason to show Nova's keypair refusal", 3*time.Minute, func() (bool, string) {
+				r := field(t, "noflavor", "status_reason")
+				return strings.Contains(r, "Invalid key_name provided."), r
+			})
+			c.ok(t, "keypair", "create", "alice-key")
+		})
+		// noportsec asks for a volume type Cinder does not have: CAPO
+		// makes the port before the root volume, so Cinder's refusal shows
+		// once port security is back, until an operator makes the type.
 		refusal("noportsec", "Port security must be enabled and port must have an IP address in order to use security groups.",
-			func() { cloud.SetPortSecurity(testcloud.PrivateNetID, false) }, func(*testing.T) { cloud.SetPortSecurity(testcloud.PrivateNetID, true) })
+			func() { cloud.SetPortSecurity(testcloud.PrivateNetID, false) }, func(t *testing.T) {
+				cloud.SetPortSecurity(testcloud.PrivateNetID, true)
+				waitFor(t, "noportsec's status_reason to show Cinder's volume type refusal", 3*time.Minute, func() (bool, string) {
+					r := field(t, "noportsec", "status_reason")
+					return strings.Contains(r, "Volume type with name fast could not be found."), r
+				})
+				cloud.AddVolumeType("fast")
+			})
 		// CAPO retries a server in a deleted group for ever; the user's
 		// retry (a resize to the same size, as Magnum users re-run a
 		// failed stack) makes the group again and replaces the machine.
