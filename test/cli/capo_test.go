@@ -45,17 +45,17 @@ import (
 // router (gateway on the external network), and its managed security
 // groups, whose IDs its ports carry.
 //
-// A flavor and a keypair removed, a network's port security turned off
-// behind Magnetite's back and a volume type Cinder lacks show Nova's,
-// Neutron's and Cinder's refusals in status_reason and the clusters come
-// up once they are restored; a server group removed
-// behind its back shows Nova's refusal, and the user's retry (a resize to
-// the same size) makes the group again and replaces the machine that
-// waited for it. Deleting every cluster leaves no server, port, server
+// A flavor and a keypair removed and a network's port security turned off
+// behind Magnetite's back, and a volume type and zone Cinder lacks, show
+// Nova's, Neutron's and Cinder's refusals in status_reason and the
+// clusters come up once they are restored. Server groups removed behind
+// its back show Nova's refusal, and the user's retry (a resize to the same
+// size) makes them again: the control-plane machine that waited for its
+// group is replaced, and the workers' MachineDeployment rolls its machine
+// to the new group. Deleting every cluster leaves no server, port, server
 // group, load balancer, volume, floating IP, security group, network,
-// subnet or router,
-// including those the test made the way the cloud controller manager and
-// the Cinder CSI driver would.
+// subnet or router, including those the test made the way the cloud
+// controller manager and the Cinder CSI driver would.
 func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Keystone, Debian's openstack CLI and Cluster API; runs in the full suite (hack/test.sh)")
@@ -130,8 +130,8 @@ source = `+chartstest.Serve(t).URL+`
 		case "noflavor":
 			args = append(args, "--keypair", "alice-key")
 		case "noportsec":
-			// A volume type the cloud does not have yet.
-			args = append(args, "--merge-labels", "--labels", "boot_volume_type=fast")
+			// A volume type and zone the cloud does not have yet.
+			args = append(args, "--merge-labels", "--labels", "boot_volume_type=fast,boot_volume_availability_zone=az2")
 		}
 		c.ok(t, args...)
 	}
@@ -162,7 +162,7 @@ source = `+chartstest.Serve(t).URL+`
 	// are on the provisioning network, which the port-security change
 	// does not touch; Nova checks the flavor before the group, so nogroup
 	// shows its refusal once the flavor is back.
-	var deletedGroup string
+	var deletedGroups []string
 	t.Run("refusals", func(t *testing.T) {
 		refusal := func(cluster, message string, breakIt func(), fixIt func(t *testing.T)) {
 			breakIt()
@@ -190,9 +190,10 @@ source = `+chartstest.Serve(t).URL+`
 			})
 			c.ok(t, "keypair", "create", "alice-key")
 		})
-		// noportsec asks for a volume type Cinder does not have: CAPO
-		// makes the port before the root volume, so Cinder's refusal shows
-		// once port security is back, until an operator makes the type.
+		// noportsec asks for a volume type and zone Cinder does not have:
+		// CAPO makes the port before the root volume, so Cinder's refusals
+		// show once port security is back, one after the other (Cinder
+		// checks the type first), until an operator makes each.
 		refusal("noportsec", "Port security must be enabled and port must have an IP address in order to use security groups.",
 			func() { cloud.SetPortSecurity(testcloud.PrivateNetID, false) }, func(t *testing.T) {
 				cloud.SetPortSecurity(testcloud.PrivateNetID, true)
@@ -201,14 +202,21 @@ source = `+chartstest.Serve(t).URL+`
 					return strings.Contains(r, "Volume type with name fast could not be found."), r
 				})
 				cloud.AddVolumeType("fast")
+				waitFor(t, "noportsec's status_reason to show Cinder's availability zone refusal", 3*time.Minute, func() (bool, string) {
+					r := field(t, "noportsec", "status_reason")
+					return strings.Contains(r, "Invalid input received: Availability zone 'az2' is invalid."), r
+				})
+				cloud.AddVolumeAvailabilityZone("az2")
 			})
 		// CAPO retries a server in a deleted group for ever; the user's
 		// retry (a resize to the same size, as Magnum users re-run a
-		// failed stack) makes the group again and replaces the machine.
+		// failed stack) makes the groups again and replaces the control
+		// plane's machine; the workers' MachineDeployment rolls to the
+		// template naming the new worker group.
 		refusal("nogroup", "Instance group ", func() {
 			for _, g := range cloud.ServerGroups() {
-				if strings.Contains(g.Name, "nogroup") && strings.HasSuffix(g.Name, "-default-master") {
-					deletedGroup = g.ID
+				if strings.Contains(g.Name, "nogroup") && (strings.HasSuffix(g.Name, "-default-master") || strings.HasSuffix(g.Name, "-default-worker")) {
+					deletedGroups = append(deletedGroups, g.ID)
 					cloud.DeleteServerGroup(g.ID)
 				}
 			}
@@ -234,6 +242,7 @@ source = `+chartstest.Serve(t).URL+`
 		{"bm1", "default-worker", "4", testcloud.ProvisioningNetID, false, true},
 		{"mixed1", "default-worker", "4", testcloud.ProvisioningNetID, false, true},
 		{"mixed1", "vms", "2", testcloud.ProvisioningNetID, true, false},
+		{"nogroup", "default-worker", "4", testcloud.ProvisioningNetID, false, true},
 	}
 	for _, tc := range cases {
 		var s testcloud.Server
@@ -253,7 +262,7 @@ source = `+chartstest.Serve(t).URL+`
 			return false, field(t, tc.cluster, "status_reason")
 		})
 		if s.FlavorID != tc.flavor || s.ConfigDrive != tc.configDrive || (s.RootVolumeID != "") != tc.rootVolume ||
-			s.ServerGroupID == deletedGroup || len(s.Ports) != 1 {
+			slices.Contains(deletedGroups, s.ServerGroupID) || len(s.Ports) != 1 {
 			t.Errorf("%s: %s server %+v (group %s), want flavor %s, config drive %v, root volume %v",
 				tc.cluster, tc.group, s, groupName(s.ServerGroupID), tc.flavor, tc.configDrive, tc.rootVolume)
 		}
@@ -268,6 +277,15 @@ source = `+chartstest.Serve(t).URL+`
 			}
 		}
 	}
+
+	waitFor(t, "nogroup's machines that named a deleted server group to be gone", 2*time.Minute, func() (bool, string) {
+		for _, m := range machines(t, "nogroup") {
+			if id, _, _ := unstructured.NestedString(m.Object, "spec", "serverGroup", "id"); slices.Contains(deletedGroups, id) {
+				return false, m.GetName() + " names server group " + id
+			}
+		}
+		return true, ""
+	})
 
 	t.Run("deleting every cluster leaves nothing in the cloud", func(t *testing.T) {
 		// What a workload's cloud controller manager and Cinder CSI driver
