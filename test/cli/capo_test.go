@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -220,7 +221,20 @@ source = `+chartstest.Serve(t).URL+`
 					cloud.DeleteServerGroup(g.ID)
 				}
 			}
-		}, func(t *testing.T) { c.ok(t, "coe", "cluster", "resize", "nogroup", "1") })
+		}, func(t *testing.T) {
+			// The worker's machine was made before its group went: it names
+			// the deleted group until its MachineDeployment rolls it.
+			waitFor(t, "a nogroup worker machine naming its deleted server group", time.Minute, func() (bool, string) {
+				for _, m := range machines(t, "nogroup") {
+					id, _, _ := unstructured.NestedString(m.Object, "spec", "serverGroup", "id")
+					if _, cp := m.GetLabels()["cluster.x-k8s.io/control-plane"]; !cp && slices.Contains(deletedGroups, id) {
+						return true, ""
+					}
+				}
+				return false, "no worker machine names a deleted group"
+			})
+			c.ok(t, "coe", "cluster", "resize", "nogroup", "1")
+		})
 	})
 
 	// Each node group's server as the template and node group ask: the
@@ -285,6 +299,39 @@ source = `+chartstest.Serve(t).URL+`
 			}
 		}
 		return true, ""
+	})
+
+	t.Run("Neutron refuses to take vm1's network from under it", func(t *testing.T) {
+		tok := ks.Token("alice", "alice-password", "demo")
+		name := clusterObjectName(ctx, t, dc, uuids["vm1"])
+		network := managedNetwork(t, cloud, name)
+		var router testcloud.Router
+		var iface string
+		for _, r := range cloud.Routers() {
+			if strings.HasSuffix(r.Name, "-"+name) {
+				router = r
+			}
+		}
+		for _, p := range cloud.Ports() {
+			if p.DeviceID == router.ID && router.ID != "" {
+				iface = p.ID
+			}
+		}
+		refused := func(what, method, path string, body any, status int, message string) {
+			err := cloud.Do(tok, method, path, body, nil)
+			var he *testcloud.HTTPError
+			if !errors.As(err, &he) || he.Status != status || !strings.Contains(he.Body, message) {
+				t.Errorf("%s: %v, want %d %q", what, err, status, message)
+			}
+		}
+		refused("network in use", "DELETE", "/networking/v2.0/networks/"+network, nil, 409,
+			"Unable to complete operation on network "+network+". There are one or more ports still in use on the network.")
+		refused("router with an interface", "DELETE", "/networking/v2.0/routers/"+router.ID, nil, 409, "Router "+router.ID+" still has ports")
+		refused("router interface through the port API", "DELETE", "/networking/v2.0/ports/"+iface, nil, 409,
+			"Port "+iface+" cannot be deleted directly via the port API: has device owner network:router_interface.")
+		refused("gateway on a network that is not external", "POST", "/networking/v2.0/routers",
+			map[string]any{"router": map[string]any{"name": "r", "external_gateway_info": map[string]any{"network_id": testcloud.PrivateNetID}}},
+			400, "Bad router request: Network "+testcloud.PrivateNetID+" is not an external network.")
 	})
 
 	t.Run("deleting every cluster leaves nothing in the cloud", func(t *testing.T) {
