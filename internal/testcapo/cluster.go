@@ -55,7 +55,14 @@ func (c *Controller) reconcileCluster(ctx context.Context, o *unstructured.Unstr
 		c.updateStatus(ctx, clustersGVR, o)
 	}
 	if ext, ok := spec["externalNetwork"].(map[string]any); ok {
-		n, err := byFilter(ext, nets)
+		// CAPO looks among external networks only (ExternalNetworksOnly).
+		var external []map[string]any
+		for _, n := range nets {
+			if n["router:external"] == true {
+				external = append(external, n)
+			}
+		}
+		n, err := byFilter(ext, external)
 		if err != nil {
 			fail("NetworkReady", "NetworkCreateFailed", fmt.Errorf("failed to get external network: %w", err))
 			return
