@@ -22,7 +22,9 @@ import (
 // (showing it in status_reason while Octavia is busy), floating IP and
 // volume and nothing of the other cluster's; workload_cleanup=keep leaves
 // them; a volume still attached fails the delete with Cinder's reason, and
-// once detached a second delete finishes.
+// once detached a second delete finishes; a load balancer's security
+// group still on a port fails it with Neutron's SecurityGroupInUse until
+// the group is taken off.
 func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Keystone and a kube-apiserver; runs in the full suite (hack/test.sh)")
@@ -31,8 +33,8 @@ func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
 	ctx := t.Context()
 	w.createTemplate("k8s")
 	type made struct {
-		uuid, object string
-		wl           testcloud.Workload
+		uuid, object, token string
+		wl                  testcloud.Workload
 	}
 	create := func(name string, labels map[string]string) made {
 		t.Helper()
@@ -66,7 +68,8 @@ func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.object = obj.Metadata.Name
-		wl, err := w.cloud.MakeWorkload(w.appCredentialToken(cloud.Auth.ID, cloud.Auth.Secret), m.object, "default", "web")
+		m.token = w.appCredentialToken(cloud.Auth.ID, cloud.Auth.Secret)
+		wl, err := w.cloud.MakeWorkload(m.token, m.object, "default", "web")
 		if err != nil {
 			t.Fatalf("make the workload's resources of %s: %v", name, err)
 		}
@@ -76,6 +79,7 @@ func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
 	plain := create("plain", nil)
 	kept := create("kept", map[string]string{"workload_cleanup": "keep"})
 	busy := create("busy", nil)
+	guarded := create("guarded", nil)
 	// Another cluster's, in the same project: never Magnetite's to delete.
 	foreign, err := w.cloud.MakeWorkload(w.token, "someone-elses-cluster", "default", "web")
 	if err != nil {
@@ -177,6 +181,38 @@ func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
 		testenv.WaitFor(t, "the cluster to be gone", 2*time.Minute, func() (bool, string) { st, _ := status(busy.uuid); return st == "gone", st })
 		if _, _, vol := has(busy.wl); vol {
 			t.Error("the detached volume is still there")
+		}
+	})
+
+	t.Run("a security group still on a port fails the delete with Neutron's reason until it is taken off", func(t *testing.T) {
+		// A node's port the cloud controller manager put the group on,
+		// left behind (say, a server deleted by hand with its port kept).
+		var port struct {
+			Port struct{ ID string } `json:"port"`
+		}
+		if err := w.cloud.Do(guarded.token, "POST", "/networking/v2.0/ports", map[string]any{"port": map[string]any{
+			"name": "kept-node-port", "network_id": testcloud.PrivateNetID}}, &port); err != nil {
+			t.Fatal(err)
+		}
+		w.cloud.UseSecurityGroup(port.Port.ID, guarded.wl.SecurityGroupID, false)
+		del(guarded.uuid)
+		var reason string
+		waitFor(t, "DELETE_FAILED", func() bool {
+			var st string
+			st, reason = status(guarded.uuid)
+			return st == "DELETE_FAILED"
+		})
+		if want := "SecurityGroupInUse: Security Group " + guarded.wl.SecurityGroupID + " in use."; !strings.Contains(reason, want) {
+			t.Errorf("status_reason lacks %q:\n%s", want, reason)
+		}
+		w.cloud.UseSecurityGroup(port.Port.ID, guarded.wl.SecurityGroupID, true)
+		del(guarded.uuid)
+		waitFor(t, "the cluster to be gone", func() bool { st, _ := status(guarded.uuid); return st == "gone" })
+		if lb, _, _ := has(guarded.wl); lb {
+			t.Error("the load balancer and its security group are still there")
+		}
+		if err := w.cloud.Do(guarded.token, "DELETE", "/networking/v2.0/ports/"+port.Port.ID, nil, nil); err != nil {
+			t.Fatal(err)
 		}
 	})
 

@@ -27,6 +27,11 @@ func (c *Controller) reconcileCluster(ctx context.Context, o *unstructured.Unstr
 		if err := c.deleteAPILoadBalancer(tok, o, lbName); err != nil {
 			return // retried next pass
 		}
+		if err := c.deleteNetworkComponents(tok, o); err != nil {
+			setConditions(o, condition("Ready", false, "DeletionFailed", err.Error()))
+			c.updateStatus(ctx, clustersGVR, o)
+			return
+		}
 		if w := c.workloadsOf(); w != nil {
 			w.close(o.GetNamespace() + "/" + o.GetName())
 		}
@@ -50,55 +55,50 @@ func (c *Controller) reconcileCluster(ctx context.Context, o *unstructured.Unstr
 		c.updateStatus(ctx, clustersGVR, o)
 	}
 	if ext, ok := spec["externalNetwork"].(map[string]any); ok {
-		n, err := byFilter(ext, nets)
+		// CAPO looks among external networks only (ExternalNetworksOnly).
+		var external []map[string]any
+		for _, n := range nets {
+			if n["router:external"] == true {
+				external = append(external, n)
+			}
+		}
+		n, err := byFilter(ext, external)
 		if err != nil {
 			fail("NetworkReady", "NetworkCreateFailed", fmt.Errorf("failed to get external network: %w", err))
 			return
 		}
 		_ = unstructured.SetNestedMap(o.Object, map[string]any{"id": n["id"], "name": n["name"]}, "status", "externalNetwork")
 	}
-	netRef, ok := spec["network"].(map[string]any)
-	if !ok {
-		fail("NetworkReady", "NetworkCreateFailed", fmt.Errorf("the stand-in does not create managed networks: render a fixed network"))
-		return
-	}
-	n, err := byFilter(netRef, nets)
-	if err != nil {
-		fail("NetworkReady", "NetworkCreateFailed", fmt.Errorf("error fetching cluster network: %w", err))
-		return
-	}
-	subs, err := c.list(tok, "/networking/v2.0/subnets?network_id="+str(n, "id"), "subnets")
-	if err != nil {
-		return
-	}
 	var chosen []map[string]any
-	if refs, ok := spec["subnets"].([]any); ok && len(refs) > 0 {
-		for _, r := range refs {
-			s, err := byFilter(r.(map[string]any), subs)
-			if err != nil {
-				fail("NetworkReady", "SubnetCreateFailed", fmt.Errorf("failed to find subnet: %w", err))
-				return
-			}
-			chosen = append(chosen, s)
+	if managed, ok := spec["managedSubnets"].([]any); ok && len(managed) > 0 {
+		network, router, err := c.reconcileManagedNetwork(tok, o, managed)
+		if err != nil {
+			fail("NetworkReady", "NetworkReconcileFailed", err)
+			return
 		}
-	} else {
-		chosen = subs
-	}
-	if len(chosen) == 0 {
-		fail("NetworkReady", "SubnetCreateFailed", fmt.Errorf("no subnets found for network %s", str(n, "id")))
+		_ = unstructured.SetNestedMap(o.Object, network, "status", "network")
+		if router != nil {
+			_ = unstructured.SetNestedMap(o.Object, router, "status", "router")
+		}
+		for _, s := range network["subnets"].([]any) {
+			chosen = append(chosen, s.(map[string]any))
+		}
+	} else if chosen = c.preExistingNetwork(tok, o, spec, nets, fail); chosen == nil {
 		return
 	}
-	var statusSubs []any
-	for _, s := range chosen {
-		statusSubs = append(statusSubs, map[string]any{"id": s["id"], "name": s["name"], "cidr": s["cidr"]})
-	}
-	_ = unstructured.SetNestedMap(o.Object, map[string]any{"id": n["id"], "name": n["name"], "subnets": statusSubs}, "status", "network")
 	setConditions(o, condition("NetworkReady", true, "Ready", ""))
 
 	host := ""
 	port := int64(6443)
 	if p, ok, _ := unstructured.NestedInt64(spec, "apiServer", "port"); ok {
 		port = p
+	}
+	if managed, ok := spec["managedSecurityGroups"].(map[string]any); ok {
+		if err := c.reconcileSecurityGroups(tok, o, managed, port); err != nil {
+			fail("SecurityGroupsReady", "SecurityGroupReconcileFailed", err)
+			return
+		}
+		setConditions(o, condition("SecurityGroupsReady", true, "Ready", ""))
 	}
 	if enabled, _, _ := unstructured.NestedBool(spec, "apiServer", "managedLoadBalancer", "enabled"); enabled {
 		lb, err := c.ensureAPILoadBalancer(tok, o, lbName, str(chosen[0], "id"), port)
@@ -138,6 +138,46 @@ func (c *Controller) reconcileCluster(ctx context.Context, o *unstructured.Unstr
 	setConditions(written, condition("APIEndpointReady", true, "Ready", ""), condition("Ready", true, "Ready", ""))
 	_ = unstructured.SetNestedField(written.Object, true, "status", "initialization", "provisioned")
 	c.updateStatus(ctx, clustersGVR, written)
+}
+
+// preExistingNetwork resolves the cluster's own network and subnets by ID
+// or filter, sets status.network and returns the subnets, or nil when it
+// failed (and said so).
+func (c *Controller) preExistingNetwork(tok string, o *unstructured.Unstructured, spec map[string]any, nets []map[string]any,
+	fail func(cond, reason string, err error)) []map[string]any {
+	netRef, _ := spec["network"].(map[string]any)
+	n, err := byFilter(netRef, nets)
+	if err != nil {
+		fail("NetworkReady", "NetworkCreateFailed", fmt.Errorf("error fetching cluster network: %w", err))
+		return nil
+	}
+	subs, err := c.list(tok, "/networking/v2.0/subnets?network_id="+str(n, "id"), "subnets")
+	if err != nil {
+		return nil
+	}
+	var chosen []map[string]any
+	if refs, ok := spec["subnets"].([]any); ok && len(refs) > 0 {
+		for _, r := range refs {
+			s, err := byFilter(r.(map[string]any), subs)
+			if err != nil {
+				fail("NetworkReady", "SubnetCreateFailed", fmt.Errorf("failed to find subnet: %w", err))
+				return nil
+			}
+			chosen = append(chosen, s)
+		}
+	} else {
+		chosen = subs
+	}
+	if len(chosen) == 0 {
+		fail("NetworkReady", "SubnetCreateFailed", fmt.Errorf("no subnets found for network %s", str(n, "id")))
+		return nil
+	}
+	var statusSubs []any
+	for _, s := range chosen {
+		statusSubs = append(statusSubs, map[string]any{"id": s["id"], "name": s["name"], "cidr": s["cidr"]})
+	}
+	_ = unstructured.SetNestedMap(o.Object, map[string]any{"id": n["id"], "name": n["name"], "subnets": statusSubs}, "status", "network")
+	return chosen
 }
 
 // ensureAPILoadBalancer gets or creates the API load balancer, its

@@ -186,6 +186,11 @@ func (c *Controller) ensurePorts(tok string, osc, o *unstructured.Unstructured, 
 	clusterNet, _, _ := unstructured.NestedString(osc.Object, "status", "network", "id")
 	clusterSubs, _, _ := unstructured.NestedSlice(osc.Object, "status", "network", "subnets")
 	managedSG, _, _ := unstructured.NestedMap(osc.Object, "spec", "managedSecurityGroups")
+	role := "workerSecurityGroup"
+	if _, cp := o.GetLabels()[labelCPMember]; cp {
+		role = "controlPlaneSecurityGroup"
+	}
+	managedSGID, _, _ := unstructured.NestedString(osc.Object, "status", role, "id")
 	extraSGs, _ := spec["securityGroups"].([]any)
 	var ids []string
 	for i, ps := range portSpecs {
@@ -220,11 +225,7 @@ func (c *Controller) ensurePorts(tok string, osc, o *unstructured.Unstructured, 
 		var sgs []any
 		psec, psecSet := p["enablePortSecurity"].(bool)
 		if managedSG != nil && (!psecSet || psec) {
-			role := "worker"
-			if _, cp := o.GetLabels()[labelCPMember]; cp {
-				role = "controlplane"
-			}
-			sgs = append(sgs, "k8s-cluster-"+resourceName(o)+"-secgroup-"+role)
+			sgs = append(sgs, managedSGID)
 		}
 		for _, sg := range extraSGs {
 			sgs = append(sgs, str(sg.(map[string]any), "id"))

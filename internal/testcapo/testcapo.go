@@ -16,9 +16,13 @@
 // planes never pass Cluster API's etcd and component health checks and
 // clusters stay short of Available.
 //
-// What it does not do: create networks (managedSubnets), routers, bastions
-// or managed security groups (their names are put on ports, which is all
-// Neutron's port checks look at), trunks or additional block devices.
+// Without a fixed network (managedSubnets) it makes the cluster's network,
+// subnet and router (network.go), and with managedSecurityGroups the
+// control-plane and worker groups with their rules, whose IDs go on the
+// machines' ports; the cluster's delete removes them in CAPO's order (load
+// balancer, router, network, security groups). What it does not do:
+// bastions (Magnetite renders none), managedRouter external IPs, trunks or
+// additional block devices.
 package testcapo
 
 import (

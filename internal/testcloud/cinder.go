@@ -123,11 +123,11 @@ func (c *Cloud) cinderRoutes(mux *http.ServeMux) {
 			cinderFault(w, http.StatusBadRequest, "badRequest", fmt.Sprintf("Invalid input for field/attribute size. Value: %d. %d is less than the minimum of 1", in.Size, in.Size))
 			return
 		}
-		if in.VolumeType != "" && !slices.Contains(volumeTypes, in.VolumeType) {
+		if in.VolumeType != "" && !slices.Contains(volumeTypes, in.VolumeType) && !c.addedVolumeTypes[in.VolumeType] {
 			cinderFault(w, http.StatusNotFound, "itemNotFound", fmt.Sprintf("Volume type with name %s could not be found.", in.VolumeType))
 			return
 		}
-		if in.AvailabilityZone != "" && in.AvailabilityZone != "nova" {
+		if in.AvailabilityZone != "" && in.AvailabilityZone != "nova" && !c.addedVolumeZones[in.AvailabilityZone] {
 			cinderFault(w, http.StatusBadRequest, "badRequest", fmt.Sprintf("Invalid input received: Availability zone '%s' is invalid.", in.AvailabilityZone))
 			return
 		}
@@ -158,6 +158,22 @@ func (c *Cloud) cinderRoutes(mux *http.ServeMux) {
 		v.Status, v.settles = "deleting", c.cinderRequests+2
 		w.WriteHeader(http.StatusAccepted)
 	}))
+}
+
+// AddVolumeType makes a volume type, as an operator would with `openstack
+// volume type create`.
+func (c *Cloud) AddVolumeType(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.addedVolumeTypes[name] = true
+}
+
+// AddVolumeAvailabilityZone makes a Cinder availability zone, as an
+// operator would by adding a storage backend in that zone.
+func (c *Cloud) AddVolumeAvailabilityZone(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.addedVolumeZones[name] = true
 }
 
 // Volumes returns the volumes the stand-in holds, of every project.

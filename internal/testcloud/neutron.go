@@ -13,6 +13,9 @@ import (
 // Subnet is a Neutron subnet of one of the stand-in's networks.
 type Subnet struct {
 	ID, Name, NetworkID, CIDR string
+	// What a project's own subnets have besides.
+	Description, ProjectID string
+	DNSNameservers         []string
 }
 
 // FixedIP is an address of a port on a subnet.
@@ -42,9 +45,10 @@ func neutronFault(w http.ResponseWriter, status int, typ, msg string) {
 	writeJSON(w, status, map[string]any{"NeutronError": map[string]any{"type": typ, "message": msg, "detail": ""}})
 }
 
-// subnetFor finds a subnet by ID, or the first subnet of a network.
+// subnetFor finds a subnet by ID, or the first subnet of a network, of the
+// cloud's or a project's.
 func (c *Cloud) subnetFor(subnetID, networkID string) (Subnet, bool) {
-	for _, s := range subnets {
+	for _, s := range visible(c, subnets, c.subs, func(s *Subnet) string { return s.ProjectID }, "*") {
 		if (subnetID != "" && s.ID == subnetID) || (subnetID == "" && s.NetworkID == networkID) {
 			return s, true
 		}
@@ -112,13 +116,12 @@ func (c *Cloud) portNeutronRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /networking/v2.0/subnets", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		list := []any{}
-		for _, s := range subnets {
+		for _, s := range c.visibleSubnets(r.Header.Get("X-Project-Id")) {
 			if (q.Has("name") && q.Get("name") != s.Name) || (q.Has("id") && q.Get("id") != s.ID) ||
-				(q.Has("network_id") && q.Get("network_id") != s.NetworkID) {
+				(q.Has("network_id") && q.Get("network_id") != s.NetworkID) || (q.Has("cidr") && q.Get("cidr") != s.CIDR) {
 				continue
 			}
-			list = append(list, map[string]any{"id": s.ID, "name": s.Name, "network_id": s.NetworkID, "cidr": s.CIDR,
-				"ip_version": 4, "enable_dhcp": true, "tags": []string{}, "project_id": "admin"})
+			list = append(list, subnetView(s))
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"subnets": list})
 	})
@@ -157,12 +160,11 @@ func (c *Cloud) portNeutronRoutes(mux *http.ServeMux) {
 			return
 		}
 		in := body.Port
-		i := slices.IndexFunc(networks, func(n network) bool { return n.ID == in.NetworkID })
-		if i < 0 {
+		n, ok := c.networkByID(in.NetworkID)
+		if !ok || (n.ProjectID != "" && n.ProjectID != r.Header.Get("X-Project-Id")) {
 			neutronFault(w, http.StatusNotFound, "NetworkNotFound", fmt.Sprintf("Network %s could not be found.", in.NetworkID))
 			return
 		}
-		n := networks[i]
 		portSecurity := !c.portSecurityDisabled(n)
 		if in.PortSecurity != nil {
 			portSecurity = *in.PortSecurity
@@ -198,6 +200,13 @@ func (c *Cloud) portNeutronRoutes(mux *http.ServeMux) {
 			groups = []string{"default"}
 		}
 		c.mu.Lock()
+		for _, g := range groups {
+			if sg, ok := c.securityGroups[g]; in.SecurityGroups != nil && (!ok || sg.ProjectID != r.Header.Get("X-Project-Id")) {
+				c.mu.Unlock()
+				neutronFault(w, http.StatusNotFound, "SecurityGroupNotFound", fmt.Sprintf("Security group %s does not exist", g))
+				return
+			}
+		}
 		p := c.addPort(&Port{Name: in.Name, Description: in.Description, NetworkID: n.ID, ProjectID: r.Header.Get("X-Project-Id"),
 			FixedIPs: slices.Clone(fixed), SecurityGroups: groups, PortSecurity: portSecurity})
 		v := portView(p)
@@ -208,6 +217,11 @@ func (c *Cloud) portNeutronRoutes(mux *http.ServeMux) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if p, ok := owned(w, r, c.ports, portProject, portNotFound); ok {
+			if p.DeviceOwner == routerInterface {
+				neutronFault(w, http.StatusConflict, "PortInUse", fmt.Sprintf(
+					"Port %s cannot be deleted directly via the port API: has device owner %s.", p.ID, p.DeviceOwner))
+				return
+			}
 			c.dropPort(p.ID)
 			w.WriteHeader(http.StatusNoContent)
 		}
@@ -244,12 +258,12 @@ func (c *Cloud) portNeutronRoutes(mux *http.ServeMux) {
 			return
 		}
 		in := body.FIP
-		i := slices.IndexFunc(networks, func(n network) bool { return n.ID == in.NetworkID })
-		if i < 0 {
+		n, ok := c.networkByID(in.NetworkID)
+		if !ok {
 			neutronFault(w, http.StatusNotFound, "NetworkNotFound", fmt.Sprintf("Network %s could not be found.", in.NetworkID))
 			return
 		}
-		if !networks[i].External {
+		if !n.External {
 			neutronFault(w, http.StatusBadRequest, "BadRequest",
 				fmt.Sprintf("Bad floatingip request: Network %s is not a valid external network.", in.NetworkID))
 			return

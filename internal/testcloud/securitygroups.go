@@ -12,11 +12,26 @@ import (
 // SecurityGroup is a Neutron security group as the stand-in holds it.
 type SecurityGroup struct {
 	ID, Name, Description, ProjectID string
+	Rules                            []SecurityGroupRule
+}
+
+// SecurityGroupRule is a rule of a security group.
+type SecurityGroupRule struct {
+	ID              string `json:"id"`
+	SecurityGroupID string `json:"security_group_id"`
+	Description     string `json:"description"`
+	Direction       string `json:"direction"`
+	EtherType       string `json:"ethertype"`
+	Protocol        string `json:"protocol,omitempty"`
+	PortRangeMin    int    `json:"port_range_min,omitempty"`
+	PortRangeMax    int    `json:"port_range_max,omitempty"`
+	RemoteGroupID   string `json:"remote_group_id,omitempty"`
+	RemoteIPPrefix  string `json:"remote_ip_prefix,omitempty"`
 }
 
 func securityGroupView(g *SecurityGroup) map[string]any {
 	return map[string]any{"id": g.ID, "name": g.Name, "description": g.Description, "project_id": g.ProjectID,
-		"tenant_id": g.ProjectID, "security_group_rules": []any{}, "stateful": true, "tags": []string{}}
+		"tenant_id": g.ProjectID, "security_group_rules": nonNil(g.Rules), "stateful": true, "tags": []string{}}
 }
 
 // securityGroupRoutes serve Neutron's security groups: create, list, show
@@ -28,20 +43,9 @@ func (c *Cloud) securityGroupRoutes(mux *http.ServeMux) {
 	notFound := func(w http.ResponseWriter, id string) {
 		neutronFault(w, http.StatusNotFound, "SecurityGroupNotFound", fmt.Sprintf("Security group %s does not exist", id))
 	}
-	mux.HandleFunc("GET "+base, func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		listed(w, r, "security_groups", c.securityGroups, func(g *SecurityGroup) map[string]string {
-			return map[string]string{"project_id": g.ProjectID, "name": g.Name, "description": g.Description}
-		}, securityGroupView)
-	})
-	mux.HandleFunc("GET "+base+"/{id}", func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if g, ok := owned(w, r, c.securityGroups, project, notFound); ok {
-			writeJSON(w, http.StatusOK, map[string]any{"security_group": securityGroupView(g)})
-		}
-	})
+	serveReads(c, mux, base, "security_group", c.securityGroups, func(g *SecurityGroup) map[string]string {
+		return map[string]string{"project_id": g.ProjectID, "name": g.Name, "description": g.Description}
+	}, securityGroupView, project, notFound)
 	mux.HandleFunc("POST "+base, func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			G struct {
@@ -77,7 +81,48 @@ func (c *Cloud) securityGroupRoutes(mux *http.ServeMux) {
 			}
 		}
 		delete(c.securityGroups, g.ID)
+		// The rules of other groups that name it as their remote group
+		// go with it.
+		for _, other := range c.securityGroups {
+			other.Rules = slices.DeleteFunc(other.Rules, func(r SecurityGroupRule) bool { return r.RemoteGroupID == g.ID })
+		}
 		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /networking/v2.0/security-group-rules", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			R SecurityGroupRule `json:"security_group_rule"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			neutronFault(w, http.StatusBadRequest, "HTTPBadRequest", "Invalid input for operation: failed to parse the request body.")
+			return
+		}
+		rule := body.R
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, id := range []string{rule.SecurityGroupID, rule.RemoteGroupID} {
+			if g, ok := c.securityGroups[id]; id != "" && (!ok || g.ProjectID != r.Header.Get("X-Project-Id")) {
+				notFound(w, id)
+				return
+			}
+		}
+		if rule.SecurityGroupID == "" {
+			neutronFault(w, http.StatusBadRequest, "HTTPBadRequest", "Failed to parse request. Required attribute 'security_group_id' not specified")
+			return
+		}
+		if rule.Direction != "ingress" && rule.Direction != "egress" {
+			neutronFault(w, http.StatusBadRequest, "HTTPBadRequest", fmt.Sprintf(
+				"Invalid input for direction. Reason: %s is not in valid_values.", rule.Direction))
+			return
+		}
+		if rule.RemoteGroupID != "" && rule.RemoteIPPrefix != "" {
+			neutronFault(w, http.StatusBadRequest, "SecurityGroupRemoteGroupAndRemoteIpPrefix",
+				"Only remote_ip_prefix or remote_group_id may be provided.")
+			return
+		}
+		g := c.securityGroups[rule.SecurityGroupID]
+		rule.ID = uuid.NewString()
+		g.Rules = append(g.Rules, rule)
+		writeJSON(w, http.StatusCreated, map[string]any{"security_group_rule": rule})
 	})
 }
 

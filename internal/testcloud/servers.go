@@ -45,10 +45,8 @@ func (c *Cloud) serverView(s *Server) map[string]any {
 			continue
 		}
 		netName := p.NetworkID
-		for _, n := range networks {
-			if n.ID == p.NetworkID {
-				netName = n.Name
-			}
+		if n, ok := c.networkByID(p.NetworkID); ok {
+			netName = n.Name
 		}
 		for _, ip := range p.FixedIPs {
 			addrs[netName] = append(addrs[netName], map[string]any{"addr": ip.IPAddress, "version": 4, "OS-EXT-IPS:type": "fixed"})

@@ -85,6 +85,17 @@ type Cloud struct {
 	servers         map[string]*Server
 	removedFlavors  map[string]bool
 	portSecurity    map[string]bool // by network, when changed
+	routers         map[string]*Router
+	// Volume types and zones an operator made (AddVolumeType,
+	// AddVolumeAvailabilityZone).
+	addedVolumeTypes map[string]bool
+	addedVolumeZones map[string]bool
+
+	// netMu guards the networks and subnets projects make; it is taken
+	// after mu, never before.
+	netMu sync.Mutex
+	nets  map[string]*network
+	subs  map[string]*Subnet
 }
 
 // identity is whom a token speaks for.
@@ -115,6 +126,9 @@ type network struct {
 	ID, Name             string
 	External             bool
 	PortSecurityDisabled bool
+	// ProjectID is the project that made the network; the cloud's own
+	// networks have none.
+	ProjectID string
 }
 
 var (
@@ -150,12 +164,14 @@ func Start(t *testing.T, ks *testkeystone.Keystone) *Cloud {
 		pools: map[string]*Pool{}, members: map[string]*Member{}, heldLBs: map[string]bool{}, ports: map[string]*Port{},
 		floatingIPs: map[string]*FloatingIP{}, nextAddress: map[string]int{}, volumes: map[string]*Volume{},
 		snapshots: map[string]*Snapshot{}, securityGroups: map[string]*SecurityGroup{},
-		servers: map[string]*Server{}, removedFlavors: map[string]bool{}, portSecurity: map[string]bool{}}
+		servers: map[string]*Server{}, removedFlavors: map[string]bool{}, portSecurity: map[string]bool{},
+		routers: map[string]*Router{}, addedVolumeTypes: map[string]bool{}, addedVolumeZones: map[string]bool{}, nets: map[string]*network{}, subs: map[string]*Subnet{}}
 	mux := http.NewServeMux()
 	c.novaRoutes(mux)
 	c.glanceRoutes(mux)
 	c.neutronRoutes(mux)
 	c.portNeutronRoutes(mux)
+	c.projectNetworkRoutes(mux)
 	c.securityGroupRoutes(mux)
 	c.octaviaRoutes(mux)
 	c.cinderRoutes(mux)
@@ -477,28 +493,38 @@ func (c *Cloud) glanceRoutes(mux *http.ServeMux) {
 	})
 }
 
-func (c *Cloud) neutronRoutes(mux *http.ServeMux) {
-	body := func(n network) map[string]any {
-		return map[string]any{
-			"id": n.ID, "name": n.Name, "status": "ACTIVE", "admin_state_up": true, "shared": false,
-			"router:external": n.External, "port_security_enabled": !c.portSecurityDisabled(n), "mtu": 1500, "subnets": []string{},
-			"tenant_id": "admin", "project_id": "admin", "availability_zones": []string{"nova"},
-			"ipv4_address_scope": nil, "ipv6_address_scope": nil, "description": "", "tags": []string{},
-			"created_at": "2024-05-02T10:00:00Z", "updated_at": "2024-05-02T10:00:00Z", "revision_number": 1,
-		}
+// networkView is a network as Neutron shows it.
+func (c *Cloud) networkView(n network) map[string]any {
+	project := n.ProjectID
+	if project == "" {
+		project = "admin"
 	}
+	return map[string]any{
+		"id": n.ID, "name": n.Name, "status": "ACTIVE", "admin_state_up": true, "shared": false,
+		"router:external": n.External, "port_security_enabled": !c.portSecurityDisabled(n), "mtu": 1500, "subnets": []string{},
+		"tenant_id": project, "project_id": project, "availability_zones": []string{"nova"},
+		"ipv4_address_scope": nil, "ipv6_address_scope": nil, "description": "", "tags": []string{},
+		"created_at": "2024-05-02T10:00:00Z", "updated_at": "2024-05-02T10:00:00Z", "revision_number": 1,
+	}
+}
+
+func (c *Cloud) neutronRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /networking/v2.0/networks", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		list := []any{}
-		for _, n := range networks {
+		for _, n := range c.visibleNetworks(r.Header.Get("X-Project-Id")) {
+			project := n.ProjectID
+			if project == "" {
+				project = "admin"
+			}
 			// Neutron takes booleans in any case (Horizon sends True).
 			if (q.Has("name") && q.Get("name") != n.Name) || (q.Has("id") && q.Get("id") != n.ID) ||
 				(q.Has("router:external") && !strings.EqualFold(q.Get("router:external"), fmt.Sprint(n.External))) ||
 				(q.Has("shared") && !strings.EqualFold(q.Get("shared"), "false")) ||
-				(q.Has("tenant_id") && q.Get("tenant_id") != "admin") || (q.Has("project_id") && q.Get("project_id") != "admin") {
+				(q.Has("tenant_id") && q.Get("tenant_id") != project) || (q.Has("project_id") && q.Get("project_id") != project) {
 				continue
 			}
-			list = append(list, body(n))
+			list = append(list, c.networkView(n))
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"networks": list})
 	})

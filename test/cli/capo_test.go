@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,15 +42,21 @@ import (
 // so the control plane's etcd and static-pod health checks cannot pass and
 // no cluster reaches CREATE_COMPLETE.
 //
-// A flavor removed and a network's port security turned off behind
-// Magnetite's back show Nova's and Neutron's refusals in status_reason and
-// the clusters come up once they are restored; a server group removed
-// behind its back shows Nova's refusal, and the user's retry (a resize to
-// the same size) makes the group again and replaces the machine that
-// waited for it. Deleting every cluster leaves no
-// server, port, server group, load balancer, volume or floating IP,
-// including those the test made the way the cloud controller manager and
-// the Cinder CSI driver would.
+// vm1's template has no fixed network: CAPO makes its network, subnet and
+// router (gateway on the external network), and its managed security
+// groups, whose IDs its ports carry.
+//
+// A flavor and a keypair removed and a network's port security turned off
+// behind Magnetite's back, and a volume type and zone Cinder lacks, show
+// Nova's, Neutron's and Cinder's refusals in status_reason and the
+// clusters come up once they are restored. Server groups removed behind
+// its back show Nova's refusal, and the user's retry (a resize to the same
+// size) makes them again: the control-plane machine that waited for its
+// group is replaced, and the workers' MachineDeployment rolls its machine
+// to the new group. Deleting every cluster leaves no server, port, server
+// group, load balancer, volume, floating IP, security group, network,
+// subnet or router, including those the test made the way the cloud
+// controller manager and the Cinder CSI driver would.
 func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Keystone, Debian's openstack CLI and Cluster API; runs in the full suite (hack/test.sh)")
@@ -108,12 +116,25 @@ source = `+testcharts.Serve(t).URL+`
 	common := []string{"--coe", "kubernetes", "--image", testcloud.ImageName, "--external-network", testcloud.ExternalNet, "--master-lb-enabled"}
 	c.ok(t, append([]string{"coe", "cluster", "template", "create", "vm", "--fixed-network", testcloud.PrivateNet,
 		"--flavor", testcloud.FlavorName, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}, common...)...)
+	// Without a fixed network CAPO makes the cluster's network, subnet and
+	// router (gateway on the external network).
+	c.ok(t, append([]string{"coe", "cluster", "template", "create", "managed",
+		"--flavor", testcloud.FlavorName, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}, common...)...)
 	c.ok(t, append([]string{"coe", "cluster", "template", "create", "bm", "--server-type", "bm", "--fixed-network", testcloud.ProvisioningNet,
 		"--flavor", testcloud.BareMetalFlavor, "--master-flavor", testcloud.BareMetalFlavor, "--labels", "kube_tag=" + testcloud.KubeTag}, common...)...)
 	c.ok(t, append([]string{"coe", "cluster", "template", "create", "mixed", "--fixed-network", testcloud.ProvisioningNet,
 		"--flavor", testcloud.BareMetalFlavor, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}, common...)...)
-	for _, cl := range [][2]string{{"vm1", "vm"}, {"bm1", "bm"}, {"mixed1", "mixed"}, {"noflavor", "mixed"}, {"nogroup", "mixed"}, {"noportsec", "vm"}} {
-		c.ok(t, "coe", "cluster", "create", cl[0], "--cluster-template", cl[1], "--master-count", "1", "--node-count", "1")
+	c.ok(t, "keypair", "create", "alice-key")
+	for _, cl := range [][2]string{{"vm1", "managed"}, {"bm1", "bm"}, {"mixed1", "mixed"}, {"noflavor", "mixed"}, {"nogroup", "mixed"}, {"noportsec", "vm"}} {
+		args := []string{"coe", "cluster", "create", cl[0], "--cluster-template", cl[1], "--master-count", "1", "--node-count", "1"}
+		switch cl[0] {
+		case "noflavor":
+			args = append(args, "--keypair", "alice-key")
+		case "noportsec":
+			// A volume type and zone the cloud does not have yet.
+			args = append(args, "--merge-labels", "--labels", "boot_volume_type=fast,boot_volume_availability_zone=az2")
+		}
+		c.ok(t, args...)
 	}
 	c.ok(t, "coe", "nodegroup", "create", "mixed1", "vms", "--flavor", testcloud.FlavorName, "--node-count", "1")
 
@@ -142,7 +163,7 @@ source = `+testcharts.Serve(t).URL+`
 	// are on the provisioning network, which the port-security change
 	// does not touch; Nova checks the flavor before the group, so nogroup
 	// shows its refusal once the flavor is back.
-	var deletedGroup string
+	var deletedGroups []string
 	t.Run("refusals", func(t *testing.T) {
 		refusal := func(cluster, message string, breakIt func(), fixIt func(t *testing.T)) {
 			breakIt()
@@ -156,40 +177,86 @@ source = `+testcharts.Serve(t).URL+`
 				fixIt(t)
 			})
 		}
-		refusal("noflavor", "Flavor 3 could not be found.", func() { cloud.RemoveFlavor("3", true) }, func(*testing.T) { cloud.RemoveFlavor("3", false) })
+		// noflavor's keypair goes too: Nova checks the flavor first, so
+		// its refusal shows once the flavor is back, until the user makes
+		// the keypair again.
+		refusal("noflavor", "Flavor 3 could not be found.", func() {
+			cloud.RemoveFlavor("3", true)
+			c.ok(t, "keypair", "delete", "alice-key")
+		}, func(t *testing.T) {
+			cloud.RemoveFlavor("3", false)
+			waitFor(t, "noflavor's status_reason to show Nova's keypair refusal", 3*time.Minute, func() (bool, string) {
+				r := field(t, "noflavor", "status_reason")
+				return strings.Contains(r, "Invalid key_name provided."), r
+			})
+			c.ok(t, "keypair", "create", "alice-key")
+		})
+		// noportsec asks for a volume type and zone Cinder does not have:
+		// CAPO makes the port before the root volume, so Cinder's refusals
+		// show once port security is back, one after the other (Cinder
+		// checks the type first), until an operator makes each.
 		refusal("noportsec", "Port security must be enabled and port must have an IP address in order to use security groups.",
-			func() { cloud.SetPortSecurity(testcloud.PrivateNetID, false) }, func(*testing.T) { cloud.SetPortSecurity(testcloud.PrivateNetID, true) })
+			func() { cloud.SetPortSecurity(testcloud.PrivateNetID, false) }, func(t *testing.T) {
+				cloud.SetPortSecurity(testcloud.PrivateNetID, true)
+				waitFor(t, "noportsec's status_reason to show Cinder's volume type refusal", 3*time.Minute, func() (bool, string) {
+					r := field(t, "noportsec", "status_reason")
+					return strings.Contains(r, "Volume type with name fast could not be found."), r
+				})
+				cloud.AddVolumeType("fast")
+				waitFor(t, "noportsec's status_reason to show Cinder's availability zone refusal", 3*time.Minute, func() (bool, string) {
+					r := field(t, "noportsec", "status_reason")
+					return strings.Contains(r, "Invalid input received: Availability zone 'az2' is invalid."), r
+				})
+				cloud.AddVolumeAvailabilityZone("az2")
+			})
 		// CAPO retries a server in a deleted group for ever; the user's
 		// retry (a resize to the same size, as Magnum users re-run a
-		// failed stack) makes the group again and replaces the machine.
+		// failed stack) makes the groups again and replaces the control
+		// plane's machine; the workers' MachineDeployment rolls to the
+		// template naming the new worker group.
 		refusal("nogroup", "Instance group ", func() {
 			for _, g := range cloud.ServerGroups() {
-				if strings.Contains(g.Name, "nogroup") && strings.HasSuffix(g.Name, "-default-master") {
-					deletedGroup = g.ID
+				if strings.Contains(g.Name, "nogroup") && (strings.HasSuffix(g.Name, "-default-master") || strings.HasSuffix(g.Name, "-default-worker")) {
+					deletedGroups = append(deletedGroups, g.ID)
 					cloud.DeleteServerGroup(g.ID)
 				}
 			}
-		}, func(t *testing.T) { c.ok(t, "coe", "cluster", "resize", "nogroup", "1") })
+		}, func(t *testing.T) {
+			// The worker's machine was made before its group went: it names
+			// the deleted group until its MachineDeployment rolls it.
+			waitFor(t, "a nogroup worker machine naming its deleted server group", time.Minute, func() (bool, string) {
+				for _, m := range machines(t, "nogroup") {
+					id, _, _ := unstructured.NestedString(m.Object, "spec", "serverGroup", "id")
+					if _, cp := m.GetLabels()["cluster.x-k8s.io/control-plane"]; !cp && slices.Contains(deletedGroups, id) {
+						return true, ""
+					}
+				}
+				return false, "no worker machine names a deleted group"
+			})
+			c.ok(t, "coe", "cluster", "resize", "nogroup", "1")
+		})
 	})
 
 	// Each node group's server as the template and node group ask: the
 	// control planes' (the fixed clusters came up after all), then, once
 	// the stand-in's kubeadm init has brought up each API server, the
 	// workers', whose machines become nodes.
+	const managedNet = "managed"
 	cases := []struct {
 		cluster, group, flavor, network string
 		rootVolume, configDrive         bool
 	}{
-		{"vm1", "default-master", "3", testcloud.PrivateNetID, true, false},
+		{"vm1", "default-master", "3", managedNet, true, false},
 		{"bm1", "default-master", "4", testcloud.ProvisioningNetID, false, true},
 		{"mixed1", "default-master", "3", testcloud.ProvisioningNetID, true, false},
 		{"noflavor", "default-master", "3", testcloud.ProvisioningNetID, true, false},
 		{"noportsec", "default-master", "3", testcloud.PrivateNetID, true, false},
 		{"nogroup", "default-master", "3", testcloud.ProvisioningNetID, true, false},
-		{"vm1", "default-worker", "2", testcloud.PrivateNetID, true, false},
+		{"vm1", "default-worker", "2", managedNet, true, false},
 		{"bm1", "default-worker", "4", testcloud.ProvisioningNetID, false, true},
 		{"mixed1", "default-worker", "4", testcloud.ProvisioningNetID, false, true},
 		{"mixed1", "vms", "2", testcloud.ProvisioningNetID, true, false},
+		{"nogroup", "default-worker", "4", testcloud.ProvisioningNetID, false, true},
 	}
 	for _, tc := range cases {
 		var s testcloud.Server
@@ -209,16 +276,63 @@ source = `+testcharts.Serve(t).URL+`
 			return false, field(t, tc.cluster, "status_reason")
 		})
 		if s.FlavorID != tc.flavor || s.ConfigDrive != tc.configDrive || (s.RootVolumeID != "") != tc.rootVolume ||
-			s.ServerGroupID == deletedGroup || len(s.Ports) != 1 {
+			slices.Contains(deletedGroups, s.ServerGroupID) || len(s.Ports) != 1 {
 			t.Errorf("%s: %s server %+v (group %s), want flavor %s, config drive %v, root volume %v",
 				tc.cluster, tc.group, s, groupName(s.ServerGroupID), tc.flavor, tc.configDrive, tc.rootVolume)
 		}
+		network := tc.network
+		if network == managedNet {
+			network = managedNetwork(t, cloud, clusterObjectName(ctx, t, dc, uuids[tc.cluster]))
+		}
 		for _, p := range cloud.Ports() {
-			if p.ID == s.Ports[0] && (p.NetworkID != tc.network || (tc.network == testcloud.ProvisioningNetID && len(p.SecurityGroups) > 0)) {
-				t.Errorf("%s: %s port %+v, want network %s", tc.cluster, tc.group, p, tc.network)
+			if p.ID == s.Ports[0] && (p.NetworkID != network || (tc.network == testcloud.ProvisioningNetID && len(p.SecurityGroups) > 0) ||
+				(tc.network != testcloud.ProvisioningNetID && !managedGroup(cloud, p, tc.group))) {
+				t.Errorf("%s: %s port %+v, want network %s and the cluster's managed security group", tc.cluster, tc.group, p, network)
 			}
 		}
 	}
+
+	waitFor(t, "nogroup's machines that named a deleted server group to be gone", 2*time.Minute, func() (bool, string) {
+		for _, m := range machines(t, "nogroup") {
+			if id, _, _ := unstructured.NestedString(m.Object, "spec", "serverGroup", "id"); slices.Contains(deletedGroups, id) {
+				return false, m.GetName() + " names server group " + id
+			}
+		}
+		return true, ""
+	})
+
+	t.Run("Neutron refuses to take vm1's network from under it", func(t *testing.T) {
+		tok := ks.Token("alice", "alice-password", "demo")
+		name := clusterObjectName(ctx, t, dc, uuids["vm1"])
+		network := managedNetwork(t, cloud, name)
+		var router testcloud.Router
+		var iface string
+		for _, r := range cloud.Routers() {
+			if strings.HasSuffix(r.Name, "-"+name) {
+				router = r
+			}
+		}
+		for _, p := range cloud.Ports() {
+			if p.DeviceID == router.ID && router.ID != "" {
+				iface = p.ID
+			}
+		}
+		refused := func(what, method, path string, body any, status int, message string) {
+			err := cloud.Do(tok, method, path, body, nil)
+			var he *testcloud.HTTPError
+			if !errors.As(err, &he) || he.Status != status || !strings.Contains(he.Body, message) {
+				t.Errorf("%s: %v, want %d %q", what, err, status, message)
+			}
+		}
+		refused("network in use", "DELETE", "/networking/v2.0/networks/"+network, nil, 409,
+			"Unable to complete operation on network "+network+". There are one or more ports still in use on the network.")
+		refused("router with an interface", "DELETE", "/networking/v2.0/routers/"+router.ID, nil, 409, "Router "+router.ID+" still has ports")
+		refused("router interface through the port API", "DELETE", "/networking/v2.0/ports/"+iface, nil, 409,
+			"Port "+iface+" cannot be deleted directly via the port API: has device owner network:router_interface.")
+		refused("gateway on a network that is not external", "POST", "/networking/v2.0/routers",
+			map[string]any{"router": map[string]any{"name": "r", "external_gateway_info": map[string]any{"network_id": testcloud.PrivateNetID}}},
+			400, "Bad router request: Network "+testcloud.PrivateNetID+" is not an external network.")
+	})
 
 	t.Run("deleting every cluster leaves nothing in the cloud", func(t *testing.T) {
 		// What a workload's cloud controller manager and Cinder CSI driver
@@ -240,7 +354,57 @@ source = `+testcharts.Serve(t).URL+`
 		if sg, snap := cloud.SecurityGroups(), cloud.Snapshots(); len(sg)+len(snap) > 0 {
 			t.Errorf("left in the cloud: security groups %+v snapshots %+v", sg, snap)
 		}
+		if n, s, r := cloud.Networks(), cloud.Subnets(), cloud.Routers(); len(n)+len(s)+len(r) > 0 {
+			t.Errorf("left in the cloud: networks %+v subnets %+v routers %+v", n, s, r)
+		}
 	})
+}
+
+// managedNetwork returns the ID of the network CAPO made for a cluster,
+// checking its subnet (the fixed_subnet_cidr default) and its router:
+// gateway on the external network, interface on the subnet.
+func managedNetwork(t *testing.T, cloud *testcloud.Cloud, cluster string) string {
+	t.Helper()
+	var id, subnet string
+	for _, n := range cloud.Networks() {
+		if strings.HasSuffix(n.Name, "-"+cluster) && strings.HasPrefix(n.Name, "k8s-clusterapi-cluster-") {
+			id = n.ID
+		}
+	}
+	for _, s := range cloud.Subnets() {
+		if s.NetworkID == id && s.CIDR == "10.0.0.0/24" {
+			subnet = s.ID
+		}
+	}
+	var router testcloud.Router
+	for _, r := range cloud.Routers() {
+		if strings.HasSuffix(r.Name, "-"+cluster) {
+			router = r
+		}
+	}
+	iface := false
+	for _, p := range cloud.Ports() {
+		iface = iface || (p.DeviceID == router.ID && p.DeviceOwner == "network:router_interface" && p.FixedIPs[0].SubnetID == subnet)
+	}
+	if id == "" || subnet == "" || router.GatewayNetworkID != testcloud.ExternalNetID || !iface {
+		t.Errorf("%s: network %q, subnet %q, router %+v (interface on the subnet: %v); want all made by CAPO", cluster, id, subnet, router, iface)
+	}
+	return id
+}
+
+// managedGroup reports whether a port carries the cluster's managed
+// security group of its role, which CAPO made with the in-cluster rules.
+func managedGroup(cloud *testcloud.Cloud, p testcloud.Port, group string) bool {
+	role := "-secgroup-worker"
+	if strings.HasSuffix(group, "-master") {
+		role = "-secgroup-controlplane"
+	}
+	for _, g := range cloud.SecurityGroups() {
+		if slices.Contains(p.SecurityGroups, g.ID) && strings.HasSuffix(g.Name, role) && len(g.Rules) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // clusterMachines waits for the cluster's Cluster object and returns its
