@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/labels"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
@@ -58,7 +59,7 @@ type CapacityRequest struct {
 
 // FlavorSource finds a Nova flavor by ID or name with its extra specs.
 type FlavorSource interface {
-	Flavor(ctx context.Context, token, ref string) (driver.Flavor, error)
+	Flavor(ctx context.Context, token, ref string) (facts.Flavor, error)
 }
 
 // HostCounter is the part of a Backend the capacity check reads.
@@ -257,11 +258,11 @@ func (cc *CapacityCheck) cannotCheck(err error) (*CapacityPlan, error) {
 type flavorMemo map[string]flavorAnswer
 
 type flavorAnswer struct {
-	f   driver.Flavor
+	f   facts.Flavor
 	err error
 }
 
-func (cc *CapacityCheck) flavor(ctx context.Context, token, ref string, memo flavorMemo) (driver.Flavor, error) {
+func (cc *CapacityCheck) flavor(ctx context.Context, token, ref string, memo flavorMemo) (facts.Flavor, error) {
 	if a, ok := memo[ref]; ok {
 		return a.f, a.err
 	}
@@ -310,7 +311,7 @@ func (cc *CapacityCheck) demands(ctx context.Context, req CapacityRequest, flavo
 func (cc *CapacityCheck) demandOf(ctx context.Context, req CapacityRequest, ng *model.NodeGroup, flavors flavorMemo) (*demand, []string, error) {
 	ct, c := req.Template, req.Cluster
 	metal3 := ct.Driver != nil && *ct.Driver == Metal3DriverName
-	facts := &driver.Facts{}
+	facts := &facts.Facts{}
 	if !metal3 && cc.Flavors != nil {
 		if ref := driver.FlavorOf(ct, clusterOrNone(c), ng); ref != "" {
 			f, err := cc.flavor(ctx, req.AuthToken, ref, flavors)

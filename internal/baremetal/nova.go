@@ -11,7 +11,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
 
-	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 )
 
 // novaExtraSpecsVersion is the first compute microversion that returns a
@@ -55,26 +55,26 @@ func (n *NovaFlavors) client(ctx context.Context, token string) (*gophercloud.Se
 
 // Flavor implements FlavorSource: by ID, else by a unique name, as Magnum
 // resolves flavor_id.
-func (n *NovaFlavors) Flavor(ctx context.Context, token, ref string) (driver.Flavor, error) {
+func (n *NovaFlavors) Flavor(ctx context.Context, token, ref string) (facts.Flavor, error) {
 	sc, err := n.client(ctx, token)
 	if err != nil {
-		return driver.Flavor{}, err
+		return facts.Flavor{}, err
 	}
 	f, err := flavors.Get(ctx, sc, ref).Extract()
 	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 		f, err = n.byName(ctx, sc, ref)
 	}
 	if err != nil {
-		return driver.Flavor{}, novaError(err, "read flavor "+ref)
+		return facts.Flavor{}, novaError(err, "read flavor "+ref)
 	}
 	specs := f.ExtraSpecs
 	if specs == nil {
 		// A Nova older than 2.61 leaves them out.
 		if specs, err = flavors.ListExtraSpecs(ctx, sc, f.ID).Extract(); err != nil {
-			return driver.Flavor{}, novaError(err, "read the extra specs of flavor "+ref)
+			return facts.Flavor{}, novaError(err, "read the extra specs of flavor "+ref)
 		}
 	}
-	return driver.Flavor{ID: f.ID, Name: f.Name, VCPUs: f.VCPUs, RAM: f.RAM, Disk: f.Disk, ExtraSpecs: specs}, nil
+	return facts.Flavor{ID: f.ID, Name: f.Name, VCPUs: f.VCPUs, RAM: f.RAM, Disk: f.Disk, ExtraSpecs: specs}, nil
 }
 
 func (n *NovaFlavors) byName(ctx context.Context, sc *gophercloud.ServiceClient, name string) (*flavors.Flavor, error) {

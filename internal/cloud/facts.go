@@ -8,7 +8,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 
-	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 )
 
 // FactRefs are the images, flavors and networks a cluster's rendering
@@ -25,8 +25,8 @@ type FactRefs struct {
 // port_security_enabled. A resource that does not exist is left out (the
 // driver names what is missing); a service that does not answer is
 // ErrUnavailable, worth retrying.
-func (rs *Resources) Facts(ctx context.Context, token string, refs FactRefs) (*driver.Facts, error) {
-	facts := &driver.Facts{}
+func (rs *Resources) Facts(ctx context.Context, token string, refs FactRefs) (*facts.Facts, error) {
+	out := &facts.Facts{}
 	if len(refs.Images) > 0 {
 		err := rs.with(ctx, token, "image", openstack.NewImageV2, func(sc *gophercloud.ServiceClient) error {
 			for _, ref := range refs.Images {
@@ -37,7 +37,7 @@ func (rs *Resources) Facts(ctx context.Context, token string, refs FactRefs) (*d
 				if err != nil {
 					return err
 				}
-				facts.Images = append(facts.Images, imageFacts(img))
+				out.Images = append(out.Images, imageFacts(img))
 			}
 			return nil
 		})
@@ -59,7 +59,7 @@ func (rs *Resources) Facts(ctx context.Context, token string, refs FactRefs) (*d
 				if err != nil {
 					return err
 				}
-				facts.Flavors = append(facts.Flavors, fl)
+				out.Flavors = append(out.Flavors, fl)
 			}
 			return nil
 		})
@@ -87,7 +87,7 @@ func (rs *Resources) Facts(ctx context.Context, token string, refs FactRefs) (*d
 			for _, ref := range refs.Networks {
 				for _, n := range all {
 					if n.ID == ref || n.Name == ref {
-						facts.Networks = append(facts.Networks, driver.Network{ID: n.ID, Name: n.Name,
+						out.Networks = append(out.Networks, facts.Network{ID: n.ID, Name: n.Name,
 							External: n.External, PortSecurityEnabled: n.PortSecurityEnabled})
 					}
 				}
@@ -98,7 +98,7 @@ func (rs *Resources) Facts(ctx context.Context, token string, refs FactRefs) (*d
 			return nil, err
 		}
 	}
-	return facts, nil
+	return out, nil
 }
 
 // FactRefsOf lists what a cluster's template, cluster and node groups name.

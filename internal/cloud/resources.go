@@ -20,7 +20,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 
 	"github.com/magnetite-io/magnetite/internal/auth"
-	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 )
 
 var (
@@ -68,7 +68,7 @@ type Found struct {
 	// Facts hold the image with its properties and the flavors with their
 	// extra specs, as far as the cloud could be asked: the facts the
 	// cluster's shape is resolved with (driver.Resolve).
-	Facts driver.Facts
+	Facts facts.Facts
 }
 
 // Resources checks Refs against the services in the catalog.
@@ -201,7 +201,7 @@ func unavailable(err error, service, doing string) error {
 
 // imageFacts is what the renderer reads of an image: its string
 // properties (os_distro, kube_version, ...), os_distro trimmed.
-func imageFacts(img *images.Image) driver.Image {
+func imageFacts(img *images.Image) facts.Image {
 	props := map[string]string{}
 	for k, v := range img.Properties {
 		if s, ok := v.(string); ok {
@@ -211,7 +211,7 @@ func imageFacts(img *images.Image) driver.Image {
 	if d, ok := props["os_distro"]; ok {
 		props["os_distro"] = strings.TrimSpace(d)
 	}
-	return driver.Image{ID: img.ID, Name: img.Name, Properties: props}
+	return facts.Image{ID: img.ID, Name: img.Name, Properties: props}
 }
 
 // findImage finds an image by ID, else by a unique name.
@@ -249,12 +249,12 @@ func listImages(ctx context.Context, sc *gophercloud.ServiceClient, name string)
 
 // flavorFacts reads a flavor's extra specs (which say whether Nova
 // schedules it onto Ironic nodes).
-func flavorFacts(ctx context.Context, sc *gophercloud.ServiceClient, f *flavors.Flavor) (driver.Flavor, error) {
+func flavorFacts(ctx context.Context, sc *gophercloud.ServiceClient, f *flavors.Flavor) (facts.Flavor, error) {
 	specs, err := flavors.ListExtraSpecs(ctx, sc, f.ID).Extract()
 	if err != nil {
-		return driver.Flavor{}, unavailable(err, "Nova", "read the extra specs of flavor "+f.Name)
+		return facts.Flavor{}, unavailable(err, "Nova", "read the extra specs of flavor "+f.Name)
 	}
-	return driver.Flavor{ID: f.ID, Name: f.Name, VCPUs: f.VCPUs, RAM: f.RAM, Disk: f.Disk, ExtraSpecs: specs}, nil
+	return facts.Flavor{ID: f.ID, Name: f.Name, VCPUs: f.VCPUs, RAM: f.RAM, Disk: f.Disk, ExtraSpecs: specs}, nil
 }
 
 // findFlavor finds a flavor by ID, else by name.

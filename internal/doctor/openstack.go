@@ -16,7 +16,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/tokens"
 
 	"github.com/magnetite-io/magnetite/internal/auth"
-	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 )
 
 // Cloud is how Magnetite reaches the OpenStack cloud: the service user of
@@ -164,7 +164,7 @@ func BareMetalFlavors(ctx context.Context, provider *gophercloud.ProviderClient,
 	}
 	var found []string
 	for _, f := range fs {
-		df := driver.Flavor{ID: f.ID, Name: f.Name, ExtraSpecs: f.ExtraSpecs}
+		df := facts.Flavor{ID: f.ID, Name: f.Name, ExtraSpecs: f.ExtraSpecs}
 		if spec, ok := df.BareMetal(); ok {
 			found = append(found, fmt.Sprintf("%s (%s)", f.Name, spec))
 		}

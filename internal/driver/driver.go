@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/magnetite-io/magnetite/internal/addons"
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -45,7 +46,7 @@ type Request struct {
 	Template   *model.ClusterTemplate
 	Cluster    *model.Cluster
 	NodeGroups []*model.NodeGroup
-	Facts      *Facts
+	Facts      *facts.Facts
 	// Namespace of the management cluster that holds the cluster's objects.
 	Namespace string
 	// Addons are the cluster's addon releases (Result.Addons) as the
@@ -243,7 +244,7 @@ func KeyOf(ct *model.ClusterTemplate, osDistro string) Key {
 	if st == "" {
 		st = model.ServerTypeVM
 	}
-	return Key{ServerType: st, OSDistro: NormalizeOSDistro(osDistro), COE: ct.COE}
+	return Key{ServerType: st, OSDistro: facts.NormalizeOSDistro(osDistro), COE: ct.COE}
 }
 
 // ForTemplate returns the driver of a template.
@@ -258,19 +259,6 @@ func (r *Registry) ForTemplate(ct *model.ClusterTemplate, osDistro string) (Driv
 // Names lists the registered drivers.
 func (r *Registry) Names() []string {
 	return slices.Sorted(maps.Keys(r.byName))
-}
-
-// NormalizeOSDistro maps Glance os_distro spellings to the names drivers
-// advertise.
-func NormalizeOSDistro(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	switch s {
-	case "rocky":
-		return "rockylinux"
-	case "flatcar-container-linux":
-		return "flatcar"
-	}
-	return s
 }
 
 // describe summarises keys compactly: "vm, bm × debian, flatcar × kubernetes".

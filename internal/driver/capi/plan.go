@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/labels"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
@@ -24,7 +25,7 @@ type Plan struct {
 
 	Template *model.ClusterTemplate
 	Cluster  *model.Cluster
-	Facts    *driver.Facts
+	Facts    *facts.Facts
 	Labels   labels.Values
 
 	OS          OSProfile

@@ -14,6 +14,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -136,7 +137,7 @@ func TestBareMetalTemplateRejectsVirtualFlavor(t *testing.T) {
 			ng.FlavorID = ptr("m1.small-virtual")
 		}
 	}
-	req.Facts.Flavors = append(req.Facts.Flavors, driver.Flavor{ID: "v1", Name: "m1.small-virtual", VCPUs: 1, RAM: 2048, Disk: 20})
+	req.Facts.Flavors = append(req.Facts.Flavors, facts.Flavor{ID: "v1", Name: "m1.small-virtual", VCPUs: 1, RAM: 2048, Disk: 20})
 	msg := renderErr(t, req)
 	for _, want := range []string{"default-master", "flavor m1.small-virtual is not a bare-metal flavor", "resources:CUSTOM_<CLASS>=1"} {
 		if !strings.Contains(msg, want) {
