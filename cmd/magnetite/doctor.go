@@ -151,7 +151,7 @@ func databaseChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
 // credentials, the served versions of the Cluster API kinds, and the
 // provider controllers. Each step needs the one before it.
 func managementChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
-	opts := mgmt.OptionsFromConfig(cfg)
+	opts := managementOptions(cfg)
 	_, inPod := os.LookupEnv("KUBERNETES_SERVICE_HOST")
 	rs := []doctor.Result{doctor.Kubeconfig(opts.Kubeconfig, inPod)}
 	if opts.Kubeconfig == "" && !inPod {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
 	"github.com/magnetite-io/magnetite/internal/facts"
@@ -41,7 +42,7 @@ func TestUnbuildableClusterFailsWithTheRenderersReason(t *testing.T) {
 	env := testenv.Start(t)
 	env.InstallCRDs(t, testenv.ClusterAPICRDs(t), nil)
 	env.InstallCRDs(t, testenv.ProviderCRDs(t, "capo"), testenv.ProviderLabels)
-	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{})
+	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds()})
 	if err != nil {
 		t.Fatal(err)
 	}

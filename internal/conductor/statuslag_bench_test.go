@@ -21,6 +21,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/apitest"
 	"github.com/magnetite-io/magnetite/internal/conductor"
+	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
@@ -52,7 +53,7 @@ func BenchmarkStatusLag500Clusters(b *testing.B) {
 	defer cancel()
 
 	ids, names := seedClusters(ctx, b, srv.Store, dc)
-	mc, err := mgmt.New(mgmt.Options{Kubeconfig: kube.KubeconfigFile(b), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	mc, err := mgmt.New(mgmt.Options{Kubeconfig: kube.KubeconfigFile(b), Kinds: builtin.Kinds(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
 	}

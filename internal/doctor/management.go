@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
+	"github.com/magnetite-io/magnetite/internal/kinds"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 )
 
@@ -175,8 +176,8 @@ var (
 	// metal3Versions are the versions of the Metal3 groups Magnetite reads
 	// and writes; the Cluster API groups' are the renderer's.
 	metal3Versions = map[string][]string{
-		mgmt.GroupMetal3:     {"v1alpha1"},
-		mgmt.GroupMetal3IPAM: {"v1alpha1"},
+		kinds.GroupMetal3:     {"v1alpha1"},
+		kinds.GroupMetal3IPAM: {"v1alpha1"},
 	}
 )
 

@@ -15,6 +15,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/magnetite-io/magnetite/internal/doctor"
+	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
@@ -87,7 +88,7 @@ func TestManagementChecksAgainstARealAPIServer(t *testing.T) {
 
 	client := func(apiResources string) *mgmt.Client {
 		t.Helper()
-		c, err := mgmt.NewForConfig(env.Config, mgmt.Options{APIResources: apiResources})
+		c, err := mgmt.NewForConfig(env.Config, mgmt.Options{APIResources: apiResources, Kinds: builtin.Kinds()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +197,7 @@ func TestCRDServedOnlyAtAnUnexpectedVersionFails(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "cluster.yaml"), clusterV1alpha3CRD, 0o644)
 	writeFile(t, filepath.Join(dir, "kcp.yaml"), kcpV1beta1CRD, 0o644)
 	env.InstallCRDs(t, dir, nil)
-	c, err := mgmt.NewForConfig(env.Config, mgmt.Options{})
+	c, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/addons"
 	"github.com/magnetite-io/magnetite/internal/facts"
+	"github.com/magnetite-io/magnetite/internal/kinds"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -54,6 +55,20 @@ type Request struct {
 	// rendered (a preview), and the objects then name the addon ConfigMaps
 	// the conductor would write.
 	Addons []RenderedAddon
+	// APIVersions maps each kind the management cluster serves to the
+	// apiVersion its objects carry there (what discovery found, or the
+	// configured override), for example "Cluster" ->
+	// "cluster.x-k8s.io/v1beta2". A driver renders its kinds at these
+	// versions, and refuses versions whose shape it does not write; kinds
+	// missing from the map (an offline render has none) take the driver's
+	// defaults.
+	APIVersions map[string]string
+	// Labels are the ownership labels of the cluster's objects. Every
+	// rendered object carries them, and so does the metadata of the
+	// Cluster's topology (control plane and machine deployments, beside
+	// LabelNodeGroupUUID), so that Cluster API stamps them on the objects
+	// and machines it creates and the conductor's watch sees those.
+	Labels map[string]string
 }
 
 // RenderedAddon is one addon release ready for delivery: either the
@@ -109,7 +124,8 @@ type ServerGroup struct {
 	NodeGroupUUID string
 }
 
-// Result is a rendered cluster.
+// Result is a rendered cluster: its complete desired state, which the
+// conductor applies as it is.
 type Result struct {
 	// Objects in the order they should be applied.
 	Objects []*unstructured.Unstructured
@@ -159,6 +175,10 @@ type Driver interface {
 	Name() string
 	// Provides lists the (server_type, os_distro, coe) it serves.
 	Provides() []Key
+	// Kinds lists the kinds the driver renders, or needs the management
+	// cluster to serve, beyond the management client's own
+	// (mgmt.BaseKinds): its infrastructure's. See package kinds.
+	Kinds() []kinds.Kind
 	// Render validates the request and returns the objects. It is a pure
 	// function of the request; errors wrap ErrInvalid and say what to fix.
 	Render(Request) (*Result, error)
@@ -254,6 +274,16 @@ func (r *Registry) ForTemplate(ct *model.ClusterTemplate, osDistro string) (Driv
 		name = *ct.Driver
 	}
 	return r.Lookup(KeyOf(ct, osDistro), name)
+}
+
+// Kinds lists the kinds of every registered driver, for the management
+// client (mgmt.Options.Kinds).
+func (r *Registry) Kinds() []kinds.Kind {
+	var out []kinds.Kind
+	for _, n := range r.Names() {
+		out = append(out, r.byName[n].Kinds()...)
+	}
+	return out
 }
 
 // Names lists the registered drivers.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/magnetite-io/magnetite/internal/kinds"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -15,6 +16,7 @@ type fakeDriver struct {
 
 func (f fakeDriver) Name() string                    { return f.name }
 func (f fakeDriver) Provides() []Key                 { return f.keys }
+func (f fakeDriver) Kinds() []kinds.Kind             { return nil }
 func (f fakeDriver) Render(Request) (*Result, error) { return &Result{}, nil }
 
 func keys(sts []model.ServerType, oss []string) []Key {
