@@ -16,6 +16,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/doctor"
+	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
@@ -172,7 +173,7 @@ func managementChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
 			return rs
 		}
 	}
-	rs = append(rs, doctor.ServedKinds(ctx, client)...)
+	rs = append(rs, doctor.ServedKinds(ctx, client, builtin.KindsByDriver())...)
 	cs, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return append(rs, doctor.Result{Check: "controllers", Status: doctor.Fail, Detail: err.Error(), Fix: "see management kubeconfig"})

@@ -96,7 +96,7 @@ func TestManagementChecksAgainstARealAPIServer(t *testing.T) {
 	}
 
 	// Nothing installed: every set of kinds fails, naming what is missing.
-	got := results(doctor.ServedKinds(ctx, client("")))
+	got := results(doctor.ServedKinds(ctx, client(""), builtin.KindsByDriver()))
 	expect(t, got["CRDs Cluster API core"], doctor.Fail, "not served", "Cluster", "MachineDeployment")
 	expect(t, got["CRDs infrastructure"], doctor.Fail, "no infrastructure provider")
 	cs, err := kubernetes.NewForConfig(env.Config)
@@ -112,24 +112,24 @@ func TestManagementChecksAgainstARealAPIServer(t *testing.T) {
 	env.InstallCRDs(t, filepath.Join(crds, "kubeadm-bootstrap"), testenv.ProviderLabels)
 	env.InstallCRDs(t, filepath.Join(crds, "kubeadm-control-plane"), testenv.ProviderLabels)
 	env.InstallCRDs(t, filepath.Join(crds, "capd"), testenv.ProviderLabels)
-	got = results(doctor.ServedKinds(ctx, client("")))
+	got = results(doctor.ServedKinds(ctx, client(""), builtin.KindsByDriver()))
 	expect(t, got["CRDs Cluster API core"], doctor.Pass, "Cluster cluster.x-k8s.io/v1beta2", "MachineHealthCheck")
 	expect(t, got["CRDs kubeadm bootstrap"], doctor.Pass, "KubeadmConfigTemplate bootstrap.cluster.x-k8s.io/")
 	expect(t, got["CRDs kubeadm control plane"], doctor.Pass, "KubeadmControlPlane controlplane.cluster.x-k8s.io/")
-	expect(t, got["CRDs infrastructure"], doctor.Pass, "in-memory (CAPD): DevCluster", "not installed: Metal3", "OpenStack (CAPO)")
+	expect(t, got["CRDs infrastructure"], doctor.Pass, "capi-inmemory: DevCluster", "not installed: capi-metal3, capi-openstack")
 	if _, bad := got["CRDs api_resources override"]; bad {
 		t.Fatalf("no override configured, yet: %+v", got["CRDs api_resources override"])
 	}
 
 	// An override that agrees with what is served passes and says so.
-	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta2")))
+	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta2"), builtin.KindsByDriver()))
 	expect(t, got["CRDs Cluster API core"], doctor.Pass, "Cluster cluster.x-k8s.io/v1beta2 (override)")
 	// One the cluster serves but the renderer does not write fails: every
 	// create would.
-	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta1")))
+	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta1"), builtin.KindsByDriver()))
 	expect(t, got["CRDs Cluster API core"], doctor.Fail, "Cluster cluster.x-k8s.io/v1beta1 (override)", "does not speak", "v1beta2")
 	// One the cluster does not serve fails, as seed 003's driver did silently.
-	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta3")))
+	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta3"), builtin.KindsByDriver()))
 	expect(t, got["CRDs api_resources override"], doctor.Fail, "Cluster", "v1beta3", "api_resources")
 	expect(t, got["CRDs Cluster API core"], doctor.Fail, "Cluster cluster.x-k8s.io/v1beta3 (override)")
 
@@ -201,7 +201,7 @@ func TestCRDServedOnlyAtAnUnexpectedVersionFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := results(doctor.ServedKinds(ctx, c))
+	got := results(doctor.ServedKinds(ctx, c, builtin.KindsByDriver()))
 	expect(t, got["CRDs Cluster API core"], doctor.Fail, "Cluster cluster.x-k8s.io/v1alpha3", "does not speak", "upgrade")
 	// v1beta1 alone is what every create would then fail on: the
 	// renderer writes v1beta2 objects.

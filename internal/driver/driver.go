@@ -286,6 +286,16 @@ func (r *Registry) Kinds() []kinds.Kind {
 	return out
 }
 
+// KindsByDriver maps each registered driver's name to its kinds, for
+// doctor's check that an infrastructure is installed.
+func (r *Registry) KindsByDriver() map[string][]kinds.Kind {
+	out := map[string][]kinds.Kind{}
+	for n, d := range r.byName {
+		out[n] = d.Kinds()
+	}
+	return out
+}
+
 // Names lists the registered drivers.
 func (r *Registry) Names() []string {
 	return slices.Sorted(maps.Keys(r.byName))

@@ -10,7 +10,8 @@
 //   - internal/mgmt adds them to its own table (core, apps, RBAC and Cluster
 //     API's kinds, mgmt.BaseKinds) and serves the whole table to discovery,
 //     the [management] api_resources override, the conductor's watch and
-//     its cleanup after a cluster's deletion.
+//     its cleanup after a cluster's deletion;
+//   - `magnetite doctor` checks that each driver's kinds are served.
 //
 // Neither mgmt nor the conductor imports a driver. This package imports
 // nothing of Magnetite's.
@@ -49,6 +50,9 @@ type Kind struct {
 	// what Cluster API deletes with the Cluster: the conductor deletes the
 	// cluster's once Cluster API has removed the Cluster and its machines.
 	Cleanup bool
+	// Optional: the infrastructure works without the kind being served
+	// (only some clusters need it), so doctor does not require it.
+	Optional bool
 }
 
 // Table is a set of kinds by name.

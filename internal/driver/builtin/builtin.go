@@ -39,10 +39,15 @@ func Registry(opts capi.Options, infrastructure string) (*driver.Registry, error
 
 // Kinds are the kinds of every driver's infrastructure (see package kinds),
 // for the management clients built where no registry is at hand.
-func Kinds() []kinds.Kind {
+func Kinds() []kinds.Kind { return all().Kinds() }
+
+// KindsByDriver are each driver's kinds, by driver name, for doctor.
+func KindsByDriver() map[string][]kinds.Kind { return all().KindsByDriver() }
+
+func all() *driver.Registry {
 	r, err := Registry(capi.Options{}, "")
 	if err != nil {
 		panic(err) // Registry registers each driver once: it cannot fail
 	}
-	return r.Kinds()
+	return r
 }

@@ -78,14 +78,15 @@ func New(opts capi.Options, m Options) *capi.Driver { return capi.New(Infrastruc
 func (Infrastructure) Name() string { return "metal3" }
 
 // Kinds are CAPM3's, baremetal-operator's BareMetalHost (which CAPM3
-// claims) and IPAM's IPPool. The IP pool, data templates and remediation
-// templates are made per cluster and removed with it.
+// claims) and IPAM's IPPool (only clusters with ip_pool_ranges need it).
+// The IP pool, data templates and remediation templates are made per
+// cluster and removed with it.
 func (Infrastructure) Kinds() []kinds.Kind {
 	return capi.ContractKinds("Metal3",
 		kinds.Kind{Kind: "Metal3DataTemplate", Group: kinds.GroupInfrastructure, Cleanup: true},
 		kinds.Kind{Kind: "Metal3RemediationTemplate", Group: kinds.GroupInfrastructure, Cleanup: true},
 		kinds.Kind{Kind: "BareMetalHost", Group: kinds.GroupMetal3},
-		kinds.Kind{Kind: "IPPool", Group: kinds.GroupMetal3IPAM, Cleanup: true})
+		kinds.Kind{Kind: "IPPool", Group: kinds.GroupMetal3IPAM, Cleanup: true, Optional: true})
 }
 func (Infrastructure) NeedsCloud() bool { return false }
 func (Infrastructure) Addons() bool     { return true }
