@@ -15,7 +15,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/addons"
 	"github.com/magnetite-io/magnetite/internal/addons/charts"
-	"github.com/magnetite-io/magnetite/internal/driver/capi"
+	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 )
 
@@ -55,7 +55,7 @@ each ConfigMap was rendered from, or the operator's own ConfigMap.`,
 			if !clusters {
 				return nil
 			}
-			mc, err := mgmt.New(mgmt.OptionsFromConfig(cfg))
+			mc, err := mgmt.New(managementOptions(cfg))
 			if err != nil {
 				return fmt.Errorf("management cluster: %w", err)
 			}
@@ -104,7 +104,7 @@ func printClusterAddons(ctx context.Context, w io.Writer, mc *mgmt.Client) error
 	if err != nil {
 		return err
 	}
-	cms, err := mc.List(ctx, "ConfigMap", "", mgmt.ManagedSelector+","+capi.LabelAddon)
+	cms, err := mc.List(ctx, "ConfigMap", "", mgmt.ManagedSelector+","+driver.LabelAddon)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func printClusterAddons(ctx context.Context, w io.Writer, mc *mgmt.Client) error
 			cm, ours := byName[s.GetNamespace()+"/"+name]
 			switch {
 			case ours:
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", id, s.GetNamespace(), cm.GetLabels()[capi.LabelAddon], cm.GetAnnotations()[capi.AnnotationAddonCharts])
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", id, s.GetNamespace(), cm.GetLabels()[driver.LabelAddon], cm.GetAnnotations()[driver.AnnotationAddonCharts])
 			case strings.HasPrefix(name, "magnetite-addon-"):
 				addon := strings.TrimPrefix(name, "magnetite-addon-")
 				for _, a := range addons.Names {

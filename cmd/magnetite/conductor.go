@@ -13,6 +13,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/conductor"
 	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/metrics"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/store"
@@ -42,6 +43,7 @@ func startConductor(ctx context.Context, cfg *config.Config, st *store.DB, drive
 		return nil, nil
 	}
 	opts := mgmt.OptionsFromConfig(cfg)
+	opts.Kinds = drivers.Kinds()
 	opts.Log = log
 	mc, err := mgmt.New(opts)
 	if err != nil {
@@ -84,6 +86,15 @@ func startConductor(ctx context.Context, cfg *config.Config, st *store.DB, drive
 	}()
 	go reportAlive(ctx, st, log, host, "magnum-conductor", cfg.Duration("services", "report_interval"))
 	return c, nil
+}
+
+// managementOptions are the management client's options from [management]
+// with the kinds of every driver's infrastructure (see package kinds), for
+// the commands that build a client without a conductor.
+func managementOptions(cfg *config.Config) mgmt.Options {
+	opts := mgmt.OptionsFromConfig(cfg)
+	opts.Kinds = builtin.Kinds()
+	return opts
 }
 
 // addonSource is where the conductor pulls addon charts from.

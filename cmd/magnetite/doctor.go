@@ -16,6 +16,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/doctor"
+	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
@@ -151,7 +152,7 @@ func databaseChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
 // credentials, the served versions of the Cluster API kinds, and the
 // provider controllers. Each step needs the one before it.
 func managementChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
-	opts := mgmt.OptionsFromConfig(cfg)
+	opts := managementOptions(cfg)
 	_, inPod := os.LookupEnv("KUBERNETES_SERVICE_HOST")
 	rs := []doctor.Result{doctor.Kubeconfig(opts.Kubeconfig, inPod)}
 	if opts.Kubeconfig == "" && !inPod {
@@ -172,7 +173,7 @@ func managementChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
 			return rs
 		}
 	}
-	rs = append(rs, doctor.ServedKinds(ctx, client)...)
+	rs = append(rs, doctor.ServedKinds(ctx, client, builtin.KindsByDriver())...)
 	cs, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return append(rs, doctor.Result{Check: "controllers", Status: doctor.Fail, Detail: err.Error(), Fix: "see management kubeconfig"})

@@ -12,35 +12,11 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
-	"github.com/magnetite-io/magnetite/internal/driver/capi/inmemory"
-	"github.com/magnetite-io/magnetite/internal/driver/capi/metal3"
-	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
 	"github.com/magnetite-io/magnetite/internal/labels"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
-
-// driverRegistry registers both Cluster API drivers; the one of the
-// configured default infrastructure is also chosen by (server_type,
-// os_distro, coe), the other only by a template's driver field.
-func driverRegistry(opts capi.Options, infrastructure string) (*driver.Registry, error) {
-	r := driver.NewRegistry()
-	cloud, mem := driver.Driver(openstack.New(opts)), driver.Driver(inmemory.New(opts))
-	byTuple, byName := cloud, mem
-	if infrastructure == "inmemory" {
-		byTuple, byName = mem, cloud
-	}
-	if err := r.Register(byTuple); err != nil {
-		return nil, err
-	}
-	if err := r.RegisterExplicit(byName); err != nil {
-		return nil, err
-	}
-	if err := r.RegisterExplicit(metal3.New(opts, metal3.Options{})); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
 
 // validateLabels is the API's label check: every value against the typed
 // schema, and no template-scope label changed below the template.
@@ -95,7 +71,7 @@ provides; warnings also go to standard error.`,
 				return err
 			}
 			req.Namespace = namespace
-			reg, err := driverRegistry(capi.Options{DefaultBootVolumeSize: bootVolume}, "openstack")
+			reg, err := builtin.Registry(capi.Options{DefaultBootVolumeSize: bootVolume}, "openstack")
 			if err != nil {
 				return err
 			}

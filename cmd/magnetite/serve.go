@@ -27,6 +27,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/cloud"
 	"github.com/magnetite-io/magnetite/internal/conductor"
 	"github.com/magnetite-io/magnetite/internal/config"
+	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/logging"
 	"github.com/magnetite-io/magnetite/internal/metrics"
@@ -264,7 +265,7 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 	if catalog != nil {
 		resources = &cloud.Resources{Catalog: catalog, Log: log}
 	}
-	drivers, err := driverRegistry(driverOptions(cfg), cfg.String("conductor", "infrastructure"))
+	drivers, err := builtin.Registry(driverOptions(cfg), cfg.String("conductor", "infrastructure"))
 	if err != nil {
 		return err
 	}

@@ -197,17 +197,17 @@ func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
 		w.cloud.UseSecurityGroup(port.Port.ID, guarded.wl.SecurityGroupID, false)
 		del(guarded.uuid)
 		var reason string
-		waitFor(t, "DELETE_FAILED", func() bool {
+		testenv.WaitFor(t, "DELETE_FAILED", 2*time.Minute, func() (bool, string) {
 			var st string
 			st, reason = status(guarded.uuid)
-			return st == "DELETE_FAILED"
+			return st == "DELETE_FAILED", st
 		})
 		if want := "SecurityGroupInUse: Security Group " + guarded.wl.SecurityGroupID + " in use."; !strings.Contains(reason, want) {
 			t.Errorf("status_reason lacks %q:\n%s", want, reason)
 		}
 		w.cloud.UseSecurityGroup(port.Port.ID, guarded.wl.SecurityGroupID, true)
 		del(guarded.uuid)
-		waitFor(t, "the cluster to be gone", func() bool { st, _ := status(guarded.uuid); return st == "gone" })
+		testenv.WaitFor(t, "the cluster to be gone", 2*time.Minute, func() (bool, string) { st, _ := status(guarded.uuid); return st == "gone", st })
 		if lb, _, _ := has(guarded.wl); lb {
 			t.Error("the load balancer and its security group are still there")
 		}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/cloud"
-	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 )
 
 // cloudAnswers stands in for cloud.Resources: it records what the API asks
@@ -21,8 +21,8 @@ type cloudAnswers struct {
 	asked   []cloud.Refs
 	missing map[string]bool
 	down    bool
-	distro  map[string]string        // image -> os_distro
-	flavors map[string]driver.Flavor // by name, with their extra specs
+	distro  map[string]string       // image -> os_distro
+	flavors map[string]facts.Flavor // by name, with their extra specs
 }
 
 func (c *cloudAnswers) Check(_ context.Context, _ string, refs cloud.Refs) (cloud.Found, error) {

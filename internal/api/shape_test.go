@@ -10,12 +10,12 @@ import (
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/capacity"
-	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 )
 
 // shapeCloud is a cloud with virtual flavors and an Ironic-backed one.
 func shapeCloud() *cloudAnswers {
-	return &cloudAnswers{flavors: map[string]driver.Flavor{
+	return &cloudAnswers{flavors: map[string]facts.Flavor{
 		"m1.small":  {ID: "2", Name: "m1.small"},
 		"m1.medium": {ID: "3", Name: "m1.medium"},
 		"bm.gold":   {ID: "4", Name: "bm.gold", ExtraSpecs: map[string]string{"resources:CUSTOM_BAREMETAL_GOLD": "1"}},
@@ -131,13 +131,13 @@ func TestBareMetalTemplateWithVirtualMasterIsAcceptedWithoutCloud(t *testing.T) 
 }
 
 // novaFlavors answers the capacity check's flavor reads.
-type novaFlavors map[string]driver.Flavor
+type novaFlavors map[string]facts.Flavor
 
-func (n novaFlavors) Flavor(_ context.Context, _, ref string) (driver.Flavor, error) {
+func (n novaFlavors) Flavor(_ context.Context, _, ref string) (facts.Flavor, error) {
 	if f, ok := n[ref]; ok {
 		return f, nil
 	}
-	return driver.Flavor{}, capacity.ErrFlavorNotFound
+	return facts.Flavor{}, capacity.ErrFlavorNotFound
 }
 
 type goldHosts struct{}

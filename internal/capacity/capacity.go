@@ -11,6 +11,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/labels"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
@@ -59,7 +60,7 @@ type Request struct {
 
 // FlavorSource finds a Nova flavor by ID or name with its extra specs.
 type FlavorSource interface {
-	Flavor(ctx context.Context, token, ref string) (driver.Flavor, error)
+	Flavor(ctx context.Context, token, ref string) (facts.Flavor, error)
 }
 
 // HostCounter is the part of a Backend the capacity check reads.
@@ -252,11 +253,11 @@ func (cc *Check) cannotCheck(err error) (*Plan, error) {
 type flavorMemo map[string]flavorAnswer
 
 type flavorAnswer struct {
-	f   driver.Flavor
+	f   facts.Flavor
 	err error
 }
 
-func (cc *Check) flavor(ctx context.Context, token, ref string, memo flavorMemo) (driver.Flavor, error) {
+func (cc *Check) flavor(ctx context.Context, token, ref string, memo flavorMemo) (facts.Flavor, error) {
 	if a, ok := memo[ref]; ok {
 		return a.f, a.err
 	}
@@ -305,7 +306,7 @@ func (cc *Check) demands(ctx context.Context, req Request, flavors flavorMemo) (
 func (cc *Check) demandOf(ctx context.Context, req Request, ng *model.NodeGroup, flavors flavorMemo) (*demand, []string, error) {
 	ct, c := req.Template, req.Cluster
 	metal3 := ct.Driver != nil && *ct.Driver == Metal3DriverName
-	facts := &driver.Facts{}
+	facts := &facts.Facts{}
 	if !metal3 && cc.Flavors != nil {
 		if ref := driver.FlavorOf(ct, clusterOrNone(c), ng); ref != "" {
 			f, err := cc.flavor(ctx, req.AuthToken, ref, flavors)

@@ -11,7 +11,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 
 	"github.com/magnetite-io/magnetite/internal/baremetal"
-	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/flavor"
 )
 
@@ -52,17 +52,17 @@ func (n *NovaFlavors) client(ctx context.Context, token string) (*gophercloud.Se
 
 // Flavor implements FlavorSource: by ID, else by name, as Magnum resolves
 // flavor_id.
-func (n *NovaFlavors) Flavor(ctx context.Context, token, ref string) (driver.Flavor, error) {
+func (n *NovaFlavors) Flavor(ctx context.Context, token, ref string) (facts.Flavor, error) {
 	sc, err := n.client(ctx, token)
 	if err != nil {
-		return driver.Flavor{}, err
+		return facts.Flavor{}, err
 	}
 	f, err := flavor.Find(ctx, sc, ref)
 	if errors.Is(err, flavor.ErrNotFound) {
-		return driver.Flavor{}, fmt.Errorf("%w: %s", ErrFlavorNotFound, ref)
+		return facts.Flavor{}, fmt.Errorf("%w: %s", ErrFlavorNotFound, ref)
 	}
 	if err != nil {
-		return driver.Flavor{}, novaError(err, "read flavor "+ref)
+		return facts.Flavor{}, novaError(err, "read flavor "+ref)
 	}
 	return f, nil
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 
-	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/flavor"
 )
 
@@ -26,8 +26,8 @@ type FactRefs struct {
 // port_security_enabled. A resource that does not exist is left out (the
 // driver names what is missing); a service that does not answer is
 // ErrUnavailable, worth retrying.
-func (rs *Resources) Facts(ctx context.Context, token string, refs FactRefs) (*driver.Facts, error) {
-	facts := &driver.Facts{}
+func (rs *Resources) Facts(ctx context.Context, token string, refs FactRefs) (*facts.Facts, error) {
+	out := &facts.Facts{}
 	if len(refs.Images) > 0 {
 		err := rs.with(ctx, token, "image", openstack.NewImageV2, func(sc *gophercloud.ServiceClient) error {
 			for _, ref := range refs.Images {
@@ -38,7 +38,7 @@ func (rs *Resources) Facts(ctx context.Context, token string, refs FactRefs) (*d
 				if err != nil {
 					return err
 				}
-				facts.Images = append(facts.Images, imageFacts(img))
+				out.Images = append(out.Images, imageFacts(img))
 			}
 			return nil
 		})
@@ -56,7 +56,7 @@ func (rs *Resources) Facts(ctx context.Context, token string, refs FactRefs) (*d
 				if err != nil {
 					return unavailable(err, "Nova", "read flavor "+ref)
 				}
-				facts.Flavors = append(facts.Flavors, f)
+				out.Flavors = append(out.Flavors, f)
 			}
 			return nil
 		})
@@ -84,7 +84,7 @@ func (rs *Resources) Facts(ctx context.Context, token string, refs FactRefs) (*d
 			for _, ref := range refs.Networks {
 				for _, n := range all {
 					if n.ID == ref || n.Name == ref {
-						facts.Networks = append(facts.Networks, driver.Network{ID: n.ID, Name: n.Name,
+						out.Networks = append(out.Networks, facts.Network{ID: n.ID, Name: n.Name,
 							External: n.External, PortSecurityEnabled: n.PortSecurityEnabled})
 					}
 				}
@@ -95,7 +95,7 @@ func (rs *Resources) Facts(ctx context.Context, token string, refs FactRefs) (*d
 			return nil, err
 		}
 	}
-	return facts, nil
+	return out, nil
 }
 
 // FactRefsOf lists what a cluster's template, cluster and node groups name.

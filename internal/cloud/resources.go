@@ -18,7 +18,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 
 	"github.com/magnetite-io/magnetite/internal/auth"
-	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/flavor"
 )
@@ -68,7 +68,7 @@ type Found struct {
 	// Facts hold the image with its properties and the flavors with their
 	// extra specs, as far as the cloud could be asked: the facts the
 	// cluster's shape is resolved with (driver.Resolve).
-	Facts driver.Facts
+	Facts facts.Facts
 }
 
 // Resources checks Refs against the services in the catalog.
@@ -203,7 +203,7 @@ func unavailable(err error, service, doing string) error {
 
 // imageFacts is what the renderer reads of an image: its string
 // properties (os_distro, kube_version, ...), os_distro trimmed.
-func imageFacts(img *images.Image) driver.Image {
+func imageFacts(img *images.Image) facts.Image {
 	props := map[string]string{}
 	for k, v := range img.Properties {
 		if s, ok := v.(string); ok {
@@ -213,7 +213,7 @@ func imageFacts(img *images.Image) driver.Image {
 	if d, ok := props["os_distro"]; ok {
 		props["os_distro"] = strings.TrimSpace(d)
 	}
-	return driver.Image{ID: img.ID, Name: img.Name, Properties: props}
+	return facts.Image{ID: img.ID, Name: img.Name, Properties: props}
 }
 
 // findImage finds an image by ID, else by a unique name.

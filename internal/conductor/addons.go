@@ -10,7 +10,6 @@ import (
 	"github.com/magnetite-io/magnetite/internal/addons"
 	"github.com/magnetite-io/magnetite/internal/addons/charts"
 	"github.com/magnetite-io/magnetite/internal/driver"
-	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 )
 
@@ -81,7 +80,7 @@ func (c *Conductor) pruneAddonConfigMaps(ctx context.Context, sc *scope, res *dr
 			keep[o.GetName()] = true
 		}
 	}
-	cms, err := c.mc.List(ctx, "ConfigMap", sc.namespace, mgmt.ClusterSelector(sc.cluster.UUID)+","+capi.LabelAddon)
+	cms, err := c.mc.List(ctx, "ConfigMap", sc.namespace, mgmt.ClusterSelector(sc.cluster.UUID)+","+driver.LabelAddon)
 	if err != nil {
 		return err
 	}

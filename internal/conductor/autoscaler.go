@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
-	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
@@ -29,7 +28,7 @@ const (
 func (c *Conductor) reconcileAutoscaler(ctx context.Context, sc *scope, res *driver.Result, op *model.Operation) error {
 	rendered := false
 	for _, o := range res.Objects {
-		if o.GetLabels()[capi.LabelComponent] == capi.ComponentAutoscaler {
+		if o.GetLabels()[driver.LabelComponent] == driver.ComponentAutoscaler {
 			rendered = true
 			break
 		}
@@ -128,9 +127,9 @@ func (c *Conductor) machineDeploymentOf(clusterUUID, nodeGroupUUID string) (*uns
 // removeAutoscaler deletes a cluster's autoscaler objects, the Deployment
 // first, and reports how many there were.
 func (c *Conductor) removeAutoscaler(ctx context.Context, namespace, clusterUUID string) (int, error) {
-	selector := mgmt.ClusterSelector(clusterUUID) + "," + capi.LabelComponent + "=" + capi.ComponentAutoscaler
+	selector := mgmt.ClusterSelector(clusterUUID) + "," + driver.LabelComponent + "=" + driver.ComponentAutoscaler
 	removed := 0
-	for _, kind := range capi.AutoscalerKinds {
+	for _, kind := range driver.AutoscalerKinds {
 		objs, err := c.mc.List(ctx, kind, namespace, selector)
 		if apierrors.IsForbidden(err) {
 			// An account that may not list them never made them either:

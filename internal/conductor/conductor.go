@@ -131,7 +131,7 @@ func (c *Conductor) Run(ctx context.Context) error {
 	if err := c.mc.Discover(ctx); err != nil {
 		return fmt.Errorf("conductor: discover the management cluster's API: %w", err)
 	}
-	w, err := c.mc.Watch(ctx, mgmt.WatchedKinds, c.onEvent)
+	w, err := c.mc.Watch(ctx, c.mc.Kinds().Watched(), c.onEvent)
 	if err != nil {
 		return fmt.Errorf("conductor: watch the management cluster: %w", err)
 	}

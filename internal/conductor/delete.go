@@ -105,12 +105,13 @@ func (c *Conductor) waitUntil(ctx context.Context, clusterUUID string, done func
 	}
 }
 
-// cleanupKinds are the kinds Magnetite itself creates for a cluster besides
-// the Cluster (whose dependents Cluster API removes).
-var cleanupKinds = []string{"Secret", "ConfigMap", "ClusterResourceSet"}
-
+// cleanup deletes what Magnetite created for the cluster besides the
+// Cluster (whose dependents Cluster API removes): the objects of the kinds
+// the management client's table marks for cleanup (Secrets, addon
+// ConfigMaps, the ClusterResourceSet, and the infrastructures' per-cluster
+// objects such as Metal3's IP pool and data templates).
 func (c *Conductor) cleanup(ctx context.Context, cl *model.Cluster, ns string) error {
-	for _, kind := range cleanupKinds {
+	for _, kind := range c.mc.Kinds().Cleanup() {
 		if _, err := c.mc.Resource(ctx, kind); err != nil {
 			continue // not served here (e.g. no addons API): nothing to clean
 		}

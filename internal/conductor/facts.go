@@ -9,6 +9,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/cloud"
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
@@ -16,7 +17,7 @@ import (
 // FactsSource reads what the cloud says about the resources a cluster uses.
 // The conductor asks once per operation and hands the result to the driver.
 type FactsSource interface {
-	Facts(ctx context.Context, ct *model.ClusterTemplate, c *model.Cluster, ngs []*model.NodeGroup) (*driver.Facts, error)
+	Facts(ctx context.Context, ct *model.ClusterTemplate, c *model.Cluster, ngs []*model.NodeGroup) (*facts.Facts, error)
 }
 
 // NoCloud is the facts source of infrastructures that need no cloud (the
@@ -24,8 +25,8 @@ type FactsSource interface {
 type NoCloud struct{}
 
 // Facts returns empty facts.
-func (NoCloud) Facts(context.Context, *model.ClusterTemplate, *model.Cluster, []*model.NodeGroup) (*driver.Facts, error) {
-	return &driver.Facts{}, nil
+func (NoCloud) Facts(context.Context, *model.ClusterTemplate, *model.Cluster, []*model.NodeGroup) (*facts.Facts, error) {
+	return &facts.Facts{}, nil
 }
 
 // CredentialLogin logs in with an application credential (auth.Keystone).
@@ -36,7 +37,7 @@ type CredentialLogin interface {
 // FactsReader reads flavors, images and networks with a token, and makes
 // and deletes server groups (cloud.Resources).
 type FactsReader interface {
-	Facts(ctx context.Context, token string, refs cloud.FactRefs) (*driver.Facts, error)
+	Facts(ctx context.Context, token string, refs cloud.FactRefs) (*facts.Facts, error)
 	EnsureServerGroups(ctx context.Context, token string, groups []driver.ServerGroup) (map[string]string, error)
 	DeleteServerGroups(ctx context.Context, token string, ids []string) error
 	CleanWorkloadLeftovers(ctx context.Context, token, cluster string, policy cloud.LeftoverPolicy) (cloud.Cleanup, error)
@@ -132,7 +133,7 @@ func (f *CloudFacts) CleanWorkloadLeftovers(ctx context.Context, c *model.Cluste
 }
 
 // Facts implements FactsSource.
-func (f *CloudFacts) Facts(ctx context.Context, ct *model.ClusterTemplate, c *model.Cluster, ngs []*model.NodeGroup) (*driver.Facts, error) {
+func (f *CloudFacts) Facts(ctx context.Context, ct *model.ClusterTemplate, c *model.Cluster, ngs []*model.NodeGroup) (*facts.Facts, error) {
 	tok, cred, err := f.asCluster(ctx, c)
 	if err != nil {
 		return nil, err

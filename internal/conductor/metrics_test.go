@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 
-	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/metrics"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
@@ -159,7 +159,7 @@ func TestConductorWithoutMetricsRecordsNothingAndDoesNotPanic(t *testing.T) {
 // unreachableCloud is a facts source whose cloud does not answer.
 type unreachableCloud struct{}
 
-func (unreachableCloud) Facts(context.Context, *model.ClusterTemplate, *model.Cluster, []*model.NodeGroup) (*driver.Facts, error) {
+func (unreachableCloud) Facts(context.Context, *model.ClusterTemplate, *model.Cluster, []*model.NodeGroup) (*facts.Facts, error) {
 	return nil, errors.New("Nova answered 503")
 }
 

@@ -12,8 +12,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
@@ -22,9 +24,9 @@ import (
 
 // staticCloud answers every cluster's facts with the same flavors, image
 // and network.
-type staticCloud struct{ facts *driver.Facts }
+type staticCloud struct{ facts *facts.Facts }
 
-func (s staticCloud) Facts(context.Context, *model.ClusterTemplate, *model.Cluster, []*model.NodeGroup) (*driver.Facts, error) {
+func (s staticCloud) Facts(context.Context, *model.ClusterTemplate, *model.Cluster, []*model.NodeGroup) (*facts.Facts, error) {
 	return s.facts, nil
 }
 
@@ -40,7 +42,7 @@ func TestUnbuildableClusterFailsWithTheRenderersReason(t *testing.T) {
 	env := testenv.Start(t)
 	env.InstallCRDs(t, testenv.ClusterAPICRDs(t), nil)
 	env.InstallCRDs(t, testenv.ProviderCRDs(t, "capo"), testenv.ProviderLabels)
-	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{})
+	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,10 +77,10 @@ func TestUnbuildableClusterFailsWithTheRenderersReason(t *testing.T) {
 	if err := reg.Register(openstack.New(capi.Options{})); err != nil {
 		t.Fatal(err)
 	}
-	facts := &driver.Facts{
-		Flavors:  []driver.Flavor{{ID: "3", Name: "m1.medium"}, {ID: "4", Name: "bm.gold", ExtraSpecs: map[string]string{"resources:CUSTOM_BAREMETAL_GOLD": "1"}}},
-		Images:   []driver.Image{{ID: "i", Name: "ubuntu-2404", Properties: map[string]string{"os_distro": "ubuntu", "kube_version": "v1.33.1"}}},
-		Networks: []driver.Network{{ID: "n", Name: "public", External: true}},
+	facts := &facts.Facts{
+		Flavors:  []facts.Flavor{{ID: "3", Name: "m1.medium"}, {ID: "4", Name: "bm.gold", ExtraSpecs: map[string]string{"resources:CUSTOM_BAREMETAL_GOLD": "1"}}},
+		Images:   []facts.Image{{ID: "i", Name: "ubuntu-2404", Properties: map[string]string{"os_distro": "ubuntu", "kube_version": "v1.33.1"}}},
+		Networks: []facts.Network{{ID: "n", Name: "public", External: true}},
 	}
 	c := New(Options{Store: st, Mgmt: mc, Drivers: reg, Facts: staticCloud{facts}, Owner: "test", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	claimed, err := st.ClaimOperation(ctx, "test", time.Minute)

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/magnetite-io/magnetite/internal/conductor"
+	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
@@ -142,7 +143,7 @@ func startFleet(b *testing.B) *fleet {
 		b.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	mc, err := mgmt.New(mgmt.Options{Kubeconfig: kube.KubeconfigFile(b), Log: quiet})
+	mc, err := mgmt.New(mgmt.Options{Kubeconfig: kube.KubeconfigFile(b), Kinds: builtin.Kinds(), Log: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}

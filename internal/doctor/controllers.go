@@ -11,12 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/magnetite-io/magnetite/internal/kinds"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/magnetite-io/magnetite/internal/mgmt"
 )
 
 // providerLabel is the label clusterctl puts on every provider component.
@@ -24,7 +23,7 @@ const providerLabel = "cluster.x-k8s.io/provider"
 
 // controllerGroups are the API groups whose controllers must run for a
 // cluster to be built.
-var controllerGroups = []string{mgmt.GroupCluster, mgmt.GroupBootstrap, mgmt.GroupControlPlane, mgmt.GroupInfrastructure}
+var controllerGroups = []string{kinds.GroupCluster, kinds.GroupBootstrap, kinds.GroupControlPlane, kinds.GroupInfrastructure}
 
 // webhookEndpoint is one admission webhook server, shared by the
 // configurations and webhooks that name it.
@@ -126,13 +125,13 @@ func ProviderControllers(ctx context.Context, cs kubernetes.Interface) []Result 
 func groupsOfProvider(p string) []string {
 	switch {
 	case p == "cluster-api":
-		return []string{mgmt.GroupCluster}
+		return []string{kinds.GroupCluster}
 	case strings.HasPrefix(p, "bootstrap-"):
-		return []string{mgmt.GroupBootstrap}
+		return []string{kinds.GroupBootstrap}
 	case strings.HasPrefix(p, "control-plane-"):
-		return []string{mgmt.GroupControlPlane}
+		return []string{kinds.GroupControlPlane}
 	case strings.HasPrefix(p, "infrastructure-"):
-		return []string{mgmt.GroupInfrastructure}
+		return []string{kinds.GroupInfrastructure}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
+	"github.com/magnetite-io/magnetite/internal/kinds"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 )
 
@@ -166,17 +168,11 @@ var (
 		{"kubeadm bootstrap", []string{"KubeadmConfig", "KubeadmConfigTemplate"}},
 		{"kubeadm control plane", []string{"KubeadmControlPlane", "KubeadmControlPlaneTemplate"}},
 	}
-	// infrastructureKindSets: at least one must be served in full.
-	infrastructureKindSets = []kindSet{
-		{"OpenStack (CAPO)", []string{"OpenStackCluster", "OpenStackClusterTemplate", "OpenStackMachine", "OpenStackMachineTemplate"}},
-		{"Metal3 (CAPM3 + BMO)", []string{"Metal3Cluster", "Metal3ClusterTemplate", "Metal3Machine", "Metal3MachineTemplate", "Metal3DataTemplate", "BareMetalHost"}},
-		{"in-memory (CAPD)", []string{"DevCluster", "DevClusterTemplate", "DevMachine", "DevMachineTemplate"}},
-	}
 	// metal3Versions are the versions of the Metal3 groups Magnetite reads
 	// and writes; the Cluster API groups' are the renderer's.
 	metal3Versions = map[string][]string{
-		mgmt.GroupMetal3:     {"v1alpha1"},
-		mgmt.GroupMetal3IPAM: {"v1alpha1"},
+		kinds.GroupMetal3:     {"v1alpha1"},
+		kinds.GroupMetal3IPAM: {"v1alpha1"},
 	}
 )
 
@@ -222,7 +218,11 @@ func supported(group, version string) bool {
 // management cluster serves each kind Magnetite uses (or the configured
 // override), refusing kinds that are missing or served only at versions
 // Magnetite does not speak, and overrides the cluster does not serve.
-func ServedKinds(ctx context.Context, r KindResolver) []Result {
+//
+// infrastructures are the drivers' kinds by driver name
+// (driver.Registry.KindsByDriver): at least one driver's must be served in
+// full, optional kinds aside.
+func ServedKinds(ctx context.Context, r KindResolver, infrastructures map[string][]kinds.Kind) []Result {
 	var out []Result
 	for _, set := range requiredKindSets {
 		check := "CRDs " + set.name
@@ -243,7 +243,7 @@ func ServedKinds(ctx context.Context, r KindResolver) []Result {
 			out = append(out, pass(check, "%s", strings.Join(s.versions, ", ")))
 		}
 	}
-	out = append(out, infrastructureKinds(ctx, r))
+	out = append(out, infrastructureKinds(ctx, r, infrastructures))
 	for _, f := range r.Findings() {
 		if f.Check == "api-resources" {
 			out = append(out, fail("CRDs api_resources override", "correct or remove that entry of [management] api_resources; without it the served version is discovered",
@@ -253,10 +253,16 @@ func ServedKinds(ctx context.Context, r KindResolver) []Result {
 	return out
 }
 
-func infrastructureKinds(ctx context.Context, r KindResolver) Result {
+func infrastructureKinds(ctx context.Context, r KindResolver, infrastructures map[string][]kinds.Kind) Result {
 	const check = "CRDs infrastructure"
 	var served, partial, absent []string
-	for _, set := range infrastructureKindSets {
+	for _, name := range slices.Sorted(maps.Keys(infrastructures)) {
+		set := kindSet{name: name}
+		for _, k := range infrastructures[name] {
+			if !k.Optional {
+				set.kinds = append(set.kinds, k.Kind)
+			}
+		}
 		s, err := resolveSet(ctx, r, set)
 		switch {
 		case err != nil:

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/magnetite-io/magnetite/internal/doctor"
+	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
@@ -75,7 +76,7 @@ func TestManagementChecksAgainstARealAPIServer(t *testing.T) {
 
 	client := func(apiResources string) *mgmt.Client {
 		t.Helper()
-		c, err := mgmt.NewForConfig(env.Config, mgmt.Options{APIResources: apiResources})
+		c, err := mgmt.NewForConfig(env.Config, mgmt.Options{APIResources: apiResources, Kinds: builtin.Kinds()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +84,7 @@ func TestManagementChecksAgainstARealAPIServer(t *testing.T) {
 	}
 
 	// Nothing installed: every set of kinds fails, naming what is missing.
-	got := results(doctor.ServedKinds(ctx, client("")))
+	got := results(doctor.ServedKinds(ctx, client(""), builtin.KindsByDriver()))
 	expect(t, got["CRDs Cluster API core"], doctor.Fail, "not served", "Cluster", "MachineDeployment")
 	expect(t, got["CRDs infrastructure"], doctor.Fail, "no infrastructure provider")
 	cs, err := kubernetes.NewForConfig(env.Config)
@@ -99,24 +100,24 @@ func TestManagementChecksAgainstARealAPIServer(t *testing.T) {
 	env.InstallCRDs(t, filepath.Join(crds, "kubeadm-bootstrap"), testenv.ProviderLabels)
 	env.InstallCRDs(t, filepath.Join(crds, "kubeadm-control-plane"), testenv.ProviderLabels)
 	env.InstallCRDs(t, filepath.Join(crds, "capd"), testenv.ProviderLabels)
-	got = results(doctor.ServedKinds(ctx, client("")))
+	got = results(doctor.ServedKinds(ctx, client(""), builtin.KindsByDriver()))
 	expect(t, got["CRDs Cluster API core"], doctor.Pass, "Cluster cluster.x-k8s.io/v1beta2", "MachineHealthCheck")
 	expect(t, got["CRDs kubeadm bootstrap"], doctor.Pass, "KubeadmConfigTemplate bootstrap.cluster.x-k8s.io/")
 	expect(t, got["CRDs kubeadm control plane"], doctor.Pass, "KubeadmControlPlane controlplane.cluster.x-k8s.io/")
-	expect(t, got["CRDs infrastructure"], doctor.Pass, "in-memory (CAPD): DevCluster", "not installed: Metal3", "OpenStack (CAPO)")
+	expect(t, got["CRDs infrastructure"], doctor.Pass, "capi-inmemory: DevCluster", "not installed: capi-metal3, capi-openstack")
 	if _, bad := got["CRDs api_resources override"]; bad {
 		t.Fatalf("no override configured, yet: %+v", got["CRDs api_resources override"])
 	}
 
 	// An override that agrees with what is served passes and says so.
-	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta2")))
+	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta2"), builtin.KindsByDriver()))
 	expect(t, got["CRDs Cluster API core"], doctor.Pass, "Cluster cluster.x-k8s.io/v1beta2 (override)")
 	// One the cluster serves but the renderer does not write fails: every
 	// create would.
-	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta1")))
+	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta1"), builtin.KindsByDriver()))
 	expect(t, got["CRDs Cluster API core"], doctor.Fail, "Cluster cluster.x-k8s.io/v1beta1 (override)", "does not speak", "v1beta2")
 	// One the cluster does not serve fails, as seed 003's driver did silently.
-	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta3")))
+	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta3"), builtin.KindsByDriver()))
 	expect(t, got["CRDs api_resources override"], doctor.Fail, "Cluster", "v1beta3", "api_resources")
 	expect(t, got["CRDs Cluster API core"], doctor.Fail, "Cluster cluster.x-k8s.io/v1beta3 (override)")
 
@@ -184,11 +185,11 @@ func TestCRDServedOnlyAtAnUnexpectedVersionFails(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "cluster.yaml"), clusterV1alpha3CRD, 0o644)
 	writeFile(t, filepath.Join(dir, "kcp.yaml"), kcpV1beta1CRD, 0o644)
 	env.InstallCRDs(t, dir, nil)
-	c, err := mgmt.NewForConfig(env.Config, mgmt.Options{})
+	c, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := results(doctor.ServedKinds(ctx, c))
+	got := results(doctor.ServedKinds(ctx, c, builtin.KindsByDriver()))
 	expect(t, got["CRDs Cluster API core"], doctor.Fail, "Cluster cluster.x-k8s.io/v1alpha3", "does not speak", "upgrade")
 	// v1beta1 alone is what every create would then fail on: the
 	// renderer writes v1beta2 objects.

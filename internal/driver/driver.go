@@ -11,7 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/magnetite-io/magnetite/internal/addons"
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/fault"
+	"github.com/magnetite-io/magnetite/internal/kinds"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -46,7 +48,7 @@ type Request struct {
 	Template   *model.ClusterTemplate
 	Cluster    *model.Cluster
 	NodeGroups []*model.NodeGroup
-	Facts      *Facts
+	Facts      *facts.Facts
 	// Namespace of the management cluster that holds the cluster's objects.
 	Namespace string
 	// Addons are the cluster's addon releases (Result.Addons) as the
@@ -54,6 +56,20 @@ type Request struct {
 	// rendered (a preview), and the objects then name the addon ConfigMaps
 	// the conductor would write.
 	Addons []RenderedAddon
+	// APIVersions maps each kind the management cluster serves to the
+	// apiVersion its objects carry there (what discovery found, or the
+	// configured override), for example "Cluster" ->
+	// "cluster.x-k8s.io/v1beta2". A driver renders its kinds at these
+	// versions, and refuses versions whose shape it does not write; kinds
+	// missing from the map (an offline render has none) take the driver's
+	// defaults.
+	APIVersions map[string]string
+	// Labels are the ownership labels of the cluster's objects. Every
+	// rendered object carries them, and so does the metadata of the
+	// Cluster's topology (control plane and machine deployments, beside
+	// LabelNodeGroupUUID), so that Cluster API stamps them on the objects
+	// and machines it creates and the conductor's watch sees those.
+	Labels map[string]string
 }
 
 // RenderedAddon is one addon release ready for delivery: either the
@@ -109,7 +125,8 @@ type ServerGroup struct {
 	NodeGroupUUID string
 }
 
-// Result is a rendered cluster.
+// Result is a rendered cluster: its complete desired state, which the
+// conductor applies as it is.
 type Result struct {
 	// Objects in the order they should be applied.
 	Objects []*unstructured.Unstructured
@@ -159,6 +176,10 @@ type Driver interface {
 	Name() string
 	// Provides lists the (server_type, os_distro, coe) it serves.
 	Provides() []Key
+	// Kinds lists the kinds the driver renders, or needs the management
+	// cluster to serve, beyond the management client's own
+	// (mgmt.BaseKinds): its infrastructure's. See package kinds.
+	Kinds() []kinds.Kind
 	// Render validates the request and returns the objects. It is a pure
 	// function of the request; errors wrap ErrInvalid and say what to fix.
 	Render(Request) (*Result, error)
@@ -244,7 +265,7 @@ func KeyOf(ct *model.ClusterTemplate, osDistro string) Key {
 	if st == "" {
 		st = model.ServerTypeVM
 	}
-	return Key{ServerType: st, OSDistro: NormalizeOSDistro(osDistro), COE: ct.COE}
+	return Key{ServerType: st, OSDistro: facts.NormalizeOSDistro(osDistro), COE: ct.COE}
 }
 
 // ForTemplate returns the driver of a template.
@@ -256,22 +277,29 @@ func (r *Registry) ForTemplate(ct *model.ClusterTemplate, osDistro string) (Driv
 	return r.Lookup(KeyOf(ct, osDistro), name)
 }
 
+// Kinds lists the kinds of every registered driver, for the management
+// client (mgmt.Options.Kinds).
+func (r *Registry) Kinds() []kinds.Kind {
+	var out []kinds.Kind
+	for _, n := range r.Names() {
+		out = append(out, r.byName[n].Kinds()...)
+	}
+	return out
+}
+
+// KindsByDriver maps each registered driver's name to its kinds, for
+// doctor's check that an infrastructure is installed.
+func (r *Registry) KindsByDriver() map[string][]kinds.Kind {
+	out := map[string][]kinds.Kind{}
+	for n, d := range r.byName {
+		out[n] = d.Kinds()
+	}
+	return out
+}
+
 // Names lists the registered drivers.
 func (r *Registry) Names() []string {
 	return slices.Sorted(maps.Keys(r.byName))
-}
-
-// NormalizeOSDistro maps Glance os_distro spellings to the names drivers
-// advertise.
-func NormalizeOSDistro(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	switch s {
-	case "rocky":
-		return "rockylinux"
-	case "flatcar-container-linux":
-		return "flatcar"
-	}
-	return s
 }
 
 // describe summarises keys compactly: "vm, bm × debian, flatcar × kubernetes".

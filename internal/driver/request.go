@@ -7,6 +7,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/labels"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
@@ -31,13 +32,13 @@ func DecodeRequest(templateDoc, clusterDoc, factsDoc []byte) (Request, error) {
 	if err != nil {
 		return req, fmt.Errorf("cluster: %w", err)
 	}
-	facts := &Facts{}
+	f := &facts.Facts{}
 	if len(strings.TrimSpace(string(factsDoc))) > 0 {
-		if err := yaml.UnmarshalStrict(factsDoc, facts); err != nil {
+		if err := yaml.UnmarshalStrict(factsDoc, f); err != nil {
 			return req, fmt.Errorf("facts: %w", err)
 		}
 	}
-	return Request{Template: ct, Cluster: c, NodeGroups: ngs, Facts: facts}, nil
+	return Request{Template: ct, Cluster: c, NodeGroups: ngs, Facts: f}, nil
 }
 
 // rawObject decodes a document and lifts its labels (whose values may be

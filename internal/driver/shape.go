@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/labels"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
@@ -35,7 +36,7 @@ type ShapeInput struct {
 	NodeGroups []*model.NodeGroup
 	// Facts are what the cloud said about the flavors and images; nil or
 	// partial when the cloud could not be asked.
-	Facts *Facts
+	Facts *facts.Facts
 	// Authoritative says Facts hold every flavor and image the cloud has,
 	// so one that is not there is a problem (the renderer of a cloud
 	// infrastructure); otherwise what Facts lack is decided without them.
@@ -89,11 +90,11 @@ type GroupShape struct {
 	// FlavorRef is the node group's flavor, else the cluster's, else the
 	// template's (master_flavor_id for the control plane).
 	FlavorRef string
-	Flavor    Flavor
+	Flavor    facts.Flavor
 	HasFlavor bool
 	// ImageRef is the node group's image, else the template's.
 	ImageRef string
-	Image    Image
+	Image    facts.Image
 	HasImage bool
 
 	Replicas int
@@ -361,7 +362,7 @@ func resolveOS(s *Shape, ct *model.ClusterTemplate) {
 		s.OSDistro = s.ControlPlane.Image.OSDistro()
 	}
 	if s.OSDistro == "" && ct.ClusterDistro != nil {
-		s.OSDistro = NormalizeOSDistro(*ct.ClusterDistro)
+		s.OSDistro = facts.NormalizeOSDistro(*ct.ClusterDistro)
 	}
 	for _, g := range s.Groups {
 		if g.HasImage && g.Image.OSDistro() != "" && s.OSDistro != "" && g.Image.OSDistro() != s.OSDistro {

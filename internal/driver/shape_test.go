@@ -6,19 +6,20 @@ import (
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
 func ptr[T any](v T) *T { return &v }
 
-var shapeFacts = &driver.Facts{
-	Flavors: []driver.Flavor{
+var shapeFacts = &facts.Facts{
+	Flavors: []facts.Flavor{
 		{ID: "f-vm", Name: "m1.large"},
 		{ID: "f-vm2", Name: "m1.xlarge"},
 		{ID: "f-gold", Name: "bm.gold", ExtraSpecs: map[string]string{"resources:CUSTOM_BAREMETAL_GOLD": "1", "resources:VCPU": "0"}},
 		{ID: "f-old", Name: "bm.old", ExtraSpecs: map[string]string{"baremetal": "True"}},
 	},
-	Images: []driver.Image{
+	Images: []facts.Image{
 		{ID: "i-ubuntu", Name: "ubuntu", Properties: map[string]string{"os_distro": "ubuntu"}},
 		{ID: "i-flatcar", Name: "flatcar", Properties: map[string]string{"os_distro": "flatcar-container-linux"}},
 	},
@@ -31,7 +32,7 @@ var shapeDefaults = driver.ShapeDefaults{BootVolumeSize: 20,
 
 // shapeOf resolves a template and cluster (labels merged as the API
 // merges them) with a master and a worker group, and extra groups.
-func shapeOf(ct *model.ClusterTemplate, c *model.Cluster, facts *driver.Facts, extra ...*model.NodeGroup) *driver.Shape {
+func shapeOf(ct *model.ClusterTemplate, c *model.Cluster, facts *facts.Facts, extra ...*model.NodeGroup) *driver.Shape {
 	if ct.Labels == nil {
 		ct.Labels = map[string]string{}
 	}
@@ -75,7 +76,7 @@ func TestResolveDecidesEachNodeGroupsShape(t *testing.T) {
 		ct    *model.ClusterTemplate
 		c     *model.Cluster
 		extra []*model.NodeGroup
-		facts *driver.Facts
+		facts *facts.Facts
 		// groups maps node group names to what they resolve to.
 		groups        map[string]want
 		createTimeout int

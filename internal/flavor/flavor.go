@@ -14,8 +14,7 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
-
-	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 )
 
 // ExtraSpecsMicroversion is the first compute microversion that returns a
@@ -34,7 +33,7 @@ var ErrNoExtraSpecs = errors.New("extra specs not read")
 // flavor the caller may see (public and private), as Magnum resolves a
 // flavor_id, with its extra specs. A name that several flavors carry is
 // the first Nova lists, as Magnum takes it.
-func Find(ctx context.Context, compute *gophercloud.ServiceClient, ref string) (driver.Flavor, error) {
+func Find(ctx context.Context, compute *gophercloud.ServiceClient, ref string) (facts.Flavor, error) {
 	sc := withExtraSpecs(compute)
 	f, err := flavors.Get(ctx, sc, ref).Extract()
 	if gophercloud.ResponseCodeIs(err, http.StatusNotAcceptable) {
@@ -43,26 +42,26 @@ func Find(ctx context.Context, compute *gophercloud.ServiceClient, ref string) (
 		f, err = flavors.Get(ctx, sc, ref).Extract()
 	}
 	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-		var all []driver.Flavor
+		var all []facts.Flavor
 		if all, err = list(ctx, sc, false); err != nil {
-			return driver.Flavor{}, fmt.Errorf("list flavors: %w", err)
+			return facts.Flavor{}, fmt.Errorf("list flavors: %w", err)
 		}
 		for _, f := range all {
 			if f.Name == ref {
 				return completed(ctx, sc, f)
 			}
 		}
-		return driver.Flavor{}, fmt.Errorf("%w: %s", ErrNotFound, ref)
+		return facts.Flavor{}, fmt.Errorf("%w: %s", ErrNotFound, ref)
 	}
 	if err != nil {
-		return driver.Flavor{}, fmt.Errorf("read flavor %s: %w", ref, err)
+		return facts.Flavor{}, fmt.Errorf("read flavor %s: %w", ref, err)
 	}
 	return completed(ctx, sc, of(f))
 }
 
 // List reads every flavor the caller may see with its extra specs: inline
 // from microversion 2.61, one call per flavor from older Novas.
-func List(ctx context.Context, compute *gophercloud.ServiceClient) ([]driver.Flavor, error) {
+func List(ctx context.Context, compute *gophercloud.ServiceClient) ([]facts.Flavor, error) {
 	all, err := list(ctx, withExtraSpecs(compute), true)
 	if err != nil {
 		// A Nova older than 2.61 refuses the microversion.
@@ -71,7 +70,7 @@ func List(ctx context.Context, compute *gophercloud.ServiceClient) ([]driver.Fla
 	return all, err
 }
 
-func list(ctx context.Context, sc *gophercloud.ServiceClient, specs bool) ([]driver.Flavor, error) {
+func list(ctx context.Context, sc *gophercloud.ServiceClient, specs bool) ([]facts.Flavor, error) {
 	pages, err := flavors.ListDetail(sc, flavors.ListOpts{AccessType: flavors.AllAccess}).AllPages(ctx)
 	if err != nil {
 		return nil, err
@@ -80,7 +79,7 @@ func list(ctx context.Context, sc *gophercloud.ServiceClient, specs bool) ([]dri
 	if err != nil {
 		return nil, err
 	}
-	out := make([]driver.Flavor, 0, len(fs))
+	out := make([]facts.Flavor, 0, len(fs))
 	for i := range fs {
 		f := of(&fs[i])
 		if specs {
@@ -94,7 +93,7 @@ func list(ctx context.Context, sc *gophercloud.ServiceClient, specs bool) ([]dri
 }
 
 // completed reads the extra specs of a flavor whose Nova left them out.
-func completed(ctx context.Context, sc *gophercloud.ServiceClient, f driver.Flavor) (driver.Flavor, error) {
+func completed(ctx context.Context, sc *gophercloud.ServiceClient, f facts.Flavor) (facts.Flavor, error) {
 	if f.ExtraSpecs != nil {
 		return f, nil
 	}
@@ -106,8 +105,8 @@ func completed(ctx context.Context, sc *gophercloud.ServiceClient, f driver.Flav
 	return f, nil
 }
 
-func of(f *flavors.Flavor) driver.Flavor {
-	return driver.Flavor{ID: f.ID, Name: f.Name, VCPUs: f.VCPUs, RAM: f.RAM, Disk: f.Disk, ExtraSpecs: f.ExtraSpecs}
+func of(f *flavors.Flavor) facts.Flavor {
+	return facts.Flavor{ID: f.ID, Name: f.Name, VCPUs: f.VCPUs, RAM: f.RAM, Disk: f.Disk, ExtraSpecs: f.ExtraSpecs}
 }
 
 // withExtraSpecs is compute asking for microversion 2.61.

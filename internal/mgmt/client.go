@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/magnetite-io/magnetite/internal/config"
+	"github.com/magnetite-io/magnetite/internal/kinds"
 )
 
 // FieldManager owns every field Magnetite applies.
@@ -31,7 +32,11 @@ type Options struct {
 	APIResources string
 	// NamespacePrefix starts the name of every project namespace.
 	NamespacePrefix string
-	Log             *slog.Logger
+	// Kinds are the kinds the infrastructures use beside BaseKinds, as the
+	// registered drivers declare them (driver.Registry.Kinds); the client
+	// knows no other kind.
+	Kinds []kinds.Kind
+	Log   *slog.Logger
 }
 
 // OptionsFromConfig reads the [management] section.
@@ -48,6 +53,7 @@ type Client struct {
 	cfg       *rest.Config
 	dyn       dynamic.Interface
 	disc      discovery.DiscoveryInterface
+	kinds     kinds.Table
 	overrides map[string]schema.GroupVersion
 	prefix    string
 	log       *slog.Logger
@@ -79,7 +85,11 @@ func New(opts Options) (*Client, error) {
 
 // NewForConfig returns a client for an already loaded configuration.
 func NewForConfig(cfg *rest.Config, opts Options) (*Client, error) {
-	overrides, err := ParseAPIResources(opts.APIResources)
+	table, err := kinds.NewTable(BaseKinds, opts.Kinds)
+	if err != nil {
+		return nil, fmt.Errorf("mgmt: %w", err)
+	}
+	overrides, err := ParseAPIResources(opts.APIResources, table)
 	if err != nil {
 		return nil, err
 	}
@@ -110,8 +120,12 @@ func NewForConfig(cfg *rest.Config, opts Options) (*Client, error) {
 	if err := validPrefix(prefix); err != nil {
 		return nil, err
 	}
-	return &Client{cfg: cfg, dyn: dyn, disc: disc, overrides: overrides, prefix: prefix, log: log}, nil
+	return &Client{cfg: cfg, dyn: dyn, disc: disc, kinds: table, overrides: overrides, prefix: prefix, log: log}, nil
 }
+
+// Kinds is the client's table of the kinds Magnetite uses: BaseKinds and
+// the infrastructures' (Options.Kinds).
+func (c *Client) Kinds() kinds.Table { return c.kinds }
 
 // Findings lists what an operator should fix about the setup: kubeconfig
 // permissions, and overrides that name versions the cluster does not serve.

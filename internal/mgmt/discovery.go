@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/magnetite-io/magnetite/internal/kinds"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -22,7 +23,7 @@ var ErrKindNotServed = errors.New("mgmt: kind not served by the management clust
 const rediscoverAfter = 10 * time.Second
 
 // Discover reads the API groups and resources the management cluster serves
-// and resolves every kind in Kinds, applying the configured overrides. It
+// and resolves every kind of the client's table, applying the configured overrides. It
 // keeps partial results when some API groups fail to answer.
 func (c *Client) Discover(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
@@ -35,7 +36,7 @@ func (c *Client) Discover(ctx context.Context) error {
 	if err != nil {
 		c.log.Warn("management cluster: some API groups failed discovery", "err", err)
 	}
-	resolved, findings := resolveKinds(groups, lists, c.overrides)
+	resolved, findings := resolveKinds(groups, lists, c.kinds, c.overrides)
 	for _, f := range findings {
 		c.log.Warn("management cluster: "+f.Message, "check", f.Check)
 	}
@@ -50,7 +51,8 @@ func (c *Client) Discover(ctx context.Context) error {
 // Resource returns where the management cluster serves kind. A kind not
 // found triggers a new discovery, at most once per rediscoverAfter.
 func (c *Client) Resource(ctx context.Context, kind string) (Resource, error) {
-	if _, known := Kinds[kind]; !known {
+	k, known := c.kinds[kind]
+	if !known {
 		return Resource{}, fmt.Errorf("mgmt: kind %q is not one Magnetite uses", kind)
 	}
 	c.mu.RLock()
@@ -72,7 +74,7 @@ func (c *Client) Resource(ctx context.Context, kind string) (Resource, error) {
 		}
 	}
 	return Resource{}, fmt.Errorf("%w: no version of %s (API group %s) is served; install its provider's CRDs or set [management] api_resources",
-		ErrKindNotServed, kind, Kinds[kind])
+		ErrKindNotServed, kind, k.Group)
 }
 
 // APIVersions maps every served kind to the apiVersion its objects must
@@ -107,7 +109,7 @@ type servedKind struct {
 // providers share (infrastructure.cluster.x-k8s.io): the group may prefer
 // v1beta2 because one provider serves it while another provider's kinds are
 // only served at v1beta1.
-func resolveKinds(groups []*metav1.APIGroup, lists []*metav1.APIResourceList, overrides map[string]schema.GroupVersion) (map[string]Resource, []Finding) {
+func resolveKinds(groups []*metav1.APIGroup, lists []*metav1.APIResourceList, table kinds.Table, overrides map[string]schema.GroupVersion) (map[string]Resource, []Finding) {
 	served := map[schema.GroupKind]map[string]servedKind{}
 	for _, l := range lists {
 		if l == nil {
@@ -147,7 +149,8 @@ func resolveKinds(groups []*metav1.APIGroup, lists []*metav1.APIResourceList, ov
 
 	out := map[string]Resource{}
 	var findings []Finding
-	for kind, group := range Kinds {
+	for kind, k := range table {
+		group := k.Group
 		versions := served[schema.GroupKind{Group: group, Kind: kind}]
 		if gv, ok := overrides[kind]; ok {
 			r := Resource{Kind: kind, GroupVersion: gv, Resource: strings.ToLower(kind) + "s", Namespaced: kind != "Namespace", Source: "override"}

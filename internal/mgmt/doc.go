@@ -7,4 +7,12 @@
 // "magnetite" field manager, labels everything it creates with the cluster and
 // project it belongs to, keeps one namespace per project, and delivers watch
 // events for Magnetite's objects from shared informers.
+//
+// The kinds it knows are a table (package kinds): its own BaseKinds (core,
+// apps, RBAC, Cluster API's core, kubeadm and addons kinds, and the host
+// inventory's BareMetalHost) and the infrastructures' kinds, which the
+// caller passes in Options.Kinds (cmd/magnetite passes those of the driver
+// registry). The table says which kinds the conductor watches and which it
+// cleans up after a cluster; a kind outside it is refused. mgmt imports no
+// driver.
 package mgmt

@@ -2,75 +2,46 @@ package mgmt
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
+	"github.com/magnetite-io/magnetite/internal/kinds"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// API groups of the kinds Magnetite uses.
-const (
-	GroupCore           = ""
-	GroupCluster        = "cluster.x-k8s.io"
-	GroupControlPlane   = "controlplane.cluster.x-k8s.io"
-	GroupBootstrap      = "bootstrap.cluster.x-k8s.io"
-	GroupInfrastructure = "infrastructure.cluster.x-k8s.io"
-	GroupAddons         = "addons.cluster.x-k8s.io"
-	GroupMetal3         = "metal3.io"
-	GroupMetal3IPAM     = "ipam.metal3.io"
-	GroupApps           = "apps"
-	GroupRBAC           = "rbac.authorization.k8s.io"
-)
-
-// Kinds maps every kind Magnetite reads or writes to its API group. The
-// version is never listed here: it comes from discovery or the override.
-var Kinds = map[string]string{
-	"Namespace": GroupCore,
-	"Secret":    GroupCore,
-	"ConfigMap": GroupCore,
+// BaseKinds are the kinds Magnetite uses whatever the infrastructure: the
+// project namespaces, the cluster's Secrets and addon ConfigMaps, the
+// cluster autoscaler's objects, Cluster API's core, kubeadm and addons kinds,
+// and the bare-metal host inventory's BareMetalHosts. An infrastructure's
+// own kinds come in through Options.Kinds (see package kinds for the flow).
+var BaseKinds = []kinds.Kind{
+	{Kind: "Namespace", Group: kinds.GroupCore},
+	{Kind: "Secret", Group: kinds.GroupCore, Cleanup: true},
+	{Kind: "ConfigMap", Group: kinds.GroupCore, Cleanup: true},
 
 	// A cluster's autoscaler runs in the management cluster.
-	"Deployment":     GroupApps,
-	"ServiceAccount": GroupCore,
-	"Role":           GroupRBAC,
-	"RoleBinding":    GroupRBAC,
+	{Kind: "Deployment", Group: kinds.GroupApps},
+	{Kind: "ServiceAccount", Group: kinds.GroupCore},
+	{Kind: "Role", Group: kinds.GroupRBAC},
+	{Kind: "RoleBinding", Group: kinds.GroupRBAC},
 
-	"Cluster":            GroupCluster,
-	"ClusterClass":       GroupCluster,
-	"MachineDeployment":  GroupCluster,
-	"MachineSet":         GroupCluster,
-	"Machine":            GroupCluster,
-	"MachineHealthCheck": GroupCluster,
+	{Kind: "Cluster", Group: kinds.GroupCluster, Watched: true},
+	{Kind: "ClusterClass", Group: kinds.GroupCluster},
+	{Kind: "MachineDeployment", Group: kinds.GroupCluster, Watched: true},
+	{Kind: "MachineSet", Group: kinds.GroupCluster},
+	{Kind: "Machine", Group: kinds.GroupCluster, Watched: true},
+	{Kind: "MachineHealthCheck", Group: kinds.GroupCluster},
 
 	// Addons reach workload clusters through ClusterResourceSets.
-	"ClusterResourceSet": GroupAddons,
+	{Kind: "ClusterResourceSet", Group: kinds.GroupAddons, Watched: true, Cleanup: true},
 
-	"KubeadmControlPlane":         GroupControlPlane,
-	"KubeadmControlPlaneTemplate": GroupControlPlane,
-	"KubeadmConfig":               GroupBootstrap,
-	"KubeadmConfigTemplate":       GroupBootstrap,
+	{Kind: "KubeadmControlPlane", Group: kinds.GroupControlPlane, Watched: true},
+	{Kind: "KubeadmControlPlaneTemplate", Group: kinds.GroupControlPlane},
+	{Kind: "KubeadmConfig", Group: kinds.GroupBootstrap},
+	{Kind: "KubeadmConfigTemplate", Group: kinds.GroupBootstrap},
 
-	"OpenStackCluster":          GroupInfrastructure,
-	"OpenStackClusterTemplate":  GroupInfrastructure,
-	"OpenStackMachine":          GroupInfrastructure,
-	"OpenStackMachineTemplate":  GroupInfrastructure,
-	"DevCluster":                GroupInfrastructure,
-	"DevClusterTemplate":        GroupInfrastructure,
-	"DevMachine":                GroupInfrastructure,
-	"DevMachineTemplate":        GroupInfrastructure,
-	"Metal3Cluster":             GroupInfrastructure,
-	"Metal3ClusterTemplate":     GroupInfrastructure,
-	"Metal3Machine":             GroupInfrastructure,
-	"Metal3MachineTemplate":     GroupInfrastructure,
-	"Metal3DataTemplate":        GroupInfrastructure,
-	"Metal3RemediationTemplate": GroupInfrastructure,
-
-	"BareMetalHost": GroupMetal3,
-	"IPPool":        GroupMetal3IPAM,
+	// The bare-metal host inventory (internal/baremetal) on Metal3.
+	{Kind: "BareMetalHost", Group: kinds.GroupMetal3},
 }
-
-// WatchedKinds are the kinds whose changes drive cluster status.
-var WatchedKinds = []string{"Cluster", "KubeadmControlPlane", "MachineDeployment", "Machine", "ClusterResourceSet"}
 
 // Resource is where the management cluster serves a kind.
 type Resource struct {
@@ -94,7 +65,8 @@ func (r Resource) APIVersion() string { return r.GroupVersion.String() }
 // ParseAPIResources reads the [management] api_resources option: a
 // comma-separated list of Kind=group/version (core kinds: Kind=v1), for
 // example "Cluster=cluster.x-k8s.io/v1beta1,KubeadmControlPlane=controlplane.cluster.x-k8s.io/v1beta2".
-func ParseAPIResources(s string) (map[string]schema.GroupVersion, error) {
+// Every kind must be one of known.
+func ParseAPIResources(s string, known kinds.Table) (map[string]schema.GroupVersion, error) {
 	out := map[string]schema.GroupVersion{}
 	for _, item := range strings.Split(s, ",") {
 		item = strings.TrimSpace(item)
@@ -106,18 +78,18 @@ func ParseAPIResources(s string) (map[string]schema.GroupVersion, error) {
 		if !ok || kind == "" || gvText == "" {
 			return nil, fmt.Errorf("mgmt: [management] api_resources entry %q is not Kind=group/version", item)
 		}
-		group, known := Kinds[kind]
-		if !known {
+		k, isKnown := known[kind]
+		if !isKnown {
 			return nil, fmt.Errorf("mgmt: [management] api_resources names kind %q, which Magnetite does not use; known kinds: %s",
-				kind, strings.Join(sortedKinds(), ", "))
+				kind, strings.Join(known.Names(), ", "))
 		}
 		gv, err := schema.ParseGroupVersion(gvText)
 		if err != nil || gv.Version == "" {
 			return nil, fmt.Errorf("mgmt: [management] api_resources entry %q: %q is not group/version", item, gvText)
 		}
-		if gv.Group != group {
+		if gv.Group != k.Group {
 			return nil, fmt.Errorf("mgmt: [management] api_resources entry %q: %s belongs to API group %q, not %q",
-				item, kind, group, gv.Group)
+				item, kind, k.Group, gv.Group)
 		}
 		if _, dup := out[kind]; dup {
 			return nil, fmt.Errorf("mgmt: [management] api_resources names %s twice", kind)
@@ -125,13 +97,4 @@ func ParseAPIResources(s string) (map[string]schema.GroupVersion, error) {
 		out[kind] = gv
 	}
 	return out, nil
-}
-
-func sortedKinds() []string {
-	out := make([]string, 0, len(Kinds))
-	for k := range Kinds {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 
+	"github.com/magnetite-io/magnetite/internal/kinds"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
@@ -107,7 +108,7 @@ func TestDiscoveryFollowsTheServedVersion(t *testing.T) {
 	owner := mgmt.Owner{ClusterUUID: "0b4b766f-1500-44b3-9804-5a6e12fe6df4", ProjectID: "p1"}
 
 	// A management cluster whose Cluster API serves Cluster at v1beta1 only.
-	applyCRD(t, env, mgmt.GroupCluster, "Cluster", crdVersion{"v1beta1", true, true})
+	applyCRD(t, env, kinds.GroupCluster, "Cluster", crdVersion{"v1beta1", true, true})
 	c := newClient(t, env.Config, "")
 	if _, err := c.EnsureNamespace(ctx, owner.ProjectID); err != nil {
 		t.Fatal(err)
@@ -124,7 +125,7 @@ func TestDiscoveryFollowsTheServedVersion(t *testing.T) {
 	}
 
 	// An upgrade of Cluster API stops serving v1beta1.
-	applyCRD(t, env, mgmt.GroupCluster, "Cluster", crdVersion{"v1beta1", false, false}, crdVersion{"v1beta2", true, true})
+	applyCRD(t, env, kinds.GroupCluster, "Cluster", crdVersion{"v1beta1", false, false}, crdVersion{"v1beta2", true, true})
 	if err := c.Discover(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestOverrideWinsOverThePreferredVersion(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
 	// Both served; discovery prefers v1beta2.
-	applyCRD(t, env, mgmt.GroupCluster, "Cluster", crdVersion{"v1beta1", true, false}, crdVersion{"v1beta2", true, true})
+	applyCRD(t, env, kinds.GroupCluster, "Cluster", crdVersion{"v1beta1", true, false}, crdVersion{"v1beta2", true, true})
 	discovered := newClient(t, env.Config, "")
 	if got := resolved(t, discovered, "Cluster").APIVersion(); got != "cluster.x-k8s.io/v1beta2" {
 		t.Fatalf("preferred version %s, want v1beta2", got)
@@ -204,7 +205,7 @@ func TestOverrideWinsOverThePreferredVersion(t *testing.T) {
 func TestServerSideApplyIsIdempotentAndLabelsOwnership(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
-	applyCRD(t, env, mgmt.GroupCluster, "Cluster", crdVersion{"v1beta2", true, true})
+	applyCRD(t, env, kinds.GroupCluster, "Cluster", crdVersion{"v1beta2", true, true})
 	c := newClient(t, env.Config, "")
 	// A project id that is no DNS label and no label value.
 	owner := mgmt.Owner{ClusterUUID: "7ae81bb3-dec3-4289-8d6c-da80bd8001ae", ProjectID: "Demo Project"}
@@ -302,7 +303,7 @@ func TestServerSideApplyIsIdempotentAndLabelsOwnership(t *testing.T) {
 func TestReleaseNamespaceKeepsANamespaceWithClusters(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
-	applyCRD(t, env, mgmt.GroupCluster, "Cluster", crdVersion{"v1beta2", true, true})
+	applyCRD(t, env, kinds.GroupCluster, "Cluster", crdVersion{"v1beta2", true, true})
 	c := newClient(t, env.Config, "")
 	owner := mgmt.Owner{ClusterUUID: "c-1", ProjectID: "p1"}
 	if _, err := c.EnsureNamespace(ctx, "p1"); err != nil {
@@ -328,7 +329,7 @@ func TestReleaseNamespaceKeepsANamespaceWithClusters(t *testing.T) {
 func TestReleaseNamespaceNeverTakesAnOperatorsObjects(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
-	applyCRD(t, env, mgmt.GroupCluster, "Cluster", crdVersion{"v1beta2", true, true})
+	applyCRD(t, env, kinds.GroupCluster, "Cluster", crdVersion{"v1beta2", true, true})
 	c := newClient(t, env.Config, "")
 	ns, err := c.EnsureNamespace(ctx, "p1")
 	if err != nil {
@@ -408,8 +409,8 @@ func TestWatchDeliversMagnetiteObjectsOnly(t *testing.T) {
 	env := testenv.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	applyCRD(t, env, mgmt.GroupCluster, "Cluster", crdVersion{"v1beta2", true, true})
-	applyCRD(t, env, mgmt.GroupCluster, "Machine", crdVersion{"v1beta1", true, true})
+	applyCRD(t, env, kinds.GroupCluster, "Cluster", crdVersion{"v1beta2", true, true})
+	applyCRD(t, env, kinds.GroupCluster, "Machine", crdVersion{"v1beta1", true, true})
 	c := newClient(t, env.Config, "")
 	owner := mgmt.Owner{ClusterUUID: "uuid-1", ProjectID: "p1"}
 	ns, err := c.EnsureNamespace(ctx, "p1")

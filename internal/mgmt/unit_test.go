@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/magnetite-io/magnetite/internal/kinds"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -16,15 +17,29 @@ import (
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
+// testKinds is the base table with two infrastructures' cluster kinds, as
+// the drivers would declare them.
+func testKinds(t *testing.T) kinds.Table {
+	t.Helper()
+	table, err := kinds.NewTable(BaseKinds, []kinds.Kind{
+		{Kind: "DevCluster", Group: kinds.GroupInfrastructure}, {Kind: "OpenStackCluster", Group: kinds.GroupInfrastructure},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return table
+}
+
 func TestParseAPIResources(t *testing.T) {
-	got, err := ParseAPIResources(" Cluster=cluster.x-k8s.io/v1beta1, KubeadmControlPlane=controlplane.cluster.x-k8s.io/v1beta2 ,Secret=v1")
+	got, err := ParseAPIResources(" Cluster=cluster.x-k8s.io/v1beta1, KubeadmControlPlane=controlplane.cluster.x-k8s.io/v1beta2 ,Secret=v1, OpenStackCluster=infrastructure.cluster.x-k8s.io/v1beta1", testKinds(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]schema.GroupVersion{
-		"Cluster":             {Group: GroupCluster, Version: "v1beta1"},
-		"KubeadmControlPlane": {Group: GroupControlPlane, Version: "v1beta2"},
+		"Cluster":             {Group: kinds.GroupCluster, Version: "v1beta1"},
+		"KubeadmControlPlane": {Group: kinds.GroupControlPlane, Version: "v1beta2"},
 		"Secret":              {Version: "v1"},
+		"OpenStackCluster":    {Group: kinds.GroupInfrastructure, Version: "v1beta1"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %v", got)
@@ -42,9 +57,13 @@ func TestParseAPIResources(t *testing.T) {
 		{"Cluster=cluster.x-k8s.io/", "group/version"},
 		{"Cluster=cluster.x-k8s.io/v1beta1,Cluster=cluster.x-k8s.io/v1beta2", "twice"},
 	} {
-		if _, err := ParseAPIResources(bad.in); err == nil || !strings.Contains(err.Error(), bad.mentions) {
+		if _, err := ParseAPIResources(bad.in, testKinds(t)); err == nil || !strings.Contains(err.Error(), bad.mentions) {
 			t.Errorf("ParseAPIResources(%q) = %v, want an error mentioning %q", bad.in, err, bad.mentions)
 		}
+	}
+	// An infrastructure kind is known only when a driver declared it.
+	if _, err := ParseAPIResources("OpenStackCluster=infrastructure.cluster.x-k8s.io/v1beta1", kinds.Table{}); err == nil || !strings.Contains(err.Error(), "does not use") {
+		t.Errorf("an undeclared infrastructure kind was accepted: %v", err)
 	}
 }
 
@@ -69,19 +88,19 @@ func served(gv string, kinds ...string) *metav1.APIResourceList {
 
 func TestResolveKindsPerKindNotPerGroup(t *testing.T) {
 	groups := []*metav1.APIGroup{
-		group(GroupCluster, "v1beta2", "v1beta2", "v1beta1"),
+		group(kinds.GroupCluster, "v1beta2", "v1beta2", "v1beta1"),
 		// CAPD serves v1beta2, so the shared group prefers it, but the
 		// OpenStack kinds are served at v1beta1 only.
-		group(GroupInfrastructure, "v1beta2", "v1beta2", "v1beta1"),
+		group(kinds.GroupInfrastructure, "v1beta2", "v1beta2", "v1beta1"),
 	}
 	lists := []*metav1.APIResourceList{
-		served(GroupCluster+"/v1beta2", "Cluster", "Machine"),
-		served(GroupCluster+"/v1beta1", "Cluster", "Machine"),
-		served(GroupInfrastructure+"/v1beta2", "DevCluster"),
-		served(GroupInfrastructure+"/v1beta1", "DevCluster", "OpenStackCluster"),
+		served(kinds.GroupCluster+"/v1beta2", "Cluster", "Machine"),
+		served(kinds.GroupCluster+"/v1beta1", "Cluster", "Machine"),
+		served(kinds.GroupInfrastructure+"/v1beta2", "DevCluster"),
+		served(kinds.GroupInfrastructure+"/v1beta1", "DevCluster", "OpenStackCluster"),
 	}
-	got, findings := resolveKinds(groups, lists, map[string]schema.GroupVersion{
-		"Machine": {Group: GroupCluster, Version: "v1beta1"},
+	got, findings := resolveKinds(groups, lists, testKinds(t), map[string]schema.GroupVersion{
+		"Machine": {Group: kinds.GroupCluster, Version: "v1beta1"},
 	})
 	if len(findings) != 0 {
 		t.Errorf("unexpected findings %v", findings)
@@ -105,9 +124,9 @@ func TestResolveKindsPerKindNotPerGroup(t *testing.T) {
 }
 
 func TestOverrideOfUnservedVersionIsAFinding(t *testing.T) {
-	groups := []*metav1.APIGroup{group(GroupCluster, "v1beta2", "v1beta2")}
-	lists := []*metav1.APIResourceList{served(GroupCluster+"/v1beta2", "Cluster")}
-	got, findings := resolveKinds(groups, lists, map[string]schema.GroupVersion{"Cluster": {Group: GroupCluster, Version: "v1beta1"}})
+	groups := []*metav1.APIGroup{group(kinds.GroupCluster, "v1beta2", "v1beta2")}
+	lists := []*metav1.APIResourceList{served(kinds.GroupCluster+"/v1beta2", "Cluster")}
+	got, findings := resolveKinds(groups, lists, testKinds(t), map[string]schema.GroupVersion{"Cluster": {Group: kinds.GroupCluster, Version: "v1beta1"}})
 	if got["Cluster"].APIVersion() != "cluster.x-k8s.io/v1beta1" {
 		t.Errorf("override lost: %v", got["Cluster"])
 	}

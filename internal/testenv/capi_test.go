@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/magnetite-io/magnetite/internal/certs"
+	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
@@ -157,7 +158,7 @@ func TestInMemoryClusterLifecycle(t *testing.T) {
 	start := time.Now()
 	env := testenv.StartClusterAPI(t)
 	t.Logf("management plane ready in %v", time.Since(start).Round(time.Second))
-	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{})
+	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func runInMemoryCluster(t *testing.T, mc *mgmt.Client) {
 		t.Fatal(err)
 	}
 	events := &eventLog{}
-	if _, err := mc.Watch(ctx, mgmt.WatchedKinds, events.add); err != nil {
+	if _, err := mc.Watch(ctx, mc.Kinds().Watched(), events.add); err != nil {
 		t.Fatal(err)
 	}
 

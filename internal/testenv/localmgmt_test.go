@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
@@ -94,7 +95,7 @@ func TestLocalMgmtScriptRunsAManagementPlane(t *testing.T) {
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("kubeconfig mode %04o, want 0600", fi.Mode().Perm())
 	}
-	mc, err := mgmt.New(mgmt.Options{Kubeconfig: kubeconfig})
+	mc, err := mgmt.New(mgmt.Options{Kubeconfig: kubeconfig, Kinds: builtin.Kinds()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -185,7 +185,7 @@ source = `+testcharts.Serve(t).URL+`
 			c.ok(t, "keypair", "delete", "alice-key")
 		}, func(t *testing.T) {
 			cloud.RemoveFlavor("3", false)
-			waitFor(t, "noflavor's status_reason to show Nova's keypair refusal", 3*time.Minute, func() (bool, string) {
+			testenv.WaitFor(t, "noflavor's status_reason to show Nova's keypair refusal", 3*time.Minute, func() (bool, string) {
 				r := field(t, "noflavor", "status_reason")
 				return strings.Contains(r, "Invalid key_name provided."), r
 			})
@@ -198,12 +198,12 @@ source = `+testcharts.Serve(t).URL+`
 		refusal("noportsec", "Port security must be enabled and port must have an IP address in order to use security groups.",
 			func() { cloud.SetPortSecurity(testcloud.PrivateNetID, false) }, func(t *testing.T) {
 				cloud.SetPortSecurity(testcloud.PrivateNetID, true)
-				waitFor(t, "noportsec's status_reason to show Cinder's volume type refusal", 3*time.Minute, func() (bool, string) {
+				testenv.WaitFor(t, "noportsec's status_reason to show Cinder's volume type refusal", 3*time.Minute, func() (bool, string) {
 					r := field(t, "noportsec", "status_reason")
 					return strings.Contains(r, "Volume type with name fast could not be found."), r
 				})
 				cloud.AddVolumeType("fast")
-				waitFor(t, "noportsec's status_reason to show Cinder's availability zone refusal", 3*time.Minute, func() (bool, string) {
+				testenv.WaitFor(t, "noportsec's status_reason to show Cinder's availability zone refusal", 3*time.Minute, func() (bool, string) {
 					r := field(t, "noportsec", "status_reason")
 					return strings.Contains(r, "Invalid input received: Availability zone 'az2' is invalid."), r
 				})
@@ -224,7 +224,7 @@ source = `+testcharts.Serve(t).URL+`
 		}, func(t *testing.T) {
 			// The worker's machine was made before its group went: it names
 			// the deleted group until its MachineDeployment rolls it.
-			waitFor(t, "a nogroup worker machine naming its deleted server group", time.Minute, func() (bool, string) {
+			testenv.WaitFor(t, "a nogroup worker machine naming its deleted server group", time.Minute, func() (bool, string) {
 				for _, m := range machines(t, "nogroup") {
 					id, _, _ := unstructured.NestedString(m.Object, "spec", "serverGroup", "id")
 					if _, cp := m.GetLabels()["cluster.x-k8s.io/control-plane"]; !cp && slices.Contains(deletedGroups, id) {
@@ -292,7 +292,7 @@ source = `+testcharts.Serve(t).URL+`
 		}
 	}
 
-	waitFor(t, "nogroup's machines that named a deleted server group to be gone", 2*time.Minute, func() (bool, string) {
+	testenv.WaitFor(t, "nogroup's machines that named a deleted server group to be gone", 2*time.Minute, func() (bool, string) {
 		for _, m := range machines(t, "nogroup") {
 			if id, _, _ := unstructured.NestedString(m.Object, "spec", "serverGroup", "id"); slices.Contains(deletedGroups, id) {
 				return false, m.GetName() + " names server group " + id

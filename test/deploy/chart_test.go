@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/magnetite-io/magnetite/internal/driver/builtin"
+	"github.com/magnetite-io/magnetite/internal/kinds"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
@@ -290,8 +292,9 @@ func grants(t *testing.T, role *unstructured.Unstructured) map[string][]string {
 // internal/driver/capi, OpenStack and Metal3 included, which the local
 // plane cannot run): each kind it applies may be created and patched, and
 // what its Roles grant the ClusterRole holds. And the other way: every
-// resource the role names is a kind Magnetite uses (internal/mgmt.Kinds) or
-// grants, so a grant left behind by a removed kind fails.
+// resource the role names is a kind Magnetite uses (internal/mgmt.BaseKinds
+// and the drivers' kinds) or grants, so a grant left behind by a removed
+// kind fails.
 func TestChartRBACCoversEveryRenderedKind(t *testing.T) {
 	objs := mustRender(t, minimalValues+"rbac: {metal3Hosts: true}\n")
 	granted := grants(t, objs["ClusterRole/magnetite"])
@@ -341,21 +344,35 @@ func TestChartRBACCoversEveryRenderedKind(t *testing.T) {
 			}
 		}
 	}
+	table, err := kinds.NewTable(mgmt.BaseKinds, builtin.Kinds())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The conductor lists and deletes these kinds' objects of a deleted
+	// cluster.
+	for _, kind := range table.Cleanup() {
+		res := table[kind].Group + "/" + plural(kind)
+		for _, verb := range []string{"list", "delete"} {
+			if !slices.Contains(granted[res], verb) {
+				t.Errorf("the conductor cleans up %s after a cluster, but the ClusterRole does not grant %s on it (has %v)", res, verb, granted[res])
+			}
+		}
+	}
 	// The status watch lists and watches these kinds across namespaces.
-	for _, kind := range mgmt.WatchedKinds {
-		res := mgmt.Kinds[kind] + "/" + plural(kind)
+	for _, kind := range table.Watched() {
+		res := table[kind].Group + "/" + plural(kind)
 		for _, verb := range []string{"list", "watch"} {
 			if !slices.Contains(granted[res], verb) {
 				t.Errorf("the conductor watches %s, but the ClusterRole does not grant %s on it (has %v)", res, verb, granted[res])
 			}
 		}
 	}
-	for kind, group := range mgmt.Kinds {
-		used[group+"/"+plural(kind)] = true
+	for kind, k := range table {
+		used[k.Group+"/"+plural(kind)] = true
 	}
 	for res := range granted {
 		if !used[res] {
-			t.Errorf("the ClusterRole grants %s, which is no kind Magnetite uses (internal/mgmt.Kinds)", res)
+			t.Errorf("the ClusterRole grants %s, which is no kind Magnetite uses (internal/mgmt.BaseKinds and the drivers' kinds)", res)
 		}
 	}
 }

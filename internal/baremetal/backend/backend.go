@@ -12,6 +12,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
 	"github.com/magnetite-io/magnetite/internal/baremetal/metal3"
 	"github.com/magnetite-io/magnetite/internal/config"
+	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 )
 
@@ -84,8 +85,11 @@ func metal3FromConfig(cfg *config.Config, s Settings, log *slog.Logger) (baremet
 	if rc := cfg.String("baremetal", "default_resource_class"); !baremetal.ValidResourceClass(rc) {
 		return nil, s, fmt.Errorf("config: [baremetal] default_resource_class = %q must be 1 to 80 letters, digits, '.', '_' or '-'", rc)
 	}
+	// The same kinds as the conductor's client, so that an
+	// [management] api_resources naming an infrastructure kind holds here too.
 	opts := mgmt.OptionsFromConfig(cfg)
 	opts.Log = log
+	opts.Kinds = builtin.Kinds()
 	mc, err := mgmt.New(opts)
 	if err != nil {
 		return nil, s, fmt.Errorf("config: [baremetal] backend = metal3 needs the management cluster: %w", err)

@@ -11,14 +11,6 @@ import (
 	"github.com/magnetite-io/magnetite/internal/labels"
 )
 
-// LabelAddon marks the ConfigMaps that carry an addon's rendered charts,
-// with the addon's name.
-const LabelAddon = "magnetite.io/addon"
-
-// AnnotationAddonCharts lists the charts (name and version) an addon
-// ConfigMap was rendered from.
-const AnnotationAddonCharts = "magnetite.io/addon-charts"
-
 // addonReleases chooses the cluster's addon releases from the pinned
 // table: the CNI, the cloud controller manager, the CSI drivers,
 // k8s-keystone-auth and metrics-server as the cluster asks.
@@ -109,7 +101,7 @@ func (d *Driver) buildAddons(p *Plan, rels []addons.Release, rendered []driver.R
 		resources = append(resources, map[string]any{"kind": "ConfigMap", "name": configName})
 	}
 	crs := map[string]any{
-		"apiVersion": d.opts.APIVersions.addons(), "kind": "ClusterResourceSet",
+		"apiVersion": p.Versions.addons(), "kind": "ClusterResourceSet",
 		"metadata": map[string]any{"name": p.Name + "-addons", "labels": map[string]any{LabelClusterUUID: p.UUID}},
 		"spec": map[string]any{
 			"clusterSelector": map[string]any{"matchLabels": map[string]any{LabelClusterUUID: p.UUID}},
@@ -128,8 +120,8 @@ func addonConfigMap(p *Plan, rel addons.Release, name, data string) map[string]a
 	return map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": name,
-			"labels":      map[string]any{LabelClusterUUID: p.UUID, LabelAddon: rel.Addon},
-			"annotations": map[string]any{AnnotationAddonCharts: strings.Join(charts, ", ")}},
+			"labels":      map[string]any{LabelClusterUUID: p.UUID, driver.LabelAddon: rel.Addon},
+			"annotations": map[string]any{driver.AnnotationAddonCharts: strings.Join(charts, ", ")}},
 		"data": map[string]any{rel.Addon + ".yaml": data},
 	}
 }

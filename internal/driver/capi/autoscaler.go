@@ -3,6 +3,7 @@ package capi
 import (
 	"strings"
 
+	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/labels"
 )
 
@@ -11,19 +12,6 @@ import (
 // machine deployments (management side, through a namespaced Role) and
 // watches nodes and pods through the workload cluster's kubeconfig, the
 // Secret Cluster API writes as <cluster>-kubeconfig.
-
-// LabelComponent marks the objects of one part of a cluster that the
-// conductor applies and removes as a whole (the autoscaler's).
-const LabelComponent = "magnetite.io/component"
-
-// ComponentAutoscaler is the LabelComponent value of the autoscaler's
-// Deployment, ServiceAccount, Role and RoleBinding.
-const ComponentAutoscaler = "cluster-autoscaler"
-
-// AutoscalerKinds are the kinds of the autoscaler's objects, in the order
-// they are removed (the Deployment first, so that nothing runs without its
-// permissions).
-var AutoscalerKinds = []string{"Deployment", "RoleBinding", "Role", "ServiceAccount"}
 
 // autoscalerRegistry is where the cluster autoscaler's images are published.
 const autoscalerRegistry = "registry.k8s.io/autoscaling"
@@ -71,17 +59,17 @@ func (d *Driver) autoscalerObjects(p *Plan) []map[string]any {
 		return nil
 	}
 	name := AutoscalerName(p.Name)
-	selector := map[string]any{"app.kubernetes.io/name": ComponentAutoscaler, "app.kubernetes.io/instance": p.Name}
+	selector := map[string]any{"app.kubernetes.io/name": driver.ComponentAutoscaler, "app.kubernetes.io/instance": p.Name}
 	meta := func() map[string]any {
 		l := map[string]any{
-			LabelClusterUUID: p.UUID, LabelProjectID: labelValue(p.ProjectID), LabelComponent: ComponentAutoscaler,
+			LabelClusterUUID: p.UUID, LabelProjectID: labelValue(p.ProjectID), driver.LabelComponent: driver.ComponentAutoscaler,
 		}
 		for k, v := range selector {
 			l[k] = v
 		}
 		return map[string]any{"name": name, "labels": l}
 	}
-	machineTemplates := strings.ToLower(d.infra.ClassTemplates(p.OS, d.opts.APIVersions).MachineKind) + "s"
+	machineTemplates := strings.ToLower(d.infra.ClassTemplates(p.OS, p.Versions).MachineKind) + "s"
 	rules := []any{
 		// Discovery of node groups and their machines, in this namespace
 		// only (the Role's); auto-discovery narrows it to this cluster.

@@ -14,7 +14,7 @@ import (
 func autoscalerObjects(res *driver.Result) map[string]*unstructured.Unstructured {
 	out := map[string]*unstructured.Unstructured{}
 	for _, o := range res.Objects {
-		if o.GetLabels()[capi.LabelComponent] == capi.ComponentAutoscaler {
+		if o.GetLabels()[driver.LabelComponent] == driver.ComponentAutoscaler {
 			out[o.GetKind()] = o
 		}
 	}
@@ -39,7 +39,7 @@ func TestAutoscalerRunsPerClusterScopedToItsNamespaceAndCluster(t *testing.T) {
 	req.Namespace = "magnetite-5f0a8e2f"
 	res := mustRender(t, req)
 	objs := autoscalerObjects(res)
-	for _, kind := range capi.AutoscalerKinds {
+	for _, kind := range driver.AutoscalerKinds {
 		o := objs[kind]
 		if o == nil {
 			t.Fatalf("no autoscaler %s rendered", kind)

@@ -47,8 +47,7 @@ func (n classNames) workerBootstrap() string { return n.base + "-worker-bootstra
 // buildClass renders the ClusterClass of an infrastructure and operating
 // system. Its name ends with a hash of its content, so any change to it
 // yields a new class and live clusters keep theirs until moved.
-func (d *Driver) buildClass(os OSProfile, variant string) (*class, error) {
-	v := d.opts.APIVersions
+func (d *Driver) buildClass(os OSProfile, variant string, v APIVersions) (*class, error) {
 	tmpl := d.classTemplates(os, v, variant)
 	refs := ClassRefs{Versions: v, InfraClusterKind: tmpl.ClusterKind, InfraMachineKind: tmpl.MachineKind}
 	for _, st := range workerClasses {
@@ -68,7 +67,7 @@ func (d *Driver) buildClass(os OSProfile, variant string) (*class, error) {
 }
 
 func (d *Driver) classObjects(os OSProfile, tmpl ClassTemplates, refs ClassRefs, n classNames) []map[string]any {
-	v := d.opts.APIVersions
+	v := refs.Versions
 	infra := v.Infra()
 	labels := map[string]any{"magnetite.io/infrastructure": d.infra.Name(), "magnetite.io/os-distro": os.Name}
 	templateObj := func(apiVersion, kind, name string, spec map[string]any) map[string]any {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -42,7 +43,7 @@ func (d *Driver) buildCluster(p *Plan, cl *class) map[string]any {
 		"version":  p.KubeVersion,
 		"controlPlane": map[string]any{
 			"replicas":    int64(cp.Replicas),
-			"metadata":    map[string]any{"labels": groupLabels(cp)},
+			"metadata":    map[string]any{"labels": topologyLabels(p, cp)},
 			"healthCheck": d.withRemediation(p, cp, healthCheck(p, cp)),
 		},
 		"variables": d.topologyVariables(p),
@@ -63,7 +64,7 @@ func (d *Driver) buildCluster(p *Plan, cl *class) map[string]any {
 		"annotations": map[string]any{"magnetite.io/cluster-name": p.DisplayName},
 	}
 	return map[string]any{
-		"apiVersion": d.opts.APIVersions.cluster(), "kind": "Cluster", "metadata": meta,
+		"apiVersion": p.Versions.cluster(), "kind": "Cluster", "metadata": meta,
 		"spec": map[string]any{"clusterNetwork": network, "topology": topology},
 	}
 }
@@ -78,8 +79,20 @@ func labelValue(s string) string {
 	return s
 }
 
-func groupLabels(g *Group) map[string]any {
-	return map[string]any{LabelServerType: string(g.ServerType), LabelNodeGroup: g.Name}
+// topologyLabels are the labels of a group's topology metadata, which
+// Cluster API stamps on the control plane or machine deployment and every
+// machine of it: the group's server type and name, the node group's UUID
+// (driver.LabelNodeGroupUUID) and the request's ownership labels.
+func topologyLabels(p *Plan, g *Group) map[string]any {
+	l := map[string]any{}
+	for k, v := range p.ObjectLabels {
+		l[k] = v
+	}
+	l[LabelServerType], l[LabelNodeGroup] = string(g.ServerType), g.Name
+	if g.NodeGroup != nil && g.NodeGroup.UUID != "" {
+		l[driver.LabelNodeGroupUUID] = g.NodeGroup.UUID
+	}
+	return l
 }
 
 func healthCheck(p *Plan, g *Group) map[string]any {
@@ -97,7 +110,7 @@ func (d *Driver) machineDeployment(p *Plan, g *Group) map[string]any {
 		"class": string(g.ServerType),
 		"name":  g.Name,
 		"metadata": map[string]any{
-			"labels": groupLabels(g),
+			"labels": topologyLabels(p, g),
 		},
 		"healthCheck": d.withRemediation(p, g, healthCheck(p, g)),
 		"rollout":     map[string]any{"strategy": rollout(g)},

@@ -9,10 +9,20 @@
 // The logic that does not depend on the infrastructure lives here: labels,
 // server types, bare-metal defaults, versions, health checks, autoscaling,
 // kubeadm bootstrap and addons. Sub-packages provide the infrastructure
-// kinds: openstack (CAPO, VMs and Ironic through Nova) and inmemory (CAPD's
-// in-memory backend, for running Magnetite without a cloud).
+// kinds (the Infrastructure interface, with the optional ClusterExtras and
+// ClassVariants): openstack (CAPO, VMs and Ironic through Nova), metal3
+// (CAPM3 and baremetal-operator: bare-metal hosts, IPAM pools, kube-vip)
+// and inmemory (CAPD's in-memory backend, for running Magnetite without a
+// cloud). Each also lists its kinds (Infrastructure.Kinds, usually
+// ContractKinds) for the management client's table.
 //
-// Rendering is pure: Render never does I/O.
+// Rendering is pure: Render never does I/O. The request says at which API
+// versions the management cluster serves each kind (the infrastructure
+// group's is read from the infrastructure's own cluster template kind) and
+// which ownership labels the objects carry; the renderer writes both into
+// the objects, the Cluster's topology metadata included (with each node
+// group's driver.LabelNodeGroupUUID), so the result is the cluster's
+// complete desired state.
 //
 // Secrets the conductor creates before applying, by name (NAME is the
 // Cluster object's name):

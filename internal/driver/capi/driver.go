@@ -3,11 +3,13 @@ package capi
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/kinds"
 )
 
 // Driver is Magnetite's Cluster API driver for one infrastructure.
@@ -15,34 +17,34 @@ type Driver struct {
 	infra   Infrastructure
 	opts    Options
 	planner planner
-	// classes caches the ClusterClass per operating system: it depends
-	// only on the driver's configuration.
-	classes sync.Map // os name/class variant -> *class
+	// infraKind is the kind of the infrastructure's cluster template
+	// (OpenStackClusterTemplate, ...): the kind whose served version the
+	// infrastructure's objects are rendered at.
+	infraKind string
+	// classes caches the ClusterClass per operating system, variant and
+	// API versions: it depends on nothing else.
+	classes sync.Map // classKey -> *class
+}
+
+// classKey names a cached ClusterClass.
+type classKey struct {
+	os, variant string
+	versions    APIVersions
 }
 
 // New returns the driver rendering onto infra.
 func New(infra Infrastructure, opts Options) *Driver {
 	opts = opts.withDefaults()
-	return &Driver{infra: infra, opts: opts, planner: planner{opts: opts, infra: infra}}
-}
-
-// WithAPIVersions returns a driver that renders the given API versions,
-// as discovered on the management cluster.
-func (d *Driver) WithAPIVersions(v APIVersions) *Driver {
-	o := d.opts
-	o.APIVersions = v
-	return New(d.infra, o)
+	return &Driver{infra: infra, opts: opts, planner: planner{opts: opts, infra: infra},
+		infraKind: infra.ClassTemplates(osProfiles[SupportedOS()[0]], DefaultAPIVersions).ClusterKind}
 }
 
 // Name is "capi-" and the infrastructure's name.
 func (d *Driver) Name() string { return "capi-" + d.infra.Name() }
 
-// InfrastructureKind is the kind of the cluster template the driver's
-// infrastructure provides (OpenStackClusterTemplate, ...): the kind whose
-// served version the infrastructure's objects are rendered at.
-func (d *Driver) InfrastructureKind() string {
-	return d.infra.ClassTemplates(osProfiles[SupportedOS()[0]], d.opts.APIVersions).ClusterKind
-}
+// Kinds are the infrastructure's kinds; the Cluster API kinds the driver
+// renders besides are the management client's own (mgmt.BaseKinds).
+func (d *Driver) Kinds() []kinds.Kind { return d.infra.Kinds() }
 
 // Provides lists vm and bm for every supported operating system.
 func (d *Driver) Provides() []driver.Key {
@@ -58,16 +60,18 @@ func (d *Driver) Provides() []driver.Key {
 // Render validates the request and renders the cluster's objects, in apply
 // order: the ClusterClass's templates and the ClusterClass, the addons,
 // the infrastructure's own objects (ClusterExtras), the Cluster, then the
-// cluster autoscaler when autoscaling is on.
+// cluster autoscaler when autoscaling is on. The objects are rendered at
+// the request's served API versions and carry its labels.
 func (d *Driver) Render(req driver.Request) (*driver.Result, error) {
-	if err := d.opts.APIVersions.check(); err != nil {
+	v := servedVersions(req.APIVersions, d.infraKind)
+	if err := v.check(); err != nil {
 		return nil, err
 	}
-	p, err := d.planner.plan(req)
+	p, err := d.planner.plan(req, v)
 	if err != nil {
 		return nil, err
 	}
-	cl, err := d.class(p.OS, d.classVariant(p))
+	cl, err := d.class(p.OS, d.classVariant(p), v)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +91,7 @@ func (d *Driver) Render(req driver.Request) (*driver.Result, error) {
 	for _, o := range cl.encoded {
 		o = o.DeepCopy()
 		o.SetNamespace(p.Namespace)
-		res.Objects = append(res.Objects, o)
+		res.Objects = append(res.Objects, withLabels(o, req.Labels))
 	}
 	if d.infra.NeedsCloud() {
 		for _, g := range p.Groups() {
@@ -99,17 +103,31 @@ func (d *Driver) Render(req driver.Request) (*driver.Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("capi: encode %v: %w", m["kind"], err)
 		}
-		res.Objects = append(res.Objects, u)
+		res.Objects = append(res.Objects, withLabels(u, req.Labels))
 	}
 	return res, nil
 }
 
-func (d *Driver) class(os OSProfile, variant string) (*class, error) {
-	key := os.Name + "/" + variant
+// withLabels adds the request's ownership labels to an object.
+func withLabels(u *unstructured.Unstructured, add map[string]string) *unstructured.Unstructured {
+	if len(add) == 0 {
+		return u
+	}
+	l := u.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	maps.Copy(l, add)
+	u.SetLabels(l)
+	return u
+}
+
+func (d *Driver) class(os OSProfile, variant string, v APIVersions) (*class, error) {
+	key := classKey{os: os.Name, variant: variant, versions: v}
 	if c, ok := d.classes.Load(key); ok {
 		return c.(*class), nil
 	}
-	c, err := d.buildClass(os, variant)
+	c, err := d.buildClass(os, variant, v)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +172,7 @@ func toUnstructured(m map[string]any, namespace string) (*unstructured.Unstructu
 // ServerTypes reports each node group's server type in a rendered request,
 // keyed by node group name; `magnetite render` prints it.
 func (d *Driver) ServerTypes(req driver.Request) (map[string]string, error) {
-	p, err := d.planner.plan(req)
+	p, err := d.planner.plan(req, servedVersions(req.APIVersions, d.infraKind))
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ type ClusterExtras interface {
 
 func (d *Driver) clusterObjects(p *Plan) []map[string]any {
 	if e, ok := d.infra.(ClusterExtras); ok {
-		return e.ClusterObjects(p, d.opts.APIVersions)
+		return e.ClusterObjects(p, p.Versions)
 	}
 	return nil
 }
@@ -30,7 +30,7 @@ func (d *Driver) withRemediation(p *Plan, g *Group, hc map[string]any) map[strin
 	if !ok || hc["enabled"] != true {
 		return hc
 	}
-	if ref := e.Remediation(p, g, d.opts.APIVersions); ref != nil {
+	if ref := e.Remediation(p, g, p.Versions); ref != nil {
 		hc["remediation"] = map[string]any{"templateRef": ref}
 	}
 	return hc

@@ -2,6 +2,7 @@ package capi
 
 import (
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/kinds"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -11,6 +12,10 @@ import (
 type Infrastructure interface {
 	// Name is short and DNS-safe ("openstack", "inmemory").
 	Name() string
+	// Kinds are the infrastructure's own kinds (its cluster and machine
+	// kinds and templates, and whatever else it renders or needs served),
+	// for the management client's table (see package kinds).
+	Kinds() []kinds.Kind
 	// NeedsCloud says flavors, images and networks must be found in the
 	// cloud facts.
 	NeedsCloud() bool
@@ -42,6 +47,18 @@ type Infrastructure interface {
 	CloudControllerManager() bool
 	// Secrets lists the Secrets the conductor must create for the cluster.
 	Secrets(p *Plan) []driver.SecretRef
+}
+
+// ContractKinds are the kinds Cluster API's infrastructure provider
+// contract asks of a provider whose kinds start with prefix: <prefix>Cluster,
+// <prefix>ClusterTemplate, <prefix>Machine and <prefix>MachineTemplate, in
+// the infrastructure group; more follow them.
+func ContractKinds(prefix string, more ...kinds.Kind) []kinds.Kind {
+	var out []kinds.Kind
+	for _, suffix := range []string{"Cluster", "ClusterTemplate", "Machine", "MachineTemplate"} {
+		out = append(out, kinds.Kind{Kind: prefix + suffix, Group: kinds.GroupInfrastructure})
+	}
+	return append(out, more...)
 }
 
 // ClassTemplates are an infrastructure's base templates.

@@ -2,14 +2,15 @@ package capi
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
 )
 
-// APIVersions are the versions rendered for each API group. The conductor
-// discovers what the management cluster serves and passes it in; the
-// renderer refuses versions whose shape it does not produce.
+// APIVersions are the versions rendered for each API group, read from the
+// request's served versions (driver.Request.APIVersions); the renderer
+// refuses versions whose shape it does not produce.
 type APIVersions struct {
 	Cluster        string // cluster.x-k8s.io
 	Bootstrap      string // bootstrap.cluster.x-k8s.io
@@ -19,7 +20,8 @@ type APIVersions struct {
 }
 
 // DefaultAPIVersions are Cluster API v1.14's (contract v1beta2) and the
-// providers' v1beta2 kinds.
+// providers' v1beta2 kinds: what a request that names no served version
+// renders.
 var DefaultAPIVersions = APIVersions{
 	Cluster: "v1beta2", Bootstrap: "v1beta2", ControlPlane: "v1beta2", Addons: "v1beta2", Infrastructure: "v1beta2",
 }
@@ -32,6 +34,28 @@ var supported = map[string]bool{"v1beta2": true}
 // infrastructure) at version, so that doctor refuses the management
 // clusters every create would fail on.
 func RendersAPIVersion(version string) bool { return supported[version] }
+
+// servedVersions picks the version of each group from the apiVersion the
+// management cluster serves a kind of it at: the infrastructure group's is
+// the one of the infrastructure's own cluster template kind (infraKind),
+// since several providers of that group may be installed at different
+// versions.
+func servedVersions(served map[string]string, infraKind string) APIVersions {
+	v := DefaultAPIVersions
+	pick := func(kind string, dst *string) {
+		if av, ok := served[kind]; ok {
+			if i := strings.LastIndex(av, "/"); i >= 0 {
+				*dst = av[i+1:]
+			}
+		}
+	}
+	pick("Cluster", &v.Cluster)
+	pick("KubeadmConfigTemplate", &v.Bootstrap)
+	pick("KubeadmControlPlaneTemplate", &v.ControlPlane)
+	pick("ClusterResourceSet", &v.Addons)
+	pick(infraKind, &v.Infrastructure)
+	return v
+}
 
 func (v APIVersions) check() error {
 	for _, g := range []struct{ group, version string }{
@@ -56,7 +80,6 @@ func (v APIVersions) Infra() string { return "infrastructure.cluster.x-k8s.io/" 
 
 // Options tune a driver; zero values take the documented defaults.
 type Options struct {
-	APIVersions APIVersions
 	// DefaultBootVolumeSize (GiB) applies to VM node groups without a
 	// boot_volume_size label; bare metal always defaults to 0.
 	DefaultBootVolumeSize int
@@ -67,9 +90,6 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.APIVersions == (APIVersions{}) {
-		o.APIVersions = DefaultAPIVersions
-	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/labels"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
@@ -22,10 +23,16 @@ type Plan struct {
 	// DisplayName is the name the user gave the cluster.
 	DisplayName string
 
+	// Versions are the API versions the objects are rendered at.
+	Versions APIVersions
+
 	Template *model.ClusterTemplate
 	Cluster  *model.Cluster
-	Facts    *driver.Facts
+	Facts    *facts.Facts
 	Labels   labels.Values
+	// ObjectLabels are the ownership labels every object carries
+	// (driver.Request.Labels), the topology's metadata included.
+	ObjectLabels map[string]string
 
 	OS          OSProfile
 	KubeVersion string
@@ -114,12 +121,12 @@ type planner struct {
 	infra Infrastructure
 }
 
-func (pl planner) plan(req driver.Request) (*Plan, error) {
+func (pl planner) plan(req driver.Request, v APIVersions) (*Plan, error) {
 	if req.Template == nil || req.Cluster == nil {
 		return nil, &driver.ValidationError{Problems: []string{"a cluster template and a cluster are required"}}
 	}
 	ct, c := req.Template, req.Cluster
-	p := &Plan{Template: ct, Cluster: c, Facts: req.Facts, Namespace: req.Namespace, UUID: c.UUID,
+	p := &Plan{Versions: v, ObjectLabels: req.Labels, Template: ct, Cluster: c, Facts: req.Facts, Namespace: req.Namespace, UUID: c.UUID,
 		ProjectID: c.ProjectID, DisplayName: c.Name}
 	if p.Namespace == "" {
 		p.Namespace = "magnetite-system"

@@ -3,7 +3,9 @@ package capi_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +15,9 @@ import (
 	"github.com/magnetite-io/magnetite/internal/addons"
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
+	"github.com/magnetite-io/magnetite/internal/driver/capi/inmemory"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -136,7 +140,7 @@ func TestBareMetalTemplateRejectsVirtualFlavor(t *testing.T) {
 			ng.FlavorID = ptr("m1.small-virtual")
 		}
 	}
-	req.Facts.Flavors = append(req.Facts.Flavors, driver.Flavor{ID: "v1", Name: "m1.small-virtual", VCPUs: 1, RAM: 2048, Disk: 20})
+	req.Facts.Flavors = append(req.Facts.Flavors, facts.Flavor{ID: "v1", Name: "m1.small-virtual", VCPUs: 1, RAM: 2048, Disk: 20})
 	msg := renderErr(t, req)
 	for _, want := range []string{"default-master", "flavor m1.small-virtual is not a bare-metal flavor", "resources:CUSTOM_<CLASS>=1"} {
 		if !strings.Contains(msg, want) {
@@ -500,10 +504,14 @@ func TestInvalidRequestsNameWhatToFix(t *testing.T) {
 	}
 }
 
-func TestAPIVersionsAreAParameter(t *testing.T) {
-	v := capi.DefaultAPIVersions
-	v.Cluster = "v1beta1"
-	_, err := osDriver.WithAPIVersions(v).Render(caseRequest(t, "vm-only"))
+// TestObjectsAreRenderedAtTheServedVersions: the request says at which
+// apiVersion the management cluster serves each kind, and the renderer
+// writes its objects at those versions or refuses the ones whose shape it
+// does not write.
+func TestObjectsAreRenderedAtTheServedVersions(t *testing.T) {
+	req := caseRequest(t, "vm-only")
+	req.APIVersions = map[string]string{"Cluster": "cluster.x-k8s.io/v1beta1"}
+	_, err := osDriver.Render(req)
 	if err == nil || !strings.Contains(err.Error(), "cluster.x-k8s.io/v1beta1 is not supported") {
 		t.Errorf("err = %v", err)
 	}
@@ -511,6 +519,76 @@ func TestAPIVersionsAreAParameter(t *testing.T) {
 		if o.GetKind() != "ConfigMap" && !strings.HasSuffix(o.GetAPIVersion(), "/v1beta2") {
 			t.Errorf("%s rendered as %s", o.GetKind(), o.GetAPIVersion())
 		}
+	}
+}
+
+// TestInfrastructureVersionIsTheClustersOwnProviders: with several
+// infrastructure providers installed at different versions, a cluster is
+// rendered at the version its own provider is served at, whichever other
+// provider shares the API group.
+func TestInfrastructureVersionIsTheClustersOwnProviders(t *testing.T) {
+	served := map[string]string{
+		"Cluster":                  "cluster.x-k8s.io/v1beta2",
+		"OpenStackClusterTemplate": "infrastructure.cluster.x-k8s.io/v1beta2",
+		"DevClusterTemplate":       "infrastructure.cluster.x-k8s.io/v1beta1",
+		"Metal3ClusterTemplate":    "infrastructure.cluster.x-k8s.io/v1beta1",
+	}
+	req := caseRequest(t, "vm-only")
+	req.APIVersions = served
+	if _, err := osDriver.Render(req); err != nil {
+		t.Errorf("OpenStack served at v1beta2 beside CAPD at v1beta1: %v", err)
+	}
+	mem := inmemory.New(capi.Options{})
+	if _, err := mem.Render(req); err == nil || !strings.Contains(err.Error(), "infrastructure.cluster.x-k8s.io/v1beta1 is not supported") {
+		t.Errorf("in-memory cluster with CAPD served at v1beta1: err = %v, want the infrastructure version refused", err)
+	}
+}
+
+// TestObjectsCarryTheRequestsLabels: every rendered object carries the
+// ownership labels of the request, and the topology of the Cluster carries
+// them with each node group's UUID, on the machine deployment made for
+// that very node group (whatever order the node groups come in), so that
+// Cluster API stamps them on the machines.
+func TestObjectsCarryTheRequestsLabels(t *testing.T) {
+	req := caseRequest(t, "several-nodegroups")
+	req.Labels = map[string]string{"app.kubernetes.io/managed-by": "magnetite", "magnetite.io/cluster-uuid": req.Cluster.UUID}
+	byName := map[string]string{}
+	for i, ng := range req.NodeGroups {
+		ng.UUID = fmt.Sprintf("ng-%d", i)
+		byName[driver.DNSLabel(ng.Name, 40)] = ng.UUID // the machine deployment's name
+	}
+	// Node groups reach the driver in the store's order, which need not
+	// be the order the machine deployments are rendered in.
+	slices.Reverse(req.NodeGroups)
+	res := mustRender(t, req)
+	for _, o := range res.Objects {
+		for k, v := range req.Labels {
+			if o.GetLabels()[k] != v {
+				t.Errorf("%s %s: label %s = %q, want %q", o.GetKind(), o.GetName(), k, o.GetLabels()[k], v)
+			}
+		}
+	}
+	cl := clusterObject(t, res)
+	check := func(what string, meta map[string]any, ng string) {
+		labels, _, _ := unstructured.NestedStringMap(meta, "metadata", "labels")
+		if labels[driver.LabelNodeGroupUUID] != byName[ng] {
+			t.Errorf("%s: %s = %q, want node group %s's %q", what, driver.LabelNodeGroupUUID, labels[driver.LabelNodeGroupUUID], ng, byName[ng])
+		}
+		for k, v := range req.Labels {
+			if labels[k] != v {
+				t.Errorf("%s: label %s = %q, want %q", what, k, labels[k], v)
+			}
+		}
+	}
+	cp, _, _ := unstructured.NestedMap(cl.Object, "spec", "topology", "controlPlane")
+	check("control plane", cp, model.DefaultMasterNodeGroup)
+	mds, _, _ := unstructured.NestedSlice(cl.Object, "spec", "topology", "workers", "machineDeployments")
+	if len(mds) != len(req.NodeGroups)-1 {
+		t.Fatalf("%d machine deployments for %d worker node groups", len(mds), len(req.NodeGroups)-1)
+	}
+	for _, raw := range mds {
+		md := raw.(map[string]any)
+		check("machine deployment "+md["name"].(string), md, md["name"].(string))
 	}
 }
 

@@ -12,18 +12,19 @@ import (
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/capacity"
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
 // factsFlavors answers the capacity check's flavor reads from the facts
 // the renderer is given, as Nova would for both.
-type factsFlavors struct{ facts *driver.Facts }
+type factsFlavors struct{ facts *facts.Facts }
 
-func (f factsFlavors) Flavor(_ context.Context, _, ref string) (driver.Flavor, error) {
+func (f factsFlavors) Flavor(_ context.Context, _, ref string) (facts.Flavor, error) {
 	if fl, ok := f.facts.Flavor(ref); ok {
 		return fl, nil
 	}
-	return driver.Flavor{}, capacity.ErrFlavorNotFound
+	return facts.Flavor{}, capacity.ErrFlavorNotFound
 }
 
 // noFreeHosts has no free host of any class, so the capacity check names

@@ -9,6 +9,7 @@ package inmemory
 import (
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
+	"github.com/magnetite-io/magnetite/internal/kinds"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -21,6 +22,9 @@ type Infrastructure struct{}
 func New(opts capi.Options) *capi.Driver { return capi.New(Infrastructure{}, opts) }
 
 func (Infrastructure) Name() string { return "inmemory" }
+
+// Kinds are CAPD's DevCluster and DevMachine kinds and their templates.
+func (Infrastructure) Kinds() []kinds.Kind { return capi.ContractKinds("Dev") }
 
 // NeedsCloud is false: flavors and images are used when the facts have
 // them (to tell bare metal from VMs) and ignored otherwise.

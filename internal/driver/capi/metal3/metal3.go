@@ -23,6 +23,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
+	"github.com/magnetite-io/magnetite/internal/kinds"
 	"github.com/magnetite-io/magnetite/internal/labels"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
@@ -74,7 +75,19 @@ type Infrastructure struct {
 // driver field.
 func New(opts capi.Options, m Options) *capi.Driver { return capi.New(Infrastructure{opts: m}, opts) }
 
-func (Infrastructure) Name() string     { return "metal3" }
+func (Infrastructure) Name() string { return "metal3" }
+
+// Kinds are CAPM3's, baremetal-operator's BareMetalHost (which CAPM3
+// claims) and IPAM's IPPool (only clusters with ip_pool_ranges need it).
+// The IP pool, data templates and remediation templates are made per
+// cluster and removed with it.
+func (Infrastructure) Kinds() []kinds.Kind {
+	return capi.ContractKinds("Metal3",
+		kinds.Kind{Kind: "Metal3DataTemplate", Group: kinds.GroupInfrastructure, Cleanup: true},
+		kinds.Kind{Kind: "Metal3RemediationTemplate", Group: kinds.GroupInfrastructure, Cleanup: true},
+		kinds.Kind{Kind: "BareMetalHost", Group: kinds.GroupMetal3},
+		kinds.Kind{Kind: "IPPool", Group: kinds.GroupMetal3IPAM, Cleanup: true, Optional: true})
+}
 func (Infrastructure) NeedsCloud() bool { return false }
 func (Infrastructure) Addons() bool     { return true }
 

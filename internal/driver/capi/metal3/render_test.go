@@ -12,6 +12,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/metal3"
+	"github.com/magnetite-io/magnetite/internal/kinds"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 )
 
@@ -250,8 +251,13 @@ func TestNodeReuseIsAClassOfItsOwn(t *testing.T) {
 
 // TestTheManagementClientKnowsEveryMetal3Kind keeps the renderer and the
 // management client in step: the conductor applies every rendered object
-// through mgmt, which refuses kinds it does not know.
+// through mgmt, which refuses kinds it does not know, and mgmt knows its
+// own kinds and those the driver declares.
 func TestTheManagementClientKnowsEveryMetal3Kind(t *testing.T) {
+	table, err := kinds.NewTable(mgmt.BaseKinds, newDriver().Kinds())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, req := range goldenCases(t) {
 		res, err := newDriver().Render(req)
 		if err != nil {
@@ -259,12 +265,9 @@ func TestTheManagementClientKnowsEveryMetal3Kind(t *testing.T) {
 		}
 		for _, o := range res.Objects {
 			k := o.GetKind()
-			if !strings.HasPrefix(k, "Metal3") && k != "IPPool" {
-				continue
-			}
-			group, known := mgmt.Kinds[k]
-			if !known || group != o.GroupVersionKind().Group {
-				t.Errorf("%s: %s (%s) is not a kind the management client knows in its group (%q)", name, k, o.GetAPIVersion(), group)
+			known, ok := table[k]
+			if !ok || known.Group != o.GroupVersionKind().Group {
+				t.Errorf("%s: %s (%s) is not a kind the management client knows in its group (%q)", name, k, o.GetAPIVersion(), known.Group)
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
+	"github.com/magnetite-io/magnetite/internal/kinds"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -28,9 +29,12 @@ type Infrastructure struct{}
 // New returns the Cluster API driver for OpenStack ("capi-openstack").
 func New(opts capi.Options) *capi.Driver { return capi.New(Infrastructure{}, opts) }
 
-func (Infrastructure) Name() string     { return "openstack" }
-func (Infrastructure) NeedsCloud() bool { return true }
-func (Infrastructure) Addons() bool     { return true }
+func (Infrastructure) Name() string { return "openstack" }
+
+// Kinds are CAPO's: its cluster and machine kinds and their templates.
+func (Infrastructure) Kinds() []kinds.Kind { return capi.ContractKinds("OpenStack") }
+func (Infrastructure) NeedsCloud() bool    { return true }
+func (Infrastructure) Addons() bool        { return true }
 
 // Validate has nothing to add: flavors, images and networks were checked
 // against the facts by the shared planner.

@@ -1,4 +1,9 @@
-package driver
+// Package facts holds what the cloud says about the resources a cluster
+// uses (Nova flavors, Glance images, Neutron networks, the server groups the
+// conductor made), as drivers render from them. The cloud reader
+// (internal/cloud), the bare-metal capacity check and the driver seam all
+// share these types; this package imports nothing of Magnetite's.
+package facts
 
 import (
 	"maps"
@@ -53,6 +58,19 @@ type Image struct {
 
 // OSDistro is the image's os_distro property, normalised.
 func (i Image) OSDistro() string { return NormalizeOSDistro(i.Properties["os_distro"]) }
+
+// NormalizeOSDistro maps Glance os_distro spellings to the names drivers
+// advertise.
+func NormalizeOSDistro(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	switch s {
+	case "rocky":
+		return "rockylinux"
+	case "flatcar-container-linux":
+		return "flatcar"
+	}
+	return s
+}
 
 // KubeVersion is the image's kube_version property (the Kubernetes version
 // baked into it), or "".
