@@ -162,11 +162,20 @@ func TestServeDeliversPinnedAddons(t *testing.T) {
 		if res.StatusCode != http.StatusAccepted {
 			t.Fatalf("upgrade: %d %s", res.StatusCode, body)
 		}
-		cms := w.waitAddonConfigMaps(ctx, uuid, func(m map[string]unstructured.Unstructured) bool {
-			return annotation(m[objName+"-addon-calico"]) == "tigera-operator v3.31.5"
-		})
-		for name, charts := range map[string]string{objName + "-addon-openstack-cloud-controller-manager": "openstack-cloud-controller-manager 2.32.0",
-			objName + "-addon-cinder-csi": "openstack-cinder-csi 2.32.2"} {
+		// The conductor writes the ConfigMaps one by one: wait for all.
+		want := map[string]string{objName + "-addon-calico": "tigera-operator v3.31.5",
+			objName + "-addon-openstack-cloud-controller-manager": "openstack-cloud-controller-manager 2.32.0",
+			objName + "-addon-cinder-csi": "openstack-cinder-csi 2.32.2"}
+		upgraded := func(m map[string]unstructured.Unstructured) bool {
+			for name, charts := range want {
+				if annotation(m[name]) != charts {
+					return false
+				}
+			}
+			return true
+		}
+		cms := w.waitAddonConfigMaps(ctx, uuid, upgraded)
+		for name, charts := range want {
 			if got := annotation(cms[name]); got != charts {
 				t.Errorf("after the upgrade %s holds %q, want %q", name, got, charts)
 			}
