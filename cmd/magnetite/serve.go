@@ -288,9 +288,29 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 	if err != nil {
 		return err
 	}
-	var onQueued func()
-	if cond != nil {
-		onQueued = cond.Notify
+	// Every replica with an inventory carries out host actions (each
+	// under its operation's lease) and offers to run the host pass (the
+	// store's lease lets one at a time run it).
+	owner := fmt.Sprintf("%s/%d", host, os.Getpid())
+	var hostActions *conductor.HostActions
+	hostBackend := ""
+	if hosts != nil {
+		hostBackend = hosts.Name()
+		hostActions = &conductor.HostActions{Store: st, Backend: hosts, Owner: owner,
+			Lease: cfg.Duration("conductor", "lease"), Log: log.With("component", "conductor")}
+		go hostActions.Run(ctx)
+		pass := &conductor.HostPass{Store: st, Backend: hosts, Owner: owner,
+			Every: bmSettings.ReconcileInterval, Log: log.With("component", "conductor")}
+		go pass.Run(ctx)
+		log.Info("bare-metal host inventory enabled", "backend", hostBackend)
+	}
+	onQueued := func() {
+		if cond != nil {
+			cond.Notify()
+		}
+		if hostActions != nil {
+			hostActions.Notify()
+		}
 	}
 	var management func() api.ManagementHealth
 	if cond != nil {
@@ -315,7 +335,7 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 		DefaultBareMetalCreateTimeout: cfg.Int("cluster", "bm_create_timeout"),
 		Drivers:                       drivers,
 		ValidateLabels:                validateLabels,
-		Hosts:                         hosts,
+		HostBackend:                   hostBackend,
 		Capacity:                      planner,
 		Management:                    management,
 		Resources:                     resources,
@@ -329,14 +349,6 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 		return fmt.Errorf("listen on %s: %w", cfg.String("api", "listen"), err)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
-	if hosts != nil {
-		// Every replica offers to run the host pass; the store's lease lets
-		// one at a time run it.
-		pass := &conductor.HostPass{Store: st, Backend: hosts, Owner: fmt.Sprintf("%s/%d", host, os.Getpid()),
-			Every: bmSettings.ReconcileInterval, Log: log.With("component", "conductor")}
-		go pass.Run(ctx)
-		log.Info("bare-metal host inventory enabled", "backend", hosts.Name())
-	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(api.MagnumErrors(ln)) }()

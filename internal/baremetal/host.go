@@ -24,6 +24,9 @@ var (
 	// ErrUnavailable means the backend (Ironic, the management cluster)
 	// did not answer or answered with a server error.
 	ErrUnavailable = errors.New("baremetal: backend unavailable")
+	// ErrLocked means the backend is busy with the host (Ironic's
+	// NodeLocked): trying again later succeeds.
+	ErrLocked = errors.New("baremetal: host locked")
 )
 
 // Boot modes, as Metal3 names them.

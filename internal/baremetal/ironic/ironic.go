@@ -609,6 +609,8 @@ func (b *Backend) ironicError(err error, doing, password string) error {
 	switch {
 	case code.Actual == http.StatusNotFound:
 		return fmt.Errorf("%w: could not %s: %s", baremetal.ErrHostNotFound, doing, detail)
+	case nodeLocked(err):
+		return fmt.Errorf("%w: could not %s: %s", baremetal.ErrLocked, doing, detail)
 	case code.Actual == http.StatusConflict:
 		return fmt.Errorf("%w: could not %s: %s", baremetal.ErrConflict, doing, detail)
 	case code.Actual == http.StatusNotAcceptable:
