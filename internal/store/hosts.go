@@ -190,8 +190,11 @@ func mirrorHost(ctx context.Context, tx *sql.Tx, backend string, h *baremetal.Ho
 }
 
 // ForgetHost removes a deleted host, named by id or name, from the mirror.
+// Its row stays as a tombstone until a pass's list taken after the delete
+// replaces it.
 func (s *DB) ForgetHost(ctx context.Context, ident string) error {
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM hosts WHERE id = ? OR name = ?`, ident, ident); err != nil {
+	if _, err := s.db.ExecContext(ctx, `UPDATE hosts SET gone = 1, mirrored_at = ? WHERE id = ? OR name = ?`,
+		formatTime(now()), ident, ident); err != nil {
 		return fmt.Errorf("store: forget host %s: %w", ident, err)
 	}
 	return nil
@@ -200,7 +203,7 @@ func (s *DB) ForgetHost(ctx context.Context, ident string) error {
 // MirrorHosts replaces the mirror of a backend's hosts with hosts, as the
 // backend listed them at listedAt, in one transaction: hosts the backend no
 // longer shows go. Rows an action wrote after listedAt are newer than the
-// list and stay as they are.
+// list and stay as they are (a host deleted since stays deleted).
 func (s *DB) MirrorHosts(ctx context.Context, backend string, hosts []*baremetal.Host, listedAt time.Time) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -239,7 +242,7 @@ func (s *DB) MirrorHosts(ctx context.Context, backend string, hosts []*baremetal
 
 // MirroredHosts lists the mirrored hosts, by name.
 func (s *DB) MirroredHosts(ctx context.Context) ([]*baremetal.Host, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT data FROM hosts ORDER BY name, id`)
+	rows, err := s.db.QueryContext(ctx, `SELECT data FROM hosts WHERE gone = 0 ORDER BY name, id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: list hosts: %w", err)
 	}
@@ -257,7 +260,7 @@ func (s *DB) MirroredHosts(ctx context.Context) ([]*baremetal.Host, error) {
 
 // MirroredHost finds a mirrored host by id, else by name.
 func (s *DB) MirroredHost(ctx context.Context, ident string) (*baremetal.Host, error) {
-	h, err := scanHost(s.db.QueryRowContext(ctx, `SELECT data FROM hosts WHERE id = ? OR name = ? ORDER BY CASE WHEN id = ? THEN 0 ELSE 1 END LIMIT 1`,
+	h, err := scanHost(s.db.QueryRowContext(ctx, `SELECT data FROM hosts WHERE (id = ? OR name = ?) AND gone = 0 ORDER BY CASE WHEN id = ? THEN 0 ELSE 1 END LIMIT 1`,
 		ident, ident, ident))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("%w: host %s", ErrNotFound, ident)

@@ -204,10 +204,37 @@ func testHostMirror(t *testing.T, open func() *DB) {
 	if got := names(); got != "node-0=inspecting,node-2=registering" {
 		t.Fatalf("mirror after a pass older than two actions = %s, want the actions' writes kept and node-1 gone", got)
 	}
+	// node-2 is deleted after a pass listed it: that pass does not bring
+	// it back, the next one (listing after the delete) keeps it gone.
+	listedAt = clock.now()
+	clock.advance(time.Second)
 	if err := s.ForgetHost(ctx, "node-2"); err != nil {
 		t.Fatal(err)
 	}
 	if got := names(); got != "node-0=inspecting" {
 		t.Fatalf("mirror after forgetting node-2 = %s", got)
+	}
+	if _, err := s.MirroredHost(ctx, "node-2"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("forgotten host: %v", err)
+	}
+	clock.advance(time.Second)
+	if err := s.MirrorHosts(ctx, "ironic", []*baremetal.Host{{ID: "u0", Name: "node-0", State: baremetal.StateManageable},
+		{ID: "u2", Name: "node-2", State: baremetal.StateRegistering}}, listedAt); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(); got != "node-0=manageable" {
+		t.Fatalf("a pass listed before node-2's delete brought it back (or did not update node-0): %s", got)
+	}
+	listedAt = clock.now()
+	clock.advance(time.Second)
+	if err := s.MirrorHosts(ctx, "ironic", []*baremetal.Host{{ID: "u0", Name: "node-0", State: baremetal.StateAvailable}}, listedAt); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(); got != "node-0=available" {
+		t.Fatalf("mirror after a pass listed after the actions = %s", got)
+	}
+	var rows int
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM hosts`).Scan(&rows); err != nil || rows != 1 {
+		t.Fatalf("rows after the tombstone's pass = %d, %v; want the tombstone gone", rows, err)
 	}
 }

@@ -9,12 +9,15 @@ CREATE INDEX operations_host ON operations (host_ref, id);
 
 -- The conductor's mirror of the bare-metal backend's hosts, written after
 -- each host action and each host pass: the API serves the inventory from
--- here and never asks the backend.
+-- here and never asks the backend. A deleted host stays as a tombstone
+-- (gone = 1) until a pass lists the backend after the delete, so that a
+-- pass that listed before it cannot bring the host back.
 CREATE TABLE hosts (
     id          VARCHAR(255) NOT NULL PRIMARY KEY,
     name        VARCHAR(255) NOT NULL,
     project_id  VARCHAR(255),
     backend     VARCHAR(32) NOT NULL,
+    gone        INTEGER NOT NULL DEFAULT 0,
     data        MEDIUMTEXT NOT NULL,
     mirrored_at VARCHAR(32) NOT NULL
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
