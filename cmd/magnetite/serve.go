@@ -336,6 +336,7 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 		Drivers:                       drivers,
 		ValidateLabels:                validateLabels,
 		HostBackend:                   hostBackend,
+		HostActionWait:                bmSettings.ActionWait,
 		Capacity:                      planner,
 		Management:                    management,
 		Resources:                     resources,
