@@ -111,6 +111,15 @@ func TestHostEnrollRefusesBadInputBeforeCallingTheBackend(t *testing.T) {
 	if strings.Contains(string(r.Body), "pw") {
 		t.Errorf("202 carries the BMC password: %s", r.Body)
 	}
+	// The operation can be followed; it stays queued for its retry.
+	var followed apitypes.HostOperation
+	if err := json.Unmarshal(c.must(http.StatusOK, "GET", "/v1/hosts/operations/"+accepted.Operation.UUID, nil).Body, &followed); err != nil {
+		t.Fatal(err)
+	}
+	if followed.UUID != accepted.Operation.UUID || followed.Type != "host_enroll" || followed.State == "succeeded" || followed.State == "failed" {
+		t.Errorf("followed operation = %+v", followed)
+	}
+	c.must(http.StatusNotFound, "GET", "/v1/hosts/operations/00000000-0000-4000-8000-000000000000", nil)
 }
 
 func TestHostActionsRefuseBadBodies(t *testing.T) {
