@@ -253,7 +253,13 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 	}
 	// Keystone's catalog finds Nova for the capacity check's flavors.
 	catalog, _ := authn.(capacity.Catalog)
-	capCheck, err := capacity.FromConfig(cfg, hosts, catalog, log)
+	// The capacity check counts the hosts the conductor mirrors into the
+	// database: the API asks the backend nothing.
+	var counter capacity.HostCounter
+	if hosts != nil {
+		counter = backend.Mirrored(st, hosts)
+	}
+	capCheck, err := capacity.FromConfig(cfg, counter, catalog, log)
 	if err != nil {
 		return err
 	}

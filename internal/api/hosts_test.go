@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"encoding/json"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,19 +11,14 @@ import (
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
+	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
 )
 
 // deadIronic is an Ironic backend whose endpoint is a loopback port nothing
 // listens on: any request that reaches it fails with 503.
 func deadIronic(t *testing.T) baremetal.Backend {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	b, err := ironic.New(ironic.Config{Endpoint: "http://" + addr})
+	b, err := ironic.New(ironic.Config{Endpoint: ironictest.DeadEndpoint(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

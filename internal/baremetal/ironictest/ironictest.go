@@ -242,3 +242,16 @@ func tail(files ...string) string {
 	}
 	return b.String()
 }
+
+// DeadEndpoint is an Ironic endpoint on a loopback port nothing listens on:
+// any request to it fails as an Ironic that does not answer would.
+func DeadEndpoint(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
+}
