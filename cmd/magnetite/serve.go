@@ -255,7 +255,13 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 	}
 	// Keystone's catalog finds Nova for the capacity check's flavors.
 	catalog, _ := authn.(capacity.Catalog)
-	capCheck, err := capacity.FromConfig(cfg, hosts, catalog, log)
+	// The capacity check counts the hosts the conductor mirrors into the
+	// database: the API asks the backend nothing.
+	var counter capacity.HostCounter
+	if hosts != nil {
+		counter = backend.Mirrored(st, hosts)
+	}
+	capCheck, err := capacity.FromConfig(cfg, counter, catalog, log)
 	if err != nil {
 		return err
 	}
@@ -290,9 +296,29 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 	if err != nil {
 		return err
 	}
-	var onQueued func()
-	if cond != nil {
-		onQueued = cond.Notify
+	// Every replica with an inventory carries out host actions (each
+	// under its operation's lease) and offers to run the host pass (the
+	// store's lease lets one at a time run it).
+	owner := fmt.Sprintf("%s/%d", host, os.Getpid())
+	var hostActions *conductor.HostActions
+	hostBackend := ""
+	if hosts != nil {
+		hostBackend = hosts.Name()
+		hostActions = &conductor.HostActions{Store: st, Backend: hosts, Owner: owner,
+			Lease: cfg.Duration("conductor", "lease"), Log: log.With("component", "conductor")}
+		go hostActions.Run(ctx)
+		pass := &conductor.HostPass{Store: st, Backend: hosts, Owner: owner,
+			Every: bmSettings.ReconcileInterval, Log: log.With("component", "conductor")}
+		go pass.Run(ctx)
+		log.Info("bare-metal host inventory enabled", "backend", hostBackend)
+	}
+	onQueued := func() {
+		if cond != nil {
+			cond.Notify()
+		}
+		if hostActions != nil {
+			hostActions.Notify()
+		}
 	}
 	var management func() api.ManagementHealth
 	if cond != nil {
@@ -327,7 +353,8 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 		DefaultBareMetalCreateTimeout: cfg.Int("cluster", "bm_create_timeout"),
 		Drivers:                       drivers,
 		ValidateLabels:                validateLabels,
-		Hosts:                         hosts,
+		HostBackend:                   hostBackend,
+		HostActionWait:                bmSettings.ActionWait,
 		Capacity:                      planner,
 		Management:                    management,
 		Resources:                     resources,
@@ -341,14 +368,6 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 		return fmt.Errorf("listen on %s: %w", cfg.String("api", "listen"), err)
 	}
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}
-	if hosts != nil {
-		// Every replica offers to run the host pass; the store's lease lets
-		// one at a time run it.
-		pass := &conductor.HostPass{Store: st, Backend: hosts, Owner: fmt.Sprintf("%s/%d", host, os.Getpid()),
-			Every: bmSettings.ReconcileInterval, Log: log.With("component", "conductor")}
-		go pass.Run(ctx)
-		log.Info("bare-metal host inventory enabled", "backend", hosts.Name())
-	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(api.MagnumErrors(ln)) }()

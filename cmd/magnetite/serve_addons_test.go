@@ -165,7 +165,7 @@ func TestServeDeliversPinnedAddons(t *testing.T) {
 		// The conductor writes the ConfigMaps one by one: wait for all.
 		want := map[string]string{objName + "-addon-calico": "tigera-operator v3.31.5",
 			objName + "-addon-openstack-cloud-controller-manager": "openstack-cloud-controller-manager 2.32.0",
-			objName + "-addon-cinder-csi": "openstack-cinder-csi 2.32.2"}
+			objName + "-addon-cinder-csi":                         "openstack-cinder-csi 2.32.2"}
 		upgraded := func(m map[string]unstructured.Unstructured) bool {
 			for name, charts := range want {
 				if annotation(m[name]) != charts {

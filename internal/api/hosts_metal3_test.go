@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -47,8 +48,17 @@ func newMetal3World(t *testing.T, opts ...testapi.Option) *metal3World {
 	logs := &ironictest.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	w := metal3test.Start(t, log)
-	srv := testapi.Start(t, append([]testapi.Option{func(o *api.Options) { o.Hosts, o.Log = w.Backend, log }}, opts...)...)
+	// The stand-in operator has no controllers: the conductor's periodic
+	// pass (which would collect the credentials of deleted hosts) stays out
+	// of the way, and its mirroring step runs before each GET instead, as
+	// if the pass had just run.
+	srv := testapi.StartWithHosts(t, w.Backend, time.Hour, append([]testapi.Option{func(o *api.Options) { o.Log = log }}, opts...)...)
 	f := &hostsFixture{t: t, c: newClient(t, srv), backend: w.Backend, logs: logs}
+	f.mirror = func() {
+		if err := srv.HostPass.Mirror(context.Background()); err != nil {
+			f.t.Fatal(err)
+		}
+	}
 	return &metal3World{f: f, bmo: w.Operator, backend: w.Backend, mc: w.Mgmt, dc: w.Dynamic, env: w.Env}
 }
 

@@ -1,32 +1,24 @@
 package api_test
 
 import (
-	"net"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/magnetite-io/magnetite/internal/api"
+	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
+	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
 	"github.com/magnetite-io/magnetite/internal/testapi"
 )
-
-func withHosts(b baremetal.Backend) testapi.Option {
-	return func(o *api.Options) { o.Hosts = b }
-}
 
 // deadIronic is an Ironic backend whose endpoint is a loopback port nothing
 // listens on: any request that reaches it fails with 503.
 func deadIronic(t *testing.T) baremetal.Backend {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	b, err := ironic.New(ironic.Config{Endpoint: "http://" + addr})
+	b, err := ironic.New(ironic.Config{Endpoint: ironictest.DeadEndpoint(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +34,7 @@ func TestHostInventoryAnswers501WithoutABackend(t *testing.T) {
 }
 
 func TestHostInventoryIsForAdministratorsOnly(t *testing.T) {
-	c := newClient(t, testapi.Start(t, withHosts(deadIronic(t))))
+	c := newClient(t, testapi.StartWithHosts(t, deadIronic(t), time.Second))
 	for _, roles := range []string{"member", "reader", "member,reader"} {
 		for _, req := range [][2]string{{"GET", "/v1/hosts"}, {"GET", "/v1/hosts/h1"}, {"POST", "/v1/hosts"},
 			{"DELETE", "/v1/hosts/h1"}, {"POST", "/v1/hosts/h1/actions/power"}} {
@@ -55,7 +47,7 @@ func TestHostInventoryIsForAdministratorsOnly(t *testing.T) {
 // backend is called: the backend here cannot be reached, so any request
 // that got to it would answer 503, not 400.
 func TestHostEnrollRefusesBadInputBeforeCallingTheBackend(t *testing.T) {
-	c := newClient(t, testapi.Start(t, withHosts(deadIronic(t))))
+	c := newClient(t, testapi.StartWithHosts(t, deadIronic(t), time.Second))
 	valid := map[string]any{"name": "node-0", "bmc_address": "ipmi://192.168.111.1:6230", "bmc_username": "admin",
 		"bmc_password": "pw", "boot_mac_address": "00:5a:91:3f:9a:bd"}
 	cases := []struct {
@@ -99,15 +91,33 @@ func TestHostEnrollRefusesBadInputBeforeCallingTheBackend(t *testing.T) {
 		})
 	}
 	// The same request with a valid address does reach the backend, which
-	// cannot answer: proof the refusals above never called it.
-	r := c.must(http.StatusServiceUnavailable, "POST", "/v1/hosts", valid)
-	if !strings.Contains(string(r.Body), "did not answer") {
-		t.Errorf("503 does not say Ironic did not answer: %s", r.Body)
+	// cannot answer: proof the refusals above never called it. The
+	// conductor will try again; the answer says so and why.
+	r := c.must(http.StatusAccepted, "POST", "/v1/hosts", valid)
+	var accepted apitypes.HostOperationAccepted
+	if err := json.Unmarshal(r.Body, &accepted); err != nil {
+		t.Fatal(err)
 	}
+	if op := accepted.Operation; op.State != "pending" || op.Attempts != 1 || op.Host != "node-0" || op.Type != "host_enroll" ||
+		!strings.Contains(op.LastError, "did not answer") || op.NextAttemptAt == nil {
+		t.Errorf("202 does not show an enrollment waiting to be retried because Ironic did not answer: %s", r.Body)
+	}
+	if strings.Contains(string(r.Body), "pw") {
+		t.Errorf("202 carries the BMC password: %s", r.Body)
+	}
+	// The operation can be followed; it stays queued for its retry.
+	var followed apitypes.HostOperation
+	if err := json.Unmarshal(c.must(http.StatusOK, "GET", "/v1/hosts/operations/"+accepted.Operation.UUID, nil).Body, &followed); err != nil {
+		t.Fatal(err)
+	}
+	if followed.UUID != accepted.Operation.UUID || followed.Type != "host_enroll" || followed.State == "succeeded" || followed.State == "failed" {
+		t.Errorf("followed operation = %+v", followed)
+	}
+	c.must(http.StatusNotFound, "GET", "/v1/hosts/operations/00000000-0000-4000-8000-000000000000", nil)
 }
 
 func TestHostActionsRefuseBadBodies(t *testing.T) {
-	c := newClient(t, testapi.Start(t, withHosts(deadIronic(t))))
+	c := newClient(t, testapi.StartWithHosts(t, deadIronic(t), time.Second))
 	cases := []struct {
 		action string
 		body   any

@@ -308,6 +308,7 @@ var isolationMatrix = []matrixRow{
 	{route: "GET /v1/hosts/{ident}", path: "/v1/hosts/bm-0", want: outcome(forbid, forbid, forbid, notImpl)},
 	{route: "DELETE /v1/hosts/{ident}", path: "/v1/hosts/bm-0", want: outcome(forbid, forbid, forbid, notImpl)},
 	{route: "POST /v1/hosts/{ident}/actions/{action}", path: "/v1/hosts/bm-0/actions/inspect", body: fixed(map[string]any{}), want: outcome(forbid, forbid, forbid, notImpl)},
+	{route: "GET /v1/hosts/operations/{uuid}", path: "/v1/hosts/operations/6f1c2b1e-0000-4000-8000-000000000001", want: outcome(forbid, forbid, forbid, notImpl)},
 
 	// Magnum's bay-era names for templates and clusters: the same objects
 	// under the same rules. A bay naming a baymodel the caller cannot see

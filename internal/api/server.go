@@ -15,7 +15,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/magnetite-io/magnetite/internal/auth"
-	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/certs"
 	"github.com/magnetite-io/magnetite/internal/logging"
 	"github.com/magnetite-io/magnetite/internal/metrics"
@@ -62,9 +61,14 @@ type Options struct {
 	// ValidateLabels checks a cluster's merged labels against the typed label
 	// schema; nil accepts any labels.
 	ValidateLabels func(ct *model.ClusterTemplate, labels map[string]string) error
-	// Hosts is the bare-metal host inventory's backend; nil turns
-	// /v1/hosts off (501).
-	Hosts baremetal.Backend
+	// HostBackend names the bare-metal host inventory's backend ("ironic",
+	// "metal3"); empty turns /v1/hosts off (501). The API never calls it:
+	// the conductor's HostActions carries out the actions the API queues
+	// and mirrors the hosts into the store, which the API reads.
+	HostBackend string
+	// HostActionWait bounds how long a host action's request waits for the
+	// conductor before answering 202 with the operation (30s when 0).
+	HostActionWait time.Duration
 	// Capacity plans the bare-metal hosts a create or resize adds
 	// (capacity.Check); the hosts are reserved in the request's
 	// transaction, so replicas sharing the database never both take the

@@ -108,3 +108,28 @@ type HostDetach struct {
 type HostCleaningMode struct {
 	AutomatedCleaningMode string `json:"automated_cleaning_mode"`
 }
+
+// HostOperation is a host action the conductor has not finished within the
+// request's wait: a 202 answers {"operation": HostOperation}, and
+// GET /v1/hosts/operations/{uuid} shows it until and after it ends. state
+// is pending (queued, or waiting for its next attempt after last_error),
+// running, succeeded or failed.
+type HostOperation struct {
+	UUID          string  `json:"uuid"`
+	Type          string  `json:"type"`
+	Host          string  `json:"host"`
+	State         string  `json:"state"`
+	Attempts      int     `json:"attempts"`
+	LastError     string  `json:"last_error,omitempty"`
+	NextAttemptAt *string `json:"next_attempt_at,omitempty"`
+	CreatedAt     string  `json:"created_at"`
+	UpdatedAt     string  `json:"updated_at"`
+	// HostUUID is the host the operation left (when it succeeded and the
+	// host still exists).
+	HostUUID string `json:"host_uuid,omitempty"`
+}
+
+// HostOperationAccepted is a 202's body for a host action still under way.
+type HostOperationAccepted struct {
+	Operation HostOperation `json:"operation"`
+}

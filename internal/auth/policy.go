@@ -92,7 +92,7 @@ var DefaultRules = []Rule{
 	{Name: "magnum-service:get_all", Check: "rule:admin_api", Action: true, Description: "GET /v1/mservices"},
 
 	{Name: "host:get_all", Check: "rule:admin_api", Action: true, Description: "GET /v1/hosts (the bare-metal host inventory, a Magnetite extension)"},
-	{Name: "host:get", Check: "rule:admin_api", Action: true, Description: "GET /v1/hosts/{ident}"},
+	{Name: "host:get", Check: "rule:admin_api", Action: true, Description: "GET /v1/hosts/{ident}, and GET /v1/hosts/operations/{uuid} (a host action under way; members see only their project's)"},
 	{Name: "host:create", Check: "rule:admin_api", Action: true, Description: "POST /v1/hosts (enroll a host with its BMC credentials)"},
 	{Name: "host:delete", Check: "rule:admin_api", Action: true, Description: "DELETE /v1/hosts/{ident}"},
 	{Name: "host:action", Check: "rule:admin_api", Action: true, Description: "POST /v1/hosts/{ident}/actions/{action}: power, reboot, inspect, provide, detach, attach, cleaning_mode"},

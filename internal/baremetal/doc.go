@@ -7,6 +7,13 @@
 // backend builds the configured backend from [baremetal]. The capacity
 // policy that counts free hosts for a cluster lives in internal/capacity.
 //
+// The API never calls a Backend: it queues an Action (the payloads of host
+// operations, defined in actions.go) and the conductor's HostActions
+// carries it out with Action.Do, telling transient failures (Transient)
+// from permanent ones (Failure) as Metal3's baremetal-operator does.
+//
 // BMC passwords enter through bmc.Credentials and leave only towards the
-// backend; nothing here logs them or puts them in a Host.
+// backend; nothing here logs them or puts them in a Host. An enrollment's
+// password waits in its operation sealed by the store and is dropped
+// (Action.WithoutSecrets) when the operation ends.
 package baremetal

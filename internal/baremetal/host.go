@@ -24,6 +24,9 @@ var (
 	// ErrUnavailable means the backend (Ironic, the management cluster)
 	// did not answer or answered with a server error.
 	ErrUnavailable = errors.New("baremetal: backend unavailable")
+	// ErrLocked means the backend is busy with the host (Ironic's
+	// NodeLocked): trying again later succeeds.
+	ErrLocked = errors.New("baremetal: host locked")
 )
 
 // Boot modes, as Metal3 names them.
@@ -166,7 +169,13 @@ type Host struct {
 	DeleteRequested bool
 	// Consumer is what deployed onto the host (Metal3's consumerRef, e.g.
 	// Metal3Machine ns/name; Ironic's instance UUID), empty when free.
-	Consumer  string
+	Consumer string
+	// Free and Deployed are how the backend counts the host for capacity,
+	// by its own rules: a free host can take a deployment now, a deployed
+	// one carries one. The mirror keeps them, so capacity is counted from
+	// it without asking the backend.
+	Free      bool
+	Deployed  bool
 	CreatedAt time.Time
 	UpdatedAt *time.Time
 }
@@ -193,6 +202,34 @@ type Capacity struct {
 	Total         int `json:"total"`
 	Deployed      int `json:"deployed"`
 	InMaintenance int `json:"in_maintenance"`
+}
+
+// Count adds up the capacity of the hosts match accepts.
+func Count(hosts []*Host, match func(*Host) bool) Capacity {
+	var c Capacity
+	for _, h := range hosts {
+		if !match(h) {
+			continue
+		}
+		c.Total++
+		if h.Detached {
+			c.InMaintenance++
+		}
+		if h.Deployed {
+			c.Deployed++
+		}
+		if h.Free {
+			c.Free++
+		}
+	}
+	return c
+}
+
+// OfResourceClass matches hosts of a resource class, named either way
+// ("baremetal-gold" or CUSTOM_BAREMETAL_GOLD).
+func OfResourceClass(rc string) func(*Host) bool {
+	want := NormalizeResourceClass(rc)
+	return func(h *Host) bool { return h.ResourceClass != "" && NormalizeResourceClass(h.ResourceClass) == want }
 }
 
 // DeleteOutcome says whether a delete finished or is under way.

@@ -243,7 +243,7 @@ func (c *Conductor) execute(ctx context.Context, op *model.Operation) {
 	}
 	opCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go c.heartbeat(opCtx, cancel, op, log)
+	go keepLease(opCtx, cancel, c.st, op, c.opts.Lease, log)
 	log.Info("operation started")
 	err := c.run(opCtx, op)
 	if ctx.Err() != nil {
@@ -275,24 +275,6 @@ func (c *Conductor) execute(ctx context.Context, op *model.Operation) {
 		}
 	}
 	c.queue.Add(op.ClusterID)
-}
-
-func (c *Conductor) heartbeat(ctx context.Context, cancel context.CancelFunc, op *model.Operation, log *slog.Logger) {
-	t := time.NewTicker(c.opts.Lease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := c.st.Heartbeat(ctx, op, c.opts.Lease); err != nil && ctx.Err() == nil {
-				// The lease is lost (another worker took over): stop.
-				log.Warn("lost the operation's lease; stopping", "error", err)
-				cancel()
-				return
-			}
-		}
-	}
 }
 
 // errPermanent marks failures retrying cannot fix.

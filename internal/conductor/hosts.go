@@ -11,7 +11,7 @@ import (
 )
 
 // HostPass steps the bare-metal backend's hosts towards their targets
-// (Backend.Reconcile) every Every, in one replica at a time: a replica runs
+// (Backend.Reconcile) and mirrors them into the store every Every, in one replica at a time: a replica runs
 // a pass only while it holds the store's lease on it, so replicas sharing a
 // database never run the pass at once, and another takes over when the
 // holder stops or dies. When the backend does not answer, the next pass
@@ -103,10 +103,22 @@ func (p *HostPass) next(backoff store.RetryPolicy, err error, failures int) (tim
 	return p.Every, 0
 }
 
-// pass runs one Reconcile, cut off well before the lease that covers it
-// ends, so that no other replica can start one while it runs.
+// pass runs one Reconcile and then mirrors every host the backend shows
+// into the store, cut off well before the lease that covers it ends, so
+// that no other replica can start one while it runs.
 func (p *HostPass) pass(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, p.lease()/2)
 	defer cancel()
-	return p.Backend.Reconcile(ctx)
+	return errors.Join(p.Backend.Reconcile(ctx), p.Mirror(ctx))
+}
+
+// Mirror writes every host the backend shows into the store, as each pass
+// does after stepping them.
+func (p *HostPass) Mirror(ctx context.Context) error {
+	listedAt := time.Now()
+	hosts, err := p.Backend.List(ctx)
+	if err != nil {
+		return err
+	}
+	return p.Store.MirrorHosts(ctx, p.Backend.Name(), hosts, listedAt)
 }

@@ -66,39 +66,65 @@ const runnable = `((state = 'pending' AND (next_attempt_at IS NULL OR next_attem
 // UPDATE whose affected-row count decides the race, so it is atomic across
 // processes sharing the database. Each claim counts as an attempt.
 func (s *DB) ClaimOperation(ctx context.Context, owner string, leaseFor time.Duration) (*model.Operation, error) {
+	id, err := s.claim(ctx, owner, leaseFor, clusterQueue)
+	if err != nil || id == 0 {
+		return nil, err
+	}
+	return s.getOperation(ctx, id)
+}
+
+// A queue is the operations one kind of worker claims, and what orders them:
+// only the oldest unfinished operation of each key is ever a candidate.
+// Cluster operations queue per cluster; host operations (host_ref set) per
+// host.
+type queue struct{ scope, key string }
+
+var (
+	clusterQueue = queue{scope: "o.host_ref IS NULL", key: "cluster_id"}
+	hostQueue    = queue{scope: "o.host_ref IS NOT NULL", key: "host_ref"}
+)
+
+// ahead is the condition that no older operation of o's key is unfinished.
+func (q queue) ahead() string {
+	return `NOT EXISTS (SELECT 1 FROM operations p WHERE p.` + q.key + ` = o.` + q.key + ` AND p.id < o.id
+				AND p.state IN ('pending', 'running'))`
+}
+
+// claim takes the oldest runnable operation of q for owner and returns its
+// id, or 0 when there is none.
+func (s *DB) claim(ctx context.Context, owner string, leaseFor time.Duration, q queue) (int64, error) {
 	if owner == "" || leaseFor <= 0 {
-		return nil, fmt.Errorf("store: claim needs an owner and a positive lease")
+		return 0, fmt.Errorf("store: claim needs an owner and a positive lease")
 	}
 	// A few rounds: losing every candidate to other workers is rare, and
 	// returning nil then would only delay the work by one poll.
 	for range 3 {
 		t := formatTime(now())
-		rows, err := s.db.QueryContext(ctx, `SELECT id FROM operations o WHERE `+runnable+`
-			AND NOT EXISTS (SELECT 1 FROM operations p WHERE p.cluster_id = o.cluster_id AND p.id < o.id
-				AND p.state IN ('pending', 'running'))
+		rows, err := s.db.QueryContext(ctx, `SELECT id FROM operations o WHERE `+runnable+` AND `+q.scope+`
+			AND `+q.ahead()+`
 			ORDER BY id LIMIT 8`, t, t)
 		if err != nil {
-			return nil, fmt.Errorf("store: find runnable operations: %w", err)
+			return 0, fmt.Errorf("store: find runnable operations: %w", err)
 		}
 		var ids []int64
 		for rows.Next() {
 			var id int64
 			if err := rows.Scan(&id); err != nil {
 				rows.Close()
-				return nil, err
+				return 0, err
 			}
 			ids = append(ids, id)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, err
+			return 0, err
 		}
 		if len(ids) == 0 {
-			return nil, nil
+			return 0, nil
 		}
 		expires := formatTime(now().Add(leaseFor))
 		for _, id := range ids {
-			// A candidate was the oldest unfinished operation of its cluster
+			// A candidate was the oldest unfinished operation of its key
 			// when selected; it stays so while it is unfinished, because
 			// finished operations never become unfinished again and newer ones
 			// have larger ids. So the UPDATE only re-checks runnability.
@@ -106,16 +132,16 @@ func (s *DB) ClaimOperation(ctx context.Context, owner string, leaseFor time.Dur
 				next_attempt_at = NULL, attempts = attempts + 1, updated_at = ? WHERE id = ? AND `+runnable,
 				owner, expires, t, id, t, t)
 			if err != nil {
-				return nil, fmt.Errorf("store: claim operation %d: %w", id, err)
+				return 0, fmt.Errorf("store: claim operation %d: %w", id, err)
 			}
 			if n, err := res.RowsAffected(); err != nil {
-				return nil, err
+				return 0, err
 			} else if n == 1 {
-				return s.getOperation(ctx, id)
+				return id, nil
 			}
 		}
 	}
-	return nil, nil
+	return 0, nil
 }
 
 func (s *DB) getOperation(ctx context.Context, id int64) (*model.Operation, error) {
@@ -211,14 +237,17 @@ func leaseResult(res sql.Result, err error, op *model.Operation) error {
 // lease makes work claimable, so an idle worker can sleep until then; ok is
 // false when nothing is pending or running.
 func (s *DB) NextOperationAt(ctx context.Context) (at time.Time, ok bool, err error) {
+	return s.nextAt(ctx, clusterQueue)
+}
+
+func (s *DB) nextAt(ctx context.Context, q queue) (at time.Time, ok bool, err error) {
 	var v sql.NullString
-	// Pending operations queued behind an unfinished one of their cluster are
+	// Pending operations queued behind an unfinished one of their key are
 	// not due; the one ahead of them is.
 	err = s.db.QueryRowContext(ctx, `SELECT MIN(t) FROM (
 		SELECT COALESCE(o.next_attempt_at, o.created_at) AS t FROM operations o WHERE o.state = 'pending'
-			AND NOT EXISTS (SELECT 1 FROM operations p WHERE p.cluster_id = o.cluster_id AND p.id < o.id
-				AND p.state IN ('pending', 'running'))
-		UNION ALL SELECT lease_expires AS t FROM operations WHERE state = 'running') due`).Scan(&v)
+			AND `+q.scope+` AND `+q.ahead()+`
+		UNION ALL SELECT o.lease_expires AS t FROM operations o WHERE o.state = 'running' AND `+q.scope+`) due`).Scan(&v)
 	if err != nil || !v.Valid {
 		return time.Time{}, false, err
 	}

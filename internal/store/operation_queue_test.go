@@ -82,6 +82,8 @@ func TestOperationQueue(t *testing.T) {
 		{"TransientFailuresBackOffExponentiallyUpToTheCap", testTransientFailuresBackOff},
 		{"NextOperationAtIgnoresQueuedBehindBusyCluster", testNextOperationAt},
 		{"PeriodicLeaseHasOneHolderAcrossProcesses", testPeriodicLeaseHasOneHolder},
+		{"HostOperationsRunPerHostInOrderApartFromClusterWork", testHostOperations},
+		{"HostMirrorKeepsWritesNewerThanAPassList", testHostMirror},
 	}
 	backends := []struct {
 		name string

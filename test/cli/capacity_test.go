@@ -247,6 +247,21 @@ func TestCapacityPreflightThroughTheOpenStackCLI(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond) // polling interval while Ironic deploys
 	}
+	// Magnetite counts hosts from the mirror its host pass keeps: wait until
+	// it shows the deployment.
+	for {
+		var h struct {
+			ProvisionState string `json:"provision_state"`
+		}
+		api.call("GET", "/hosts/gold-0", nil, &h)
+		if h.ProvisionState == string(nodes.Active) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Magnetite never showed gold-0 deployed: %q", h.ProvisionState)
+		}
+		time.Sleep(200 * time.Millisecond) // polling interval while the host pass runs
+	}
 
 	// Two gold hosts are available in Ironic, and both are promised to
 	// cluster fits, still being built (nothing deploys its nodes without a

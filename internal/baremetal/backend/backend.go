@@ -19,6 +19,8 @@ import (
 // Settings are the [baremetal] options that are not the backend's own.
 type Settings struct {
 	ReconcileInterval time.Duration
+	// ActionWait bounds how long a host action's request waits for it.
+	ActionWait time.Duration
 }
 
 var microversion = regexp.MustCompile(`^1\.[0-9]{1,3}$`)
@@ -40,6 +42,9 @@ func FromConfig(cfg *config.Config, log *slog.Logger) (baremetal.Backend, Settin
 	var s Settings
 	var err error
 	if s.ReconcileInterval, err = duration("reconcile_interval"); err != nil {
+		return nil, s, err
+	}
+	if s.ActionWait, err = duration("action_wait"); err != nil {
 		return nil, s, err
 	}
 	switch opt("backend") {

@@ -480,30 +480,12 @@ func (b *Backend) Delete(ctx context.Context, ident string, force bool) (baremet
 // Capacity implements Backend. Resource classes compare in placement form,
 // so "baremetal-gold" and CUSTOM_BAREMETAL_GOLD are the same class.
 func (b *Backend) Capacity(ctx context.Context, resourceClass string) (baremetal.Capacity, error) {
-	want := baremetal.NormalizeResourceClass(resourceClass)
-	c := baremetal.Capacity{ResourceClass: resourceClass}
-	ns, err := b.listNodes(ctx)
+	hosts, err := b.List(ctx)
 	if err != nil {
-		return c, err
+		return baremetal.Capacity{ResourceClass: resourceClass}, err
 	}
-	for i := range ns {
-		n := &ns[i]
-		if n.ResourceClass == "" || baremetal.NormalizeResourceClass(n.ResourceClass) != want {
-			continue
-		}
-		c.Total++
-		if n.Maintenance {
-			c.InMaintenance++
-		}
-		switch nodes.ProvisionState(n.ProvisionState) {
-		case nodes.Active:
-			c.Deployed++
-		case nodes.Available:
-			if !n.Maintenance && n.InstanceUUID == "" && n.AllocationUUID == "" && !n.Retired && !deleteRequested(n) {
-				c.Free++
-			}
-		}
-	}
+	c := baremetal.Count(hosts, baremetal.OfResourceClass(resourceClass))
+	c.ResourceClass = resourceClass
 	return c, nil
 }
 
@@ -609,6 +591,8 @@ func (b *Backend) ironicError(err error, doing, password string) error {
 	switch {
 	case code.Actual == http.StatusNotFound:
 		return fmt.Errorf("%w: could not %s: %s", baremetal.ErrHostNotFound, doing, detail)
+	case nodeLocked(err):
+		return fmt.Errorf("%w: could not %s: %s", baremetal.ErrLocked, doing, detail)
 	case code.Actual == http.StatusConflict:
 		return fmt.Errorf("%w: could not %s: %s", baremetal.ErrConflict, doing, detail)
 	case code.Actual == http.StatusNotAcceptable:

@@ -27,6 +27,9 @@ func hostFromNode(n *nodes.Node) *baremetal.Host {
 		u := n.UpdatedAt
 		h.UpdatedAt = &u
 	}
+	h.Deployed = nodes.ProvisionState(n.ProvisionState) == nodes.Active
+	h.Free = nodes.ProvisionState(n.ProvisionState) == nodes.Available && !n.Maintenance && n.InstanceUUID == "" &&
+		n.AllocationUUID == "" && !n.Retired && !deleteRequested(n)
 	if n.Maintenance {
 		h.DetachedReason = strings.TrimPrefix(n.MaintenanceReason, detachPrefix)
 	}

@@ -242,3 +242,27 @@ func tail(files ...string) string {
 	}
 	return b.String()
 }
+
+// DeadEndpoint is an Ironic endpoint on a loopback port that hangs up:
+// any request to it fails as an Ironic that does not answer would.
+func DeadEndpoint(t testing.TB) string {
+	t.Helper()
+	// The port stays held for the whole test, hanging up on every
+	// connection: a port closed at once could be handed to the next server
+	// the test starts, which would then answer in Ironic's place.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { l.Close() })
+	return "http://" + l.Addr().String()
+}

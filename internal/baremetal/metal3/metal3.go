@@ -547,32 +547,47 @@ func (m *Backend) Capacity(ctx context.Context, resourceClass string) (baremetal
 // could claim it now: available, no consumer, not detached, paused,
 // failing or being deleted.
 func (m *Backend) CapacityMatching(ctx context.Context, projectID string, selector map[string]string) (baremetal.Capacity, error) {
-	var c baremetal.Capacity
-	ns := m.cfg.Namespace
-	if projectID != "" {
-		ns = m.mc.NamespaceName(projectID)
-	}
-	items, err := m.mc.List(ctx, kindBMH, ns, k8slabels.SelectorFromSet(selector).String())
+	items, err := m.mc.List(ctx, kindBMH, m.NamespaceOf(projectID), k8slabels.SelectorFromSet(selector).String())
 	if err != nil {
-		return c, m.kubeError(err, "count hosts")
+		return baremetal.Capacity{}, m.kubeError(err, "count hosts")
 	}
+	hosts := make([]*baremetal.Host, 0, len(items))
 	for i := range items {
-		u := &items[i]
-		h := hostFromBMH(u)
-		c.Total++
-		if h.Detached {
-			c.InMaintenance++
-		}
-		if h.Consumer != "" || h.State == baremetal.StateProvisioned {
-			c.Deployed++
-		}
-		_, paused := u.GetAnnotations()[annPaused]
-		if h.BackendState == bmhAvailable && h.Consumer == "" && !h.Detached && !paused && !h.DeleteRequested &&
-			h.OperationalStatus != baremetal.OperationalError {
-			c.Free++
-		}
+		hosts = append(hosts, hostFromBMH(&items[i]))
 	}
-	return c, nil
+	return baremetal.Count(hosts, func(*baremetal.Host) bool { return true }), nil
+}
+
+// NamespaceOf is where the hosts a project's clusters may claim live: the
+// project's namespace, or metal3_namespace without a project.
+func (m *Backend) NamespaceOf(projectID string) string {
+	if projectID != "" {
+		return m.mc.NamespaceName(projectID)
+	}
+	return m.cfg.Namespace
+}
+
+// Matching is CapacityMatching's choice among hosts already read (the
+// store's mirror): those in the project's namespace carrying every
+// selector label.
+func (m *Backend) Matching(projectID string, selector map[string]string) func(*baremetal.Host) bool {
+	ns := m.NamespaceOf(projectID)
+	return func(h *baremetal.Host) bool {
+		if h.Namespace != ns {
+			return false
+		}
+		for k, v := range selector {
+			switch {
+			case k == LabelResourceClass:
+				if h.ResourceClass != v {
+					return false
+				}
+			case h.Labels[k] != v:
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // Reconcile implements Backend. baremetal-operator drives the hosts; what
@@ -692,6 +707,12 @@ func hostFromBMH(u *unstructured.Unstructured) *baremetal.Host {
 	if u.GetDeletionTimestamp() != nil {
 		h.DeleteRequested, h.State = true, baremetal.StateDeleting
 	}
+	// Counted as Cluster API Provider Metal3 would claim it: available, no
+	// consumer, not detached, paused, failing or being deleted.
+	_, paused := ann[annPaused]
+	h.Deployed = h.Consumer != "" || h.State == baremetal.StateProvisioned
+	h.Free = h.BackendState == bmhAvailable && h.Consumer == "" && !h.Detached && !paused && !h.DeleteRequested &&
+		h.OperationalStatus != baremetal.OperationalError
 	return h
 }
 

@@ -4,12 +4,16 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/baremetal/backend"
 	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
 	"github.com/magnetite-io/magnetite/internal/baremetal/metal3/metal3test"
+	"github.com/magnetite-io/magnetite/internal/store"
 )
 
 // TestCapacityCountsAvailableUnclaimedAttachedHosts counts BareMetalHosts
@@ -56,5 +60,34 @@ func TestCapacityCountsAvailableUnclaimedAttachedHosts(t *testing.T) {
 	}
 	if c.Free != 1 || c.Total != 1 {
 		t.Errorf("capacity of pool=gpu = %+v", c)
+	}
+
+	// The capacity check counts the same from the conductor's mirror in the
+	// database, without reading a BareMetalHost.
+	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "m.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	hosts, err := b.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.MirrorHosts(ctx, b.Name(), hosts, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	mirrored := backend.Mirrored(st, b)
+	if m, err := mirrored.Capacity(ctx, "baremetal-gold"); err != nil || m != (baremetal.Capacity{ResourceClass: "baremetal-gold", Free: 2, Total: 8, Deployed: 3, InMaintenance: 1}) {
+		t.Errorf("mirrored capacity = %+v, %v", m, err)
+	}
+	sc, ok := mirrored.(baremetal.SelectorCapacity)
+	if !ok {
+		t.Fatal("the Metal3 mirror does not count host selectors")
+	}
+	if m, err := sc.CapacityMatching(ctx, "", map[string]string{"pool": "gpu"}); err != nil || m.Free != 1 || m.Total != 1 {
+		t.Errorf("mirrored capacity of pool=gpu = %+v, %v", m, err)
+	}
+	if m, err := sc.CapacityMatching(ctx, "other-project", map[string]string{"pool": "gpu"}); err != nil || m.Total != 0 {
+		t.Errorf("another project's namespace counts the shared hosts: %+v, %v", m, err)
 	}
 }
