@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -121,17 +122,9 @@ func clusterCreateCommand(o *clientOptions) *cobra.Command {
 
 func clusterListCommand(o *clientOptions) *cobra.Command {
 	var lo client.ListOptions
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List clusters",
-		Args:  cobra.NoArgs,
-		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, _ []string) error {
-			cs, err := c.ListClusters(cmd.Context(), lo)
-			return o.printedList(cmd, cs, err, "uuid", "name", "keypair", "node_count", "master_count", "status", "health_status")
-		}),
-	}
-	listFlags(cmd, &lo)
-	return cmd
+	return o.listed("list", "List clusters", cobra.NoArgs, &lo, func(ctx context.Context, c *client.Client, _ []string) (any, error) {
+		return c.ListClusters(ctx, lo)
+	}, "uuid", "name", "keypair", "node_count", "master_count", "status", "health_status")
 }
 
 func clusterShowCommand(o *clientOptions) *cobra.Command {
