@@ -214,20 +214,12 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	if ng.DockerVolumeSize == nil {
 		ng.DockerVolumeSize = c.DockerVolumeSize
 	}
-	merge := !s.opts.ReplaceLabelsByDefault
-	if m, ok := vals["merge_labels"].(bool); ok {
-		merge = m
-	}
-	ng.MergeLabels = merge
+	ng.MergeLabels = s.mergeLabels(vals)
 	switch {
 	case vals["labels"] == nil:
 		ng.Labels = copyLabels(c.Labels)
-	case merge:
-		merged := copyLabels(c.Labels)
-		for k, val := range ng.Labels {
-			merged[k] = val
-		}
-		ng.Labels = merged
+	case ng.MergeLabels:
+		ng.Labels = labelsOver(c.Labels, ng.Labels)
 	}
 	if err := s.checkNodeGroupLabels(ct, ng); err != nil {
 		return err
