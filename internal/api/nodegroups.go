@@ -88,14 +88,26 @@ func (s *Server) nodeGroupView(r *http.Request, c *model.Cluster, ng *model.Node
 
 // nodeGroupCluster resolves the cluster in the path for a node group call.
 func (s *Server) nodeGroupCluster(r *http.Request, action string) (*model.Cluster, error) {
-	if err := requireVersion(r, sinceNodeGroups); err != nil {
+	return s.clusterSince(r, sinceNodeGroups, action)
+}
+
+// clusterSince resolves the cluster in the path for a call that gate's
+// microversion introduced, refusing older requests first.
+func (s *Server) clusterSince(r *http.Request, gate since, action string) (*model.Cluster, error) {
+	if err := requireVersion(r, gate); err != nil {
 		return nil, err
 	}
 	return s.lookupCluster(r, action)
 }
 
+// lookupNodeGroup finds the node group the request's path names in c.
 func (s *Server) lookupNodeGroup(r *http.Request, c *model.Cluster) (*model.NodeGroup, error) {
-	ident := r.PathValue("ng")
+	return s.nodeGroupOf(r, c, r.PathValue("ng"))
+}
+
+// nodeGroupOf finds c's node group by name or UUID, answering Magnum's 404
+// when it has none.
+func (s *Server) nodeGroupOf(r *http.Request, c *model.Cluster, ident string) (*model.NodeGroup, error) {
 	ng, err := s.st.GetNodeGroup(r.Context(), c.UUID, ident)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
