@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -121,17 +122,9 @@ func clusterCreateCommand(o *clientOptions) *cobra.Command {
 
 func clusterListCommand(o *clientOptions) *cobra.Command {
 	var lo client.ListOptions
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List clusters",
-		Args:  cobra.NoArgs,
-		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, _ []string) error {
-			cs, err := c.ListClusters(cmd.Context(), lo)
-			return o.printedList(cmd, cs, err, "uuid", "name", "keypair", "node_count", "master_count", "status", "health_status")
-		}),
-	}
-	listFlags(cmd, &lo)
-	return cmd
+	return o.listed("list", "List clusters", cobra.NoArgs, &lo, func(ctx context.Context, c *client.Client, _ []string) (any, error) {
+		return c.ListClusters(ctx, lo)
+	}, "uuid", "name", "keypair", "node_count", "master_count", "status", "health_status")
 }
 
 func clusterShowCommand(o *clientOptions) *cobra.Command {
@@ -152,69 +145,72 @@ func clusterShowCommand(o *clientOptions) *cobra.Command {
 	return cmd
 }
 
-func clusterUpdateCommand(o *clientOptions) *cobra.Command {
+// clusterAction is a command that asks for a change to a cluster: check
+// reads the arguments before anything is asked, act asks and returns the
+// cluster's UUID. It reports the accepted request or, with --wait, draws the
+// cluster's progress until it settles.
+func (o *clientOptions) clusterAction(use, short, what string, args cobra.PositionalArgs, check func(args []string) error, act func(ctx context.Context, c *client.Client, args []string) (string, error)) *cobra.Command {
 	var w waitFlags
 	cmd := &cobra.Command{
-		Use:   "update CLUSTER add|replace|remove ATTRIBUTE=VALUE...",
-		Short: "Change a cluster (e.g. update k8s replace node_count=3)",
-		Args:  cobra.MinimumNArgs(3),
-		RunE: o.patched(1, func(cmd *cobra.Command, c *client.Client, idents []string, patch []client.PatchOp) error {
-			uuid, err := c.UpdateCluster(cmd.Context(), idents[0], patch)
-			if err != nil {
+		Use: use, Short: short, Args: args,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := check(args); err != nil {
 				return err
 			}
-			return o.accepted(cmd, c, w, uuid, uuid, "update", untilSettled)
-		}),
+			return o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
+				uuid, err := act(cmd.Context(), c, args)
+				if err != nil {
+					return err
+				}
+				return o.accepted(cmd, c, w, uuid, uuid, what, untilSettled)
+			})(cmd, args)
+		},
 	}
 	w.bind(cmd, "wait", "wait-timeout")
 	return cmd
 }
 
+func clusterUpdateCommand(o *clientOptions) *cobra.Command {
+	var patch []client.PatchOp
+	return o.clusterAction("update CLUSTER add|replace|remove ATTRIBUTE=VALUE...", "Change a cluster (e.g. update k8s replace node_count=3)", "update", cobra.MinimumNArgs(3),
+		func(args []string) (err error) {
+			patch, err = patchFromArgs(args[1], args[2:])
+			return err
+		},
+		func(ctx context.Context, c *client.Client, args []string) (string, error) {
+			return c.UpdateCluster(ctx, args[0], patch)
+		})
+}
+
 func clusterResizeCommand(o *clientOptions) *cobra.Command {
 	var req client.ResizeRequest
-	var w waitFlags
-	cmd := &cobra.Command{
-		Use:   "resize CLUSTER NODE_COUNT [--nodegroup NAME]",
-		Short: "Change the node count of a node group (default-worker unless named)",
-		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	cmd := o.clusterAction("resize CLUSTER NODE_COUNT [--nodegroup NAME]", "Change the node count of a node group (default-worker unless named)", "resize", cobra.ExactArgs(2),
+		func(args []string) error {
 			if _, err := fmt.Sscan(args[1], &req.NodeCount); err != nil {
 				return fmt.Errorf("node count %q is not a whole number", args[1])
 			}
-			return o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
-				uuid, err := c.ResizeCluster(cmd.Context(), args[0], req)
-				if err != nil {
-					return err
-				}
-				return o.accepted(cmd, c, w, uuid, uuid, "resize", untilSettled)
-			})(cmd, args)
+			return nil
 		},
-	}
+		func(ctx context.Context, c *client.Client, args []string) (string, error) {
+			return c.ResizeCluster(ctx, args[0], req)
+		})
 	cmd.Flags().StringVar(&req.NodeGroup, "nodegroup", "", "node group to resize")
 	cmd.Flags().StringSliceVar(&req.NodesToRemove, "nodes-to-remove", nil, "servers to remove first when shrinking (repeat, or comma-separated)")
-	w.bind(cmd, "wait", "wait-timeout")
 	return cmd
 }
 
 func clusterUpgradeCommand(o *clientOptions) *cobra.Command {
 	var req client.UpgradeRequest
-	var w waitFlags
-	cmd := &cobra.Command{
-		Use:   "upgrade CLUSTER TEMPLATE [--nodegroup NAME]",
-		Short: "Move a cluster (or one node group) to another cluster template",
-		Args:  cobra.ExactArgs(2),
-		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
+	cmd := o.clusterAction("upgrade CLUSTER TEMPLATE [--nodegroup NAME]", "Move a cluster (or one node group) to another cluster template", "upgrade", cobra.ExactArgs(2),
+		func(args []string) error {
 			req.ClusterTemplate = args[1]
-			uuid, err := c.UpgradeCluster(cmd.Context(), args[0], req)
-			if err != nil {
-				return err
-			}
-			return o.accepted(cmd, c, w, uuid, uuid, "upgrade", untilSettled)
-		}),
-	}
+			return nil
+		},
+		func(ctx context.Context, c *client.Client, args []string) (string, error) {
+			return c.UpgradeCluster(ctx, args[0], req)
+		})
 	cmd.Flags().StringVar(&req.NodeGroup, "nodegroup", "", "node group to upgrade (default: the whole cluster)")
 	cmd.Flags().IntVar(&req.MaxBatchSize, "max-batch-size", 0, "nodes upgraded at a time")
-	w.bind(cmd, "wait", "wait-timeout")
 	return cmd
 }
 

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -14,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
+
+	"github.com/magnetite-io/magnetite/internal/certs"
 )
 
 func clusterConfigCommand(o *clientOptions) *cobra.Command {
@@ -46,11 +44,12 @@ func clusterConfigCommand(o *clientOptions) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("fetch the cluster CA: %w", err)
 			}
-			keyPEM, csrPEM, err := newClientKeyAndCSR()
+			key, csr, err := certs.AdminKeyAndCSR()
 			if err != nil {
 				return err
 			}
-			cert, err := c.SignCertificate(ctx, cl.UUID, csrPEM)
+			keyPEM := string(key)
+			cert, err := c.SignCertificate(ctx, cl.UUID, string(csr))
 			if err != nil {
 				return fmt.Errorf("have the cluster CA sign the client certificate: %w", err)
 			}
@@ -73,23 +72,6 @@ func clusterConfigCommand(o *clientOptions) *cobra.Command {
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite existing files")
 	cmd.Flags().BoolVar(&outputCerts, "output-certs", false, "also write the CA, certificate and key as separate PEM files")
 	return cmd
-}
-
-// newClientKeyAndCSR makes the key and CSR of a cluster administrator.
-func newClientKeyAndCSR() (keyPEM, csrPEM string, err error) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return "", "", err
-	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: "admin", Organization: []string{"system:masters"}},
-	}, key)
-	if err != nil {
-		return "", "", err
-	}
-	keyPEM = string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
-	csrPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))
-	return keyPEM, csrPEM, nil
 }
 
 // kubeconfig renders a kubeconfig with the certificates embedded.

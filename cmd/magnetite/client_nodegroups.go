@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strings"
@@ -137,60 +138,32 @@ func parseTaints(s string) ([]map[string]string, error) {
 func nodeGroupListCommand(o *clientOptions) *cobra.Command {
 	var lo client.ListOptions
 	var role string
-	cmd := &cobra.Command{
-		Use:   "list CLUSTER",
-		Short: "List a cluster's node groups",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if role != "" {
-				lo.Extra = url.Values{"role": {role}}
-			}
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
-			ngs, err := c.ListNodeGroups(cmd.Context(), args[0], lo)
-			return o.printedList(cmd, ngs, err, "uuid", "name", "flavor_id", "image_id", "node_count", "status", "role")
-		},
-	}
-	listFlags(cmd, &lo)
+	cmd := o.listed("list CLUSTER", "List a cluster's node groups", cobra.ExactArgs(1), &lo, func(ctx context.Context, c *client.Client, args []string) (any, error) {
+		if role != "" {
+			lo.Extra = url.Values{"role": {role}}
+		}
+		return c.ListNodeGroups(ctx, args[0], lo)
+	}, "uuid", "name", "flavor_id", "image_id", "node_count", "status", "role")
 	cmd.Flags().StringVar(&role, "role", "", "list only node groups of this role")
 	return cmd
 }
 
 func nodeGroupShowCommand(o *clientOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "show CLUSTER NODEGROUP",
-		Short: "Show a node group",
-		Args:  cobra.ExactArgs(2),
-		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
-			ng, err := c.GetNodeGroup(cmd.Context(), args[0], args[1])
-			return o.printed(cmd, ng, err)
-		}),
-	}
+	return o.shown("show CLUSTER NODEGROUP", "Show a node group", cobra.ExactArgs(2), func(ctx context.Context, c *client.Client, args []string) (any, error) {
+		return c.GetNodeGroup(ctx, args[0], args[1])
+	})
 }
 
 func nodeGroupUpdateCommand(o *clientOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "update CLUSTER NODEGROUP add|replace|remove ATTRIBUTE=VALUE...",
-		Short: "Change a node group (e.g. update k8s gpu replace max_node_count=5)",
-		Args:  cobra.MinimumNArgs(4),
-		RunE: o.patched(2, func(cmd *cobra.Command, c *client.Client, idents []string, patch []client.PatchOp) error {
-			ng, err := c.UpdateNodeGroup(cmd.Context(), idents[0], idents[1], patch)
-			return o.printed(cmd, ng, err)
-		}),
-	}
+	return o.updated("update CLUSTER NODEGROUP add|replace|remove ATTRIBUTE=VALUE...", "Change a node group (e.g. update k8s gpu replace max_node_count=5)", 2,
+		func(ctx context.Context, c *client.Client, idents []string, patch []client.PatchOp) (any, error) {
+			return c.UpdateNodeGroup(ctx, idents[0], idents[1], patch)
+		})
 }
 
 func nodeGroupDeleteCommand(o *clientOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete CLUSTER NODEGROUP...",
-		Short: "Delete node groups of a cluster",
-		Args:  cobra.MinimumNArgs(2),
-		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
-			return deleteEach(cmd, args[1:], "Request to delete node group %s has been accepted.", func(ident string) error {
-				return c.DeleteNodeGroup(cmd.Context(), args[0], ident)
-			})
-		}),
-	}
+	return o.deleted("delete CLUSTER NODEGROUP...", "Delete node groups of a cluster", 1, "Request to delete node group %s has been accepted.",
+		func(ctx context.Context, c *client.Client, parents []string, ident string) error {
+			return c.DeleteNodeGroup(ctx, parents[0], ident)
+		})
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/magnetite-io/magnetite/internal/client"
@@ -52,31 +54,18 @@ func quotaCommand(o *clientOptions) *cobra.Command {
 func quotaListCommand(o *clientOptions) *cobra.Command {
 	var lo client.ListOptions
 	var all bool
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List quotas",
-		Args:  cobra.NoArgs,
-		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, _ []string) error {
-			qs, err := c.ListQuotas(cmd.Context(), lo, all)
-			return o.printedList(cmd, qs, err, "project_id", "resource", "hard_limit")
-		}),
-	}
-	listFlags(cmd, &lo)
+	cmd := o.listed("list", "List quotas", cobra.NoArgs, &lo, func(ctx context.Context, c *client.Client, _ []string) (any, error) {
+		return c.ListQuotas(ctx, lo, all)
+	}, "project_id", "resource", "hard_limit")
 	cmd.Flags().BoolVar(&all, "all-tenants", false, "every project's quotas (admin)")
 	return cmd
 }
 
 func statsCommand(o *clientOptions) *cobra.Command {
 	var project string
-	cmd := &cobra.Command{
-		Use:   "stats",
-		Short: "Count clusters and nodes (openstack coe stats list)",
-		Args:  cobra.NoArgs,
-		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, _ []string) error {
-			st, err := c.Stats(cmd.Context(), project)
-			return o.printed(cmd, st, err)
-		}),
-	}
+	cmd := o.shown("stats", "Count clusters and nodes (openstack coe stats list)", cobra.NoArgs, func(ctx context.Context, c *client.Client, _ []string) (any, error) {
+		return c.Stats(ctx, project)
+	})
 	cmd.Flags().StringVar(&project, "project-id", "", "count one project's (admins see every project's by default)")
 	return cmd
 }

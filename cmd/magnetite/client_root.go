@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -135,6 +136,61 @@ func (o *clientOptions) printedList(cmd *cobra.Command, items any, err error, fi
 		return err
 	}
 	return o.printList(cmd.OutOrStdout(), items, fields...)
+}
+
+// asked is what a command asks the service, given the client and the
+// command's positional arguments.
+type asked func(ctx context.Context, c *client.Client, args []string) (any, error)
+
+// shown is a command that prints the one object get returns.
+func (o *clientOptions) shown(use, short string, args cobra.PositionalArgs, get asked) *cobra.Command {
+	return &cobra.Command{
+		Use: use, Short: short, Args: args,
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
+			v, err := get(cmd.Context(), c, args)
+			return o.printed(cmd, v, err)
+		}),
+	}
+}
+
+// listed is a list command with the paging and sorting flags, filled into
+// lo before list is asked; it prints the given fields of each object.
+func (o *clientOptions) listed(use, short string, args cobra.PositionalArgs, lo *client.ListOptions, list asked, fields ...string) *cobra.Command {
+	cmd := &cobra.Command{
+		Use: use, Short: short, Args: args,
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
+			items, err := list(cmd.Context(), c, args)
+			return o.printedList(cmd, items, err, fields...)
+		}),
+	}
+	listFlags(cmd, lo)
+	return cmd
+}
+
+// updated is an update command whose first idents arguments name the object
+// and the rest are the patch; it prints the object update returns.
+func (o *clientOptions) updated(use, short string, idents int, update func(ctx context.Context, c *client.Client, idents []string, patch []client.PatchOp) (any, error)) *cobra.Command {
+	return &cobra.Command{
+		Use: use, Short: short, Args: cobra.MinimumNArgs(idents + 2),
+		RunE: o.patched(idents, func(cmd *cobra.Command, c *client.Client, idents []string, patch []client.PatchOp) error {
+			v, err := update(cmd.Context(), c, idents, patch)
+			return o.printed(cmd, v, err)
+		}),
+	}
+}
+
+// deleted is a delete command: the arguments from at on are the objects to
+// delete, each reported with the done format (see deleteEach); del gets the
+// arguments before them.
+func (o *clientOptions) deleted(use, short string, at int, done string, del func(ctx context.Context, c *client.Client, parents []string, ident string) error) *cobra.Command {
+	return &cobra.Command{
+		Use: use, Short: short, Args: cobra.MinimumNArgs(at + 1),
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
+			return deleteEach(cmd, args[at:], done, func(ident string) error {
+				return del(cmd.Context(), c, args[:at], ident)
+			})
+		}),
+	}
 }
 
 // printList prints objects as a table of the given JSON fields, or the

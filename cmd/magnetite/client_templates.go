@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -105,17 +106,9 @@ var templateFlagHelp = map[string]string{
 
 func templateListCommand(o *clientOptions) *cobra.Command {
 	var lo client.ListOptions
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List cluster templates",
-		Args:  cobra.NoArgs,
-		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, _ []string) error {
-			ts, err := c.ListTemplates(cmd.Context(), lo)
-			return o.printedList(cmd, ts, err, "uuid", "name", "server_type", "coe", "public", "hidden")
-		}),
-	}
-	listFlags(cmd, &lo)
-	return cmd
+	return o.listed("list", "List cluster templates", cobra.NoArgs, &lo, func(ctx context.Context, c *client.Client, _ []string) (any, error) {
+		return c.ListTemplates(ctx, lo)
+	}, "uuid", "name", "server_type", "coe", "public", "hidden")
 }
 
 func listFlags(cmd *cobra.Command, lo *client.ListOptions) {
@@ -125,40 +118,23 @@ func listFlags(cmd *cobra.Command, lo *client.ListOptions) {
 }
 
 func templateShowCommand(o *clientOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "show TEMPLATE",
-		Short: "Show a cluster template",
-		Args:  cobra.ExactArgs(1),
-		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
-			t, err := c.GetTemplate(cmd.Context(), args[0])
-			return o.printed(cmd, t, err)
-		}),
-	}
+	return o.shown("show TEMPLATE", "Show a cluster template", cobra.ExactArgs(1), func(ctx context.Context, c *client.Client, args []string) (any, error) {
+		return c.GetTemplate(ctx, args[0])
+	})
 }
 
 func templateUpdateCommand(o *clientOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "update TEMPLATE add|replace|remove ATTRIBUTE=VALUE...",
-		Short: "Change a cluster template (e.g. update k8s replace labels=kube_tag=v1.31.1)",
-		Args:  cobra.MinimumNArgs(3),
-		RunE: o.patched(1, func(cmd *cobra.Command, c *client.Client, idents []string, patch []client.PatchOp) error {
-			t, err := c.UpdateTemplate(cmd.Context(), idents[0], patch)
-			return o.printed(cmd, t, err)
-		}),
-	}
+	return o.updated("update TEMPLATE add|replace|remove ATTRIBUTE=VALUE...", "Change a cluster template (e.g. update k8s replace labels=kube_tag=v1.31.1)", 1,
+		func(ctx context.Context, c *client.Client, idents []string, patch []client.PatchOp) (any, error) {
+			return c.UpdateTemplate(ctx, idents[0], patch)
+		})
 }
 
 func templateDeleteCommand(o *clientOptions) *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete TEMPLATE...",
-		Short: "Delete cluster templates no cluster uses",
-		Args:  cobra.MinimumNArgs(1),
-		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
-			return deleteEach(cmd, args, "Cluster template %s deleted.", func(ident string) error {
-				return c.DeleteTemplate(cmd.Context(), ident)
-			})
-		}),
-	}
+	return o.deleted("delete TEMPLATE...", "Delete cluster templates no cluster uses", 0, "Cluster template %s deleted.",
+		func(ctx context.Context, c *client.Client, _ []string, ident string) error {
+			return c.DeleteTemplate(ctx, ident)
+		})
 }
 
 // deleteEach deletes every object named, reporting each with the done

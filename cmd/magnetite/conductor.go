@@ -74,12 +74,8 @@ func startConductor(ctx context.Context, cfg *config.Config, st *store.DB, drive
 				return
 			}
 			log.Error("conductor cannot start; retrying", "error", err, "retry_in", wait)
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			if conductor.Sleep(ctx, wait) != nil {
 				return
-			case <-t.C:
 			}
 			wait = min(2*wait, time.Minute)
 		}

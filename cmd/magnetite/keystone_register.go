@@ -18,6 +18,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/roles"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/services"
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/users"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 	"github.com/spf13/cobra"
 
 	"github.com/magnetite-io/magnetite/internal/client"
@@ -178,12 +179,18 @@ func (r *registration) run(ctx context.Context) error {
 	return nil
 }
 
-func (r *registration) domainID(ctx context.Context, name string) (string, error) {
-	pages, err := domains.List(r.identity, domains.ListOpts{Name: name}).AllPages(ctx)
+// keystoneList fetches every page of a Keystone listing and extracts its
+// items; what names the listing in the error.
+func keystoneList[T any](ctx context.Context, p pagination.Pager, extract func(pagination.Page) ([]T, error), what string) ([]T, error) {
+	pages, err := p.AllPages(ctx)
 	if err != nil {
-		return "", fmt.Errorf("keystone: find domain %s: %w", name, err)
+		return nil, fmt.Errorf("keystone: find %s: %w", what, err)
 	}
-	list, err := domains.ExtractDomains(pages)
+	return extract(pages)
+}
+
+func (r *registration) domainID(ctx context.Context, name string) (string, error) {
+	list, err := keystoneList(ctx, domains.List(r.identity, domains.ListOpts{Name: name}), domains.ExtractDomains, "domain "+name)
 	if err != nil {
 		return "", err
 	}
@@ -195,11 +202,7 @@ func (r *registration) domainID(ctx context.Context, name string) (string, error
 
 func (r *registration) ensureProject(ctx context.Context, domainID string) (string, error) {
 	what := fmt.Sprintf("project %s (domain %s)", r.project, r.projectDomain)
-	pages, err := projects.List(r.identity, projects.ListOpts{Name: r.project, DomainID: domainID}).AllPages(ctx)
-	if err != nil {
-		return "", fmt.Errorf("keystone: find %s: %w", what, err)
-	}
-	list, err := projects.ExtractProjects(pages)
+	list, err := keystoneList(ctx, projects.List(r.identity, projects.ListOpts{Name: r.project, DomainID: domainID}), projects.ExtractProjects, what)
 	if err != nil {
 		return "", err
 	}
@@ -218,11 +221,7 @@ func (r *registration) ensureProject(ctx context.Context, domainID string) (stri
 
 func (r *registration) ensureUser(ctx context.Context, domainID, projectID string) (string, error) {
 	what := fmt.Sprintf("user %s (domain %s)", r.user, r.userDomain)
-	pages, err := users.List(r.identity, users.ListOpts{Name: r.user, DomainID: domainID}).AllPages(ctx)
-	if err != nil {
-		return "", fmt.Errorf("keystone: find %s: %w", what, err)
-	}
-	list, err := users.ExtractUsers(pages)
+	list, err := keystoneList(ctx, users.List(r.identity, users.ListOpts{Name: r.user, DomainID: domainID}), users.ExtractUsers, what)
 	if err != nil {
 		return "", err
 	}
@@ -263,11 +262,7 @@ func (r *registration) passwordWorks(ctx context.Context, userID string) bool {
 }
 
 func (r *registration) ensureRole(ctx context.Context, name, userID, projectID string) error {
-	pages, err := roles.List(r.identity, roles.ListOpts{Name: name}).AllPages(ctx)
-	if err != nil {
-		return fmt.Errorf("keystone: find role %s: %w", name, err)
-	}
-	list, err := roles.ExtractRoles(pages)
+	list, err := keystoneList(ctx, roles.List(r.identity, roles.ListOpts{Name: name}), roles.ExtractRoles, "role "+name)
 	if err != nil {
 		return err
 	}
@@ -319,11 +314,7 @@ func (r *registration) ensureRegion(ctx context.Context) error {
 
 func (r *registration) ensureService(ctx context.Context) (string, error) {
 	what := fmt.Sprintf("service %s (%s)", r.serviceName, r.serviceType)
-	pages, err := services.List(r.identity, services.ListOpts{ServiceType: r.serviceType}).AllPages(ctx)
-	if err != nil {
-		return "", fmt.Errorf("keystone: find %s: %w", what, err)
-	}
-	list, err := services.ExtractServices(pages)
+	list, err := keystoneList(ctx, services.List(r.identity, services.ListOpts{ServiceType: r.serviceType}), services.ExtractServices, what)
 	if err != nil {
 		return "", err
 	}
@@ -383,11 +374,7 @@ func serviceDescription(s services.Service) string {
 
 func (r *registration) ensureEndpoint(ctx context.Context, serviceID string, iface gophercloud.Availability, url string) error {
 	what := fmt.Sprintf("endpoint %s %s %s", r.region, iface, url)
-	pages, err := endpoints.List(r.identity, endpoints.ListOpts{ServiceID: serviceID, Availability: iface, RegionID: r.region}).AllPages(ctx)
-	if err != nil {
-		return fmt.Errorf("keystone: find %s: %w", what, err)
-	}
-	list, err := endpoints.ExtractEndpoints(pages)
+	list, err := keystoneList(ctx, endpoints.List(r.identity, endpoints.ListOpts{ServiceID: serviceID, Availability: iface, RegionID: r.region}), endpoints.ExtractEndpoints, what)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"reflect"
 	"slices"
@@ -39,21 +38,11 @@ func (s *Server) resolveNodeGroup(r *http.Request, c *model.Cluster, ident any) 
 		}
 		return nil, conflict("Cluster %s has no default worker node group; name the nodegroup to act on.", c.Name)
 	}
-	ng, err := s.st.GetNodeGroup(r.Context(), c.UUID, name)
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, notFound("Nodegroup %s could not be found in cluster %s.", name, c.Name)
-		}
-		return nil, err
-	}
-	return ng, nil
+	return s.nodeGroupOf(r, c, name)
 }
 
 func (s *Server) resizeCluster(w http.ResponseWriter, r *http.Request) error {
-	if err := requireVersion(r, sinceResize); err != nil {
-		return err
-	}
-	c, err := s.lookupCluster(r, "cluster:resize")
+	c, err := s.clusterSince(r, sinceResize, "cluster:resize")
 	if err != nil {
 		return err
 	}
@@ -114,10 +103,7 @@ func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request) error {
 	if err := requireVersion(r, sinceUpgrade); err != nil {
 		return err
 	}
-	if err := requireVersion(r, sinceUpgradeRuns); err != nil {
-		return err
-	}
-	c, err := s.lookupCluster(r, "cluster:upgrade")
+	c, err := s.clusterSince(r, sinceUpgradeRuns, "cluster:upgrade")
 	if err != nil {
 		return err
 	}

@@ -303,20 +303,12 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	if c.Keypair == nil {
 		c.Keypair = ct.KeypairID
 	}
-	merge := !s.opts.ReplaceLabelsByDefault
-	if m, ok := vals["merge_labels"].(bool); ok {
-		merge = m
-	}
-	c.MergeLabels = merge
+	c.MergeLabels = s.mergeLabels(vals)
 	switch {
 	case len(c.Labels) == 0:
 		c.Labels = copyLabels(ct.Labels)
-	case merge:
-		merged := copyLabels(ct.Labels)
-		for k, val := range c.Labels {
-			merged[k] = val
-		}
-		c.Labels = merged
+	case c.MergeLabels:
+		c.Labels = labelsOver(ct.Labels, c.Labels)
 	}
 	if vals["floating_ip_enabled"] == nil {
 		c.FloatingIPEnabled = ct.FloatingIPEnabled
@@ -434,6 +426,26 @@ func copyLabels(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// mergeLabels says whether a new object's labels are laid over its
+// parent's: as the request's merge_labels says, else the deployment's
+// default.
+func (s *Server) mergeLabels(vals map[string]any) bool {
+	if m, ok := vals["merge_labels"].(bool); ok {
+		return m
+	}
+	return !s.opts.ReplaceLabelsByDefault
+}
+
+// labelsOver returns a new map of the parent's labels with own laid over
+// them.
+func labelsOver(parent, own map[string]string) map[string]string {
+	merged := copyLabels(parent)
+	for k, v := range own {
+		merged[k] = v
+	}
+	return merged
 }
 
 func (s *Server) newNodeGroup(c *model.Cluster, name, role string, count int, flavor *string, image string, t time.Time) *model.NodeGroup {

@@ -73,10 +73,7 @@ func keystoneReason(err error) string {
 // conductor writes it to the cluster's Secrets and then deletes the old one
 // from Keystone.
 func (s *Server) rotateCredential(w http.ResponseWriter, r *http.Request) error {
-	if err := requireVersion(r, sinceCredentialRotation); err != nil {
-		return err
-	}
-	c, err := s.lookupCluster(r, "credential:rotate")
+	c, err := s.clusterSince(r, sinceCredentialRotation, "credential:rotate")
 	if err != nil {
 		return err
 	}

@@ -2,12 +2,7 @@ package api_test
 
 import (
 	"bytes"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/magnetite-io/magnetite/internal/certs"
 	"github.com/magnetite-io/magnetite/internal/testapi"
 )
 
@@ -472,15 +468,9 @@ func TestIsolationMatrixCoversEveryRoute(t *testing.T) {
 // one `openstack coe cluster config` sends.
 func clientCSR(t *testing.T) string {
 	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	_, csr, err := certs.AdminKeyAndCSR()
 	if err != nil {
 		t.Fatal(err)
 	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
-		Subject: pkix.Name{CommonName: "admin", Organization: []string{"system:masters"}},
-	}, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}))
+	return string(csr)
 }

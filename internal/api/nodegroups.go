@@ -88,14 +88,26 @@ func (s *Server) nodeGroupView(r *http.Request, c *model.Cluster, ng *model.Node
 
 // nodeGroupCluster resolves the cluster in the path for a node group call.
 func (s *Server) nodeGroupCluster(r *http.Request, action string) (*model.Cluster, error) {
-	if err := requireVersion(r, sinceNodeGroups); err != nil {
+	return s.clusterSince(r, sinceNodeGroups, action)
+}
+
+// clusterSince resolves the cluster in the path for a call that gate's
+// microversion introduced, refusing older requests first.
+func (s *Server) clusterSince(r *http.Request, gate since, action string) (*model.Cluster, error) {
+	if err := requireVersion(r, gate); err != nil {
 		return nil, err
 	}
 	return s.lookupCluster(r, action)
 }
 
+// lookupNodeGroup finds the node group the request's path names in c.
 func (s *Server) lookupNodeGroup(r *http.Request, c *model.Cluster) (*model.NodeGroup, error) {
-	ident := r.PathValue("ng")
+	return s.nodeGroupOf(r, c, r.PathValue("ng"))
+}
+
+// nodeGroupOf finds c's node group by name or UUID, answering Magnum's 404
+// when it has none.
+func (s *Server) nodeGroupOf(r *http.Request, c *model.Cluster, ident string) (*model.NodeGroup, error) {
 	ng, err := s.st.GetNodeGroup(r.Context(), c.UUID, ident)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -214,20 +226,12 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	if ng.DockerVolumeSize == nil {
 		ng.DockerVolumeSize = c.DockerVolumeSize
 	}
-	merge := !s.opts.ReplaceLabelsByDefault
-	if m, ok := vals["merge_labels"].(bool); ok {
-		merge = m
-	}
-	ng.MergeLabels = merge
+	ng.MergeLabels = s.mergeLabels(vals)
 	switch {
 	case vals["labels"] == nil:
 		ng.Labels = copyLabels(c.Labels)
-	case merge:
-		merged := copyLabels(c.Labels)
-		for k, val := range ng.Labels {
-			merged[k] = val
-		}
-		ng.Labels = merged
+	case ng.MergeLabels:
+		ng.Labels = labelsOver(c.Labels, ng.Labels)
 	}
 	if err := s.checkNodeGroupLabels(ct, ng); err != nil {
 		return err

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
 )
@@ -135,22 +137,15 @@ func TestKeystoneValidation(t *testing.T) {
 	t.Run("repeated and concurrent requests with one token reach Keystone once", func(t *testing.T) {
 		k, ct, _ := w.validator(t, nil)
 		tok := w.userToken(t)
-		var wg sync.WaitGroup
-		errs := make(chan error, 20)
+		var g errgroup.Group
 		for range 20 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			g.Go(func() error {
 				_, err := k.Validate(ctx, tok)
-				errs <- err
-			}()
+				return err
+			})
 		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
 		}
 		for range 30 {
 			if _, err := k.Validate(ctx, tok); err != nil {

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -121,34 +122,24 @@ func (g genericCheck) walk(fn func(checkExpr)) { fn(g) }
 
 type andExpr []checkExpr
 
+// eval is true unless one operand is false; it stops at the first false.
 func (a andExpr) eval(e *evalEnv) bool {
-	for _, c := range a {
-		if !c.eval(e) {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(a, func(c checkExpr) bool { return !c.eval(e) })
 }
-func (a andExpr) walk(fn func(checkExpr)) {
-	fn(a)
-	for _, c := range a {
-		c.walk(fn)
-	}
-}
+func (a andExpr) walk(fn func(checkExpr)) { walkOperands(a, a, fn) }
 
 type orExpr []checkExpr
 
+// eval is true when one operand is; it stops at the first true.
 func (o orExpr) eval(e *evalEnv) bool {
-	for _, c := range o {
-		if c.eval(e) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(o, func(c checkExpr) bool { return c.eval(e) })
 }
-func (o orExpr) walk(fn func(checkExpr)) {
-	fn(o)
-	for _, c := range o {
+func (o orExpr) walk(fn func(checkExpr)) { walkOperands(o, o, fn) }
+
+// walkOperands visits a compound check, then each of its operands.
+func walkOperands(self checkExpr, operands []checkExpr, fn func(checkExpr)) {
+	fn(self)
+	for _, c := range operands {
 		c.walk(fn)
 	}
 }

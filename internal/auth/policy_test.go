@@ -148,7 +148,7 @@ func TestEveryActionTheAPIAsksAboutHasADefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile(`(?:authorize|lookupCluster|nodeGroupCluster|Authorize)\([a-z]+, "([a-z-]+:[a-z_]+)"`)
+	re := regexp.MustCompile(`(?:authorize|lookupCluster|lookupStoredCluster|nodeGroupCluster|clusterSince|Authorize)\([a-z]+, (?:since[A-Za-z]+, )?"([a-z-]+:[a-z_]+)"`)
 	actions := map[string]bool{}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {

@@ -283,3 +283,22 @@ func ParseCSR(csrPEM []byte) (*x509.CertificateRequest, error) {
 	}
 	return csr, nil
 }
+
+// AdminKeyAndCSR makes a new RSA key and a PEM certificate signing request
+// for a cluster administrator (CN=admin, O=system:masters), the request
+// `openstack coe cluster config` sends. The key is PEM PKCS#1.
+func AdminKeyAndCSR() (keyPEM, csrPEM []byte, err error) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, nil, err
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{
+		Subject: pkix.Name{CommonName: "admin", Organization: []string{"system:masters"}},
+	}, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	csrPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der})
+	return keyPEM, csrPEM, nil
+}

@@ -361,3 +361,16 @@ func (c *Conductor) event(ctx context.Context, clusterUUID string, kind model.Ev
 		c.log.Warn("record cluster event", "cluster", clusterUUID, "error", err)
 	}
 }
+
+// Sleep waits for d, or less when ctx ends first; then it returns ctx's
+// error.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -74,12 +74,8 @@ func (c *Conductor) cleanWorkloadLeftovers(ctx context.Context, cl *model.Cluste
 		if c.now().After(deadline) {
 			return fmt.Errorf("the cloud is still deleting what the workload left after %s: %s", leftoverTimeout, joinStrings(res.Remaining))
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := Sleep(ctx, wait); err != nil {
+			return err
 		}
 		wait = min(2*wait, 10*time.Second)
 	}

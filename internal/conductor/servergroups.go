@@ -68,12 +68,8 @@ func (c *Conductor) replaceStrandedMachines(ctx context.Context, sc *scope, curr
 			return fmt.Errorf("the control plane still waits for a server in a server group that is gone (machines %s): Cluster API has not moved it to the new machine template yet",
 				strings.Join(stranded, ", "))
 		}
-		t := time.NewTimer(2 * time.Second)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := Sleep(ctx, 2*time.Second); err != nil {
+			return err
 		}
 	}
 }

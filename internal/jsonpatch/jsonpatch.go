@@ -106,16 +106,8 @@ func applyOne(doc map[string]any, parts []string, o Operation) error {
 				return fault.New(ErrNotApplicable, "The attribute %s has existed, please use 'replace' operation instead.", o.Path)
 			}
 			doc[attr] = o.Value
-		case "replace":
-			if !exists {
-				return fault.New(ErrNotApplicable, "can't replace %s: the resource has no such attribute", o.Path)
-			}
-			doc[attr] = o.Value
-		case "remove":
-			if !exists {
-				return fault.New(ErrNotApplicable, "can't remove %s: the resource has no such attribute", o.Path)
-			}
-			delete(doc, attr)
+		case "replace", "remove":
+			return replaceOrRemove(doc, attr, exists, o, "the resource has no such attribute")
 		}
 		return nil
 	}
@@ -150,16 +142,22 @@ func applyNested(doc map[string]any, parts []string, o Operation) error {
 	switch o.Op {
 	case "add":
 		doc[key] = o.Value
-	case "replace":
-		if !exists {
-			return fault.New(ErrNotApplicable, "can't replace %s: no such member", o.Path)
-		}
-		doc[key] = o.Value
-	case "remove":
-		if !exists {
-			return fault.New(ErrNotApplicable, "can't remove %s: no such member", o.Path)
-		}
+	case "replace", "remove":
+		return replaceOrRemove(doc, key, exists, o, "no such member")
+	}
+	return nil
+}
+
+// replaceOrRemove carries out a replace or remove of doc[key], which must
+// exist; missing says what is absent when it does not.
+func replaceOrRemove(doc map[string]any, key string, exists bool, o Operation, missing string) error {
+	if !exists {
+		return fault.New(ErrNotApplicable, "can't %s %s: %s", o.Op, o.Path, missing)
+	}
+	if o.Op == "remove" {
 		delete(doc, key)
+	} else {
+		doc[key] = o.Value
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
@@ -184,25 +185,18 @@ var storeCases = []storeCase{
 		// db already migrated its own database; reopen targets the same one,
 		// so this checks concurrent opens of an up-to-date schema do not
 		// trip over each other either.
-		var wg sync.WaitGroup
-		errs := make(chan error, 4)
+		var g errgroup.Group
 		for range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			g.Go(func() error {
 				d, err := reopen()
 				if err == nil {
 					d.Close()
 				}
-				errs <- err
-			}()
+				return err
+			})
 		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
 		}
 	}},
 

@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-
-	"github.com/go-sql-driver/mysql"
 )
 
 // InspectSQLite opens an existing SQLite database read-only, without
@@ -30,19 +28,9 @@ func InspectSQLite(ctx context.Context, path string) (*DB, error) {
 // InspectMySQL connects to a MariaDB or MySQL database given as in
 // [database] connection, without migrating it.
 func InspectMySQL(ctx context.Context, dsn string) (*DB, error) {
-	cfg, err := mysqlConfig(dsn)
+	db, err := connectMySQL(ctx, dsn, func(db *sql.DB) { db.SetMaxOpenConns(2) })
 	if err != nil {
 		return nil, err
-	}
-	conn, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("store: mysql: %w", err)
-	}
-	db := sql.OpenDB(conn)
-	db.SetMaxOpenConns(2)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store: connect to mysql at %s: %w", cfg.Addr, err)
 	}
 	return &DB{db: db, dialect: MySQL}, nil
 }

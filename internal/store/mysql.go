@@ -19,6 +19,27 @@ import (
 // ?unix_socket=/path query selects a local socket), and applies pending
 // migrations. Several processes may share the database.
 func OpenMySQL(ctx context.Context, dsn string) (*DB, error) {
+	db, err := connectMySQL(ctx, dsn, func(db *sql.DB) {
+		db.SetMaxOpenConns(16)
+		db.SetMaxIdleConns(8)
+		// Below MariaDB's default wait_timeout, so the pool never hands
+		// out a connection the server already closed.
+		db.SetConnMaxLifetime(5 * time.Minute)
+	})
+	if err != nil {
+		return nil, err
+	}
+	s := &DB{db: db, dialect: MySQL}
+	if err := s.migrateLocked(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// connectMySQL opens a pool to the database a mysql:// URL names, sized by
+// pool, and checks that the server answers.
+func connectMySQL(ctx context.Context, dsn string, pool func(*sql.DB)) (*sql.DB, error) {
 	cfg, err := mysqlConfig(dsn)
 	if err != nil {
 		return nil, err
@@ -28,21 +49,12 @@ func OpenMySQL(ctx context.Context, dsn string) (*DB, error) {
 		return nil, fmt.Errorf("store: mysql: %w", err)
 	}
 	db := sql.OpenDB(conn)
-	db.SetMaxOpenConns(16)
-	db.SetMaxIdleConns(8)
-	// Below MariaDB's default wait_timeout, so the pool never hands out a
-	// connection the server already closed.
-	db.SetConnMaxLifetime(5 * time.Minute)
+	pool(db)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: connect to mysql at %s: %w", cfg.Addr, err)
 	}
-	s := &DB{db: db, dialect: MySQL}
-	if err := s.migrateLocked(ctx); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return s, nil
+	return db, nil
 }
 
 // mysqlConfig turns a mysql:// URL into the driver's configuration.
