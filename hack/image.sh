@@ -19,7 +19,8 @@ IMAGE="${IMAGE:-magnetite}"
 ARCH="${GOARCH:-$(go env GOARCH)}"
 mkdir -p "$OUT"
 rm -rf "$OUT/oci" "$OUT/magnetite.tar"
-CGO_ENABLED=0 GOOS=linux GOARCH="$ARCH" go build -trimpath \
+# The tag keeps Go's plugin loader out of the binary (see README, Install).
+CGO_ENABLED=0 GOOS=linux GOARCH="$ARCH" go build -trimpath -tags kustomize_disable_go_plugin_support \
     -ldflags "-s -w -X github.com/magnetite-io/magnetite/internal/version.Version=$VERSION" \
     -o "$OUT/magnetite" ./cmd/magnetite
 go run ./hack/imagebuild -binary "$OUT/magnetite" -arch "$ARCH" \

@@ -28,7 +28,7 @@ kubeconfig="${MAGNETITE_MGMT_DIR:-$state/mgmt}/kubeconfig"
 
 bin="$state/bin/magnetite"
 mkdir -p "$state/bin"
-(cd "$repo" && go build -o "$bin" ./cmd/magnetite)
+(cd "$repo" && go build -tags kustomize_disable_go_plugin_support -o "$bin" ./cmd/magnetite)
 
 conf="$state/local.conf"
 cat > "$conf" <<CONF

@@ -238,7 +238,7 @@ func startMagnetite(o options, tmp string, t *target) (func(), error) {
 	bin := o.bin
 	if bin == "" {
 		bin = filepath.Join(tmp, "magnetite")
-		build := exec.Command("go", "build", "-o", bin, "./cmd/magnetite")
+		build := exec.Command("go", "build", "-tags", "kustomize_disable_go_plugin_support", "-o", bin, "./cmd/magnetite") // as README installs it
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			return nil, fmt.Errorf("build: %w", err)

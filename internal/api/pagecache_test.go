@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -140,11 +141,25 @@ func names(t *testing.T, page []byte, collection string) []string {
 // after each write through replica A (or the conductor's status writes
 // through A's store) B's next answer shows the write.
 func TestPageCacheNeverServesAStalePageAcrossReplicas(t *testing.T) {
-	ctx := context.Background()
 	dsn := testmariadb.Start(t).NewDatabase() // skips under -short
+	neverStaleAcrossReplicas(t, func(ctx context.Context) (*store.DB, error) { return store.OpenMySQL(ctx, dsn) })
+}
+
+// TestPageCacheNeverServesAStalePageAcrossSQLiteStores is the same on one
+// SQLite file opened twice (two connection pools, as two processes on one
+// state directory have): on SQLite a replica learns of other connections'
+// commits from the file's data version rather than by reading the
+// counters on every request.
+func TestPageCacheNeverServesAStalePageAcrossSQLiteStores(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "magnetite.db")
+	neverStaleAcrossReplicas(t, func(ctx context.Context) (*store.DB, error) { return store.OpenSQLite(ctx, path) })
+}
+
+func neverStaleAcrossReplicas(t *testing.T, open func(context.Context) (*store.DB, error)) {
+	ctx := context.Background()
 	var stores [2]*store.DB
 	for i := range stores {
-		st, err := store.OpenMySQL(ctx, dsn)
+		st, err := open(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

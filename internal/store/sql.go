@@ -37,6 +37,9 @@ type DB struct {
 	retry   RetryPolicy
 	// aead seals secrets at rest; nil keeps them as they are.
 	aead cipher.AEAD
+	// changes tells whether a SQLite file changed since the list
+	// generations were read; nil reads them on every call.
+	changes *changeWatch
 }
 
 // OpenSQLite opens (creating if needed) the SQLite database at path, in WAL
@@ -60,6 +63,10 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 	db.SetMaxOpenConns(8)
 	s := &DB{db: db, dialect: SQLite}
 	if err := s.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if s.changes, err = watchChanges(ctx, dsn); err != nil {
 		db.Close()
 		return nil, err
 	}
@@ -104,7 +111,7 @@ func OpenSQL(ctx context.Context, db *sql.DB, dialect Dialect) (*DB, error) {
 }
 
 // Close releases the database.
-func (s *DB) Close() error { return s.db.Close() }
+func (s *DB) Close() error { return errors.Join(s.changes.close(), s.db.Close()) }
 
 // SQL exposes the handle for health checks and pool statistics.
 func (s *DB) SQL() *sql.DB { return s.db }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -181,55 +180,4 @@ func storedNodeGroupsOf(ctx context.Context, q querier, clusterUUIDs []string) (
 		slices.SortFunc(ngs, func(a, b StoredNodeGroup) int { return cmp.Compare(a.ID, b.ID) })
 	}
 	return out, nil
-}
-
-// Generations are the list_generations counters: each changes with every
-// committed write that changes what a listing of its kind shows.
-type Generations struct {
-	Templates int64
-	Clusters  int64
-}
-
-const (
-	generationTemplates = "cluster_templates"
-	generationClusters  = "clusters"
-)
-
-// ListGenerations reads every counter in one query. A page read after this
-// call is at least as new as the generations it returned.
-func (s *DB) ListGenerations(ctx context.Context) (Generations, error) {
-	var g Generations
-	rows, err := s.db.QueryContext(ctx, `SELECT name, value FROM list_generations`)
-	if err != nil {
-		return g, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var name string
-		var v int64
-		if err := rows.Scan(&name, &v); err != nil {
-			return g, err
-		}
-		switch name {
-		case generationTemplates:
-			g.Templates = v
-		case generationClusters:
-			g.Clusters = v
-		}
-	}
-	return g, rows.Err()
-}
-
-// bumpGeneration raises kind's counter inside tx, so the counter changes
-// exactly when the write it marks commits. Writers call it last, so the
-// counter's row lock is held only until their commit.
-func bumpGeneration(ctx context.Context, tx *sql.Tx, kind string) error {
-	res, err := tx.ExecContext(ctx, `UPDATE list_generations SET value = value + 1 WHERE name = ?`, kind)
-	if err != nil {
-		return fmt.Errorf("store: raise the %s list generation: %w", kind, err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return errors.New("store: list_generations has no row " + kind)
-	}
-	return nil
 }

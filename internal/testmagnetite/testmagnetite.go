@@ -55,7 +55,7 @@ func Build(t *testing.T) string {
 		t.Fatalf("find the module root: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "magnetite")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/magnetite")
+	build := exec.Command("go", "build", "-tags", "kustomize_disable_go_plugin_support", "-o", bin, "./cmd/magnetite") // as README installs it
 	build.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/magnetite: %v\n%s", err, out)
