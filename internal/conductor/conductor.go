@@ -216,19 +216,25 @@ func (c *Conductor) runWorker(ctx context.Context) {
 // idle waits for a wake-up, the next retry becoming due, or IdleWait (work
 // queued by another replica).
 func (c *Conductor) idle(ctx context.Context) {
-	wait := c.opts.IdleWait
-	if at, ok, err := c.st.NextOperationAt(ctx); err == nil && ok {
-		if d := at.Sub(c.now()); d < wait {
+	idleUntil(ctx, c.wake, c.opts.IdleWait, c.now, c.st.NextOperationAt)
+}
+
+// idleUntil waits on a queue: for wake, for the queue's next retry to come
+// due (next), or at most wait, whichever is first, with jitter so that
+// replicas do not poll in lockstep.
+func idleUntil(ctx context.Context, wake <-chan struct{}, wait time.Duration, now func() time.Time,
+	next func(context.Context) (time.Time, bool, error)) {
+	if at, ok, err := next(ctx); err == nil && ok {
+		if d := at.Sub(now()); d < wait {
 			wait = max(d, 10*time.Millisecond)
 		}
 	}
-	// Jitter keeps replicas from polling in lockstep.
 	wait += time.Duration(rand.Int64N(int64(wait/10) + 1))
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-	case <-c.wake:
+	case <-wake:
 	case <-t.C:
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -84,20 +83,7 @@ func (h *HostActions) Run(ctx context.Context) {
 }
 
 func (h *HostActions) idle(ctx context.Context) {
-	wait := h.IdleWait
-	if at, ok, err := h.Store.NextHostOperationAt(ctx); err == nil && ok {
-		if d := time.Until(at); d < wait {
-			wait = max(d, 10*time.Millisecond)
-		}
-	}
-	wait += time.Duration(rand.Int64N(int64(wait/10) + 1))
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-h.wake:
-	case <-t.C:
-	}
+	idleUntil(ctx, h.wake, h.IdleWait, time.Now, h.Store.NextHostOperationAt)
 }
 
 // execute carries out one claimed action with a heartbeat on its lease and
