@@ -26,7 +26,7 @@ import (
 // templates), and leaves another cluster's objects alone.
 func TestCleanupRemovesTheInfrastructuresOwnObjects(t *testing.T) {
 	if testing.Short() {
-		t.Skip("needs a kube-apiserver")
+		t.Skip("-short: needs a real kube-apiserver; runs in the full suite")
 	}
 	ctx := context.Background()
 	env := testenv.Start(t)

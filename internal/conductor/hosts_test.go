@@ -120,7 +120,7 @@ func (r *recordingBackend) Reconcile(ctx context.Context) error {
 // replica (one backend call per attempt), in order, and the mirror follows.
 func TestHostPassRunsInOneReplicaAtATime(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts MariaDB and Ironic")
+		t.Skip("-short: starts real MariaDB and Ironic; runs in the full suite")
 	}
 	srv := testmariadb.Start(t)
 	dsn := srv.NewDatabase()
