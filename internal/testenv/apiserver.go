@@ -94,8 +94,10 @@ func ClusterAPICRDs(t testing.TB) string {
 }
 
 // ProviderCRDs is the folder of CRDs of a provider whose Go module cannot
-// be fetched (capo, capm3, bmo, ipam-metal3): $MAGNETITE_PROVIDER_CRDS/name,
-// by default ../shared/crds/name next to the repository.
+// be fetched (capo, capm3, bmo, ipam-metal3): $MAGNETITE_PROVIDER_CRDS/name
+// when set, else the copies kept in the repository's test/crds (their
+// upstream commits are in test/crds/SOURCES.txt), so that a fresh clone
+// anywhere runs the suite.
 func ProviderCRDs(t testing.TB, name string) string {
 	t.Helper()
 	base := os.Getenv("MAGNETITE_PROVIDER_CRDS")
@@ -104,7 +106,7 @@ func ProviderCRDs(t testing.TB, name string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		base = filepath.Join(root, "..", "shared", "crds")
+		base = filepath.Join(root, "test", "crds")
 	}
 	dir := filepath.Join(base, name)
 	if _, err := os.Stat(dir); err != nil {
