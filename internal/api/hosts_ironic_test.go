@@ -18,12 +18,12 @@ import (
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
-	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
 	"github.com/magnetite-io/magnetite/internal/testapi"
+	"github.com/magnetite-io/magnetite/internal/testironic"
 )
 
 // bmcPassword must never appear in a response or a log line.
-const bmcPassword = ironictest.BMCPassword
+const bmcPassword = testironic.BMCPassword
 
 // hostsFixture is Magnetite's API over a real Ironic, with the conductor's
 // periodic host pass running as `magnetite serve` runs it.
@@ -32,7 +32,7 @@ type hostsFixture struct {
 	c       *client
 	backend baremetal.Backend
 	ironic  *gophercloud.ServiceClient
-	logs    *ironictest.LogBuffer
+	logs    *testironic.LogBuffer
 	mu      sync.Mutex
 	bodies  []string
 	// mirror, when set, runs before every GET: the conductor's pass
@@ -41,9 +41,9 @@ type hostsFixture struct {
 	mirror func()
 }
 
-func newHostsFixture(t *testing.T, irc *ironictest.Ironic, cfg ironic.Config) *hostsFixture {
+func newHostsFixture(t *testing.T, irc *testironic.Ironic, cfg ironic.Config) *hostsFixture {
 	t.Helper()
-	logs := &ironictest.LogBuffer{}
+	logs := &testironic.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.Endpoint, cfg.Log = irc.URL, log
 	b, err := ironic.New(cfg)
@@ -220,7 +220,7 @@ func TestHostInventoryAgainstIronic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a real Ironic (Debian python3-ironic); runs in the full suite only")
 	}
-	irc := ironictest.StartIronic(t)
+	irc := testironic.StartIronic(t)
 	t.Logf("Ironic answered %s after launch", irc.StartupTime.Round(time.Millisecond))
 	f := newHostsFixture(t, irc, ironic.Config{FakeHardware: true})
 	t.Cleanup(func() {

@@ -18,15 +18,15 @@ import (
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
-	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
 	"github.com/magnetite-io/magnetite/internal/baremetal/metal3"
-	"github.com/magnetite-io/magnetite/internal/baremetal/metal3/metal3test"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testapi"
 	"github.com/magnetite-io/magnetite/internal/testenv"
+	"github.com/magnetite-io/magnetite/internal/testironic"
+	"github.com/magnetite-io/magnetite/internal/testmetal3"
 )
 
-func newMetal3Fixture(t *testing.T) (*hostsFixture, *metal3test.Operator, *metal3.Backend) {
+func newMetal3Fixture(t *testing.T) (*hostsFixture, *testmetal3.Operator, *metal3.Backend) {
 	t.Helper()
 	w := newMetal3World(t)
 	return w.f, w.bmo, w.backend
@@ -36,7 +36,7 @@ func newMetal3Fixture(t *testing.T) (*hostsFixture, *metal3test.Operator, *metal
 // the clients a test needs beside Magnetite's API.
 type metal3World struct {
 	f       *hostsFixture
-	bmo     *metal3test.Operator
+	bmo     *testmetal3.Operator
 	backend *metal3.Backend
 	mc      *mgmt.Client
 	dc      dynamic.Interface
@@ -45,9 +45,9 @@ type metal3World struct {
 
 func newMetal3World(t *testing.T, opts ...testapi.Option) *metal3World {
 	t.Helper()
-	logs := &ironictest.LogBuffer{}
+	logs := &testironic.LogBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	w := metal3test.Start(t, log)
+	w := testmetal3.Start(t, log)
 	// The stand-in operator has no controllers: the conductor's periodic
 	// pass (which would collect the credentials of deleted hosts) stays out
 	// of the way, and its mirroring step runs before each GET instead, as
@@ -82,14 +82,14 @@ func TestMetal3HostsAssignedToProjects(t *testing.T) {
 		t.Errorf("enrolled host's project_id %q, want p1", h.ProjectID)
 	}
 	ns := w.mc.NamespaceName("p1")
-	u, err := w.dc.Resource(metal3test.BMHResource).Namespace(ns).Get(ctx, "p1-node", metav1.GetOptions{})
+	u, err := w.dc.Resource(testmetal3.BMHResource).Namespace(ns).Get(ctx, "p1-node", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the host is not a BareMetalHost in the project's namespace %s: %v", ns, err)
 	}
 	if u.GetAnnotations()["magnetite.io/project-id"] != "p1" || u.GetLabels()[mgmt.LabelInventory] == "" {
 		t.Errorf("BareMetalHost metadata: labels %v, annotations %v", u.GetLabels(), u.GetAnnotations())
 	}
-	if _, err := w.dc.Resource(metal3test.SecretResource).Namespace(ns).Get(ctx, "p1-node-bmc-secret", metav1.GetOptions{}); err != nil {
+	if _, err := w.dc.Resource(testmetal3.SecretResource).Namespace(ns).Get(ctx, "p1-node-bmc-secret", metav1.GetOptions{}); err != nil {
 		t.Errorf("the host's BMC credentials are not beside it: %v", err)
 	}
 
@@ -142,7 +142,7 @@ func TestMetal3HostsAssignedToProjects(t *testing.T) {
 	// namespace.
 	f.remove("p1-node")
 	f.waitGone("p1-node")
-	if _, err := w.dc.Resource(metal3test.SecretResource).Namespace(ns).Get(ctx, "p1-node-bmc-secret", metav1.GetOptions{}); err == nil {
+	if _, err := w.dc.Resource(testmetal3.SecretResource).Namespace(ns).Get(ctx, "p1-node-bmc-secret", metav1.GetOptions{}); err == nil {
 		t.Error("the deleted host's BMC credentials are left in the project's namespace")
 	}
 }
@@ -259,7 +259,7 @@ func TestHostInventoryOnMetal3(t *testing.T) {
 	t.Run("status is reflected from what baremetal-operator reports", func(t *testing.T) {
 		f.t, bmo.T = t, t
 		bmo.Register("node-0")
-		bmo.Report("node-0", metal3test.Status{State: "registering", ErrType: "registration error", Operational: "error",
+		bmo.Report("node-0", testmetal3.Status{State: "registering", ErrType: "registration error", Operational: "error",
 			ErrMessage: "Failed to get power state for node: BMC refused the credentials", ErrCount: 2})
 		h := f.host("node-0")
 		if h.State != baremetal.StateRegistering || h.ErrorType != "registration error" || h.ErrorCount != 2 ||
@@ -267,12 +267,12 @@ func TestHostInventoryOnMetal3(t *testing.T) {
 			t.Errorf("host in error = state %s, error %q (%s, count %d), operational %s, power %s",
 				h.State, h.ErrorMessage, h.ErrorType, h.ErrorCount, h.OperationalStatus, h.PowerState)
 		}
-		bmo.Report("node-0", metal3test.Status{State: "inspecting", PoweredOn: true})
+		bmo.Report("node-0", testmetal3.Status{State: "inspecting", PoweredOn: true})
 		if h := f.host("node-0"); h.State != baremetal.StateInspecting || h.ProvisionState != "inspecting" || h.PowerState != "on" || h.ErrorCount != 0 {
 			t.Errorf("inspecting host = %+v", h)
 		}
 		inspected := "2026-11-22T03:00:00Z"
-		bmo.Report("node-0", metal3test.Status{State: "available", PoweredOn: true, Inspected: inspected, Hardware: map[string]any{
+		bmo.Report("node-0", testmetal3.Status{State: "available", PoweredOn: true, Inspected: inspected, Hardware: map[string]any{
 			"cpu":          map[string]any{"arch": "x86_64", "count": int64(32), "model": "Xeon", "clockMegahertz": 2400.0},
 			"ramMebibytes": int64(131072),
 			"storage": []any{
@@ -345,7 +345,7 @@ func TestHostInventoryOnMetal3(t *testing.T) {
 			t.Errorf("provide: %d %s", r.Status, r.Body)
 		}
 
-		bmo.Report("node-0", metal3test.Status{State: "provisioned", PoweredOn: true, Consumer: "c1-workers-x7k2p"})
+		bmo.Report("node-0", testmetal3.Status{State: "provisioned", PoweredOn: true, Consumer: "c1-workers-x7k2p"})
 		h := f.host("node-0")
 		if h.State != baremetal.StateProvisioned || h.Consumer != "Metal3Machine metal3/c1-workers-x7k2p" {
 			t.Errorf("provisioned host: state %s, consumer %q", h.State, h.Consumer)
@@ -379,7 +379,7 @@ func TestHostInventoryOnMetal3(t *testing.T) {
 			t.Errorf("attached host: detached %v, annotations %v", h.Detached, a)
 		}
 		// Detaching is only honoured in steady states.
-		bmo.Report("node-1", metal3test.Status{State: "inspecting"})
+		bmo.Report("node-1", testmetal3.Status{State: "inspecting"})
 		if r := f.c.do("POST", "/v1/hosts/node-1/actions/detach", nil); r.Status != http.StatusConflict {
 			t.Errorf("detach of an inspecting host: %d %s", r.Status, r.Body)
 		}
@@ -391,7 +391,7 @@ func TestHostInventoryOnMetal3(t *testing.T) {
 		f.t, bmo.T = t, t
 		f.enroll(enrollBody("gold-e", "ipmi://10.0.1.5", map[string]any{"resource_class": "CUSTOM_BAREMETAL_GOLD"}))
 		bmo.Register("gold-e")
-		bmo.Report("gold-e", metal3test.Status{State: "provisioned", Consumer: "c2-md-abc"})
+		bmo.Report("gold-e", testmetal3.Status{State: "provisioned", Consumer: "c2-md-abc"})
 		if h := f.host("gold-e"); h.State != baremetal.StateProvisioned || h.Consumer == "" {
 			t.Errorf("provisioned host = state %s, consumer %q", h.State, h.Consumer)
 		}
@@ -410,7 +410,7 @@ func TestHostInventoryOnMetal3(t *testing.T) {
 		if r := f.c.do("POST", "/v1/hosts/node-0/actions/power", map[string]any{"target": "on"}); r.Status != http.StatusConflict {
 			t.Errorf("power of a deleting host: %d %s", r.Status, r.Body)
 		}
-		bmo.Report("node-0", metal3test.Status{State: "deprovisioning", PoweredOn: true})
+		bmo.Report("node-0", testmetal3.Status{State: "deprovisioning", PoweredOn: true})
 		if h := f.host("node-0"); h.State != baremetal.StateDeleting {
 			t.Errorf("deprovisioning host being deleted shows %s", h.State)
 		}

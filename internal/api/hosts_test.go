@@ -10,15 +10,15 @@ import (
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
-	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
 	"github.com/magnetite-io/magnetite/internal/testapi"
+	"github.com/magnetite-io/magnetite/internal/testironic"
 )
 
 // deadIronic is an Ironic backend whose endpoint is a loopback port nothing
 // listens on: any request that reaches it fails with 503.
 func deadIronic(t *testing.T) baremetal.Backend {
 	t.Helper()
-	b, err := ironic.New(ironic.Config{Endpoint: ironictest.DeadEndpoint(t)})
+	b, err := ironic.New(ironic.Config{Endpoint: testironic.DeadEndpoint(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,10 +13,10 @@ import (
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/api"
-	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
 	"github.com/magnetite-io/magnetite/internal/capacity"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/testapi"
+	"github.com/magnetite-io/magnetite/internal/testironic"
 )
 
 // betweenReadAndWrite is a capacity planner that runs a step of the test
@@ -214,7 +214,7 @@ func TestUpgradeLeavesANodeGroupBeingDeletedAlone(t *testing.T) {
 // the connection before the answer is recorded as 499 (as nginx does),
 // apart from server errors, and logged below ERROR.
 func TestAClientThatGoesAwayIsNotAServerError(t *testing.T) {
-	logs := &ironictest.LogBuffer{}
+	logs := &testironic.LogBuffer{}
 	srv := testapi.Start(t, func(o *api.Options) { o.Log = slog.New(slog.NewTextHandler(logs, nil)) })
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // the client is gone before the server reads the database

@@ -12,7 +12,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
-	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
+	"github.com/magnetite-io/magnetite/internal/testironic"
 
 	"github.com/magnetite-io/magnetite/internal/conductor"
 	"github.com/magnetite-io/magnetite/internal/model"
@@ -124,7 +124,7 @@ func TestHostPassRunsInOneReplicaAtATime(t *testing.T) {
 	}
 	srv := testmariadb.Start(t)
 	dsn := srv.NewDatabase()
-	irc := ironictest.StartIronic(t)
+	irc := testironic.StartIronic(t)
 	b, err := ironic.New(ironic.Config{Endpoint: irc.URL, FakeHardware: true})
 	if err != nil {
 		t.Fatal(err)

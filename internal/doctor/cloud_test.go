@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
 	"github.com/magnetite-io/magnetite/internal/doctor"
+	"github.com/magnetite-io/magnetite/internal/testironic"
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
 )
 
@@ -117,7 +117,7 @@ func TestCloudChecksAgainstARealKeystone(t *testing.T) {
 
 	// A real Ironic, registered in the catalog: found and answering once the
 	// service user logs in again and gets the new catalog.
-	ironic := ironictest.StartIronic(t)
+	ironic := testironic.StartIronic(t)
 	ks.RegisterService("baremetal", "ironic", ironic.URL)
 	_, provider = doctor.ServiceCredentials(ctx, hc, cloud)
 	endpoints = results(doctor.ServiceEndpoints(ctx, hc, provider, cloud.Region))

@@ -20,7 +20,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
-	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
+	"github.com/magnetite-io/magnetite/internal/testironic"
 	"github.com/magnetite-io/magnetite/internal/testmariadb"
 )
 
@@ -180,7 +180,7 @@ func TestCapacityPreflightThroughTheOpenStackCLI(t *testing.T) {
 		t.Skip("needs Debian's openstack CLI and Ironic; runs in the full suite (hack/test.sh)")
 	}
 	requireCLI(t)
-	irc := ironictest.StartIronic(t)
+	irc := testironic.StartIronic(t)
 	nova := startNova(t,
 		novaFlavor{ID: "0f0c5d38-1a2b-4c3d-8e9f-000000000001", Name: "m1.large", VCPUs: 4, RAM: 8192, Disk: 40},
 		novaFlavor{ID: "0f0c5d38-1a2b-4c3d-8e9f-000000000002", Name: "bm.gold", VCPUs: 32, RAM: 131072, ExtraSpecs: map[string]string{

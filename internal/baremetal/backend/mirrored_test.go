@@ -8,8 +8,8 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
-	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
 	"github.com/magnetite-io/magnetite/internal/store"
+	"github.com/magnetite-io/magnetite/internal/testironic"
 )
 
 // TestMirroredCountsFromTheStoreAlone counts capacity from the mirror of an
@@ -18,7 +18,7 @@ import (
 // when they were mirrored.
 func TestMirroredCountsFromTheStoreAlone(t *testing.T) {
 	ctx := context.Background()
-	b, err := ironic.New(ironic.Config{Endpoint: ironictest.DeadEndpoint(t)})
+	b, err := ironic.New(ironic.Config{Endpoint: testironic.DeadEndpoint(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,18 +16,18 @@ import (
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
-	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
+	"github.com/magnetite-io/magnetite/internal/testironic"
 )
 
 // bmcPassword must never appear in a host or a log line.
-const bmcPassword = ironictest.BMCPassword
+const bmcPassword = testironic.BMCPassword
 
 // backendFixture is the Ironic backend over a real Ironic, stepped by its
 // periodic pass as the conductor steps it.
 type backendFixture struct {
 	t    *testing.T
 	b    *ironic.Backend
-	logs *ironictest.LogBuffer
+	logs *testironic.LogBuffer
 	// seen keeps every host the backend returned, for the password check.
 	seen []string
 }
@@ -107,9 +107,9 @@ func (f *backendFixture) assertNoPassword(password string) {
 }
 
 // newBackendFixture is a backend of the given configuration over irc.
-func newBackendFixture(t *testing.T, irc *ironictest.Ironic, cfg ironic.Config) *backendFixture {
+func newBackendFixture(t *testing.T, irc *testironic.Ironic, cfg ironic.Config) *backendFixture {
 	t.Helper()
-	logs := &ironictest.LogBuffer{}
+	logs := &testironic.LogBuffer{}
 	cfg.Endpoint, cfg.Log = irc.URL, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	b, err := ironic.New(cfg)
 	if err != nil {
@@ -124,7 +124,7 @@ func TestIronicBackendAgainstRealIronic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a real Ironic and ipmi_sim (Debian python3-ironic, openipmi); runs in the full suite only")
 	}
-	irc := ironictest.StartIronic(t)
+	irc := testironic.StartIronic(t)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("Ironic log:\n%s", irc.Log())
@@ -142,8 +142,8 @@ func TestIronicBackendAgainstRealIronic(t *testing.T) {
 // testIPMIPower enrolls a host whose BMC is OpenIPMI's simulator: the node
 // gets the IPMI interfaces, power actions reach the simulated chassis, and
 // wrong credentials show as a registration error on the host.
-func testIPMIPower(t *testing.T, irc *ironictest.Ironic, sc *gophercloud.ServiceClient) {
-	sim := ironictest.StartIPMISim(t, "admin", bmcPassword)
+func testIPMIPower(t *testing.T, irc *testironic.Ironic, sc *gophercloud.ServiceClient) {
+	sim := testironic.StartIPMISim(t, "admin", bmcPassword)
 	// Ironic 2023.1 has no agent inspect interface: leave inspection to its
 	// default (no-inspect here).
 	f := newBackendFixture(t, irc, ironic.Config{InspectInterface: ""})
@@ -231,7 +231,7 @@ func (f *backendFixture) waitCapacity(rc string, want int) baremetal.Capacity {
 
 // testCapacity counts a resource class's hosts as they are enrolled, made
 // available, deployed (as Nova deploys them), detached and attached.
-func testCapacity(t *testing.T, irc *ironictest.Ironic, sc *gophercloud.ServiceClient) {
+func testCapacity(t *testing.T, irc *testironic.Ironic, sc *gophercloud.ServiceClient) {
 	f := newBackendFixture(t, irc, ironic.Config{FakeHardware: true})
 	ctx := context.Background()
 	const rc = "CUSTOM_BAREMETAL_GOLD" // the class as a flavor names it

@@ -11,9 +11,9 @@ import (
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/backend"
 	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
-	"github.com/magnetite-io/magnetite/internal/baremetal/ironictest"
-	"github.com/magnetite-io/magnetite/internal/baremetal/metal3/metal3test"
 	"github.com/magnetite-io/magnetite/internal/store"
+	"github.com/magnetite-io/magnetite/internal/testironic"
+	"github.com/magnetite-io/magnetite/internal/testmetal3"
 )
 
 // TestCapacityCountsAvailableUnclaimedAttachedHosts counts BareMetalHosts
@@ -21,9 +21,9 @@ import (
 // are the available hosts nobody claimed, that are attached, not in error
 // and not being deleted.
 func TestCapacityCountsAvailableUnclaimedAttachedHosts(t *testing.T) {
-	w := metal3test.Start(t, slog.New(slog.NewTextHandler(&ironictest.LogBuffer{}, nil)))
+	w := testmetal3.Start(t, slog.New(slog.NewTextHandler(&testironic.LogBuffer{}, nil)))
 	b, bmo, ctx := w.Backend, w.Operator, context.Background()
-	for i, st := range []metal3test.Status{
+	for i, st := range []testmetal3.Status{
 		{State: "available"}, {State: "available"}, {State: "available", Operational: "error", ErrType: "power management error", ErrMessage: "BMC timeout", ErrCount: 1},
 		{State: "preparing"}, {State: "provisioned", Consumer: "c2-md-abc"}, {State: "available"},
 		// Claimed by Cluster API Provider Metal3, not yet provisioning.
@@ -33,7 +33,7 @@ func TestCapacityCountsAvailableUnclaimedAttachedHosts(t *testing.T) {
 	} {
 		name := "gold-" + string(rune('a'+i))
 		spec := baremetal.HostSpec{Name: name, BMCAddress: fmt.Sprintf("ipmi://10.0.1.%d", i+1), ResourceClass: "CUSTOM_BAREMETAL_GOLD",
-			Credentials: bmc.Credentials{Username: "admin", Password: ironictest.BMCPassword},
+			Credentials: bmc.Credentials{Username: "admin", Password: testironic.BMCPassword},
 			Labels:      map[string]string{"pool": map[bool]string{true: "gpu", false: "general"}[i == 5]}}
 		if _, err := baremetal.ValidateSpec(&spec, ""); err != nil {
 			t.Fatal(err)

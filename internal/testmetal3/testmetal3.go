@@ -1,10 +1,10 @@
-// Package metal3test runs the Metal3 host inventory on a real
+// Package testmetal3 runs the Metal3 host inventory on a real
 // kube-apiserver with the BareMetalHost CRD, and plays baremetal-operator's
 // part there: it writes BareMetalHost status through the status
 // subresource in the shape the operator writes it, and adds and removes
 // its finalizer. The operator itself cannot run here (it needs Ironic with
 // a provisioning network), and nothing else of it is used.
-package metal3test
+package testmetal3
 
 import (
 	"context"

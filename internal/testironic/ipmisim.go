@@ -1,4 +1,4 @@
-package ironictest
+package testironic
 
 import (
 	"fmt"

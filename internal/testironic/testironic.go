@@ -1,9 +1,9 @@
-// Package ironictest runs real parts for bare-metal tests: a standalone
+// Package testironic runs real parts for bare-metal tests: a standalone
 // Ironic from Debian's packages (noauth, no message bus, SQLite, the
 // fake-hardware and ipmi hardware types) and OpenIPMI's ipmi_sim BMC
 // simulator. Each runs on loopback under the test's temp directory and is
 // stopped when the test ends.
-package ironictest
+package testironic
 
 import (
 	"bytes"
