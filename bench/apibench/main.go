@@ -136,52 +136,45 @@ func run(o options) error {
 	}
 	fmt.Printf("apibench: %s per measurement; req/s, p50, p99\n", o.duration)
 	var rows []bench
-	measure := func(name string, clients int, path string, ceiling bool) error {
+	measure := func(name string, clients int, path string) error {
 		row := bench{name: fmt.Sprintf("%s, %d conn", name, clients), results: map[string]result{}}
 		for _, t := range targets {
 			row.results[t.name] = load(clients, o.duration, func() error { return t.get(path) })
 		}
-		if ceiling {
-			body, err := mag.body(path)
-			if err != nil {
-				return err
-			}
-			r, err := measureCeiling(tmp, body, clients, o.duration, client)
-			if err != nil {
-				return err
-			}
-			row.results["ceiling"] = r
+		body, err := mag.body(path)
+		if err != nil {
+			return err
+		}
+		if row.results["ceiling"], err = measureCeiling(tmp, body, clients, o.duration, client); err != nil {
+			return err
 		}
 		rows = append(rows, row)
 		printRow(row)
 		return nil
 	}
-	for _, t := range targets {
-		if err := t.seedTemplates(o, 0, 50); err != nil {
-			return err
+	// Each step seeds every target, then measures a listing at each
+	// number of connections.
+	steps := []struct {
+		seed  func(t *target) error
+		name  string
+		conns []int
+		path  string
+	}{
+		{func(t *target) error { return t.seedTemplates(o, 0, 50) }, "GET /v1/clustertemplates, 50 templates", []int{32, 1}, "/v1/clustertemplates"},
+		{func(t *target) error { return t.seedTemplates(o, 50, 1000) }, "GET /v1/clustertemplates, 1000 templates", []int{32}, "/v1/clustertemplates"},
+		{func(t *target) error { return t.seedClusters(o.clusters) }, fmt.Sprintf("GET /v1/clusters/detail, %d clusters", o.clusters), []int{32}, "/v1/clusters/detail"},
+	}
+	for _, step := range steps {
+		for _, t := range targets {
+			if err := step.seed(t); err != nil {
+				return err
+			}
 		}
-	}
-	if err := measure("GET /v1/clustertemplates, 50 templates", 32, "/v1/clustertemplates", true); err != nil {
-		return err
-	}
-	if err := measure("GET /v1/clustertemplates, 50 templates", 1, "/v1/clustertemplates", true); err != nil {
-		return err
-	}
-	for _, t := range targets {
-		if err := t.seedTemplates(o, 50, 1000); err != nil {
-			return err
+		for _, conns := range step.conns {
+			if err := measure(step.name, conns, step.path); err != nil {
+				return err
+			}
 		}
-	}
-	if err := measure("GET /v1/clustertemplates, 1000 templates", 32, "/v1/clustertemplates", true); err != nil {
-		return err
-	}
-	for _, t := range targets {
-		if err := t.seedClusters(o.clusters); err != nil {
-			return err
-		}
-	}
-	if err := measure(fmt.Sprintf("GET /v1/clusters/detail, %d clusters", o.clusters), 32, "/v1/clusters/detail", true); err != nil {
-		return err
 	}
 	if !o.skipCreate {
 		row := bench{name: "POST /v1/clustertemplates, 4 clients", results: map[string]result{}}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/addons"
 	"github.com/magnetite-io/magnetite/internal/addons/charts"
+	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 )
@@ -40,11 +41,7 @@ With --clusters it also reads the management cluster ([management] kubeconfig)
 and prints, per cluster, the addons its ClusterResourceSet delivers: the charts
 each ConfigMap was rendered from, or the operator's own ConfigMap.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(g)
-			if err != nil {
-				return err
-			}
+		RunE: g.configured(func(cmd *cobra.Command, cfg *config.Config, _ []string) error {
 			src, err := addonSource(cfg)
 			if err != nil {
 				return err
@@ -63,7 +60,7 @@ each ConfigMap was rendered from, or the operator's own ConfigMap.`,
 			defer cancel()
 			fmt.Fprintln(cmd.OutOrStdout())
 			return printClusterAddons(ctx, cmd.OutOrStdout(), mc)
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&kube, "kube-version", "", "show only this Kubernetes minor (v1.33 or v1.33.1)")
 	cmd.Flags().BoolVar(&clusters, "clusters", false, "also show what each cluster's ClusterResourceSet delivers (reads the management cluster)")
@@ -155,11 +152,7 @@ listing each archive with its sha256 digest. Copy DIR to the cloud and set
 [addons] source = DIR, or serve it with any web server and set source to its URL.
 Nothing is written unless every chart was found.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := loadConfig(g)
-			if err != nil {
-				return err
-			}
+		RunE: g.configured(func(cmd *cobra.Command, cfg *config.Config, args []string) error {
 			if from != "" {
 				cfg.Override("addons", "source", from, "--from")
 			}
@@ -185,7 +178,7 @@ Nothing is written unless every chart was found.`,
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "\n%d charts and index.yaml in %s; set [addons] source = %s\n", len(got), dir, dir)
 			return err
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&from, "from", "", "source to download from instead of [addons] source (upstream, a URL or a directory)")
 	return cmd

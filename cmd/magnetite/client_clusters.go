@@ -12,17 +12,17 @@ import (
 )
 
 func clusterCommand(o *clientOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "cluster", Short: "Manage clusters (openstack coe cluster)"}
-	cmd.AddCommand(clusterCreateCommand(o), clusterListCommand(o), clusterShowCommand(o),
+	return group("cluster", "Manage clusters (openstack coe cluster)",
+		clusterCreateCommand(o), clusterListCommand(o), clusterShowCommand(o),
 		clusterUpdateCommand(o), clusterResizeCommand(o), clusterUpgradeCommand(o),
 		clusterDeleteCommand(o), clusterConfigCommand(o), clusterEventsCommand(o))
-	return cmd
 }
 
-// waitFlags are the flags of commands that can wait for the cluster to
-// settle, drawing its progress.
+// waitFlags are the flags of commands that can wait for a cluster to
+// settle, drawing its progress, or follow a host operation.
 type waitFlags struct {
 	wait     bool
+	noWait   bool // host changes follow their operation unless --no-wait
 	timeout  time.Duration
 	interval time.Duration
 }
@@ -31,14 +31,31 @@ func (w *waitFlags) bind(cmd *cobra.Command, waitFlag, timeoutFlag string) {
 	if waitFlag != "" {
 		cmd.Flags().BoolVar(&w.wait, waitFlag, false, "wait until the cluster settles, drawing its progress; fail if it ends *_FAILED")
 	}
-	cmd.Flags().DurationVar(&w.timeout, timeoutFlag, 0, "give up waiting after this long, e.g. 90m (default: wait until the cluster settles)")
+	w.bindTimeout(cmd, timeoutFlag, "wait until the cluster settles")
+}
+
+// bindTimeout adds the flag bounding the wait, whose default is until, and
+// the hidden --poll-interval.
+func (w *waitFlags) bindTimeout(cmd *cobra.Command, timeoutFlag, until string) {
+	cmd.Flags().DurationVar(&w.timeout, timeoutFlag, 0, "give up waiting after this long, e.g. 90m (default: "+until+")")
 	cmd.Flags().DurationVar(&w.interval, "poll-interval", 2*time.Second, "how often to ask the API while waiting")
 	_ = cmd.Flags().MarkHidden("poll-interval")
 }
 
+// waiting is a connected command with the wait flags named waitFlag and
+// timeoutFlag, which run gets.
+func (o *clientOptions) waiting(cmd *cobra.Command, waitFlag, timeoutFlag string, run func(cmd *cobra.Command, c *client.Client, args []string, w waitFlags) error) *cobra.Command {
+	w := &waitFlags{}
+	cmd.RunE = o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
+		return run(cmd, c, args, *w)
+	})
+	w.bind(cmd, waitFlag, timeoutFlag)
+	return cmd
+}
+
 // accepted reports an asynchronous request, then waits for the cluster
-// when asked to.
-func (o *clientOptions) accepted(cmd *cobra.Command, c *client.Client, w waitFlags, ident, uuid, what string, goal watchGoal) error {
+// to settle when asked to.
+func (o *clientOptions) accepted(cmd *cobra.Command, c *client.Client, w waitFlags, uuid, what string) error {
 	if !w.wait {
 		if o.output != "table" {
 			return o.printObject(cmd.OutOrStdout(), apitypes.ClusterID{UUID: uuid})
@@ -46,7 +63,7 @@ func (o *clientOptions) accepted(cmd *cobra.Command, c *client.Client, w waitFla
 		fmt.Fprintf(cmd.OutOrStdout(), "Request to %s cluster %s has been accepted.\n", what, uuid)
 		return nil
 	}
-	return o.watch(cmd, c, ident, w, goal)
+	return o.watch(cmd, c, uuid, w, untilSettled)
 }
 
 func clusterCreateCommand(o *clientOptions) *cobra.Command {
@@ -54,13 +71,10 @@ func clusterCreateCommand(o *clientOptions) *cobra.Command {
 	var labels []string
 	var masterCount, nodeCount, dockerVolumeSize, createTimeout int
 	var mergeLabels, fipEnabled, fipDisabled, lbEnabled, lbDisabled bool
-	var w waitFlags
-	cmd := &cobra.Command{
-		Use:   "create NAME --cluster-template TEMPLATE [flags]",
-		Short: "Create a cluster; with --wait, draw its progress until it is built",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			body := map[string]any{"name": args[0], "cluster_template_id": template}
+	var body map[string]any
+	cmd := o.clusterAction("create NAME --cluster-template TEMPLATE [flags]", "Create a cluster; with --wait, draw its progress until it is built", "create", cobra.ExactArgs(1),
+		func(cmd *cobra.Command, args []string) error {
+			body = map[string]any{"name": args[0], "cluster_template_id": template}
 			setIf(cmd, body, "keypair", "keypair", keypair)
 			setIf(cmd, body, "discovery-url", "discovery_url", discoveryURL)
 			setIf(cmd, body, "flavor", "flavor_id", flavor)
@@ -79,24 +93,11 @@ func clusterCreateCommand(o *clientOptions) *cobra.Command {
 			setIf(cmd, body, "floating-ip-disabled", "floating_ip_enabled", false)
 			setIf(cmd, body, "master-lb-enabled", "master_lb_enabled", true)
 			setIf(cmd, body, "master-lb-disabled", "master_lb_enabled", false)
-			if len(labels) > 0 {
-				l, err := parseLabels(labels)
-				if err != nil {
-					return err
-				}
-				body["labels"] = l
-			}
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
-			uuid, err := c.CreateCluster(cmd.Context(), body)
-			if err != nil {
-				return err
-			}
-			return o.accepted(cmd, c, w, uuid, uuid, "create", untilSettled)
+			return putLabels(body, labels)
 		},
-	}
+		func(ctx context.Context, c *client.Client, _ []string) (string, error) {
+			return c.CreateCluster(ctx, body)
+		})
 	f := cmd.Flags()
 	f.StringVar(&template, "cluster-template", "", "cluster template name or UUID (required)")
 	_ = cmd.MarkFlagRequired("cluster-template")
@@ -116,7 +117,6 @@ func clusterCreateCommand(o *clientOptions) *cobra.Command {
 	f.BoolVar(&fipDisabled, "floating-ip-disabled", false, "give nodes no floating IPs")
 	f.BoolVar(&lbEnabled, "master-lb-enabled", false, "put a load balancer in front of the control plane")
 	f.BoolVar(&lbDisabled, "master-lb-disabled", false, "no load balancer in front of the control plane")
-	w.bind(cmd, "wait", "wait-timeout")
 	return cmd
 }
 
@@ -128,52 +128,35 @@ func clusterListCommand(o *clientOptions) *cobra.Command {
 }
 
 func clusterShowCommand(o *clientOptions) *cobra.Command {
-	var w waitFlags
-	cmd := &cobra.Command{
-		Use:   "show CLUSTER",
-		Short: "Show a cluster; with --watch, draw its progress until it settles",
-		Args:  cobra.ExactArgs(1),
-		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
-			if w.wait {
-				return o.watch(cmd, c, args[0], w, untilSettled)
-			}
-			cl, err := c.GetCluster(cmd.Context(), args[0])
-			return o.printed(cmd, cl, err)
-		}),
-	}
-	w.bind(cmd, "watch", "timeout")
-	return cmd
+	cmd := &cobra.Command{Use: "show CLUSTER", Short: "Show a cluster; with --watch, draw its progress until it settles", Args: cobra.ExactArgs(1)}
+	return o.waiting(cmd, "watch", "timeout", func(cmd *cobra.Command, c *client.Client, args []string, w waitFlags) error {
+		if w.wait {
+			return o.watch(cmd, c, args[0], w, untilSettled)
+		}
+		cl, err := c.GetCluster(cmd.Context(), args[0])
+		return o.printed(cmd, cl, err)
+	})
 }
 
 // clusterAction is a command that asks for a change to a cluster: check
-// reads the arguments before anything is asked, act asks and returns the
-// cluster's UUID. It reports the accepted request or, with --wait, draws the
-// cluster's progress until it settles.
-func (o *clientOptions) clusterAction(use, short, what string, args cobra.PositionalArgs, check func(args []string) error, act func(ctx context.Context, c *client.Client, args []string) (string, error)) *cobra.Command {
-	var w waitFlags
-	cmd := &cobra.Command{
-		Use: use, Short: short, Args: args,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := check(args); err != nil {
-				return err
-			}
-			return o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
-				uuid, err := act(cmd.Context(), c, args)
-				if err != nil {
-					return err
-				}
-				return o.accepted(cmd, c, w, uuid, uuid, what, untilSettled)
-			})(cmd, args)
-		},
-	}
-	w.bind(cmd, "wait", "wait-timeout")
-	return cmd
+// reads the flags and arguments before anything is asked, act asks and
+// returns the cluster's UUID. It reports the accepted request or, with
+// --wait, draws the cluster's progress until it settles.
+func (o *clientOptions) clusterAction(use, short, what string, args cobra.PositionalArgs, check func(cmd *cobra.Command, args []string) error, act func(ctx context.Context, c *client.Client, args []string) (string, error)) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short, Args: args, PreRunE: check}
+	return o.waiting(cmd, "wait", "wait-timeout", func(cmd *cobra.Command, c *client.Client, args []string, w waitFlags) error {
+		uuid, err := act(cmd.Context(), c, args)
+		if err != nil {
+			return err
+		}
+		return o.accepted(cmd, c, w, uuid, what)
+	})
 }
 
 func clusterUpdateCommand(o *clientOptions) *cobra.Command {
 	var patch []client.PatchOp
 	return o.clusterAction("update CLUSTER add|replace|remove ATTRIBUTE=VALUE...", "Change a cluster (e.g. update k8s replace node_count=3)", "update", cobra.MinimumNArgs(3),
-		func(args []string) (err error) {
+		func(_ *cobra.Command, args []string) (err error) {
 			patch, err = patchFromArgs(args[1], args[2:])
 			return err
 		},
@@ -185,7 +168,7 @@ func clusterUpdateCommand(o *clientOptions) *cobra.Command {
 func clusterResizeCommand(o *clientOptions) *cobra.Command {
 	var req client.ResizeRequest
 	cmd := o.clusterAction("resize CLUSTER NODE_COUNT [--nodegroup NAME]", "Change the node count of a node group (default-worker unless named)", "resize", cobra.ExactArgs(2),
-		func(args []string) error {
+		func(_ *cobra.Command, args []string) error {
 			if _, err := fmt.Sscan(args[1], &req.NodeCount); err != nil {
 				return fmt.Errorf("node count %q is not a whole number", args[1])
 			}
@@ -202,7 +185,7 @@ func clusterResizeCommand(o *clientOptions) *cobra.Command {
 func clusterUpgradeCommand(o *clientOptions) *cobra.Command {
 	var req client.UpgradeRequest
 	cmd := o.clusterAction("upgrade CLUSTER TEMPLATE [--nodegroup NAME]", "Move a cluster (or one node group) to another cluster template", "upgrade", cobra.ExactArgs(2),
-		func(args []string) error {
+		func(_ *cobra.Command, args []string) error {
 			req.ClusterTemplate = args[1]
 			return nil
 		},
@@ -215,26 +198,19 @@ func clusterUpgradeCommand(o *clientOptions) *cobra.Command {
 }
 
 func clusterDeleteCommand(o *clientOptions) *cobra.Command {
-	var w waitFlags
-	cmd := &cobra.Command{
-		Use:   "delete CLUSTER...",
-		Short: "Delete clusters; with --wait, until they are gone",
-		Args:  cobra.MinimumNArgs(1),
-		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
-			err := deleteEach(cmd, args, "Request to delete cluster %s has been accepted.", func(ident string) error {
-				return c.DeleteCluster(cmd.Context(), ident)
-			})
-			if err != nil || !w.wait {
+	cmd := &cobra.Command{Use: "delete CLUSTER...", Short: "Delete clusters; with --wait, until they are gone", Args: cobra.MinimumNArgs(1)}
+	return o.waiting(cmd, "wait", "wait-timeout", func(cmd *cobra.Command, c *client.Client, args []string, w waitFlags) error {
+		err := deleteEach(cmd, args, "Request to delete cluster %s has been accepted.", func(ident string) error {
+			return c.DeleteCluster(cmd.Context(), ident)
+		})
+		if err != nil || !w.wait {
+			return err
+		}
+		for _, ident := range args {
+			if err := o.watch(cmd, c, ident, w, untilGone); err != nil {
 				return err
 			}
-			for _, ident := range args {
-				if err := o.watch(cmd, c, ident, w, untilGone); err != nil {
-					return err
-				}
-			}
-			return nil
-		}),
-	}
-	w.bind(cmd, "wait", "wait-timeout")
-	return cmd
+		}
+		return nil
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnetite-io/magnetite/internal/certs"
+	"github.com/magnetite-io/magnetite/internal/client"
 )
 
 func clusterConfigCommand(o *clientOptions) *cobra.Command {
@@ -23,12 +24,8 @@ func clusterConfigCommand(o *clientOptions) *cobra.Command {
 		Long: "Fetches the cluster CA, has it sign a new client key's certificate (CN admin, O system:masters)\n" +
 			"and writes DIR/config (mode 0600), as `openstack coe cluster config` does. Prints the export line for KUBECONFIG.",
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
 			abs, err := filepath.Abs(dir)
-			if err != nil {
-				return err
-			}
-			c, err := o.connect(cmd)
 			if err != nil {
 				return err
 			}
@@ -66,7 +63,7 @@ func clusterConfigCommand(o *clientOptions) *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "export KUBECONFIG=%s\n", filepath.Join(abs, "config"))
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&dir, "dir", ".", "directory to write config (and with --output-certs ca.pem, cert.pem, key.pem) into")
 	cmd.Flags().BoolVar(&force, "force", false, "overwrite existing files")

@@ -1,17 +1,13 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
-	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/client"
 )
 
 func credentialCommand(o *clientOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "credential", Short: "Manage clusters' cloud credentials (openstack coe credential)"}
-	cmd.AddCommand(&cobra.Command{
+	return group("credential", "Manage clusters' cloud credentials (openstack coe credential)", &cobra.Command{
 		Use:   "rotate CLUSTER",
 		Short: "Give a cluster a new application credential, made with your token; the old one is deleted once the cluster uses the new one",
 		Args:  cobra.ExactArgs(1),
@@ -20,12 +16,7 @@ func credentialCommand(o *clientOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if o.output != "table" {
-				return o.printObject(cmd.OutOrStdout(), apitypes.ClusterID{UUID: uuid})
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Request to rotate the credentials of cluster %s has been accepted.\n", uuid)
-			return nil
+			return o.accepted(cmd, c, waitFlags{}, uuid, "rotate the credentials of")
 		}),
 	})
-	return cmd
 }

@@ -12,10 +12,9 @@ import (
 )
 
 func nodeGroupCommand(o *clientOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "nodegroup", Short: "Manage node groups of a cluster (openstack coe nodegroup)"}
-	cmd.AddCommand(nodeGroupCreateCommand(o), nodeGroupListCommand(o), nodeGroupShowCommand(o),
+	return group("nodegroup", "Manage node groups of a cluster (openstack coe nodegroup)",
+		nodeGroupCreateCommand(o), nodeGroupListCommand(o), nodeGroupShowCommand(o),
 		nodeGroupUpdateCommand(o), nodeGroupDeleteCommand(o))
-	return cmd
 }
 
 func nodeGroupCreateCommand(o *clientOptions) *cobra.Command {
@@ -37,12 +36,8 @@ func nodeGroupCreateCommand(o *clientOptions) *cobra.Command {
 			setIf(cmd, body, "max-nodes", "max_node_count", maxNodes)
 			setIf(cmd, body, "docker-volume-size", "docker_volume_size", dockerVolumeSize)
 			setIf(cmd, body, "merge-labels", "merge_labels", mergeLabels)
-			if len(labels) > 0 {
-				l, err := parseLabels(labels)
-				if err != nil {
-					return err
-				}
-				body["labels"] = l
+			if err := putLabels(body, labels); err != nil {
+				return err
 			}
 			if err := nodeLabelsAndTaints(cmd, body, nodeLabels, nodeTaints); err != nil {
 				return err

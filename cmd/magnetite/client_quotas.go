@@ -71,8 +71,7 @@ func statsCommand(o *clientOptions) *cobra.Command {
 }
 
 func serviceCommand(o *clientOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "service", Short: "Magnetite processes (openstack coe service)"}
-	cmd.AddCommand(&cobra.Command{
+	return group("service", "Magnetite processes (openstack coe service)", &cobra.Command{
 		Use:   "list",
 		Short: "List the Magnetite processes and whether they are up",
 		Args:  cobra.NoArgs,
@@ -81,5 +80,4 @@ func serviceCommand(o *clientOptions) *cobra.Command {
 			return o.printedList(cmd, svcs, err, "id", "host", "binary", "state", "disabled", "disabled_reason", "report_count", "updated_at")
 		}),
 	})
-	return cmd
 }

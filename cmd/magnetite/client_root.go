@@ -33,7 +33,7 @@ func clientCommands() []*cobra.Command {
 	o := &clientOptions{getenv: os.Getenv}
 	cmds := []*cobra.Command{
 		templateCommand(o), clusterCommand(o), nodeGroupCommand(o), credentialCommand(o),
-		quotaCommand(o), statsCommand(o), serviceCommand(o),
+		quotaCommand(o), statsCommand(o), serviceCommand(o), hostCommand(o),
 	}
 	for _, c := range cmds {
 		f := c.PersistentFlags()
@@ -154,7 +154,8 @@ func (o *clientOptions) shown(use, short string, args cobra.PositionalArgs, get 
 }
 
 // listed is a list command with the paging and sorting flags, filled into
-// lo before list is asked; it prints the given fields of each object.
+// lo before list is asked (none when lo is nil: the listing has no pages);
+// it prints the given fields of each object.
 func (o *clientOptions) listed(use, short string, args cobra.PositionalArgs, lo *client.ListOptions, list asked, fields ...string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: use, Short: short, Args: args,
@@ -163,7 +164,9 @@ func (o *clientOptions) listed(use, short string, args cobra.PositionalArgs, lo 
 			return o.printedList(cmd, items, err, fields...)
 		}),
 	}
-	listFlags(cmd, lo)
+	if lo != nil {
+		listFlags(cmd, lo)
+	}
 	return cmd
 }
 
@@ -281,6 +284,18 @@ func parseLabels(flags []string) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
+}
+
+// putLabels puts --labels values, when given, into a create body.
+func putLabels(body map[string]any, labels []string) error {
+	if len(labels) > 0 {
+		l, err := parseLabels(labels)
+		if err != nil {
+			return err
+		}
+		body["labels"] = l
+	}
+	return nil
 }
 
 // patchFromArgs turns `OP ATTRIBUTE=VALUE ...` (openstack coe's update

@@ -11,9 +11,10 @@ import (
 )
 
 func templateCommand(o *clientOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "template", Aliases: []string{"cluster-template"}, Short: "Manage cluster templates (openstack coe cluster template)"}
-	cmd.AddCommand(templateCreateCommand(o), templateListCommand(o), templateShowCommand(o),
+	cmd := group("template", "Manage cluster templates (openstack coe cluster template)",
+		templateCreateCommand(o), templateListCommand(o), templateShowCommand(o),
 		templateUpdateCommand(o), templateDeleteCommand(o))
+	cmd.Aliases = []string{"cluster-template"}
 	return cmd
 }
 
@@ -46,12 +47,8 @@ func templateCreateCommand(o *clientOptions) *cobra.Command {
 				return fmt.Errorf("--hidden and --visible exclude each other")
 			}
 			setIf(cmd, body, "visible", "hidden", false)
-			if len(labels) > 0 {
-				l, err := parseLabels(labels)
-				if err != nil {
-					return err
-				}
-				body["labels"] = l
+			if err := putLabels(body, labels); err != nil {
+				return err
 			}
 			if len(tags) > 0 {
 				body["tags"] = strings.Join(tags, ",")

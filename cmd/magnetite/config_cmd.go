@@ -40,11 +40,7 @@ func configCommand(g *globalFlags) *cobra.Command {
 	cmd.AddCommand(&cobra.Command{
 		Use:   "show",
 		Short: "Print the effective configuration, each value with its source (secrets masked)",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(g)
-			if err != nil {
-				return err
-			}
+		RunE: g.configured(func(cmd *cobra.Command, cfg *config.Config, _ []string) error {
 			out := cmd.OutOrStdout()
 			if len(cfg.Files) > 0 {
 				fmt.Fprintf(out, "# files read, in order: %s\n", strings.Join(cfg.Files, ", "))
@@ -64,7 +60,7 @@ func configCommand(g *globalFlags) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", v.Section, v.Name, val, v.Source)
 			}
 			return tw.Flush()
-		},
+		}),
 	})
 	return cmd
 }

@@ -9,12 +9,6 @@ import (
 	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
 )
 
-func hostCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "host", Short: "Bare-metal host tools"}
-	cmd.AddCommand(validateBMCCommand())
-	return cmd
-}
-
 // bmcValidation is what `host validate-bmc` prints.
 type bmcValidation struct {
 	Canonical string `json:"address"`

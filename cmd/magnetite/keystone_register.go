@@ -22,6 +22,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/magnetite-io/magnetite/internal/client"
+	"github.com/magnetite-io/magnetite/internal/config"
 )
 
 // registration is what `magnetite keystone register` makes sure Keystone
@@ -41,9 +42,7 @@ type registration struct {
 }
 
 func keystoneCommand(g *globalFlags) *cobra.Command {
-	cmd := &cobra.Command{Use: "keystone", Short: "Register Magnetite in Keystone"}
-	cmd.AddCommand(keystoneRegisterCommand(g))
-	return cmd
+	return group("keystone", "Register Magnetite in Keystone", keystoneRegisterCommand(g))
 }
 
 func keystoneRegisterCommand(g *globalFlags) *cobra.Command {
@@ -67,11 +66,7 @@ It runs as a Keystone administrator, from OS_CLOUD (clouds.yaml) or the
 OS_* variables. User, project, domains and region default to the
 [keystone_authtoken] options of Magnetite's configuration.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(g)
-			if err != nil {
-				return err
-			}
+		RunE: g.configured(func(cmd *cobra.Command, cfg *config.Config, _ []string) error {
 			fromConfig := func(flag, option string, v *string) {
 				if !cmd.Flags().Changed(flag) && cfg.String("keystone_authtoken", option) != "" {
 					*v = cfg.String("keystone_authtoken", option)
@@ -111,12 +106,13 @@ OS_* variables. User, project, domains and region default to the
 			}
 			r.out = cmd.OutOrStdout()
 			ctx := cmd.Context()
+			var err error
 			r.identity, err = client.Identity(ctx, client.SettingsFromEnv(os.Getenv))
 			if err != nil {
 				return err
 			}
 			return r.run(ctx)
-		},
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&publicURL, "public-url", "", "public endpoint, e.g. https://magnum.example.net:9511/v1 (required)")

@@ -39,18 +39,14 @@ func serveCommand(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the Magnum v1 API (SQLite and noauth unless configured otherwise)",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(g)
-			if err != nil {
-				return err
-			}
+		RunE: g.configured(func(cmd *cobra.Command, cfg *config.Config, _ []string) error {
 			if listen != "" {
 				cfg.Override("api", "listen", listen, "flag --listen")
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return serve(ctx, cfg, nil)
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "address:port to listen on (overrides [api] listen)")
 	return cmd
