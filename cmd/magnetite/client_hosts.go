@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -121,11 +122,12 @@ func (o *clientOptions) followOperation(cmd *cobra.Command, c *client.Client, op
 	for {
 		switch op.State {
 		case "succeeded":
-			if op.HostUUID == "" {
+			h, err := c.GetHost(ctx, cmp.Or(op.HostUUID, op.Host))
+			if op.Type == "host_delete" && (op.HostUUID == "" || client.IsNotFound(err)) {
+				// Removed at once, or since the operation ended.
 				fmt.Fprintf(cmd.OutOrStdout(), "Host %s deleted.\n", op.Host)
 				return nil
 			}
-			h, err := c.GetHost(ctx, op.HostUUID)
 			return o.printed(cmd, h, err)
 		case "failed":
 			reason := op.LastError
