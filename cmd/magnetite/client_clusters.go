@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -70,7 +71,8 @@ func clusterCreateCommand(o *clientOptions) *cobra.Command {
 	var template, keypair, discoveryURL, flavor, masterFlavor, fixedNetwork, fixedSubnet string
 	var labels []string
 	var masterCount, nodeCount, dockerVolumeSize, createTimeout int
-	var mergeLabels, fipEnabled, fipDisabled, lbEnabled, lbDisabled bool
+	var mergeLabels bool
+	var floatingIP, masterLB func(body map[string]any) error
 	var body map[string]any
 	cmd := o.clusterAction("create NAME --cluster-template TEMPLATE [flags]", "Create a cluster; with --wait, draw its progress until it is built", "create", cobra.ExactArgs(1),
 		func(cmd *cobra.Command, args []string) error {
@@ -86,14 +88,7 @@ func clusterCreateCommand(o *clientOptions) *cobra.Command {
 			setIf(cmd, body, "docker-volume-size", "docker_volume_size", dockerVolumeSize)
 			setIf(cmd, body, "timeout", "create_timeout", createTimeout)
 			setIf(cmd, body, "merge-labels", "merge_labels", mergeLabels)
-			if fipEnabled && fipDisabled || lbEnabled && lbDisabled {
-				return fmt.Errorf("--*-enabled and --*-disabled of one setting exclude each other")
-			}
-			setIf(cmd, body, "floating-ip-enabled", "floating_ip_enabled", true)
-			setIf(cmd, body, "floating-ip-disabled", "floating_ip_enabled", false)
-			setIf(cmd, body, "master-lb-enabled", "master_lb_enabled", true)
-			setIf(cmd, body, "master-lb-disabled", "master_lb_enabled", false)
-			return putLabels(body, labels)
+			return errors.Join(floatingIP(body), masterLB(body), putLabels(body, labels))
 		},
 		func(ctx context.Context, c *client.Client, _ []string) (string, error) {
 			return c.CreateCluster(ctx, body)
@@ -113,10 +108,9 @@ func clusterCreateCommand(o *clientOptions) *cobra.Command {
 	f.IntVar(&createTimeout, "timeout", 0, "minutes the service allows the create before marking it CREATE_FAILED (default: the service's, longer for bare metal)")
 	f.StringArrayVar(&labels, "labels", nil, "KEY1=VALUE1,KEY2=VALUE2;KEY3=VALUE3... or one --labels per pair")
 	f.BoolVar(&mergeLabels, "merge-labels", false, "merge the labels over the template's")
-	f.BoolVar(&fipEnabled, "floating-ip-enabled", false, "give nodes floating IPs")
-	f.BoolVar(&fipDisabled, "floating-ip-disabled", false, "give nodes no floating IPs")
-	f.BoolVar(&lbEnabled, "master-lb-enabled", false, "put a load balancer in front of the control plane")
-	f.BoolVar(&lbDisabled, "master-lb-disabled", false, "no load balancer in front of the control plane")
+	floatingIP = floatingIPFlags(cmd)
+	masterLB = toggle(cmd, "master-lb-enabled", "master-lb-disabled", "master_lb_enabled",
+		"put a load balancer in front of the control plane", "no load balancer in front of the control plane")
 	return cmd
 }
 

@@ -51,21 +51,14 @@ func hostListCommand(o *clientOptions) *cobra.Command {
 func (o *clientOptions) hostChange(use, short string, args cobra.PositionalArgs, body func(cmd *cobra.Command, args []string) (any, error),
 	change func(ctx context.Context, c *client.Client, args []string, body any) (*client.HostAnswer, error)) *cobra.Command {
 	var w waitFlags
-	var in any
-	cmd := &cobra.Command{
-		Use: use, Short: short, Args: args,
-		PreRunE: func(cmd *cobra.Command, args []string) (err error) {
-			in, err = body(cmd, args)
-			return err
-		},
-		RunE: o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
+	cmd := prepared(o, &cobra.Command{Use: use, Short: short, Args: args}, body,
+		func(cmd *cobra.Command, c *client.Client, args []string, in any) error {
 			a, err := change(cmd.Context(), c, args, in)
 			if err != nil {
 				return err
 			}
 			return o.hostOutcome(cmd, c, a, args[0], w)
-		}),
-	}
+		})
 	cmd.Flags().BoolVar(&w.noWait, "no-wait", false, "when the service answers with an operation still under way, print it and return instead of following it")
 	w.bindTimeout(cmd, "wait-timeout", "follow the operation until it ends")
 	return cmd

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -22,34 +23,25 @@ func nodeGroupCreateCommand(o *clientOptions) *cobra.Command {
 	var labels []string
 	var nodeCount, minNodes, maxNodes, dockerVolumeSize int
 	var mergeLabels bool
-	cmd := &cobra.Command{
+	cmd := prepared(o, &cobra.Command{
 		Use:   "create CLUSTER NAME [flags]",
 		Short: "Add a node group to a cluster",
 		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			body := map[string]any{"name": args[1]}
-			setIf(cmd, body, "role", "role", role)
-			setIf(cmd, body, "flavor", "flavor_id", flavor)
-			setIf(cmd, body, "image", "image_id", image)
-			setIf(cmd, body, "node-count", "node_count", nodeCount)
-			setIf(cmd, body, "min-nodes", "min_node_count", minNodes)
-			setIf(cmd, body, "max-nodes", "max_node_count", maxNodes)
-			setIf(cmd, body, "docker-volume-size", "docker_volume_size", dockerVolumeSize)
-			setIf(cmd, body, "merge-labels", "merge_labels", mergeLabels)
-			if err := putLabels(body, labels); err != nil {
-				return err
-			}
-			if err := nodeLabelsAndTaints(cmd, body, nodeLabels, nodeTaints); err != nil {
-				return err
-			}
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
-			ng, err := c.CreateNodeGroup(cmd.Context(), args[0], body)
-			return o.printed(cmd, ng, err)
-		},
-	}
+	}, func(cmd *cobra.Command, args []string) (map[string]any, error) {
+		body := map[string]any{"name": args[1]}
+		setIf(cmd, body, "role", "role", role)
+		setIf(cmd, body, "flavor", "flavor_id", flavor)
+		setIf(cmd, body, "image", "image_id", image)
+		setIf(cmd, body, "node-count", "node_count", nodeCount)
+		setIf(cmd, body, "min-nodes", "min_node_count", minNodes)
+		setIf(cmd, body, "max-nodes", "max_node_count", maxNodes)
+		setIf(cmd, body, "docker-volume-size", "docker_volume_size", dockerVolumeSize)
+		setIf(cmd, body, "merge-labels", "merge_labels", mergeLabels)
+		return body, errors.Join(putLabels(body, labels), nodeLabelsAndTaints(cmd, body, nodeLabels, nodeTaints))
+	}, func(cmd *cobra.Command, c *client.Client, args []string, body map[string]any) error {
+		ng, err := c.CreateNodeGroup(cmd.Context(), args[0], body)
+		return o.printed(cmd, ng, err)
+	})
 	f := cmd.Flags()
 	f.StringVar(&role, "role", "", "role of the nodes (default worker)")
 	f.StringVar(&flavor, "flavor", "", "Nova flavor of the nodes (default: the cluster's)")
@@ -89,12 +81,20 @@ func nodeLabelsAndTaints(cmd *cobra.Command, body map[string]any, nodeLabels, no
 	return nil
 }
 
+// commaList splits a comma-separated flag value, dropping blank items.
+func commaList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
 func parseNodeLabels(s string) (map[string]string, error) {
 	out := map[string]string{}
-	for _, kv := range strings.Split(s, ",") {
-		if kv = strings.TrimSpace(kv); kv == "" {
-			continue
-		}
+	for _, kv := range commaList(s) {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return nil, fmt.Errorf("node labels must be KEY=VALUE, not %q", kv)
@@ -107,10 +107,7 @@ func parseNodeLabels(s string) (map[string]string, error) {
 // parseTaints reads KEY[=VALUE]:EFFECT,... as magnumclient does.
 func parseTaints(s string) ([]map[string]string, error) {
 	out := []map[string]string{}
-	for _, t := range strings.Split(s, ",") {
-		if t = strings.TrimSpace(t); t == "" {
-			continue
-		}
+	for _, t := range commaList(s) {
 		kv, effect, ok := strings.Cut(t, ":")
 		if !ok || effect == "" {
 			return nil, fmt.Errorf("taint %q: write KEY=VALUE:EFFECT or KEY:EFFECT", t)

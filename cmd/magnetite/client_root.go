@@ -57,6 +57,20 @@ func (o *clientOptions) connected(do func(cmd *cobra.Command, c *client.Client, 
 	}
 }
 
+// prepared makes cmd a connected command whose body, read from the flags
+// and arguments before anything is asked, run gets.
+func prepared[B any](o *clientOptions, cmd *cobra.Command, body func(cmd *cobra.Command, args []string) (B, error), run func(cmd *cobra.Command, c *client.Client, args []string, body B) error) *cobra.Command {
+	var in B
+	cmd.PreRunE = func(cmd *cobra.Command, args []string) (err error) {
+		in, err = body(cmd, args)
+		return err
+	}
+	cmd.RunE = o.connected(func(cmd *cobra.Command, c *client.Client, args []string) error {
+		return run(cmd, c, args, in)
+	})
+	return cmd
+}
+
 // patched is the RunE of an update command: args[at] is the operation
 // (add, replace or remove) and the rest its ATTRIBUTE=VALUE pairs, checked
 // before anything is asked; do gets the patch and the identifiers before
@@ -337,6 +351,26 @@ func patchFromArgs(op string, attrs []string) ([]client.PatchOp, error) {
 		patch = append(patch, client.PatchOp{Op: op, Path: "/" + k, Value: value})
 	}
 	return patch, nil
+}
+
+// toggle adds the flags --on and --off, which set field in a request body
+// to true or false; with neither the service's default applies.
+func toggle(cmd *cobra.Command, on, off, field, onHelp, offHelp string) func(body map[string]any) error {
+	cmd.Flags().Bool(on, false, onHelp)
+	cmd.Flags().Bool(off, false, offHelp)
+	return func(body map[string]any) error {
+		if cmd.Flags().Changed(on) && cmd.Flags().Changed(off) {
+			return fmt.Errorf("--%s and --%s exclude each other", on, off)
+		}
+		setIf(cmd, body, on, field, true)
+		setIf(cmd, body, off, field, false)
+		return nil
+	}
+}
+
+// floatingIPFlags are --floating-ip-enabled and --floating-ip-disabled.
+func floatingIPFlags(cmd *cobra.Command) func(body map[string]any) error {
+	return toggle(cmd, "floating-ip-enabled", "floating-ip-disabled", "floating_ip_enabled", "give nodes floating IPs", "give nodes no floating IPs")
 }
 
 // setIf puts a flag's value into a request body only when the user set it,

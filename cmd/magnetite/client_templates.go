@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -22,45 +23,30 @@ func templateCreateCommand(o *clientOptions) *cobra.Command {
 	var labels, tags []string
 	var str = map[string]*string{}
 	var dockerVolumeSize int
-	var tlsDisabled, public, registry, masterLB, fipEnabled, fipDisabled, hidden, visible bool
-	cmd := &cobra.Command{
+	var tlsDisabled, public, registry, masterLB bool
+	var floatingIP, hidden func(body map[string]any) error
+	cmd := prepared(o, &cobra.Command{
 		Use:   "create NAME --coe kubernetes --image IMAGE --external-network NET [flags]",
 		Short: "Create a cluster template",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			body := map[string]any{"name": args[0]}
-			for flag, field := range templateStringFields {
-				setIf(cmd, body, flag, field, *str[flag])
-			}
-			setIf(cmd, body, "docker-volume-size", "docker_volume_size", dockerVolumeSize)
-			setIf(cmd, body, "tls-disabled", "tls_disabled", tlsDisabled)
-			setIf(cmd, body, "public", "public", public)
-			setIf(cmd, body, "registry-enabled", "registry_enabled", registry)
-			setIf(cmd, body, "master-lb-enabled", "master_lb_enabled", masterLB)
-			setIf(cmd, body, "hidden", "hidden", hidden)
-			if fipEnabled && fipDisabled {
-				return fmt.Errorf("--floating-ip-enabled and --floating-ip-disabled exclude each other")
-			}
-			setIf(cmd, body, "floating-ip-enabled", "floating_ip_enabled", true)
-			setIf(cmd, body, "floating-ip-disabled", "floating_ip_enabled", false)
-			if hidden && visible {
-				return fmt.Errorf("--hidden and --visible exclude each other")
-			}
-			setIf(cmd, body, "visible", "hidden", false)
-			if err := putLabels(body, labels); err != nil {
-				return err
-			}
-			if len(tags) > 0 {
-				body["tags"] = strings.Join(tags, ",")
-			}
-			c, err := o.connect(cmd)
-			if err != nil {
-				return err
-			}
-			t, err := c.CreateTemplate(cmd.Context(), body)
-			return o.printed(cmd, t, err)
-		},
-	}
+	}, func(cmd *cobra.Command, args []string) (map[string]any, error) {
+		body := map[string]any{"name": args[0]}
+		for flag, field := range templateStringFields {
+			setIf(cmd, body, flag, field, *str[flag])
+		}
+		setIf(cmd, body, "docker-volume-size", "docker_volume_size", dockerVolumeSize)
+		setIf(cmd, body, "tls-disabled", "tls_disabled", tlsDisabled)
+		setIf(cmd, body, "public", "public", public)
+		setIf(cmd, body, "registry-enabled", "registry_enabled", registry)
+		setIf(cmd, body, "master-lb-enabled", "master_lb_enabled", masterLB)
+		if len(tags) > 0 {
+			body["tags"] = strings.Join(tags, ",")
+		}
+		return body, errors.Join(floatingIP(body), hidden(body), putLabels(body, labels))
+	}, func(cmd *cobra.Command, c *client.Client, _ []string, body map[string]any) error {
+		t, err := c.CreateTemplate(cmd.Context(), body)
+		return o.printed(cmd, t, err)
+	})
 	f := cmd.Flags()
 	for flag := range templateStringFields {
 		str[flag] = f.String(flag, "", templateFlagHelp[flag])
@@ -72,10 +58,8 @@ func templateCreateCommand(o *clientOptions) *cobra.Command {
 	f.BoolVar(&public, "public", false, "make the template visible to every project (admin)")
 	f.BoolVar(&registry, "registry-enabled", false, "enable the docker registry in the cluster")
 	f.BoolVar(&masterLB, "master-lb-enabled", false, "put a load balancer in front of the control plane")
-	f.BoolVar(&fipEnabled, "floating-ip-enabled", false, "give nodes floating IPs")
-	f.BoolVar(&fipDisabled, "floating-ip-disabled", false, "give nodes no floating IPs")
-	f.BoolVar(&hidden, "hidden", false, "hide the template from listings (admin)")
-	f.BoolVar(&visible, "visible", false, "show the template in listings")
+	floatingIP = floatingIPFlags(cmd)
+	hidden = toggle(cmd, "hidden", "visible", "hidden", "hide the template from listings (admin)", "show the template in listings")
 	return cmd
 }
 
