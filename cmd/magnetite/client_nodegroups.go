@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/magnetite-io/magnetite/internal/client"
+	"github.com/magnetite-io/magnetite/internal/labels"
 )
 
 func nodeGroupCommand(o *clientOptions) *cobra.Command {
@@ -81,20 +82,9 @@ func nodeLabelsAndTaints(cmd *cobra.Command, body map[string]any, nodeLabels, no
 	return nil
 }
 
-// commaList splits a comma-separated flag value, dropping blank items.
-func commaList(s string) []string {
-	var out []string
-	for _, item := range strings.Split(s, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
-}
-
 func parseNodeLabels(s string) (map[string]string, error) {
 	out := map[string]string{}
-	for _, kv := range commaList(s) {
+	for _, kv := range labels.SplitList(s) {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return nil, fmt.Errorf("node labels must be KEY=VALUE, not %q", kv)
@@ -107,7 +97,7 @@ func parseNodeLabels(s string) (map[string]string, error) {
 // parseTaints reads KEY[=VALUE]:EFFECT,... as magnumclient does.
 func parseTaints(s string) ([]map[string]string, error) {
 	out := []map[string]string{}
-	for _, t := range commaList(s) {
+	for _, t := range labels.SplitList(s) {
 		kv, effect, ok := strings.Cut(t, ":")
 		if !ok || effect == "" {
 			return nil, fmt.Errorf("taint %q: write KEY=VALUE:EFFECT or KEY:EFFECT", t)

@@ -223,6 +223,18 @@ func TestClientTemplateCommandsInEveryFormat(t *testing.T) {
 	if rows := listed(t, "json", mustCLI(t, srv, "template", "list", "-o", "json"), "name"); len(rows) != 1 || rows[0]["name"] != "k8s-json" {
 		t.Errorf("after delete: %v", rows)
 	}
+	// A setting's two flags given together are refused before anything is asked.
+	r := cli(t, srv, "template", "create", "both", "--coe", "kubernetes", "--image", "u", "--external-network", "public", "--hidden", "--visible")
+	if r.err == nil || r.err.Error() != "--hidden and --visible exclude each other" {
+		t.Errorf("--hidden --visible: %v", r.err)
+	}
+	r = cli(t, srv, "cluster", "create", "both", "--cluster-template", "k8s-json", "--master-lb-enabled", "--master-lb-disabled")
+	if r.err == nil || r.err.Error() != "--master-lb-enabled and --master-lb-disabled exclude each other" {
+		t.Errorf("--master-lb-enabled --master-lb-disabled: %v", r.err)
+	}
+	if rows := listed(t, "json", mustCLI(t, srv, "cluster", "list", "-o", "json"), "name"); len(rows) != 0 {
+		t.Errorf("a refused create made a cluster: %v", rows)
+	}
 }
 
 func TestClientClusterCommandsInEveryFormat(t *testing.T) {
