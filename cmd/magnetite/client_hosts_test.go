@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/config"
+	"github.com/magnetite-io/magnetite/internal/testenv"
 	"github.com/magnetite-io/magnetite/internal/testironic"
 )
 
@@ -68,19 +70,12 @@ func (h *hostsCLI) host(name string) apitypes.Host {
 }
 
 // waitHost polls host show until cond holds.
-func (h *hostsCLI) waitHost(name, what string, cond func(apitypes.Host) bool) apitypes.Host {
+func (h *hostsCLI) waitHost(name, what string, cond func(apitypes.Host) bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
+	testenv.WaitFor(h.t, "host "+name+" to be "+what, 3*time.Minute, func() (bool, string) {
 		host := h.host(name)
-		if cond(host) {
-			return host
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("host %s never became %s: state %s, power %s, error %q", name, what, host.State, host.PowerState, host.ErrorMessage)
-		}
-		time.Sleep(200 * time.Millisecond) // polling interval
-	}
+		return cond(host), fmt.Sprintf("state %s, power %s, error %q", host.State, host.PowerState, host.ErrorMessage)
+	})
 }
 
 // exitStatus runs a host command as its own process (main, as a user runs
@@ -237,13 +232,10 @@ func TestHostCommandsAgainstIronic(t *testing.T) {
 				t.Errorf("delete printed:\n%s", out)
 			}
 		}
-		deadline := time.Now().Add(3 * time.Minute)
-		for h.run("show", "ipmi-0").err == nil {
-			if time.Now().After(deadline) {
-				t.Fatal("the deleted host is still shown")
-			}
-			time.Sleep(200 * time.Millisecond) // polling interval
-		}
+		testenv.WaitFor(t, "the deleted host to be gone", 3*time.Minute, func() (bool, string) {
+			r := h.run("show", "ipmi-0")
+			return r.err != nil && strings.Contains(r.err.Error(), "could not be found"), fmt.Sprint(r.err, r.stdout)
+		})
 		if rows := listed(t, "table", h.must("list"), "uuid", "name"); len(rows) != 0 {
 			t.Errorf("list after delete: %v", rows)
 		}
