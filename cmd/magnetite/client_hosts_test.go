@@ -104,7 +104,7 @@ func TestHostCommandsAgainstIronic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs a real Ironic (Debian python3-ironic) and ipmi_sim; runs in the full suite only")
 	}
-	const password = "bmc-s3cret-pw"
+	const password = testironic.BMCPassword
 	irc := testironic.StartIronic(t)
 	sim := testironic.StartIPMISim(t, "admin", password)
 	dir := t.TempDir()

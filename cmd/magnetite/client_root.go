@@ -18,7 +18,8 @@ import (
 )
 
 // clientOptions are the connection and output flags shared by the client
-// subcommands (template, cluster, nodegroup, quota, stats, service).
+// subcommands (template, cluster, nodegroup, credential, quota, stats,
+// service, host).
 type clientOptions struct {
 	endpoint string
 	token    string
@@ -28,7 +29,8 @@ type clientOptions struct {
 	getenv func(string) string
 }
 
-// clientCommands are the subcommands that mirror `openstack coe`.
+// clientCommands are the subcommands that mirror `openstack coe`, and host
+// for the bare-metal host inventory.
 func clientCommands() []*cobra.Command {
 	o := &clientOptions{getenv: os.Getenv}
 	cmds := []*cobra.Command{
