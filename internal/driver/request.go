@@ -85,7 +85,8 @@ func decodeTemplate(doc []byte) (*model.ClusterTemplate, error) {
 	if err != nil {
 		return nil, err
 	}
-	ct := &model.ClusterTemplate{COE: "kubernetes", ServerType: model.ServerTypeVM, FloatingIPEnabled: true}
+	ct := &model.ClusterTemplate{TemplateSpec: model.TemplateSpec{COE: "kubernetes",
+		ServerType: model.ServerTypeVM, FloatingIPEnabled: true}}
 	if err := into(raw, ct); err != nil {
 		return nil, err
 	}

@@ -5,11 +5,21 @@ import "time"
 // ClusterTemplate is a reusable cluster definition. JSON tags match Magnum's
 // field names; the store keeps the object as JSON beside indexed columns.
 type ClusterTemplate struct {
-	ID                  int64             `json:"-"`
-	UUID                string            `json:"uuid"`
-	Name                string            `json:"name"`
-	ProjectID           string            `json:"project_id"`
-	UserID              string            `json:"user_id"`
+	ID        int64  `json:"-"`
+	UUID      string `json:"uuid"`
+	Name      string `json:"name"`
+	ProjectID string `json:"project_id"`
+	UserID    string `json:"user_id"`
+	TemplateSpec
+	Driver    *string    `json:"driver"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt *time.Time `json:"updated_at"`
+}
+
+// TemplateSpec is what a template's creator chooses beside its name and
+// driver: what a cluster template and a baymodel (its bay-era name) show
+// alike. The API's wire types embed it, so each field is declared once.
+type TemplateSpec struct {
 	COE                 string            `json:"coe"`
 	ImageID             string            `json:"image_id"`
 	FlavorID            *string           `json:"flavor_id"`
@@ -38,9 +48,6 @@ type ClusterTemplate struct {
 	MasterLBEnabled     bool              `json:"master_lb_enabled"`
 	FloatingIPEnabled   bool              `json:"floating_ip_enabled"`
 	Tags                *string           `json:"tags"`
-	Driver              *string           `json:"driver"`
-	CreatedAt           time.Time         `json:"created_at"`
-	UpdatedAt           *time.Time        `json:"updated_at"`
 }
 
 // Cluster is a Kubernetes cluster a project asked for. Node and master counts
