@@ -66,8 +66,9 @@ func TestStoredJSONMeansWhatWireTypesSay(t *testing.T) {
 		ngs []*model.NodeGroup
 	}{
 		{c: &model.Cluster{Name: "same-labels", Labels: full.Labels, Status: model.CreateComplete, StackID: str("stack"),
-			HealthStatus: &health, HealthStatusReason: map[string]string{"api": "ok"}, APIAddress: str("https://1.2.3.4:6443"),
-			COEVersion: str("v1.31.2"), MergeLabels: true, FloatingIPEnabled: true, UpdatedAt: &later, AppliedGeneration: 3},
+			HealthStatus: &health, HealthStatusReason: map[string]string{"api": "ok"}, MergeLabels: true,
+			ClusterRuntime: model.ClusterRuntime{APIAddress: str("https://1.2.3.4:6443"), COEVersion: str("v1.31.2")},
+			ClusterNetwork: model.ClusterNetwork{FloatingIPEnabled: true}, UpdatedAt: &later, AppliedGeneration: 3},
 			ngs: []*model.NodeGroup{
 				{Name: "default-master", Role: model.RoleMaster, NodeCount: 3, IsDefault: true, Status: model.CreateComplete,
 					NodeAddresses: []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}},

@@ -103,19 +103,13 @@ func (o OptionalString) MarshalJSON() ([]byte, error) {
 // ClusterDetailFields are what the full forms of a cluster and of a bay add
 // to their short forms alike.
 type ClusterDetailFields struct {
-	StatusReason      *string  `json:"status_reason"`
-	DiscoveryURL      *string  `json:"discovery_url"`
-	APIAddress        *string  `json:"api_address"`
-	COEVersion        *string  `json:"coe_version"`
-	ContainerVersion  *string  `json:"container_version"`
-	NodeAddresses     []string `json:"node_addresses"`
-	MasterAddresses   []string `json:"master_addresses"`
-	FixedNetwork      *string  `json:"fixed_network"`
-	FixedSubnet       *string  `json:"fixed_subnet"`
-	FloatingIPEnabled bool     `json:"floating_ip_enabled"`
-	MasterLBEnabled   bool     `json:"master_lb_enabled"`
-	CreatedAt         string   `json:"created_at"`
-	UpdatedAt         *string  `json:"updated_at"`
+	StatusReason *string `json:"status_reason"`
+	model.ClusterRuntime
+	NodeAddresses   []string `json:"node_addresses"`
+	MasterAddresses []string `json:"master_addresses"`
+	model.ClusterNetwork
+	CreatedAt string  `json:"created_at"`
+	UpdatedAt *string `json:"updated_at"`
 }
 
 // Cluster is the full form of a cluster.

@@ -130,7 +130,9 @@ func decodeCluster(doc []byte, ct *model.ClusterTemplate) (*model.Cluster, []*mo
 			}
 		}
 	}
-	d := clusterDoc{Cluster: model.Cluster{MergeLabels: true, FloatingIPEnabled: ct.FloatingIPEnabled, MasterLBEnabled: ct.MasterLBEnabled}}
+	d := clusterDoc{Cluster: model.Cluster{MergeLabels: true,
+		ClusterNetwork: model.ClusterNetwork{FloatingIPEnabled: ct.FloatingIPEnabled,
+			MasterLBEnabled: ct.MasterLBEnabled}}}
 	if err := into(raw, &d); err != nil {
 		return nil, nil, err
 	}

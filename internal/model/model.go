@@ -71,14 +71,8 @@ type Cluster struct {
 	StatusReason       *string           `json:"status_reason"`
 	HealthStatus       *Health           `json:"health_status"`
 	HealthStatusReason map[string]string `json:"health_status_reason"`
-	DiscoveryURL       *string           `json:"discovery_url"`
-	APIAddress         *string           `json:"api_address"`
-	COEVersion         *string           `json:"coe_version"`
-	ContainerVersion   *string           `json:"container_version"`
-	FixedNetwork       *string           `json:"fixed_network"`
-	FixedSubnet        *string           `json:"fixed_subnet"`
-	FloatingIPEnabled  bool              `json:"floating_ip_enabled"`
-	MasterLBEnabled    bool              `json:"master_lb_enabled"`
+	ClusterRuntime
+	ClusterNetwork
 	// MergeLabels records whether the cluster's labels were merged over the
 	// template's at create time.
 	MergeLabels bool `json:"merge_labels"`
@@ -92,6 +86,25 @@ type Cluster struct {
 	// made from that read changes only the fields its writer changed, never
 	// what another writer changed meanwhile. Internal.
 	Stored []byte `json:"-"`
+}
+
+// ClusterRuntime is what a cluster shows of its running control plane: the
+// discovery URL given at create, if any, and the API address and versions
+// the conductor reports.
+type ClusterRuntime struct {
+	DiscoveryURL     *string `json:"discovery_url"`
+	APIAddress       *string `json:"api_address"`
+	COEVersion       *string `json:"coe_version"`
+	ContainerVersion *string `json:"container_version"`
+}
+
+// ClusterNetwork is how a cluster's nodes are networked, fixed when it is
+// created from the request or its template.
+type ClusterNetwork struct {
+	FixedNetwork      *string `json:"fixed_network"`
+	FixedSubnet       *string `json:"fixed_subnet"`
+	FloatingIPEnabled bool    `json:"floating_ip_enabled"`
+	MasterLBEnabled   bool    `json:"master_lb_enabled"`
 }
 
 // Taint is a Kubernetes node taint requested for a node group (API 1.14).
