@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
+	"github.com/magnetite-io/magnetite/internal/model"
 )
 
 // Sentinel errors of the backends; the API maps them to HTTP statuses.
@@ -82,20 +83,9 @@ const (
 	ErrorPower          = "power management error"
 )
 
-// RootDeviceHints choose the disk the image is written to; every hint given
-// must match.
-type RootDeviceHints struct {
-	DeviceName         string `json:"device_name,omitempty"`
-	HCTL               string `json:"hctl,omitempty"`
-	Model              string `json:"model,omitempty"`
-	Vendor             string `json:"vendor,omitempty"`
-	SerialNumber       string `json:"serial_number,omitempty"`
-	MinSizeGigabytes   int    `json:"min_size_gigabytes,omitempty"`
-	WWN                string `json:"wwn,omitempty"`
-	WWNWithExtension   string `json:"wwn_with_extension,omitempty"`
-	WWNVendorExtension string `json:"wwn_vendor_extension,omitempty"`
-	Rotational         *bool  `json:"rotational,omitempty"`
-}
+// RootDeviceHints choose the disk the image is written to (model's type,
+// which the API shows as it is).
+type RootDeviceHints = model.RootDeviceHints
 
 // HostSpec is what an operator enrolls.
 type HostSpec struct {
@@ -118,13 +108,8 @@ type HostSpec struct {
 	ProjectID string
 }
 
-// HostHardware summarises what inspection found.
-type HostHardware struct {
-	CPUArch      string `json:"cpu_arch,omitempty"`
-	CPUCount     int    `json:"cpu_count,omitempty"`
-	MemoryMiB    int    `json:"memory_mib,omitempty"`
-	LocalDiskGiB int    `json:"local_disk_gib,omitempty"`
-}
+// HostHardware summarises what inspection found (model's type).
+type HostHardware = model.HostHardware
 
 // Host is a host as the inventory shows it. It never carries a password.
 type Host struct {
