@@ -182,9 +182,9 @@ func (s *Server) enrollHost(w http.ResponseWriter, r *http.Request) error {
 		Name: req.Name, BMCAddress: req.BMCAddress,
 		Credentials: bmc.Credentials{Username: req.BMCUsername, Password: req.BMCPassword,
 			DisableCertificateVerification: req.DisableCertificateVerification},
-		BootMACAddress: req.BootMACAddress, BootMode: req.BootMode, Labels: req.Labels,
-		CleaningMode: req.AutomatedCleaningMode, ResourceClass: req.ResourceClass, TargetState: req.TargetState,
-		ProjectID: req.ProjectID,
+		HostSettings: baremetal.HostSettings{BootMACAddress: req.BootMACAddress, BootMode: req.BootMode,
+			Labels: req.Labels, CleaningMode: req.AutomatedCleaningMode, ResourceClass: req.ResourceClass,
+			TargetState: req.TargetState}, ProjectID: req.ProjectID,
 	}
 	if len(req.ProjectID) > 255 || strings.IndexFunc(req.ProjectID, unicode.IsControl) >= 0 {
 		return badRequest("Invalid input for field/attribute project_id: a project id of at most 255 characters, without control characters.")

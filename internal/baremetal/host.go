@@ -92,6 +92,15 @@ type HostSpec struct {
 	Name        string
 	BMCAddress  string
 	Credentials bmc.Credentials
+	HostSettings
+	// ProjectID is the project whose clusters may claim the host (Metal3);
+	// empty leaves it in the shared inventory.
+	ProjectID string
+}
+
+// HostSettings are what an operator chooses for a host beside its BMC: an
+// enrollment asks for them and the inventory shows them back.
+type HostSettings struct {
 	// BootMACAddress is the MAC of the NIC the host boots from (not the
 	// BMC's).
 	BootMACAddress  string
@@ -103,9 +112,6 @@ type HostSpec struct {
 	ResourceClass string
 	// TargetState is TargetAvailable (default) or TargetManageable.
 	TargetState string
-	// ProjectID is the project whose clusters may claim the host (Metal3);
-	// empty leaves it in the shared inventory.
-	ProjectID string
 }
 
 // HostHardware summarises what inspection found (model's type).
@@ -126,13 +132,7 @@ type Host struct {
 	BootMethod   string
 	// NeedsProvisioningNetwork is true for network-booted hosts.
 	NeedsProvisioningNetwork bool
-	BootMACAddress           string
-	BootMode                 string
-	RootDeviceHints          *RootDeviceHints
-	Labels                   map[string]string
-	CleaningMode             string
-	ResourceClass            string
-	TargetState              string
+	HostSettings
 
 	State string
 	// BackendState is the backend's own state name (Ironic's
