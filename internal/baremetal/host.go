@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -314,19 +315,11 @@ func ValidateSpec(spec *HostSpec, defaultResourceClass string) (*bmc.Address, er
 	default:
 		return nil, invalid("boot_mode %q must be UEFI, UEFISecureBoot or legacy", spec.BootMode)
 	}
-	switch spec.CleaningMode {
-	case "":
-		spec.CleaningMode = CleaningMetadata
-	case CleaningMetadata, CleaningDisabled:
-	default:
-		return nil, invalid("automated_cleaning_mode %q must be metadata or disabled", spec.CleaningMode)
+	if err := choice("automated_cleaning_mode", &spec.CleaningMode, cleaningModes...); err != nil {
+		return nil, err
 	}
-	switch spec.TargetState {
-	case "":
-		spec.TargetState = TargetAvailable
-	case TargetAvailable, TargetManageable:
-	default:
-		return nil, invalid("target_state %q must be available or manageable", spec.TargetState)
+	if err := choice("target_state", &spec.TargetState, TargetAvailable, TargetManageable); err != nil {
+		return nil, err
 	}
 	if spec.ResourceClass == "" {
 		spec.ResourceClass = defaultResourceClass
@@ -346,12 +339,30 @@ func ValidateSpec(spec *HostSpec, defaultResourceClass string) (*bmc.Address, er
 // ValidResourceClass reports whether rc is an Ironic resource class name.
 func ValidResourceClass(rc string) bool { return resourceClassRe.MatchString(rc) }
 
+// cleaningModes are the automated cleaning modes, the default first.
+var cleaningModes = []string{CleaningMetadata, CleaningDisabled}
+
 // ValidateCleaningMode checks an automated cleaning mode.
 func ValidateCleaningMode(mode string) error {
-	if mode != CleaningMetadata && mode != CleaningDisabled {
-		return fmt.Errorf("%w: automated_cleaning_mode %q must be metadata or disabled", ErrInvalidHost, mode)
+	return oneOf("automated_cleaning_mode", mode, cleaningModes...)
+}
+
+// choice sets an empty *v to allowed[0], the default, and refuses a value
+// allowed lacks (see oneOf).
+func choice(field string, v *string, allowed ...string) error {
+	if *v == "" {
+		*v = allowed[0]
 	}
-	return nil
+	return oneOf(field, *v, allowed...)
+}
+
+// oneOf refuses v unless allowed holds it, naming field and its values.
+func oneOf(field, v string, allowed ...string) error {
+	if slices.Contains(allowed, v) {
+		return nil
+	}
+	last := len(allowed) - 1
+	return fmt.Errorf("%w: %s %q must be %s or %s", ErrInvalidHost, field, v, strings.Join(allowed[:last], ", "), allowed[last])
 }
 
 func validateLabels(labels map[string]string) error {
