@@ -98,10 +98,9 @@ func clusterFields(c *model.Cluster, sh clusterShape) apitypes.ClusterFields {
 // clusterDetailFields are the full-form fields clusters and bays show alike.
 func clusterDetailFields(c *model.Cluster, sh clusterShape) apitypes.ClusterDetailFields {
 	return apitypes.ClusterDetailFields{
-		StatusReason: c.StatusReason, DiscoveryURL: c.DiscoveryURL, APIAddress: c.APIAddress, COEVersion: c.COEVersion,
-		ContainerVersion: c.ContainerVersion, NodeAddresses: sh.nodeAddrs, MasterAddresses: sh.masterAddrs,
-		FixedNetwork: c.FixedNetwork, FixedSubnet: c.FixedSubnet, FloatingIPEnabled: c.FloatingIPEnabled,
-		MasterLBEnabled: c.MasterLBEnabled, CreatedAt: timeString(c.CreatedAt), UpdatedAt: timePtrString(c.UpdatedAt),
+		StatusReason: c.StatusReason, ClusterRuntime: c.ClusterRuntime, NodeAddresses: sh.nodeAddrs,
+		MasterAddresses: sh.masterAddrs, ClusterNetwork: c.ClusterNetwork,
+		CreatedAt: timeString(c.CreatedAt), UpdatedAt: timePtrString(c.UpdatedAt),
 	}
 }
 

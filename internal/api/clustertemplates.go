@@ -83,20 +83,12 @@ func timePtrString(t *time.Time) *string {
 // templateFields are the fields a template shows under both its names,
 // linked under collection (clustertemplates or baymodels).
 func templateFields(r *http.Request, ct *model.ClusterTemplate, collection string) apitypes.TemplateFields {
-	labels := ct.Labels
-	if labels == nil {
-		labels = map[string]string{}
+	spec := ct.TemplateSpec
+	if spec.Labels == nil {
+		spec.Labels = map[string]string{}
 	}
 	return apitypes.TemplateFields{
-		UUID: ct.UUID, Name: ct.Name, COE: ct.COE, ImageID: ct.ImageID, FlavorID: ct.FlavorID,
-		MasterFlavorID: ct.MasterFlavorID, DNSNameserver: ct.DNSNameserver, KeypairID: ct.KeypairID,
-		ExternalNetworkID: ct.ExternalNetworkID, FixedNetwork: ct.FixedNetwork, FixedSubnet: ct.FixedSubnet,
-		NetworkDriver: ct.NetworkDriver, VolumeDriver: ct.VolumeDriver, APIServerPort: ct.APIServerPort,
-		DockerVolumeSize: ct.DockerVolumeSize, DockerStorageDriver: ct.DockerStorageDriver,
-		ClusterDistro: ct.ClusterDistro, Labels: labels, HTTPProxy: ct.HTTPProxy, HTTPSProxy: ct.HTTPSProxy,
-		NoProxy: ct.NoProxy, RegistryEnabled: ct.RegistryEnabled, TLSDisabled: ct.TLSDisabled, Public: ct.Public,
-		Hidden: ct.Hidden, ServerType: string(ct.ServerType), InsecureRegistry: ct.InsecureRegistry,
-		MasterLBEnabled: ct.MasterLBEnabled, FloatingIPEnabled: ct.FloatingIPEnabled, Tags: ct.Tags,
+		UUID: ct.UUID, Name: ct.Name, TemplateSpec: spec,
 		CreatedAt: timeString(ct.CreatedAt), UpdatedAt: timePtrString(ct.UpdatedAt),
 		Links: toAPILinks(resourceLinks(baseURL(r), collection, ct.UUID)),
 	}
@@ -205,7 +197,7 @@ func (s *Server) createClusterTemplate(w http.ResponseWriter, r *http.Request) e
 	id := identity(r)
 	t := time.Now().UTC()
 	ct := &model.ClusterTemplate{
-		ServerType: model.ServerTypeVM, FloatingIPEnabled: true, Labels: map[string]string{},
+		TemplateSpec: model.TemplateSpec{ServerType: model.ServerTypeVM, FloatingIPEnabled: true, Labels: map[string]string{}},
 	}
 	if err := into(vals, ct); err != nil {
 		return badRequest("The cluster template is invalid: %v", err)

@@ -118,8 +118,10 @@ func TestClusterOfTemplateWithoutDriverIsRefused(t *testing.T) {
 	// A template stored before the driver went away (or by an older
 	// release) still cannot produce clusters.
 	distro := "fedora-coreos"
-	ct := &model.ClusterTemplate{UUID: "5a1c1b2e-0000-4000-8000-000000000001", Name: "old", COE: "kubernetes",
-		ImageID: "fedora-coreos-40", ServerType: model.ServerTypeBM, ClusterDistro: &distro, Labels: map[string]string{}, ProjectID: "default"}
+	ct := &model.ClusterTemplate{UUID: "5a1c1b2e-0000-4000-8000-000000000001", Name: "old",
+		TemplateSpec: model.TemplateSpec{COE: "kubernetes", ImageID: "fedora-coreos-40",
+			ServerType: model.ServerTypeBM, ClusterDistro: &distro, Labels: map[string]string{}},
+		ProjectID: "default"}
 	if err := srv.Store.CreateClusterTemplate(context.Background(), ct); err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func actionError(res *baremetal.ActionResult) error {
 }
 
 func (s *Server) hostView(r *http.Request, h *baremetal.Host) apitypes.Host {
-	out := apitypes.Host{
+	return apitypes.Host{
 		UUID: h.ID, Name: h.Name, ProjectID: h.ProjectID, BMCAddress: h.BMCAddress, BMCUsername: h.BMCUsername, HardwareType: h.HardwareType,
 		BootMethod: h.BootMethod, NeedsProvisioningNetwork: h.NeedsProvisioningNetwork,
 		BootMACAddress: h.BootMACAddress, BootMode: h.BootMode, Labels: h.Labels,
@@ -105,17 +105,10 @@ func (s *Server) hostView(r *http.Request, h *baremetal.Host) apitypes.Host {
 		PowerState: h.PowerState, OperationalStatus: h.OperationalStatus, Detached: h.Detached, DetachedReason: h.DetachedReason,
 		InspectedAt: timePtrString(h.InspectedAt), ErrorType: h.ErrorType, ErrorMessage: h.ErrorMessage, ErrorCount: h.ErrorCount,
 		Managed: h.Managed, DeleteRequested: h.DeleteRequested, Consumer: h.Consumer, Backend: s.opts.HostBackend,
+		Hardware: h.Hardware, RootDeviceHints: h.RootDeviceHints,
 		CreatedAt: timeString(h.CreatedAt), UpdatedAt: timePtrString(h.UpdatedAt),
 		Links: toAPILinks(resourceLinks(baseURL(r), "hosts", h.ID)),
 	}
-	if hw := h.Hardware; hw != nil {
-		out.Hardware = &apitypes.HostHardware{CPUArch: hw.CPUArch, CPUCount: hw.CPUCount, MemoryMiB: hw.MemoryMiB, LocalDiskGiB: hw.LocalDiskGiB}
-	}
-	if d := h.RootDeviceHints; d != nil {
-		v := apitypes.HostRootDeviceHints(*d)
-		out.RootDeviceHints = &v
-	}
-	return out
 }
 
 func (s *Server) listHosts(w http.ResponseWriter, r *http.Request) error {
@@ -189,9 +182,9 @@ func (s *Server) enrollHost(w http.ResponseWriter, r *http.Request) error {
 		Name: req.Name, BMCAddress: req.BMCAddress,
 		Credentials: bmc.Credentials{Username: req.BMCUsername, Password: req.BMCPassword,
 			DisableCertificateVerification: req.DisableCertificateVerification},
-		BootMACAddress: req.BootMACAddress, BootMode: req.BootMode, Labels: req.Labels,
-		CleaningMode: req.AutomatedCleaningMode, ResourceClass: req.ResourceClass, TargetState: req.TargetState,
-		ProjectID: req.ProjectID,
+		HostSettings: baremetal.HostSettings{BootMACAddress: req.BootMACAddress, BootMode: req.BootMode,
+			Labels: req.Labels, CleaningMode: req.AutomatedCleaningMode, ResourceClass: req.ResourceClass,
+			TargetState: req.TargetState}, ProjectID: req.ProjectID,
 	}
 	if len(req.ProjectID) > 255 || strings.IndexFunc(req.ProjectID, unicode.IsControl) >= 0 {
 		return badRequest("Invalid input for field/attribute project_id: a project id of at most 255 characters, without control characters.")

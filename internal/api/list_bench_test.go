@@ -29,9 +29,11 @@ func BenchmarkListLargePages(b *testing.B) {
 	now := time.Now().UTC()
 	var tmpl string
 	for i := range 1000 {
-		ct := &model.ClusterTemplate{UUID: uuid.NewString(), Name: fmt.Sprint("t", i), ProjectID: "bench", UserID: "u",
-			COE: "kubernetes", ImageID: "ubuntu-2204-kube-v1.30.4", ServerType: model.ServerTypeVM,
-			Labels: map[string]string{"kube_tag": "v1.30.4", "auto_healing_enabled": "true"}, CreatedAt: now}
+		ct := &model.ClusterTemplate{UUID: uuid.NewString(), Name: fmt.Sprint("t", i),
+			ProjectID: "bench", UserID: "u", TemplateSpec: model.TemplateSpec{COE: "kubernetes",
+				ImageID: "ubuntu-2204-kube-v1.30.4", ServerType: model.ServerTypeVM,
+				Labels: map[string]string{"kube_tag": "v1.30.4", "auto_healing_enabled": "true"}},
+			CreatedAt: now}
 		if err := srv.Store.CreateClusterTemplate(ctx, ct); err != nil {
 			b.Fatal(err)
 		}

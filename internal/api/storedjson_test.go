@@ -36,14 +36,17 @@ func TestStoredJSONMeansWhatWireTypesSay(t *testing.T) {
 	now := time.Date(2026, 11, 24, 10, 11, 12, 345678000, time.UTC)
 	later := time.Date(2026, 11, 24, 13, 0, 1, 0, time.FixedZone("CEST", 2*3600))
 
-	full := &model.ClusterTemplate{UUID: uuid.NewString(), Name: `quote " and <tag> & ünï`, ProjectID: "p1", UserID: "u1",
-		COE: "kubernetes", ImageID: "ubuntu", FlavorID: str("m1"), MasterFlavorID: str("m2"), KeypairID: str("kp"),
-		ExternalNetworkID: str("public"), NetworkDriver: str("calico"), APIServerPort: num(6443), DockerVolumeSize: num(10),
-		ClusterDistro: str("ubuntu"), Labels: map[string]string{"kube_tag": "v1.31.2", "b": "x\ny"}, Public: true,
-		ServerType: model.ServerTypeBM, MasterLBEnabled: true, FloatingIPEnabled: true, Tags: str("a,b"),
-		Driver: str("capi"), CreatedAt: now, UpdatedAt: &later}
-	bare := &model.ClusterTemplate{UUID: uuid.NewString(), Name: "bare", ProjectID: "p1", UserID: "u1", COE: "kubernetes",
-		ImageID: "img", ServerType: model.ServerTypeVM, Hidden: true, CreatedAt: now}
+	full := &model.ClusterTemplate{UUID: uuid.NewString(), Name: `quote " and <tag> & ünï`,
+		ProjectID: "p1", UserID: "u1", TemplateSpec: model.TemplateSpec{COE: "kubernetes",
+			ImageID: "ubuntu", FlavorID: str("m1"), MasterFlavorID: str("m2"), KeypairID: str("kp"),
+			ExternalNetworkID: str("public"), NetworkDriver: str("calico"), APIServerPort: num(6443),
+			DockerVolumeSize: num(10), ClusterDistro: str("ubuntu"),
+			Labels: map[string]string{"kube_tag": "v1.31.2", "b": "x\ny"}, Public: true,
+			ServerType: model.ServerTypeBM, MasterLBEnabled: true, FloatingIPEnabled: true,
+			Tags: str("a,b")}, Driver: str("capi"), CreatedAt: now, UpdatedAt: &later}
+	bare := &model.ClusterTemplate{UUID: uuid.NewString(), Name: "bare", ProjectID: "p1", UserID: "u1",
+		TemplateSpec: model.TemplateSpec{COE: "kubernetes", ImageID: "img",
+			ServerType: model.ServerTypeVM, Hidden: true}, CreatedAt: now}
 	for _, ct := range []*model.ClusterTemplate{full, bare} {
 		if err := st.CreateClusterTemplate(ctx, ct); err != nil {
 			t.Fatal(err)
@@ -63,8 +66,9 @@ func TestStoredJSONMeansWhatWireTypesSay(t *testing.T) {
 		ngs []*model.NodeGroup
 	}{
 		{c: &model.Cluster{Name: "same-labels", Labels: full.Labels, Status: model.CreateComplete, StackID: str("stack"),
-			HealthStatus: &health, HealthStatusReason: map[string]string{"api": "ok"}, APIAddress: str("https://1.2.3.4:6443"),
-			COEVersion: str("v1.31.2"), MergeLabels: true, FloatingIPEnabled: true, UpdatedAt: &later, AppliedGeneration: 3},
+			HealthStatus: &health, HealthStatusReason: map[string]string{"api": "ok"}, MergeLabels: true,
+			ClusterRuntime: model.ClusterRuntime{APIAddress: str("https://1.2.3.4:6443"), COEVersion: str("v1.31.2")},
+			ClusterNetwork: model.ClusterNetwork{FloatingIPEnabled: true}, UpdatedAt: &later, AppliedGeneration: 3},
 			ngs: []*model.NodeGroup{
 				{Name: "default-master", Role: model.RoleMaster, NodeCount: 3, IsDefault: true, Status: model.CreateComplete,
 					NodeAddresses: []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}},

@@ -1,18 +1,9 @@
 package apitypes
 
+import "github.com/magnetite-io/magnetite/internal/model"
+
 // HostRootDeviceHints choose the disk an image is written to.
-type HostRootDeviceHints struct {
-	DeviceName         string `json:"device_name,omitempty"`
-	HCTL               string `json:"hctl,omitempty"`
-	Model              string `json:"model,omitempty"`
-	Vendor             string `json:"vendor,omitempty"`
-	SerialNumber       string `json:"serial_number,omitempty"`
-	MinSizeGigabytes   int    `json:"min_size_gigabytes,omitempty"`
-	WWN                string `json:"wwn,omitempty"`
-	WWNWithExtension   string `json:"wwn_with_extension,omitempty"`
-	WWNVendorExtension string `json:"wwn_vendor_extension,omitempty"`
-	Rotational         *bool  `json:"rotational,omitempty"`
-}
+type HostRootDeviceHints = model.RootDeviceHints
 
 // HostEnroll is POST /v1/hosts. bmc_password is write-only: no response
 // ever carries it.
@@ -36,12 +27,7 @@ type HostEnroll struct {
 }
 
 // HostHardware is what inspection found.
-type HostHardware struct {
-	CPUArch      string `json:"cpu_arch,omitempty"`
-	CPUCount     int    `json:"cpu_count,omitempty"`
-	MemoryMiB    int    `json:"memory_mib,omitempty"`
-	LocalDiskGiB int    `json:"local_disk_gib,omitempty"`
-}
+type HostHardware = model.HostHardware
 
 // Host is a bare-metal host of the inventory.
 type Host struct {

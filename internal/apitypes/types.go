@@ -1,5 +1,7 @@
 package apitypes
 
+import "github.com/magnetite-io/magnetite/internal/model"
+
 // Link is a resource link.
 type Link struct {
 	Href string `json:"href"`
@@ -10,39 +12,12 @@ type Link struct {
 // TemplateFields are what a cluster template and a baymodel (Magnum's
 // bay-era name for one) show alike.
 type TemplateFields struct {
-	UUID                string            `json:"uuid"`
-	Name                string            `json:"name"`
-	COE                 string            `json:"coe"`
-	ImageID             string            `json:"image_id"`
-	FlavorID            *string           `json:"flavor_id"`
-	MasterFlavorID      *string           `json:"master_flavor_id"`
-	DNSNameserver       *string           `json:"dns_nameserver"`
-	KeypairID           *string           `json:"keypair_id"`
-	ExternalNetworkID   *string           `json:"external_network_id"`
-	FixedNetwork        *string           `json:"fixed_network"`
-	FixedSubnet         *string           `json:"fixed_subnet"`
-	NetworkDriver       *string           `json:"network_driver"`
-	VolumeDriver        *string           `json:"volume_driver"`
-	APIServerPort       *int              `json:"apiserver_port"`
-	DockerVolumeSize    *int              `json:"docker_volume_size"`
-	DockerStorageDriver *string           `json:"docker_storage_driver"`
-	ClusterDistro       *string           `json:"cluster_distro"`
-	Labels              map[string]string `json:"labels"`
-	HTTPProxy           *string           `json:"http_proxy"`
-	HTTPSProxy          *string           `json:"https_proxy"`
-	NoProxy             *string           `json:"no_proxy"`
-	RegistryEnabled     bool              `json:"registry_enabled"`
-	TLSDisabled         bool              `json:"tls_disabled"`
-	Public              bool              `json:"public"`
-	Hidden              bool              `json:"hidden"`
-	ServerType          string            `json:"server_type"`
-	InsecureRegistry    *string           `json:"insecure_registry"`
-	MasterLBEnabled     bool              `json:"master_lb_enabled"`
-	FloatingIPEnabled   bool              `json:"floating_ip_enabled"`
-	Tags                *string           `json:"tags"`
-	CreatedAt           string            `json:"created_at"`
-	UpdatedAt           *string           `json:"updated_at"`
-	Links               []Link            `json:"links"`
+	UUID string `json:"uuid"`
+	Name string `json:"name"`
+	model.TemplateSpec
+	CreatedAt string  `json:"created_at"`
+	UpdatedAt *string `json:"updated_at"`
+	Links     []Link  `json:"links"`
 }
 
 // ClusterTemplate is a cluster template as returned by the API.
@@ -128,19 +103,13 @@ func (o OptionalString) MarshalJSON() ([]byte, error) {
 // ClusterDetailFields are what the full forms of a cluster and of a bay add
 // to their short forms alike.
 type ClusterDetailFields struct {
-	StatusReason      *string  `json:"status_reason"`
-	DiscoveryURL      *string  `json:"discovery_url"`
-	APIAddress        *string  `json:"api_address"`
-	COEVersion        *string  `json:"coe_version"`
-	ContainerVersion  *string  `json:"container_version"`
-	NodeAddresses     []string `json:"node_addresses"`
-	MasterAddresses   []string `json:"master_addresses"`
-	FixedNetwork      *string  `json:"fixed_network"`
-	FixedSubnet       *string  `json:"fixed_subnet"`
-	FloatingIPEnabled bool     `json:"floating_ip_enabled"`
-	MasterLBEnabled   bool     `json:"master_lb_enabled"`
-	CreatedAt         string   `json:"created_at"`
-	UpdatedAt         *string  `json:"updated_at"`
+	StatusReason *string `json:"status_reason"`
+	model.ClusterRuntime
+	NodeAddresses   []string `json:"node_addresses"`
+	MasterAddresses []string `json:"master_addresses"`
+	model.ClusterNetwork
+	CreatedAt string  `json:"created_at"`
+	UpdatedAt *string `json:"updated_at"`
 }
 
 // Cluster is the full form of a cluster.

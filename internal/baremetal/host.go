@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
+	"github.com/magnetite-io/magnetite/internal/model"
 )
 
 // Sentinel errors of the backends; the API maps them to HTTP statuses.
@@ -82,26 +84,24 @@ const (
 	ErrorPower          = "power management error"
 )
 
-// RootDeviceHints choose the disk the image is written to; every hint given
-// must match.
-type RootDeviceHints struct {
-	DeviceName         string `json:"device_name,omitempty"`
-	HCTL               string `json:"hctl,omitempty"`
-	Model              string `json:"model,omitempty"`
-	Vendor             string `json:"vendor,omitempty"`
-	SerialNumber       string `json:"serial_number,omitempty"`
-	MinSizeGigabytes   int    `json:"min_size_gigabytes,omitempty"`
-	WWN                string `json:"wwn,omitempty"`
-	WWNWithExtension   string `json:"wwn_with_extension,omitempty"`
-	WWNVendorExtension string `json:"wwn_vendor_extension,omitempty"`
-	Rotational         *bool  `json:"rotational,omitempty"`
-}
+// RootDeviceHints choose the disk the image is written to (model's type,
+// which the API shows as it is).
+type RootDeviceHints = model.RootDeviceHints
 
 // HostSpec is what an operator enrolls.
 type HostSpec struct {
 	Name        string
 	BMCAddress  string
 	Credentials bmc.Credentials
+	HostSettings
+	// ProjectID is the project whose clusters may claim the host (Metal3);
+	// empty leaves it in the shared inventory.
+	ProjectID string
+}
+
+// HostSettings are what an operator chooses for a host beside its BMC: an
+// enrollment asks for them and the inventory shows them back.
+type HostSettings struct {
 	// BootMACAddress is the MAC of the NIC the host boots from (not the
 	// BMC's).
 	BootMACAddress  string
@@ -113,18 +113,10 @@ type HostSpec struct {
 	ResourceClass string
 	// TargetState is TargetAvailable (default) or TargetManageable.
 	TargetState string
-	// ProjectID is the project whose clusters may claim the host (Metal3);
-	// empty leaves it in the shared inventory.
-	ProjectID string
 }
 
-// HostHardware summarises what inspection found.
-type HostHardware struct {
-	CPUArch      string `json:"cpu_arch,omitempty"`
-	CPUCount     int    `json:"cpu_count,omitempty"`
-	MemoryMiB    int    `json:"memory_mib,omitempty"`
-	LocalDiskGiB int    `json:"local_disk_gib,omitempty"`
-}
+// HostHardware summarises what inspection found (model's type).
+type HostHardware = model.HostHardware
 
 // Host is a host as the inventory shows it. It never carries a password.
 type Host struct {
@@ -141,13 +133,7 @@ type Host struct {
 	BootMethod   string
 	// NeedsProvisioningNetwork is true for network-booted hosts.
 	NeedsProvisioningNetwork bool
-	BootMACAddress           string
-	BootMode                 string
-	RootDeviceHints          *RootDeviceHints
-	Labels                   map[string]string
-	CleaningMode             string
-	ResourceClass            string
-	TargetState              string
+	HostSettings
 
 	State string
 	// BackendState is the backend's own state name (Ironic's
@@ -329,19 +315,11 @@ func ValidateSpec(spec *HostSpec, defaultResourceClass string) (*bmc.Address, er
 	default:
 		return nil, invalid("boot_mode %q must be UEFI, UEFISecureBoot or legacy", spec.BootMode)
 	}
-	switch spec.CleaningMode {
-	case "":
-		spec.CleaningMode = CleaningMetadata
-	case CleaningMetadata, CleaningDisabled:
-	default:
-		return nil, invalid("automated_cleaning_mode %q must be metadata or disabled", spec.CleaningMode)
+	if err := choice("automated_cleaning_mode", &spec.CleaningMode, cleaningModes...); err != nil {
+		return nil, err
 	}
-	switch spec.TargetState {
-	case "":
-		spec.TargetState = TargetAvailable
-	case TargetAvailable, TargetManageable:
-	default:
-		return nil, invalid("target_state %q must be available or manageable", spec.TargetState)
+	if err := choice("target_state", &spec.TargetState, TargetAvailable, TargetManageable); err != nil {
+		return nil, err
 	}
 	if spec.ResourceClass == "" {
 		spec.ResourceClass = defaultResourceClass
@@ -361,12 +339,30 @@ func ValidateSpec(spec *HostSpec, defaultResourceClass string) (*bmc.Address, er
 // ValidResourceClass reports whether rc is an Ironic resource class name.
 func ValidResourceClass(rc string) bool { return resourceClassRe.MatchString(rc) }
 
+// cleaningModes are the automated cleaning modes, the default first.
+var cleaningModes = []string{CleaningMetadata, CleaningDisabled}
+
 // ValidateCleaningMode checks an automated cleaning mode.
 func ValidateCleaningMode(mode string) error {
-	if mode != CleaningMetadata && mode != CleaningDisabled {
-		return fmt.Errorf("%w: automated_cleaning_mode %q must be metadata or disabled", ErrInvalidHost, mode)
+	return oneOf("automated_cleaning_mode", mode, cleaningModes...)
+}
+
+// choice sets an empty *v to allowed[0], the default, and refuses a value
+// allowed lacks (see oneOf).
+func choice(field string, v *string, allowed ...string) error {
+	if *v == "" {
+		*v = allowed[0]
 	}
-	return nil
+	return oneOf(field, *v, allowed...)
+}
+
+// oneOf refuses v unless allowed holds it, naming field and its values.
+func oneOf(field, v string, allowed ...string) error {
+	if slices.Contains(allowed, v) {
+		return nil
+	}
+	last := len(allowed) - 1
+	return fmt.Errorf("%w: %s %q must be %s or %s", ErrInvalidHost, field, v, strings.Join(allowed[:last], ", "), allowed[last])
 }
 
 func validateLabels(labels map[string]string) error {

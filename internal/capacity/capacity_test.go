@@ -20,7 +20,8 @@ func (i inventory) Capacity(_ context.Context, rc string) (baremetal.Capacity, e
 }
 
 func bareMetalRequest(cluster string, workers int) (capacity.Request, *model.NodeGroup) {
-	ct := &model.ClusterTemplate{UUID: "t", ServerType: model.ServerTypeBM}
+	ct := &model.ClusterTemplate{UUID: "t",
+		TemplateSpec: model.TemplateSpec{ServerType: model.ServerTypeBM}}
 	c := &model.Cluster{UUID: cluster, Name: cluster, ClusterTemplateID: "t"}
 	ng := &model.NodeGroup{UUID: cluster + "-worker", Name: "default-worker", ClusterID: cluster, Role: model.RoleWorker, NodeCount: workers}
 	return capacity.Request{Template: ct, Cluster: c, Growth: []capacity.Growth{{NodeGroup: ng, Nodes: workers}}}, ng

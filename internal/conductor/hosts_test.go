@@ -130,8 +130,9 @@ func TestHostPassRunsInOneReplicaAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	spec := baremetal.HostSpec{Name: "pass-0", BMCAddress: "ipmi://127.0.0.1:6230", BootMACAddress: "52:54:00:00:00:10",
-		Credentials: bmc.Credentials{Username: "admin", Password: "password"}}
+	spec := baremetal.HostSpec{Name: "pass-0", BMCAddress: "ipmi://127.0.0.1:6230",
+		HostSettings: baremetal.HostSettings{BootMACAddress: "52:54:00:00:00:10"},
+		Credentials:  bmc.Credentials{Username: "admin", Password: "password"}}
 	if _, err := baremetal.ValidateSpec(&spec, "baremetal"); err != nil {
 		t.Fatal(err)
 	}
@@ -216,8 +217,10 @@ func TestHostPassRunsInOneReplicaAtATime(t *testing.T) {
 func runHostActions(t *testing.T, st *store.DB, log *passLog) {
 	t.Helper()
 	ctx := context.Background()
-	spec := baremetal.HostSpec{Name: "act-0", BMCAddress: "ipmi://127.0.0.1:6231", BootMACAddress: "52:54:00:00:00:11",
-		Credentials: bmc.Credentials{Username: "admin", Password: "password"}, TargetState: baremetal.TargetManageable}
+	spec := baremetal.HostSpec{Name: "act-0", BMCAddress: "ipmi://127.0.0.1:6231",
+		HostSettings: baremetal.HostSettings{BootMACAddress: "52:54:00:00:00:11",
+			TargetState: baremetal.TargetManageable},
+		Credentials: bmc.Credentials{Username: "admin", Password: "password"}}
 	if _, err := baremetal.ValidateSpec(&spec, "baremetal"); err != nil {
 		t.Fatal(err)
 	}

@@ -203,8 +203,9 @@ func clusterWithOperation(t *testing.T, typ model.OperationType) (*store.DB, *mo
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	ct := &model.ClusterTemplate{UUID: uuid.NewString(), Name: "t", ProjectID: "p", UserID: "u", COE: "kubernetes",
-		ImageID: "img", ServerType: model.ServerTypeVM, Labels: map[string]string{}, CreatedAt: time.Now().UTC()}
+	ct := &model.ClusterTemplate{UUID: uuid.NewString(), Name: "t", ProjectID: "p", UserID: "u",
+		TemplateSpec: model.TemplateSpec{COE: "kubernetes", ImageID: "img",
+			ServerType: model.ServerTypeVM, Labels: map[string]string{}}, CreatedAt: time.Now().UTC()}
 	if err := st.CreateClusterTemplate(ctx, ct); err != nil {
 		t.Fatal(err)
 	}

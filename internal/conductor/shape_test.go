@@ -53,9 +53,11 @@ func TestUnbuildableClusterFailsWithTheRenderersReason(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 
 	str := func(s string) *string { return &s }
-	ct := &model.ClusterTemplate{UUID: uuid.NewString(), Name: "bm", ProjectID: "p", UserID: "u", COE: "kubernetes",
-		ImageID: "ubuntu-2404", ServerType: model.ServerTypeBM, MasterFlavorID: str("m1.medium"), FlavorID: str("bm.gold"),
-		ExternalNetworkID: str("public"), Labels: map[string]string{"kube_tag": "v1.33.1"}, CreatedAt: time.Now().UTC()}
+	ct := &model.ClusterTemplate{UUID: uuid.NewString(), Name: "bm", ProjectID: "p", UserID: "u",
+		TemplateSpec: model.TemplateSpec{COE: "kubernetes", ImageID: "ubuntu-2404",
+			ServerType: model.ServerTypeBM, MasterFlavorID: str("m1.medium"), FlavorID: str("bm.gold"),
+			ExternalNetworkID: str("public"), Labels: map[string]string{"kube_tag": "v1.33.1"}},
+		CreatedAt: time.Now().UTC()}
 	if err := st.CreateClusterTemplate(ctx, ct); err != nil {
 		t.Fatal(err)
 	}

@@ -47,14 +47,16 @@ func newTestRegistry(t *testing.T) *Registry {
 func TestRegistryFindsDriverByTuple(t *testing.T) {
 	r := newTestRegistry(t)
 	for _, st := range []model.ServerType{model.ServerTypeVM, model.ServerTypeBM} {
-		ct := &model.ClusterTemplate{COE: "kubernetes", ServerType: st, ClusterDistro: ptr("ubuntu")}
+		ct := &model.ClusterTemplate{TemplateSpec: model.TemplateSpec{COE: "kubernetes",
+			ServerType: st, ClusterDistro: ptr("ubuntu")}}
 		d, err := r.ForTemplate(ct, "")
 		if err != nil || d.Name() != "capi-openstack" {
 			t.Errorf("%s: got %v, %v", st, d, err)
 		}
 	}
 	// The image's os_distro wins over the template's guess.
-	ct := &model.ClusterTemplate{COE: "kubernetes", ServerType: model.ServerTypeBM, ClusterDistro: ptr("debian")}
+	ct := &model.ClusterTemplate{TemplateSpec: model.TemplateSpec{COE: "kubernetes",
+		ServerType: model.ServerTypeBM, ClusterDistro: ptr("debian")}}
 	if _, err := r.ForTemplate(ct, "Flatcar"); err != nil {
 		t.Errorf("image os_distro not used: %v", err)
 	}
@@ -62,7 +64,8 @@ func TestRegistryFindsDriverByTuple(t *testing.T) {
 
 func TestRegistryRefusesUnknownTupleNamingIt(t *testing.T) {
 	r := newTestRegistry(t)
-	ct := &model.ClusterTemplate{COE: "kubernetes", ServerType: model.ServerTypeBM, ClusterDistro: ptr("fedora-coreos")}
+	ct := &model.ClusterTemplate{TemplateSpec: model.TemplateSpec{COE: "kubernetes",
+		ServerType: model.ServerTypeBM, ClusterDistro: ptr("fedora-coreos")}}
 	_, err := r.ForTemplate(ct, "")
 	if !errors.Is(err, ErrNoDriver) {
 		t.Fatalf("err = %v", err)
@@ -72,7 +75,7 @@ func TestRegistryRefusesUnknownTupleNamingIt(t *testing.T) {
 			t.Errorf("error %q should contain %q", err, want)
 		}
 	}
-	_, err = r.ForTemplate(&model.ClusterTemplate{COE: "kubernetes"}, "")
+	_, err = r.ForTemplate(&model.ClusterTemplate{TemplateSpec: model.TemplateSpec{COE: "kubernetes"}}, "")
 	if err == nil || !strings.Contains(err.Error(), "os_distro=(unknown: set cluster_distro") {
 		t.Errorf("unknown distro: %v", err)
 	}
@@ -80,7 +83,8 @@ func TestRegistryRefusesUnknownTupleNamingIt(t *testing.T) {
 
 func TestExplicitDriverIsOnlyChosenByName(t *testing.T) {
 	r := newTestRegistry(t)
-	ct := &model.ClusterTemplate{COE: "kubernetes", ServerType: model.ServerTypeVM, ClusterDistro: ptr("ubuntu"), Driver: ptr("capi-inmemory")}
+	ct := &model.ClusterTemplate{TemplateSpec: model.TemplateSpec{COE: "kubernetes",
+		ServerType: model.ServerTypeVM, ClusterDistro: ptr("ubuntu")}, Driver: ptr("capi-inmemory")}
 	d, err := r.ForTemplate(ct, "")
 	if err != nil || d.Name() != "capi-inmemory" {
 		t.Fatalf("got %v, %v", d, err)

@@ -85,7 +85,8 @@ func decodeTemplate(doc []byte) (*model.ClusterTemplate, error) {
 	if err != nil {
 		return nil, err
 	}
-	ct := &model.ClusterTemplate{COE: "kubernetes", ServerType: model.ServerTypeVM, FloatingIPEnabled: true}
+	ct := &model.ClusterTemplate{TemplateSpec: model.TemplateSpec{COE: "kubernetes",
+		ServerType: model.ServerTypeVM, FloatingIPEnabled: true}}
 	if err := into(raw, ct); err != nil {
 		return nil, err
 	}
@@ -129,7 +130,9 @@ func decodeCluster(doc []byte, ct *model.ClusterTemplate) (*model.Cluster, []*mo
 			}
 		}
 	}
-	d := clusterDoc{Cluster: model.Cluster{MergeLabels: true, FloatingIPEnabled: ct.FloatingIPEnabled, MasterLBEnabled: ct.MasterLBEnabled}}
+	d := clusterDoc{Cluster: model.Cluster{MergeLabels: true,
+		ClusterNetwork: model.ClusterNetwork{FloatingIPEnabled: ct.FloatingIPEnabled,
+			MasterLBEnabled: ct.MasterLBEnabled}}}
 	if err := into(raw, &d); err != nil {
 		return nil, nil, err
 	}

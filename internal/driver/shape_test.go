@@ -57,10 +57,13 @@ func group(s *driver.Shape, name string) *driver.GroupShape {
 
 func TestResolveDecidesEachNodeGroupsShape(t *testing.T) {
 	vmTemplate := func(labels map[string]string) *model.ClusterTemplate {
-		return &model.ClusterTemplate{ServerType: model.ServerTypeVM, ImageID: "ubuntu", MasterFlavorID: ptr("m1.large"), FlavorID: ptr("m1.xlarge"), Labels: labels}
+		return &model.ClusterTemplate{TemplateSpec: model.TemplateSpec{ServerType: model.ServerTypeVM,
+			ImageID: "ubuntu", MasterFlavorID: ptr("m1.large"), FlavorID: ptr("m1.xlarge"),
+			Labels: labels}}
 	}
 	bmTemplate := func(master string) *model.ClusterTemplate {
-		return &model.ClusterTemplate{ServerType: model.ServerTypeBM, ImageID: "ubuntu", MasterFlavorID: ptr(master), FlavorID: ptr("bm.gold")}
+		return &model.ClusterTemplate{TemplateSpec: model.TemplateSpec{ServerType: model.ServerTypeBM,
+			ImageID: "ubuntu", MasterFlavorID: ptr(master), FlavorID: ptr("bm.gold")}}
 	}
 	type want struct {
 		flavor, serverType, reason string
@@ -182,7 +185,8 @@ func TestResolveDecidesEachNodeGroupsShape(t *testing.T) {
 // TestResolveKeepsProblemsWithTheirNodeGroup: the API refuses a new node
 // group for its own problems only.
 func TestResolveKeepsProblemsWithTheirNodeGroup(t *testing.T) {
-	ct := &model.ClusterTemplate{ServerType: model.ServerTypeBM, ImageID: "ubuntu", MasterFlavorID: ptr("m1.large"), FlavorID: ptr("bm.gold")}
+	ct := &model.ClusterTemplate{TemplateSpec: model.TemplateSpec{ServerType: model.ServerTypeBM,
+		ImageID: "ubuntu", MasterFlavorID: ptr("m1.large"), FlavorID: ptr("bm.gold")}}
 	s := shapeOf(ct, &model.Cluster{}, shapeFacts, &model.NodeGroup{Name: "fine", NodeCount: 1, FlavorID: ptr("bm.old")})
 	if g := group(s, "fine"); len(g.Problems) != 0 {
 		t.Errorf("node group fine has problems %q", g.Problems)
@@ -195,8 +199,9 @@ func TestResolveKeepsProblemsWithTheirNodeGroup(t *testing.T) {
 // TestResolveLabelsFollowTheirScope: cluster labels over the template's,
 // node group labels over the cluster's, unknown labels kept and reported.
 func TestResolveLabelsFollowTheirScope(t *testing.T) {
-	ct := &model.ClusterTemplate{ImageID: "ubuntu", FlavorID: ptr("m1.large"), MasterFlavorID: ptr("m1.large"),
-		Labels: map[string]string{"kube_tag": "v1.33.1", "boot_volume_size": "40"}}
+	ct := &model.ClusterTemplate{TemplateSpec: model.TemplateSpec{ImageID: "ubuntu",
+		FlavorID: ptr("m1.large"), MasterFlavorID: ptr("m1.large"),
+		Labels: map[string]string{"kube_tag": "v1.33.1", "boot_volume_size": "40"}}}
 	merged := shapeOf(ct, &model.Cluster{MergeLabels: true, Labels: map[string]string{"boot_volume_size": "60"}}, shapeFacts)
 	if merged.Labels["kube_tag"] != "v1.33.1" || merged.Labels["boot_volume_size"] != "60" {
 		t.Errorf("merged labels %v", merged.Labels)
@@ -219,7 +224,8 @@ func TestResolveLabelsFollowTheirScope(t *testing.T) {
 }
 
 func TestResolveOSIsTheControlPlanesImage(t *testing.T) {
-	ct := &model.ClusterTemplate{ImageID: "flatcar", ClusterDistro: ptr("ubuntu"), FlavorID: ptr("m1.large"), MasterFlavorID: ptr("m1.large")}
+	ct := &model.ClusterTemplate{TemplateSpec: model.TemplateSpec{ImageID: "flatcar",
+		ClusterDistro: ptr("ubuntu"), FlavorID: ptr("m1.large"), MasterFlavorID: ptr("m1.large")}}
 	if s := shapeOf(ct, &model.Cluster{}, shapeFacts); s.OSDistro != "flatcar" || len(s.Problems) != 0 {
 		t.Errorf("os %q, problems %v; want the image's flatcar", s.OSDistro, s.Problems)
 	}
@@ -233,7 +239,8 @@ func TestResolveOSIsTheControlPlanesImage(t *testing.T) {
 }
 
 func TestResolveAuthoritativeFactsNameWhatIsMissing(t *testing.T) {
-	ct := &model.ClusterTemplate{ImageID: "no-image", FlavorID: ptr("m1.large")}
+	ct := &model.ClusterTemplate{TemplateSpec: model.TemplateSpec{ImageID: "no-image",
+		FlavorID: ptr("m1.large")}}
 	in := driver.ShapeInput{Template: ct, Cluster: &model.Cluster{}, Facts: shapeFacts, Authoritative: true,
 		NodeGroups: []*model.NodeGroup{{Name: "default-master", Role: model.RoleMaster, NodeCount: 1}}}
 	got := strings.Join(driver.Resolve(in).Problems, "\n")
@@ -305,7 +312,8 @@ func TestNodeBoundsFromLabels(t *testing.T) {
 // group of a template alone; the template's flavors and server type
 // decide.
 func TestResolveWithoutACluster(t *testing.T) {
-	ct := &model.ClusterTemplate{ServerType: model.ServerTypeBM, ImageID: "ubuntu", FlavorID: ptr("bm.gold")}
+	ct := &model.ClusterTemplate{TemplateSpec: model.TemplateSpec{ServerType: model.ServerTypeBM,
+		ImageID: "ubuntu", FlavorID: ptr("bm.gold")}}
 	s := driver.Resolve(driver.ShapeInput{Template: ct, Facts: shapeFacts,
 		NodeGroups: []*model.NodeGroup{{Name: "w", Role: model.RoleWorker, NodeCount: 1}}})
 	if g := s.Groups[0]; !g.BareMetal() || g.FlavorRef != "bm.gold" || !g.HasFlavor {

@@ -1,8 +1,10 @@
 // Package model holds Magnetite's domain objects: cluster templates,
 // clusters, node groups, quotas, operations, service records, cluster
-// events, certificates and application credentials, with the status and
-// health vocabularies Magnum clients understand. It imports nothing of
-// Magnetite's; every other layer speaks it.
+// events, certificates, application credentials and a bare-metal host's
+// root device hints and hardware, with the status and health vocabularies
+// Magnum clients understand. It imports nothing of Magnetite's; every other
+// layer speaks it. The API's wire types embed the field sets it shows as
+// stored (TemplateSpec, ClusterRuntime, ClusterNetwork).
 //
 // Operations carry a typed payload per kind (payload.go): the API builds
 // the kind's struct (a *ClusterResizePayload for cluster_resize), the store

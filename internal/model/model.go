@@ -5,11 +5,21 @@ import "time"
 // ClusterTemplate is a reusable cluster definition. JSON tags match Magnum's
 // field names; the store keeps the object as JSON beside indexed columns.
 type ClusterTemplate struct {
-	ID                  int64             `json:"-"`
-	UUID                string            `json:"uuid"`
-	Name                string            `json:"name"`
-	ProjectID           string            `json:"project_id"`
-	UserID              string            `json:"user_id"`
+	ID        int64  `json:"-"`
+	UUID      string `json:"uuid"`
+	Name      string `json:"name"`
+	ProjectID string `json:"project_id"`
+	UserID    string `json:"user_id"`
+	TemplateSpec
+	Driver    *string    `json:"driver"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt *time.Time `json:"updated_at"`
+}
+
+// TemplateSpec is what a template's creator chooses beside its name and
+// driver: what a cluster template and a baymodel (its bay-era name) show
+// alike. The API's wire types embed it, so each field is declared once.
+type TemplateSpec struct {
 	COE                 string            `json:"coe"`
 	ImageID             string            `json:"image_id"`
 	FlavorID            *string           `json:"flavor_id"`
@@ -38,9 +48,6 @@ type ClusterTemplate struct {
 	MasterLBEnabled     bool              `json:"master_lb_enabled"`
 	FloatingIPEnabled   bool              `json:"floating_ip_enabled"`
 	Tags                *string           `json:"tags"`
-	Driver              *string           `json:"driver"`
-	CreatedAt           time.Time         `json:"created_at"`
-	UpdatedAt           *time.Time        `json:"updated_at"`
 }
 
 // Cluster is a Kubernetes cluster a project asked for. Node and master counts
@@ -64,14 +71,8 @@ type Cluster struct {
 	StatusReason       *string           `json:"status_reason"`
 	HealthStatus       *Health           `json:"health_status"`
 	HealthStatusReason map[string]string `json:"health_status_reason"`
-	DiscoveryURL       *string           `json:"discovery_url"`
-	APIAddress         *string           `json:"api_address"`
-	COEVersion         *string           `json:"coe_version"`
-	ContainerVersion   *string           `json:"container_version"`
-	FixedNetwork       *string           `json:"fixed_network"`
-	FixedSubnet        *string           `json:"fixed_subnet"`
-	FloatingIPEnabled  bool              `json:"floating_ip_enabled"`
-	MasterLBEnabled    bool              `json:"master_lb_enabled"`
+	ClusterRuntime
+	ClusterNetwork
 	// MergeLabels records whether the cluster's labels were merged over the
 	// template's at create time.
 	MergeLabels bool `json:"merge_labels"`
@@ -85,6 +86,25 @@ type Cluster struct {
 	// made from that read changes only the fields its writer changed, never
 	// what another writer changed meanwhile. Internal.
 	Stored []byte `json:"-"`
+}
+
+// ClusterRuntime is what a cluster shows of its running control plane: the
+// discovery URL given at create, if any, and the API address and versions
+// the conductor reports.
+type ClusterRuntime struct {
+	DiscoveryURL     *string `json:"discovery_url"`
+	APIAddress       *string `json:"api_address"`
+	COEVersion       *string `json:"coe_version"`
+	ContainerVersion *string `json:"container_version"`
+}
+
+// ClusterNetwork is how a cluster's nodes are networked, fixed when it is
+// created from the request or its template.
+type ClusterNetwork struct {
+	FixedNetwork      *string `json:"fixed_network"`
+	FixedSubnet       *string `json:"fixed_subnet"`
+	FloatingIPEnabled bool    `json:"floating_ip_enabled"`
+	MasterLBEnabled   bool    `json:"master_lb_enabled"`
 }
 
 // Taint is a Kubernetes node taint requested for a node group (API 1.14).

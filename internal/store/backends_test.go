@@ -79,8 +79,9 @@ type storeCase struct {
 }
 
 func template(project, name string, public, hidden bool) *model.ClusterTemplate {
-	return &model.ClusterTemplate{UUID: uuid.NewString(), Name: name, ProjectID: project, UserID: "u", COE: "kubernetes",
-		ImageID: "img", ServerType: model.ServerTypeVM, Public: public, Hidden: hidden, Labels: map[string]string{},
+	return &model.ClusterTemplate{UUID: uuid.NewString(), Name: name, ProjectID: project, UserID: "u",
+		TemplateSpec: model.TemplateSpec{COE: "kubernetes", ImageID: "img",
+			ServerType: model.ServerTypeVM, Public: public, Hidden: hidden, Labels: map[string]string{}},
 		CreatedAt: time.Now().UTC()}
 }
 

@@ -166,7 +166,8 @@ func testHostMirror(t *testing.T, open func() *DB) {
 	listedAt := clock.now()
 	clock.advance(time.Second)
 	if err := s.MirrorHosts(ctx, "ironic", []*baremetal.Host{
-		{ID: "u1", Name: "node-1", State: baremetal.StateAvailable, Labels: map[string]string{"rack": "r1"}},
+		{ID: "u1", Name: "node-1", State: baremetal.StateAvailable,
+			HostSettings: baremetal.HostSettings{Labels: map[string]string{"rack": "r1"}}},
 		{ID: "u0", Name: "node-0", State: baremetal.StateManageable, Hardware: &baremetal.HostHardware{CPUCount: 8}},
 	}, listedAt); err != nil {
 		t.Fatal(err)

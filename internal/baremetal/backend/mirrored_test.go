@@ -28,11 +28,11 @@ func TestMirroredCountsFromTheStoreAlone(t *testing.T) {
 	}
 	defer st.Close()
 	if err := st.MirrorHosts(ctx, b.Name(), []*baremetal.Host{
-		{ID: "1", Name: "gold-0", ResourceClass: "baremetal-gold", Free: true},
-		{ID: "2", Name: "gold-1", ResourceClass: "CUSTOM_BAREMETAL_GOLD", Free: true},
-		{ID: "3", Name: "gold-2", ResourceClass: "baremetal-gold", Deployed: true},
-		{ID: "4", Name: "gold-3", ResourceClass: "baremetal-gold", Detached: true},
-		{ID: "5", Name: "silver-0", ResourceClass: "baremetal-silver", Free: true},
+		{ID: "1", Name: "gold-0", HostSettings: baremetal.HostSettings{ResourceClass: "baremetal-gold"}, Free: true},
+		{ID: "2", Name: "gold-1", HostSettings: baremetal.HostSettings{ResourceClass: "CUSTOM_BAREMETAL_GOLD"}, Free: true},
+		{ID: "3", Name: "gold-2", HostSettings: baremetal.HostSettings{ResourceClass: "baremetal-gold"}, Deployed: true},
+		{ID: "4", Name: "gold-3", HostSettings: baremetal.HostSettings{ResourceClass: "baremetal-gold"}, Detached: true},
+		{ID: "5", Name: "silver-0", HostSettings: baremetal.HostSettings{ResourceClass: "baremetal-silver"}, Free: true},
 		{ID: "6", Name: "none-0"},
 	}, time.Now()); err != nil {
 		t.Fatal(err)

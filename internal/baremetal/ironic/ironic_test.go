@@ -40,8 +40,9 @@ func (f *backendFixture) keep(h *baremetal.Host) *baremetal.Host {
 
 func (f *backendFixture) enroll(name, address, password string, mac, target string) *baremetal.Host {
 	f.t.Helper()
-	spec := baremetal.HostSpec{Name: name, BMCAddress: address, BootMACAddress: mac, TargetState: target,
-		Credentials: bmc.Credentials{Username: "admin", Password: password}}
+	spec := baremetal.HostSpec{Name: name, BMCAddress: address,
+		HostSettings: baremetal.HostSettings{BootMACAddress: mac, TargetState: target},
+		Credentials:  bmc.Credentials{Username: "admin", Password: password}}
 	if _, err := baremetal.ValidateSpec(&spec, ""); err != nil {
 		f.t.Fatal(err)
 	}
@@ -236,8 +237,9 @@ func testCapacity(t *testing.T, irc *testironic.Ironic, sc *gophercloud.ServiceC
 	ctx := context.Background()
 	const rc = "CUSTOM_BAREMETAL_GOLD" // the class as a flavor names it
 	gold := func(name, address, target string) {
-		spec := baremetal.HostSpec{Name: name, BMCAddress: address, TargetState: target, ResourceClass: "baremetal-gold",
-			Credentials: bmc.Credentials{Username: "admin", Password: bmcPassword}}
+		spec := baremetal.HostSpec{Name: name, BMCAddress: address,
+			HostSettings: baremetal.HostSettings{TargetState: target, ResourceClass: "baremetal-gold"},
+			Credentials:  bmc.Credentials{Username: "admin", Password: bmcPassword}}
 		if _, err := baremetal.ValidateSpec(&spec, ""); err != nil {
 			t.Fatal(err)
 		}

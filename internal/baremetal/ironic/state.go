@@ -17,11 +17,11 @@ import (
 // hostFromNode is the inventory's view of an Ironic node.
 func hostFromNode(n *nodes.Node) *baremetal.Host {
 	h := &baremetal.Host{
-		ID: n.UUID, Name: n.Name, HardwareType: n.Driver, ResourceClass: n.ResourceClass,
-		BackendState: n.ProvisionState, BackendTargetState: n.TargetProvisionState,
-		PowerState: powerState(n.PowerState), Detached: n.Maintenance,
-		ErrorMessage: n.LastError, CreatedAt: n.CreatedAt, InspectedAt: n.InspectionFinishedAt,
-		Hardware: hardwareOf(n.Properties), Consumer: n.InstanceUUID,
+		ID: n.UUID, Name: n.Name, HardwareType: n.Driver,
+		HostSettings: baremetal.HostSettings{ResourceClass: n.ResourceClass}, BackendState: n.ProvisionState,
+		BackendTargetState: n.TargetProvisionState, PowerState: powerState(n.PowerState),
+		Detached: n.Maintenance, ErrorMessage: n.LastError, CreatedAt: n.CreatedAt,
+		InspectedAt: n.InspectionFinishedAt, Hardware: hardwareOf(n.Properties), Consumer: n.InstanceUUID,
 	}
 	if !n.UpdatedAt.IsZero() {
 		u := n.UpdatedAt

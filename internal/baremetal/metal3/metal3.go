@@ -652,12 +652,13 @@ func scrub(msg, secret string) string {
 func hostFromBMH(u *unstructured.Unstructured) *baremetal.Host {
 	str := func(path ...string) string { s, _, _ := unstructured.NestedString(u.Object, path...); return s }
 	h := &baremetal.Host{
-		ID: string(u.GetUID()), Name: u.GetName(), CreatedAt: u.GetCreationTimestamp().Time, TargetState: baremetal.TargetAvailable,
-		BMCAddress: str("spec", "bmc", "address"), BootMACAddress: str("spec", "bootMACAddress"),
-		BootMode: str("spec", "bootMode"), CleaningMode: str("spec", "automatedCleaningMode"),
-		BackendState: str("status", "provisioning", "state"), OperationalStatus: str("status", "operationalStatus"),
-		ErrorType: str("status", "errorType"), ErrorMessage: str("status", "errorMessage"),
-		Labels: map[string]string{}, PowerState: "unknown",
+		ID: string(u.GetUID()), Name: u.GetName(), CreatedAt: u.GetCreationTimestamp().Time,
+		HostSettings: baremetal.HostSettings{TargetState: baremetal.TargetAvailable,
+			BootMACAddress: str("spec", "bootMACAddress"), BootMode: str("spec", "bootMode"),
+			CleaningMode: str("spec", "automatedCleaningMode"), Labels: map[string]string{}},
+		BMCAddress: str("spec", "bmc", "address"), BackendState: str("status", "provisioning", "state"),
+		OperationalStatus: str("status", "operationalStatus"), ErrorType: str("status", "errorType"),
+		ErrorMessage: str("status", "errorMessage"), PowerState: "unknown",
 		ProjectID: u.GetAnnotations()[annProject], Namespace: u.GetNamespace(),
 	}
 	if a, err := bmc.Parse(h.BMCAddress); err == nil {

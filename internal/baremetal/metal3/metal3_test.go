@@ -32,9 +32,10 @@ func TestCapacityCountsAvailableUnclaimedAttachedHosts(t *testing.T) {
 		{State: "provisioned"},
 	} {
 		name := "gold-" + string(rune('a'+i))
-		spec := baremetal.HostSpec{Name: name, BMCAddress: fmt.Sprintf("ipmi://10.0.1.%d", i+1), ResourceClass: "CUSTOM_BAREMETAL_GOLD",
-			Credentials: bmc.Credentials{Username: "admin", Password: testironic.BMCPassword},
-			Labels:      map[string]string{"pool": map[bool]string{true: "gpu", false: "general"}[i == 5]}}
+		spec := baremetal.HostSpec{Name: name, BMCAddress: fmt.Sprintf("ipmi://10.0.1.%d", i+1),
+			HostSettings: baremetal.HostSettings{ResourceClass: "CUSTOM_BAREMETAL_GOLD",
+				Labels: map[string]string{"pool": map[bool]string{true: "gpu", false: "general"}[i == 5]}},
+			Credentials: bmc.Credentials{Username: "admin", Password: testironic.BMCPassword}}
 		if _, err := baremetal.ValidateSpec(&spec, ""); err != nil {
 			t.Fatal(err)
 		}
