@@ -856,30 +856,6 @@ var storeCases = []storeCase{
 	}},
 }
 
-// TestEveryMigrationExistsInBothDialects keeps the SQLite and MariaDB schemas
-// in step: a migration added for one backend must be added for the other
-// under the same number and name.
-func TestEveryMigrationExistsInBothDialects(t *testing.T) {
-	list := func(dialect string) []string {
-		entries, err := os.ReadDir(filepath.Join("migrations", dialect))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
-		}
-		return names
-	}
-	sqlite, mysql := list("sqlite"), list("mysql")
-	if strings.Join(sqlite, ",") != strings.Join(mysql, ",") {
-		t.Fatalf("migrations differ between dialects:\nsqlite: %v\nmysql:  %v", sqlite, mysql)
-	}
-	if store.LatestVersion(store.SQLite) != store.LatestVersion(store.MySQL) {
-		t.Fatal("the dialects' latest schema versions differ")
-	}
-}
-
 // TestSQLiteFilesArePrivateAndCommitsSynced: the database and its WAL are
 // the owner's only whatever the umask and whatever mode the file had, and
 // every commit is synced (synchronous=FULL) so an acknowledged write
