@@ -343,22 +343,10 @@ func saveNodeGroup(ctx context.Context, tx *sql.Tx, ng *model.NodeGroup, lock st
 	return data, nil
 }
 
-func scanCluster(row interface{ Scan(...any) error }) (*model.Cluster, error) {
-	var id int64
-	var data []byte
-	if err := row.Scan(&id, &data); err != nil {
-		return nil, err
-	}
-	return decodeCluster(id, data)
-}
+func scanCluster(row scanner) (*model.Cluster, error) { return scanObject(row, decodeCluster) }
 
 func decodeCluster(id int64, data []byte) (*model.Cluster, error) {
-	c := &model.Cluster{}
-	if err := json.Unmarshal(data, c); err != nil {
-		return nil, fmt.Errorf("store: decode cluster %d: %w", id, err)
-	}
-	c.ID, c.Stored = id, data
-	return c, nil
+	return decodeObject(id, data, "cluster", func(c *model.Cluster) { c.ID, c.Stored = id, data })
 }
 
 func (sc Scope) filter(q *pageQuery) {
@@ -382,13 +370,7 @@ func (s *DB) ListClusters(ctx context.Context, sc Scope, opts ListOptions) ([]*m
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.Cluster, len(rows))
-	for i, r := range rows {
-		if out[i], err = decodeCluster(r.ID, r.Data); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return decodeAll(rows, decodeCluster)
 }
 
 // DeleteCluster removes a cluster and its node groups; the conductor calls it
@@ -417,34 +399,14 @@ func (s *DB) DeleteCluster(ctx context.Context, uuid string) error {
 	return tx.Commit()
 }
 
-func scanNodeGroup(row interface{ Scan(...any) error }) (*model.NodeGroup, error) {
-	var id int64
-	var data []byte
-	if err := row.Scan(&id, &data); err != nil {
-		return nil, err
-	}
-	return decodeNodeGroup(id, data)
-}
+func scanNodeGroup(row scanner) (*model.NodeGroup, error) { return scanObject(row, decodeNodeGroup) }
 
 func decodeNodeGroup(id int64, data []byte) (*model.NodeGroup, error) {
-	ng := &model.NodeGroup{}
-	if err := json.Unmarshal(data, ng); err != nil {
-		return nil, fmt.Errorf("store: decode node group %d: %w", id, err)
-	}
-	ng.ID, ng.Stored = id, data
-	return ng, nil
+	return decodeObject(id, data, "node group", func(ng *model.NodeGroup) { ng.ID, ng.Stored = id, data })
 }
 
 func decodeNodeGroups(rows []StoredNodeGroup) ([]*model.NodeGroup, error) {
-	out := make([]*model.NodeGroup, len(rows))
-	for i, r := range rows {
-		ng, err := decodeNodeGroup(r.ID, r.Data)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = ng
-	}
-	return out, nil
+	return decodeAll(rows, decodeNodeGroup)
 }
 
 // NodeGroupFilter narrows a node group listing.

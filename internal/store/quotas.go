@@ -13,22 +13,17 @@ var quotaSortable = map[string]bool{
 	"id": true, "project_id": true, "resource": true, "hard_limit": true, "created_at": true, "updated_at": true,
 }
 
-func scanQuota(row interface{ Scan(...any) error }) (*model.Quota, error) {
+func scanQuota(row scanner) (*model.Quota, error) {
 	var q model.Quota
-	var created string
-	var updated sql.NullString
+	var created, updated string
 	if err := row.Scan(&q.ID, &q.ProjectID, &q.Resource, &q.HardLimit, &created, &updated); err != nil {
 		return nil, err
 	}
-	q.CreatedAt = parseTime(created)
-	if updated.Valid {
-		t := parseTime(updated.String)
-		q.UpdatedAt = &t
-	}
+	q.CreatedAt, q.UpdatedAt = parseTime(created), parseTimeOpt(updated)
 	return &q, nil
 }
 
-const quotaCols = "id, project_id, resource, hard_limit, created_at, updated_at"
+const quotaCols = "id, project_id, resource, hard_limit, created_at, COALESCE(updated_at, '')"
 
 // CreateQuota inserts a quota; one per project and resource.
 func (s *DB) CreateQuota(ctx context.Context, q *model.Quota) error {
@@ -85,17 +80,5 @@ func (s *DB) ListQuotas(ctx context.Context, projectID string, opts ListOptions)
 		q.filter("project_id = ?", projectID)
 	}
 	rows, err := s.queryPage(ctx, q, quotaCols, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*model.Quota
-	for rows.Next() {
-		qt, err := scanQuota(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, qt)
-	}
-	return out, rows.Err()
+	return collect(rows, err, scanQuota)
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/model"
@@ -62,22 +61,8 @@ func (s *DB) CreateClusterTemplate(ctx context.Context, ct *model.ClusterTemplat
 	return nil
 }
 
-func scanTemplate(row interface{ Scan(...any) error }) (*model.ClusterTemplate, error) {
-	var id int64
-	var data []byte
-	if err := row.Scan(&id, &data); err != nil {
-		return nil, err
-	}
-	return decodeTemplate(id, data)
-}
-
 func decodeTemplate(id int64, data []byte) (*model.ClusterTemplate, error) {
-	ct := &model.ClusterTemplate{}
-	if err := json.Unmarshal(data, ct); err != nil {
-		return nil, fmt.Errorf("store: decode cluster template %d: %w", id, err)
-	}
-	ct.ID = id
-	return ct, nil
+	return decodeObject(id, data, "cluster template", func(ct *model.ClusterTemplate) { ct.ID = id })
 }
 
 // GetClusterTemplate finds a template by UUID or name within the scope. A
@@ -97,7 +82,7 @@ func (s *DB) GetClusterTemplateByUUID(ctx context.Context, uuid string) (*model.
 }
 
 func templateByUUID(ctx context.Context, q querier, uuid string) (*model.ClusterTemplate, error) {
-	ct, err := scanTemplate(q.QueryRowContext(ctx, "SELECT id, data FROM cluster_templates WHERE uuid = ?", uuid))
+	ct, err := scanObject(q.QueryRowContext(ctx, "SELECT id, data FROM cluster_templates WHERE uuid = ?", uuid), decodeTemplate)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fault.New(ErrNotFound, "cluster template %s", uuid)
 	}
@@ -110,13 +95,7 @@ func (s *DB) ListClusterTemplates(ctx context.Context, sc TemplateScope, opts Li
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.ClusterTemplate, len(rows))
-	for i, r := range rows {
-		if out[i], err = decodeTemplate(r.ID, r.Data); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return decodeAll(rows, decodeTemplate)
 }
 
 // UpdateClusterTemplate saves ct. While clusters use the template only a
