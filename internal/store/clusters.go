@@ -258,11 +258,7 @@ func insertCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster) error {
 // it (refreshCluster) once the transaction has committed, since a retried
 // transaction must merge from the same read again.
 func updateCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster, lock string) ([]byte, error) {
-	data, err := json.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
-	data, w, err := sinceRead(ctx, tx, "clusters", "cluster", c.UUID, lock, c.Stored, data, c)
+	data, w, err := sinceRead(ctx, tx, "clusters", "cluster", c.UUID, lock, c.Stored, c)
 	if err != nil {
 		return nil, err
 	}
@@ -270,11 +266,8 @@ func updateCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster, lock strin
 		stack_id = ?, updated_at = ?, data = ? WHERE uuid = ?`,
 		w.Name, w.ClusterTemplateID, string(w.Status), healthCol(w.HealthStatus), w.StackID,
 		formatTimePtr(w.UpdatedAt), string(data), c.UUID)
-	if err != nil {
+	if err := matched(res, err, "cluster %s", c.UUID); err != nil {
 		return nil, err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil, fault.New(ErrNotFound, "cluster %s", c.UUID)
 	}
 	return data, nil
 }
@@ -323,22 +316,15 @@ func saveNodeGroup(ctx context.Context, tx *sql.Tx, ng *model.NodeGroup, lock st
 		}
 		ng.ID, _ = res.LastInsertId()
 	}
-	data, err := json.Marshal(ng)
-	if err != nil {
-		return nil, err
-	}
-	data, w, err := sinceRead(ctx, tx, "nodegroups", "node group", ng.UUID, lock, ng.Stored, data, ng)
+	data, w, err := sinceRead(ctx, tx, "nodegroups", "node group", ng.UUID, lock, ng.Stored, ng)
 	if err != nil {
 		return nil, err
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE nodegroups SET name = ?, role = ?, is_default = ?, status = ?, node_count = ?,
 		updated_at = ?, data = ? WHERE uuid = ?`,
 		w.Name, w.Role, w.IsDefault, string(w.Status), w.NodeCount, formatTimePtr(w.UpdatedAt), string(data), ng.UUID)
-	if err != nil {
+	if err := matched(res, err, "node group %s", ng.UUID); err != nil {
 		return nil, err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil, fault.New(ErrNotFound, "node group %s", ng.UUID)
 	}
 	return data, nil
 }
@@ -387,11 +373,8 @@ func (s *DB) DeleteCluster(ctx context.Context, uuid string) error {
 		return rollback(tx, err)
 	}
 	res, err := tx.ExecContext(ctx, `DELETE FROM clusters WHERE uuid = ?`, uuid)
-	if err != nil {
+	if err := matched(res, err, "cluster %s", uuid); err != nil {
 		return rollback(tx, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return rollback(tx, fault.New(ErrNotFound, "cluster %s", uuid))
 	}
 	if err := bumpGeneration(ctx, tx, generationClusters); err != nil {
 		return rollback(tx, err)
@@ -484,17 +467,18 @@ func (s *DB) CountClusters(ctx context.Context, projectID string) (int, error) {
 	return n, err
 }
 
-// sinceRead is what to write for obj (encoded as data), read from the
-// table's row uuid as stored: data itself when the row has not changed
-// since (or obj was not read from the store), else the merge of the
-// writer's changes into the current row, with the merged object (whose
-// fields fill the row's indexed columns).
-func sinceRead[T any](ctx context.Context, tx *sql.Tx, table, what, uuid, lock string, stored, data []byte, obj *T) ([]byte, *T, error) {
-	if len(stored) == 0 {
-		return data, obj, nil
+// sinceRead is what to write for obj, read from the table's row uuid as
+// stored: obj's JSON when the row has not changed since (or obj was not
+// read from the store), else the merge of the writer's changes into the
+// current row, with the merged object (whose fields fill the row's indexed
+// columns).
+func sinceRead[T any](ctx context.Context, tx *sql.Tx, table, what, uuid, lock string, stored []byte, obj *T) ([]byte, *T, error) {
+	data, err := json.Marshal(obj)
+	if err != nil || len(stored) == 0 {
+		return data, obj, err
 	}
 	var cur string
-	err := tx.QueryRowContext(ctx, "SELECT data FROM "+table+" WHERE uuid = ?"+lock, uuid).Scan(&cur)
+	err = tx.QueryRowContext(ctx, "SELECT data FROM "+table+" WHERE uuid = ?"+lock, uuid).Scan(&cur)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, fault.New(ErrNotFound, "%s %s", what, uuid)
 	}

@@ -52,25 +52,13 @@ func (s *DB) GetQuota(ctx context.Context, projectID, resource string) (*model.Q
 func (s *DB) UpdateQuota(ctx context.Context, q *model.Quota) error {
 	res, err := s.db.ExecContext(ctx, `UPDATE quotas SET hard_limit = ?, updated_at = ? WHERE project_id = ? AND resource = ?`,
 		q.HardLimit, formatTimePtr(q.UpdatedAt), q.ProjectID, q.Resource)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fault.New(ErrNotFound, "Quota %s could not be found for project %s", q.Resource, q.ProjectID)
-	}
-	return nil
+	return matched(res, err, "Quota %s could not be found for project %s", q.Resource, q.ProjectID)
 }
 
 // DeleteQuota removes a quota.
 func (s *DB) DeleteQuota(ctx context.Context, projectID, resource string) error {
 	res, err := s.db.ExecContext(ctx, `DELETE FROM quotas WHERE project_id = ? AND resource = ?`, projectID, resource)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fault.New(ErrNotFound, "Quota %s could not be found for project %s", resource, projectID)
-	}
-	return nil
+	return matched(res, err, "Quota %s could not be found for project %s", resource, projectID)
 }
 
 // ListQuotas pages through quotas; an empty projectID lists every project.

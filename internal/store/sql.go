@@ -298,6 +298,19 @@ func isUniqueViolation(err error) bool {
 		strings.Contains(msg, "Error 1062")
 }
 
+// matched is the outcome of an UPDATE or DELETE that must match a row: the
+// statement's error, else ErrNotFound with the message format and args
+// give when it matched none.
+func matched(res sql.Result, err error, format string, args ...any) error {
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fault.New(ErrNotFound, format, args...)
+	}
+	return nil
+}
+
 func rollback(tx *sql.Tx, err error) error {
 	if rbErr := tx.Rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) {
 		return errors.Join(err, rbErr)

@@ -120,11 +120,8 @@ func (s *DB) UpdateClusterTemplate(ctx context.Context, ct *model.ClusterTemplat
 	res, err := tx.ExecContext(ctx, `UPDATE cluster_templates SET name = ?, coe = ?, server_type = ?, public = ?, hidden = ?,
 		updated_at = ?, data = ? WHERE uuid = ?`,
 		ct.Name, ct.COE, string(ct.ServerType), ct.Public, ct.Hidden, formatTimePtr(ct.UpdatedAt), string(data), ct.UUID)
-	if err != nil {
+	if err := matched(res, err, "cluster template %s", ct.UUID); err != nil {
 		return rollback(tx, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return rollback(tx, fault.New(ErrNotFound, "cluster template %s", ct.UUID))
 	}
 	if err := bumpGeneration(ctx, tx, generationTemplates); err != nil {
 		return rollback(tx, err)
@@ -157,11 +154,8 @@ func (s *DB) DeleteClusterTemplate(ctx context.Context, uuid string) error {
 		return rollback(tx, fault.New(ErrReferenced, "cluster template %s is used by %d cluster(s)", uuid, inUse))
 	}
 	res, err := tx.ExecContext(ctx, `DELETE FROM cluster_templates WHERE uuid = ?`, uuid)
-	if err != nil {
+	if err := matched(res, err, "cluster template %s", uuid); err != nil {
 		return rollback(tx, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return rollback(tx, fault.New(ErrNotFound, "cluster template %s", uuid))
 	}
 	if err := bumpGeneration(ctx, tx, generationTemplates); err != nil {
 		return rollback(tx, err)
