@@ -372,11 +372,7 @@ func (s *DB) DeleteCluster(ctx context.Context, uuid string) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM cluster_events WHERE cluster_id = ?`, uuid); err != nil {
 		return rollback(tx, err)
 	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM clusters WHERE uuid = ?`, uuid)
-	if err := matched(res, err, "cluster %s", uuid); err != nil {
-		return rollback(tx, err)
-	}
-	if err := bumpGeneration(ctx, tx, generationClusters); err != nil {
+	if err := deleteListed(ctx, tx, "clusters", "cluster", uuid, generationClusters); err != nil {
 		return rollback(tx, err)
 	}
 	return tx.Commit()

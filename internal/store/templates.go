@@ -106,12 +106,8 @@ func (s *DB) UpdateClusterTemplate(ctx context.Context, ct *model.ClusterTemplat
 	if err != nil {
 		return err
 	}
-	var inUse int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM clusters WHERE cluster_template_id = ?`, ct.UUID).Scan(&inUse); err != nil {
+	if err := refuseWhileUsed(ctx, tx, ct.UUID, publishingOrRename(changed)); err != nil {
 		return rollback(tx, err)
-	}
-	if inUse > 0 && !publishingOrRename(changed) {
-		return rollback(tx, fault.New(ErrReferenced, "cluster template %s is used by %d cluster(s)", ct.UUID, inUse))
 	}
 	data, err := json.Marshal(ct)
 	if err != nil {
@@ -146,21 +142,26 @@ func (s *DB) DeleteClusterTemplate(ctx context.Context, uuid string) error {
 	if err != nil {
 		return err
 	}
-	var inUse int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM clusters WHERE cluster_template_id = ?`, uuid).Scan(&inUse); err != nil {
+	if err := refuseWhileUsed(ctx, tx, uuid, false); err != nil {
 		return rollback(tx, err)
 	}
-	if inUse > 0 {
-		return rollback(tx, fault.New(ErrReferenced, "cluster template %s is used by %d cluster(s)", uuid, inUse))
-	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM cluster_templates WHERE uuid = ?`, uuid)
-	if err := matched(res, err, "cluster template %s", uuid); err != nil {
-		return rollback(tx, err)
-	}
-	if err := bumpGeneration(ctx, tx, generationTemplates); err != nil {
+	if err := deleteListed(ctx, tx, "cluster_templates", "cluster template", uuid, generationTemplates); err != nil {
 		return rollback(tx, err)
 	}
 	return tx.Commit()
+}
+
+// refuseWhileUsed is ErrReferenced when clusters use the template uuid,
+// unless the change is one allowed while they do.
+func refuseWhileUsed(ctx context.Context, tx *sql.Tx, uuid string, allowed bool) error {
+	var inUse int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM clusters WHERE cluster_template_id = ?`, uuid).Scan(&inUse); err != nil {
+		return err
+	}
+	if inUse > 0 && !allowed {
+		return fault.New(ErrReferenced, "cluster template %s is used by %d cluster(s)", uuid, inUse)
+	}
+	return nil
 }
 
 func joinWhere(w []string) string {
