@@ -385,11 +385,7 @@ var storeCases = []storeCase{
 		if err != nil {
 			t.Fatal(err)
 		}
-		var counts []string
-		for _, ng := range ngs {
-			counts = append(counts, fmt.Sprint(ng.NodeCount))
-		}
-		if strings.Join(counts, ",") != "1,9,10" {
+		if counts := names(ngs, func(ng *model.NodeGroup) string { return fmt.Sprint(ng.NodeCount) }); counts != "1,9,10" {
 			t.Fatalf("node_count order %v, want 1,9,10", counts)
 		}
 		byID, err := db.GetNodeGroup(ctx, ch.Cluster.UUID, fmt.Sprint(extra.ID))
@@ -438,11 +434,7 @@ var storeCases = []storeCase{
 		if err != nil {
 			t.Fatal(err)
 		}
-		var limits []string
-		for _, q := range all {
-			limits = append(limits, fmt.Sprint(q.HardLimit))
-		}
-		if strings.Join(limits, ",") != "100,11,9" {
+		if limits := names(all, func(q *model.Quota) string { return fmt.Sprint(q.HardLimit) }); limits != "100,11,9" {
 			t.Fatalf("hard_limit desc %v, want 100,11,9", limits)
 		}
 		own, err := db.ListQuotas(ctx, "gamma", store.ListOptions{})
