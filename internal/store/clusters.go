@@ -498,24 +498,15 @@ func sinceRead[T any](ctx context.Context, tx *sql.Tx, table, what, uuid, lock s
 // the conductor's status) both keep their change; when both changed the
 // same field, the later writer's value stands.
 func mergeSince(base, ours, current []byte) ([]byte, error) {
-	decode := func(b []byte) (map[string]any, error) {
-		m := map[string]any{}
-		d := json.NewDecoder(bytes.NewReader(b))
+	var docs [3]map[string]any
+	for i, raw := range [][]byte{base, ours, current} {
+		d := json.NewDecoder(bytes.NewReader(raw))
 		d.UseNumber()
-		return m, d.Decode(&m)
+		if err := d.Decode(&docs[i]); err != nil {
+			return nil, err
+		}
 	}
-	b, err := decode(base)
-	if err != nil {
-		return nil, err
-	}
-	o, err := decode(ours)
-	if err != nil {
-		return nil, err
-	}
-	out, err := decode(current)
-	if err != nil {
-		return nil, err
-	}
+	b, o, out := docs[0], docs[1], docs[2]
 	for k, v := range o {
 		if bv, ok := b[k]; !ok || !reflect.DeepEqual(bv, v) {
 			out[k] = v
