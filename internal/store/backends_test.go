@@ -386,11 +386,7 @@ var storeCases = []storeCase{
 		if err != nil {
 			t.Fatal(err)
 		}
-		var counts []string
-		for _, ng := range ngs {
-			counts = append(counts, fmt.Sprint(ng.NodeCount))
-		}
-		if strings.Join(counts, ",") != "1,9,10" {
+		if counts := names(ngs, func(ng *model.NodeGroup) string { return fmt.Sprint(ng.NodeCount) }); counts != "1,9,10" {
 			t.Fatalf("node_count order %v, want 1,9,10", counts)
 		}
 		byID, err := db.GetNodeGroup(ctx, ch.Cluster.UUID, fmt.Sprint(extra.ID))
@@ -439,11 +435,7 @@ var storeCases = []storeCase{
 		if err != nil {
 			t.Fatal(err)
 		}
-		var limits []string
-		for _, q := range all {
-			limits = append(limits, fmt.Sprint(q.HardLimit))
-		}
-		if strings.Join(limits, ",") != "100,11,9" {
+		if limits := names(all, func(q *model.Quota) string { return fmt.Sprint(q.HardLimit) }); limits != "100,11,9" {
 			t.Fatalf("hard_limit desc %v, want 100,11,9", limits)
 		}
 		own, err := db.ListQuotas(ctx, "gamma", store.ListOptions{})
@@ -855,30 +847,6 @@ var storeCases = []storeCase{
 			t.Fatal("a service that just reported is down")
 		}
 	}},
-}
-
-// TestEveryMigrationExistsInBothDialects keeps the SQLite and MariaDB schemas
-// in step: a migration added for one backend must be added for the other
-// under the same number and name.
-func TestEveryMigrationExistsInBothDialects(t *testing.T) {
-	list := func(dialect string) []string {
-		entries, err := os.ReadDir(filepath.Join("migrations", dialect))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
-		}
-		return names
-	}
-	sqlite, mysql := list("sqlite"), list("mysql")
-	if strings.Join(sqlite, ",") != strings.Join(mysql, ",") {
-		t.Fatalf("migrations differ between dialects:\nsqlite: %v\nmysql:  %v", sqlite, mysql)
-	}
-	if store.LatestVersion(store.SQLite) != store.LatestVersion(store.MySQL) {
-		t.Fatal("the dialects' latest schema versions differ")
-	}
 }
 
 // TestSQLiteFilesArePrivateAndCommitsSynced: the database and its WAL are

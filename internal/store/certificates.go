@@ -31,7 +31,7 @@ func (s *DB) insertCertificate(ctx context.Context, tx *sql.Tx, c *model.Cluster
 
 const certificateCols = `cluster_id, purpose, cert_pem, key_pem, created_at`
 
-func (s *DB) scanCertificate(row interface{ Scan(...any) error }) (*model.ClusterCertificate, error) {
+func (s *DB) scanCertificate(row scanner) (*model.ClusterCertificate, error) {
 	var c model.ClusterCertificate
 	var cert, key, created string
 	if err := row.Scan(&c.ClusterID, &c.Purpose, &cert, &key, &created); err != nil {
@@ -60,19 +60,7 @@ func (s *DB) ClusterCertificate(ctx context.Context, clusterUUID, purpose string
 func (s *DB) ClusterCertificates(ctx context.Context, clusterUUID string) ([]*model.ClusterCertificate, error) {
 	rows, err := s.db.QueryContext(ctx, "SELECT "+certificateCols+
 		" FROM cluster_certificates WHERE cluster_id = ? ORDER BY id", clusterUUID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*model.ClusterCertificate
-	for rows.Next() {
-		c, err := s.scanCertificate(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
+	return collect(rows, err, s.scanCertificate)
 }
 
 // AddClusterCertificates stores key pairs of an existing cluster, all or

@@ -258,11 +258,7 @@ func insertCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster) error {
 // it (refreshCluster) once the transaction has committed, since a retried
 // transaction must merge from the same read again.
 func updateCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster, lock string) ([]byte, error) {
-	data, err := json.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
-	data, w, err := sinceRead(ctx, tx, "clusters", "cluster", c.UUID, lock, c.Stored, data, c)
+	data, w, err := sinceRead(ctx, tx, "clusters", "cluster", c.UUID, lock, c.Stored, c)
 	if err != nil {
 		return nil, err
 	}
@@ -270,11 +266,8 @@ func updateCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster, lock strin
 		stack_id = ?, updated_at = ?, data = ? WHERE uuid = ?`,
 		w.Name, w.ClusterTemplateID, string(w.Status), healthCol(w.HealthStatus), w.StackID,
 		formatTimePtr(w.UpdatedAt), string(data), c.UUID)
-	if err != nil {
+	if err := matched(res, err, "cluster %s", c.UUID); err != nil {
 		return nil, err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil, fault.New(ErrNotFound, "cluster %s", c.UUID)
 	}
 	return data, nil
 }
@@ -323,42 +316,23 @@ func saveNodeGroup(ctx context.Context, tx *sql.Tx, ng *model.NodeGroup, lock st
 		}
 		ng.ID, _ = res.LastInsertId()
 	}
-	data, err := json.Marshal(ng)
-	if err != nil {
-		return nil, err
-	}
-	data, w, err := sinceRead(ctx, tx, "nodegroups", "node group", ng.UUID, lock, ng.Stored, data, ng)
+	data, w, err := sinceRead(ctx, tx, "nodegroups", "node group", ng.UUID, lock, ng.Stored, ng)
 	if err != nil {
 		return nil, err
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE nodegroups SET name = ?, role = ?, is_default = ?, status = ?, node_count = ?,
 		updated_at = ?, data = ? WHERE uuid = ?`,
 		w.Name, w.Role, w.IsDefault, string(w.Status), w.NodeCount, formatTimePtr(w.UpdatedAt), string(data), ng.UUID)
-	if err != nil {
+	if err := matched(res, err, "node group %s", ng.UUID); err != nil {
 		return nil, err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return nil, fault.New(ErrNotFound, "node group %s", ng.UUID)
 	}
 	return data, nil
 }
 
-func scanCluster(row interface{ Scan(...any) error }) (*model.Cluster, error) {
-	var id int64
-	var data []byte
-	if err := row.Scan(&id, &data); err != nil {
-		return nil, err
-	}
-	return decodeCluster(id, data)
-}
+func scanCluster(row scanner) (*model.Cluster, error) { return scanObject(row, decodeCluster) }
 
 func decodeCluster(id int64, data []byte) (*model.Cluster, error) {
-	c := &model.Cluster{}
-	if err := json.Unmarshal(data, c); err != nil {
-		return nil, fmt.Errorf("store: decode cluster %d: %w", id, err)
-	}
-	c.ID, c.Stored = id, data
-	return c, nil
+	return decodeObject(id, data, "cluster", func(c *model.Cluster) { c.ID, c.Stored = id, data })
 }
 
 func (sc Scope) filter(q *pageQuery) {
@@ -382,13 +356,7 @@ func (s *DB) ListClusters(ctx context.Context, sc Scope, opts ListOptions) ([]*m
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.Cluster, len(rows))
-	for i, r := range rows {
-		if out[i], err = decodeCluster(r.ID, r.Data); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return decodeAll(rows, decodeCluster)
 }
 
 // DeleteCluster removes a cluster and its node groups; the conductor calls it
@@ -404,47 +372,20 @@ func (s *DB) DeleteCluster(ctx context.Context, uuid string) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM cluster_events WHERE cluster_id = ?`, uuid); err != nil {
 		return rollback(tx, err)
 	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM clusters WHERE uuid = ?`, uuid)
-	if err != nil {
-		return rollback(tx, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return rollback(tx, fault.New(ErrNotFound, "cluster %s", uuid))
-	}
-	if err := bumpGeneration(ctx, tx, generationClusters); err != nil {
+	if err := deleteListed(ctx, tx, "clusters", "cluster", uuid, generationClusters); err != nil {
 		return rollback(tx, err)
 	}
 	return tx.Commit()
 }
 
-func scanNodeGroup(row interface{ Scan(...any) error }) (*model.NodeGroup, error) {
-	var id int64
-	var data []byte
-	if err := row.Scan(&id, &data); err != nil {
-		return nil, err
-	}
-	return decodeNodeGroup(id, data)
-}
+func scanNodeGroup(row scanner) (*model.NodeGroup, error) { return scanObject(row, decodeNodeGroup) }
 
 func decodeNodeGroup(id int64, data []byte) (*model.NodeGroup, error) {
-	ng := &model.NodeGroup{}
-	if err := json.Unmarshal(data, ng); err != nil {
-		return nil, fmt.Errorf("store: decode node group %d: %w", id, err)
-	}
-	ng.ID, ng.Stored = id, data
-	return ng, nil
+	return decodeObject(id, data, "node group", func(ng *model.NodeGroup) { ng.ID, ng.Stored = id, data })
 }
 
 func decodeNodeGroups(rows []StoredNodeGroup) ([]*model.NodeGroup, error) {
-	out := make([]*model.NodeGroup, len(rows))
-	for i, r := range rows {
-		ng, err := decodeNodeGroup(r.ID, r.Data)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = ng
-	}
-	return out, nil
+	return decodeAll(rows, decodeNodeGroup)
 }
 
 // NodeGroupFilter narrows a node group listing.
@@ -522,17 +463,18 @@ func (s *DB) CountClusters(ctx context.Context, projectID string) (int, error) {
 	return n, err
 }
 
-// sinceRead is what to write for obj (encoded as data), read from the
-// table's row uuid as stored: data itself when the row has not changed
-// since (or obj was not read from the store), else the merge of the
-// writer's changes into the current row, with the merged object (whose
-// fields fill the row's indexed columns).
-func sinceRead[T any](ctx context.Context, tx *sql.Tx, table, what, uuid, lock string, stored, data []byte, obj *T) ([]byte, *T, error) {
-	if len(stored) == 0 {
-		return data, obj, nil
+// sinceRead is what to write for obj, read from the table's row uuid as
+// stored: obj's JSON when the row has not changed since (or obj was not
+// read from the store), else the merge of the writer's changes into the
+// current row, with the merged object (whose fields fill the row's indexed
+// columns).
+func sinceRead[T any](ctx context.Context, tx *sql.Tx, table, what, uuid, lock string, stored []byte, obj *T) ([]byte, *T, error) {
+	data, err := json.Marshal(obj)
+	if err != nil || len(stored) == 0 {
+		return data, obj, err
 	}
 	var cur string
-	err := tx.QueryRowContext(ctx, "SELECT data FROM "+table+" WHERE uuid = ?"+lock, uuid).Scan(&cur)
+	err = tx.QueryRowContext(ctx, "SELECT data FROM "+table+" WHERE uuid = ?"+lock, uuid).Scan(&cur)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, fault.New(ErrNotFound, "%s %s", what, uuid)
 	}
@@ -556,24 +498,15 @@ func sinceRead[T any](ctx context.Context, tx *sql.Tx, table, what, uuid, lock s
 // the conductor's status) both keep their change; when both changed the
 // same field, the later writer's value stands.
 func mergeSince(base, ours, current []byte) ([]byte, error) {
-	decode := func(b []byte) (map[string]any, error) {
-		m := map[string]any{}
-		d := json.NewDecoder(bytes.NewReader(b))
+	var docs [3]map[string]any
+	for i, raw := range [][]byte{base, ours, current} {
+		d := json.NewDecoder(bytes.NewReader(raw))
 		d.UseNumber()
-		return m, d.Decode(&m)
+		if err := d.Decode(&docs[i]); err != nil {
+			return nil, err
+		}
 	}
-	b, err := decode(base)
-	if err != nil {
-		return nil, err
-	}
-	o, err := decode(ours)
-	if err != nil {
-		return nil, err
-	}
-	out, err := decode(current)
-	if err != nil {
-		return nil, err
-	}
+	b, o, out := docs[0], docs[1], docs[2]
 	for k, v := range o {
 		if bv, ok := b[k]; !ok || !reflect.DeepEqual(bv, v) {
 			out[k] = v

@@ -28,20 +28,8 @@ func (s *DB) UpdateClusterStatus(ctx context.Context, uuid string, fn StatusMuta
 			return err
 		}
 		rows, err := tx.QueryContext(ctx, "SELECT id, data FROM nodegroups WHERE cluster_id = ? ORDER BY id"+s.forUpdate(), uuid)
+		ngs, err := collect(rows, err, scanNodeGroup)
 		if err != nil {
-			return err
-		}
-		var ngs []*model.NodeGroup
-		for rows.Next() {
-			ng, err := scanNodeGroup(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			ngs = append(ngs, ng)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		groups, changed := fn(c, ngs)
@@ -97,19 +85,7 @@ func (s *DB) GetClusterByUUID(ctx context.Context, uuid string) (*model.Cluster,
 // ClusterUUIDs lists every cluster, for the conductor's start-up resync.
 func (s *DB) ClusterUUIDs(ctx context.Context) ([]string, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT uuid FROM clusters ORDER BY id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
+	return collect(rows, err, scanString)
 }
 
 // Building is a cluster being created or updated, with its node groups.
@@ -135,20 +111,8 @@ type querier interface {
 func (s *DB) buildingClusters(ctx context.Context, q querier) ([]Building, error) {
 	rows, err := q.QueryContext(ctx, "SELECT id, data FROM clusters WHERE status IN (?, ?) ORDER BY id",
 		string(model.CreateInProgress), string(model.UpdateInProgress))
-	if err != nil {
-		return nil, err
-	}
-	var clusters []*model.Cluster
-	for rows.Next() {
-		c, err := scanCluster(rows)
-		if err != nil {
-			rows.Close()
-			return nil, err
-		}
-		clusters = append(clusters, c)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil || len(clusters) == 0 {
+	clusters, err := collect(rows, err, scanCluster)
+	if err != nil || len(clusters) == 0 {
 		return nil, err
 	}
 	uuids := make([]string, len(clusters))

@@ -39,25 +39,22 @@ func (s *DB) putCredential(ctx context.Context, tx *sql.Tx, c *model.ClusterCred
 func (s *DB) ClusterCredentials(ctx context.Context, clusterUUID string) ([]*model.ClusterCredential, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT credential_id, cluster_id, user_id, project_id, secret, retired, created_at
 		FROM cluster_credentials WHERE cluster_id = ? ORDER BY retired, created_at`, clusterUUID)
+	return collect(rows, err, s.scanCredential)
+}
+
+func (s *DB) scanCredential(row scanner) (*model.ClusterCredential, error) {
+	var c model.ClusterCredential
+	var retired int
+	var created string
+	err := row.Scan(&c.ID, &c.ClusterID, &c.UserID, &c.ProjectID, &c.Secret, &retired, &created)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*model.ClusterCredential
-	for rows.Next() {
-		var c model.ClusterCredential
-		var retired int
-		var created string
-		if err := rows.Scan(&c.ID, &c.ClusterID, &c.UserID, &c.ProjectID, &c.Secret, &retired, &created); err != nil {
-			return nil, err
-		}
-		c.Retired, c.CreatedAt = retired != 0, parseTime(created)
-		if c.Secret, err = s.open(c.Secret, credentialAAD(c.ID)); err != nil {
-			return nil, err
-		}
-		out = append(out, &c)
+	c.Retired, c.CreatedAt = retired != 0, parseTime(created)
+	if c.Secret, err = s.open(c.Secret, credentialAAD(c.ID)); err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	return &c, nil
 }
 
 // ForgetClusterCredential removes the record of an application credential

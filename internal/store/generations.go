@@ -146,6 +146,16 @@ func (w *changeWatch) close() error {
 	return errors.Join(errs...)
 }
 
+// deleteListed deletes the row uuid of a listed table and raises the
+// listing's generation; no such row is ErrNotFound for what.
+func deleteListed(ctx context.Context, tx *sql.Tx, table, what, uuid, generation string) error {
+	res, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE uuid = ?", uuid)
+	if err := matched(res, err, "%s %s", what, uuid); err != nil {
+		return err
+	}
+	return bumpGeneration(ctx, tx, generation)
+}
+
 // bumpGeneration raises kind's counter inside tx, so the counter changes
 // exactly when the write it marks commits. Writers call it last, so the
 // counter's row lock is held only until their commit.

@@ -65,7 +65,7 @@ const hostOperationCols = `id, uuid, type, COALESCE(host_ref, ''), project_id, C
 	state, attempts, COALESCE(lease_owner, ''), COALESCE(lease_expires, ''), COALESCE(next_attempt_at, ''),
 	COALESCE(last_error, ''), COALESCE(result, ''), created_at, updated_at`
 
-func (s *DB) scanHostOperation(row interface{ Scan(...any) error }) (*HostOperation, error) {
+func (s *DB) scanHostOperation(row scanner) (*HostOperation, error) {
 	var op HostOperation
 	var typ, state, payload, leaseExpires, nextAttempt, result, created, updated string
 	if err := row.Scan(&op.ID, &op.UUID, &typ, &op.Host, &op.ProjectID, &op.RequestID, &payload, &state, &op.Attempts,
@@ -74,14 +74,7 @@ func (s *DB) scanHostOperation(row interface{ Scan(...any) error }) (*HostOperat
 	}
 	op.Type, op.State = model.OperationType(typ), model.OperationState(state)
 	op.CreatedAt, op.UpdatedAt = parseTime(created), parseTime(updated)
-	if leaseExpires != "" {
-		t := parseTime(leaseExpires)
-		op.LeaseExpires = &t
-	}
-	if nextAttempt != "" {
-		t := parseTime(nextAttempt)
-		op.NextAttemptAt = &t
-	}
+	op.LeaseExpires, op.NextAttemptAt = parseTimeOpt(leaseExpires), parseTimeOpt(nextAttempt)
 	plain, err := s.open(payload, hostOperationAAD(op.UUID))
 	if err != nil {
 		return nil, err
@@ -246,16 +239,7 @@ func (s *DB) MirroredHosts(ctx context.Context) ([]*baremetal.Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: list hosts: %w", err)
 	}
-	defer rows.Close()
-	var out []*baremetal.Host
-	for rows.Next() {
-		h, err := scanHost(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, h)
-	}
-	return out, rows.Err()
+	return collect(rows, nil, scanHost)
 }
 
 // MirroredHost finds a mirrored host by id, else by name.
@@ -268,7 +252,7 @@ func (s *DB) MirroredHost(ctx context.Context, ident string) (*baremetal.Host, e
 	return h, err
 }
 
-func scanHost(row interface{ Scan(...any) error }) (*baremetal.Host, error) {
+func scanHost(row scanner) (*baremetal.Host, error) {
 	var data string
 	if err := row.Scan(&data); err != nil {
 		return nil, err

@@ -51,17 +51,14 @@ const operationCols = `id, uuid, type, cluster_id, COALESCE(nodegroup_id, ''), p
 	COALESCE(payload, ''), state, attempts, COALESCE(lease_owner, ''), COALESCE(lease_expires, ''),
 	COALESCE(next_attempt_at, ''), COALESCE(last_error, ''), created_at, updated_at`
 
-func scanOperation(row interface{ Scan(...any) error }) (*model.Operation, error) {
+func scanOperation(row scanner) (*model.Operation, error) {
 	var op model.Operation
 	var typ, state, payload, leaseExpires, nextAttempt, created, updated string
 	if err := row.Scan(&op.ID, &op.UUID, &typ, &op.ClusterID, &op.NodeGroupID, &op.ProjectID, &op.RequestID,
 		&payload, &state, &op.Attempts, &op.LeaseOwner, &leaseExpires, &nextAttempt, &op.LastError, &created, &updated); err != nil {
 		return nil, err
 	}
-	if nextAttempt != "" {
-		t := parseTime(nextAttempt)
-		op.NextAttemptAt = &t
-	}
+	op.NextAttemptAt = parseTimeOpt(nextAttempt)
 	op.Type = model.OperationType(typ)
 	op.State = model.OperationState(state)
 	p, err := model.DecodePayload(op.Type, []byte(payload))
@@ -69,10 +66,7 @@ func scanOperation(row interface{ Scan(...any) error }) (*model.Operation, error
 		return nil, fmt.Errorf("store: operation %d: %w", op.ID, err)
 	}
 	op.Payload = p
-	if leaseExpires != "" {
-		t := parseTime(leaseExpires)
-		op.LeaseExpires = &t
-	}
+	op.LeaseExpires = parseTimeOpt(leaseExpires)
 	op.CreatedAt = parseTime(created)
 	op.UpdatedAt = parseTime(updated)
 	return &op, nil
@@ -81,17 +75,5 @@ func scanOperation(row interface{ Scan(...any) error }) (*model.Operation, error
 // OperationsForCluster lists a cluster's operations, oldest first.
 func (s *DB) OperationsForCluster(ctx context.Context, clusterUUID string) ([]*model.Operation, error) {
 	rows, err := s.db.QueryContext(ctx, "SELECT "+operationCols+" FROM operations WHERE cluster_id = ? ORDER BY id", clusterUUID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*model.Operation
-	for rows.Next() {
-		op, err := scanOperation(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, op)
-	}
-	return out, rows.Err()
+	return collect(rows, err, scanOperation)
 }

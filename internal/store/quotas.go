@@ -13,22 +13,17 @@ var quotaSortable = map[string]bool{
 	"id": true, "project_id": true, "resource": true, "hard_limit": true, "created_at": true, "updated_at": true,
 }
 
-func scanQuota(row interface{ Scan(...any) error }) (*model.Quota, error) {
+func scanQuota(row scanner) (*model.Quota, error) {
 	var q model.Quota
-	var created string
-	var updated sql.NullString
+	var created, updated string
 	if err := row.Scan(&q.ID, &q.ProjectID, &q.Resource, &q.HardLimit, &created, &updated); err != nil {
 		return nil, err
 	}
-	q.CreatedAt = parseTime(created)
-	if updated.Valid {
-		t := parseTime(updated.String)
-		q.UpdatedAt = &t
-	}
+	q.CreatedAt, q.UpdatedAt = parseTime(created), parseTimeOpt(updated)
 	return &q, nil
 }
 
-const quotaCols = "id, project_id, resource, hard_limit, created_at, updated_at"
+const quotaCols = "id, project_id, resource, hard_limit, created_at, COALESCE(updated_at, '')"
 
 // CreateQuota inserts a quota; one per project and resource.
 func (s *DB) CreateQuota(ctx context.Context, q *model.Quota) error {
@@ -57,25 +52,13 @@ func (s *DB) GetQuota(ctx context.Context, projectID, resource string) (*model.Q
 func (s *DB) UpdateQuota(ctx context.Context, q *model.Quota) error {
 	res, err := s.db.ExecContext(ctx, `UPDATE quotas SET hard_limit = ?, updated_at = ? WHERE project_id = ? AND resource = ?`,
 		q.HardLimit, formatTimePtr(q.UpdatedAt), q.ProjectID, q.Resource)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fault.New(ErrNotFound, "Quota %s could not be found for project %s", q.Resource, q.ProjectID)
-	}
-	return nil
+	return matched(res, err, "Quota %s could not be found for project %s", q.Resource, q.ProjectID)
 }
 
 // DeleteQuota removes a quota.
 func (s *DB) DeleteQuota(ctx context.Context, projectID, resource string) error {
 	res, err := s.db.ExecContext(ctx, `DELETE FROM quotas WHERE project_id = ? AND resource = ?`, projectID, resource)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fault.New(ErrNotFound, "Quota %s could not be found for project %s", resource, projectID)
-	}
-	return nil
+	return matched(res, err, "Quota %s could not be found for project %s", resource, projectID)
 }
 
 // ListQuotas pages through quotas; an empty projectID lists every project.
@@ -85,17 +68,5 @@ func (s *DB) ListQuotas(ctx context.Context, projectID string, opts ListOptions)
 		q.filter("project_id = ?", projectID)
 	}
 	rows, err := s.queryPage(ctx, q, quotaCols, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*model.Quota
-	for rows.Next() {
-		qt, err := scanQuota(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, qt)
-	}
-	return out, rows.Err()
+	return collect(rows, err, scanQuota)
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/magnetite-io/magnetite/internal/fault"
@@ -94,25 +95,16 @@ func (s *DB) SealExisting(ctx context.Context) (int, error) {
 	err := s.retryTx(ctx, func(tx *sql.Tx) error {
 		n = 0
 		type row struct{ a, b, value string }
-		collect := func(query string) ([]row, error) {
+		unsealed := func(query string) ([]row, error) {
 			rows, err := tx.QueryContext(ctx, query)
-			if err != nil {
-				return nil, err
-			}
-			defer rows.Close()
-			var out []row
-			for rows.Next() {
+			all, err := collect(rows, err, func(sc scanner) (row, error) {
 				var r row
-				if err := rows.Scan(&r.a, &r.b, &r.value); err != nil {
-					return nil, err
-				}
-				if !strings.HasPrefix(r.value, sealedPrefix) {
-					out = append(out, r)
-				}
-			}
-			return out, rows.Err()
+				err := sc.Scan(&r.a, &r.b, &r.value)
+				return r, err
+			})
+			return slices.DeleteFunc(all, func(r row) bool { return strings.HasPrefix(r.value, sealedPrefix) }), err
 		}
-		certs, err := collect(`SELECT cluster_id, purpose, key_pem FROM cluster_certificates`)
+		certs, err := unsealed(`SELECT cluster_id, purpose, key_pem FROM cluster_certificates`)
 		if err != nil {
 			return err
 		}
@@ -126,7 +118,7 @@ func (s *DB) SealExisting(ctx context.Context) (int, error) {
 			}
 			n++
 		}
-		creds, err := collect(`SELECT credential_id, cluster_id, secret FROM cluster_credentials`)
+		creds, err := unsealed(`SELECT credential_id, cluster_id, secret FROM cluster_credentials`)
 		if err != nil {
 			return err
 		}

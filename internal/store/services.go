@@ -31,31 +31,22 @@ func (s *DB) ReportService(ctx context.Context, host, binary string) error {
 // ListServices returns every process that ever reported.
 func (s *DB) ListServices(ctx context.Context) ([]*model.Service, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, host, binary_name, disabled, disabled_reason, report_count, last_seen,
-		created_at, updated_at FROM services ORDER BY id`)
-	if err != nil {
+		created_at, COALESCE(updated_at, '') FROM services ORDER BY id`)
+	return collect(rows, err, scanService)
+}
+
+func scanService(row scanner) (*model.Service, error) {
+	var sv model.Service
+	var reason sql.NullString
+	var lastSeen, created, updated string
+	if err := row.Scan(&sv.ID, &sv.Host, &sv.Binary, &sv.Disabled, &reason, &sv.ReportCount, &lastSeen, &created, &updated); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*model.Service
-	for rows.Next() {
-		var sv model.Service
-		var reason, updated sql.NullString
-		var lastSeen, created string
-		if err := rows.Scan(&sv.ID, &sv.Host, &sv.Binary, &sv.Disabled, &reason, &sv.ReportCount, &lastSeen, &created, &updated); err != nil {
-			return nil, err
-		}
-		if reason.Valid {
-			sv.DisabledReason = &reason.String
-		}
-		sv.LastSeen = parseTime(lastSeen)
-		sv.CreatedAt = parseTime(created)
-		if updated.Valid {
-			t := parseTime(updated.String)
-			sv.UpdatedAt = &t
-		}
-		out = append(out, &sv)
+	if reason.Valid {
+		sv.DisabledReason = &reason.String
 	}
-	return out, rows.Err()
+	sv.LastSeen, sv.CreatedAt, sv.UpdatedAt = parseTime(lastSeen), parseTime(created), parseTimeOpt(updated)
+	return &sv, nil
 }
 
 // ServiceUp says whether a service reported within the given window.

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -125,11 +126,67 @@ type migration struct {
 	body    string
 }
 
+// dialectTokens are the only places where a migration's SQL differs
+// between the backends: a migration writes {{id}} for a table's
+// auto-numbered key and {{table_options}} after a new table's closing
+// parenthesis, and the loader puts in the dialect's text.
+//
+//   - {{id}}: ids that only grow and are never reused after a delete, on
+//     which event cursors and the operations queue's order rely. SQLite
+//     gives that to exactly "INTEGER PRIMARY KEY AUTOINCREMENT" (a rowid
+//     alias with the sqlite_sequence high-water mark); MariaDB to an
+//     AUTO_INCREMENT BIGINT.
+//   - {{table_options}}: MariaDB tables are InnoDB (transactions, row locks,
+//     foreign keys) and compare text byte for byte (utf8mb4_bin), as SQLite
+//     does; SQLite takes no table options.
+//
+// Everything else is written once in SQL both accept: text columns use
+// MariaDB's types (TEXT, MEDIUMTEXT, LONGTEXT), which SQLite stores with
+// TEXT affinity, and foreign keys are table constraints, which MariaDB
+// enforces (it ignores a REFERENCES on a column).
+var dialectTokens = map[Dialect]map[string]string{
+	SQLite: {
+		"id":            "INTEGER PRIMARY KEY AUTOINCREMENT",
+		"table_options": "",
+	},
+	MySQL: {
+		"id":            "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
+		"table_options": "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+	},
+}
+
+var migrationToken = regexp.MustCompile(`\{\{(\w*)\}\}`)
+
+// renderMigration puts the dialect's text in place of body's tokens; a
+// token the dialect does not define is an error, never passed to the
+// database.
+func renderMigration(dialect Dialect, name, body string) (string, error) {
+	tokens, ok := dialectTokens[dialect]
+	if !ok {
+		return "", fmt.Errorf("store: no migrations for dialect %q", dialect)
+	}
+	var unknown []string
+	out := migrationToken.ReplaceAllStringFunc(body, func(tok string) string {
+		v, ok := tokens[migrationToken.FindStringSubmatch(tok)[1]]
+		if !ok {
+			unknown = append(unknown, tok)
+		}
+		return v
+	})
+	if len(unknown) > 0 {
+		return "", fmt.Errorf("store: migration %s uses %s, which the %s dialect does not define", name, strings.Join(unknown, ", "), dialect)
+	}
+	return out, nil
+}
+
+// loadMigrations reads the embedded migrations, one file per version for
+// every dialect, rendered for dialect. A migration is recorded by its
+// version and file name, as when each dialect had its own copy of the file.
 func loadMigrations(dialect Dialect) ([]migration, error) {
-	dir := "migrations/" + string(dialect)
+	const dir = "migrations"
 	entries, err := fs.ReadDir(migrationFS, dir)
 	if err != nil {
-		return nil, fmt.Errorf("store: no migrations for %s: %w", dialect, err)
+		return nil, fmt.Errorf("store: no migrations: %w", err)
 	}
 	var out []migration
 	for _, e := range entries {
@@ -142,7 +199,11 @@ func loadMigrations(dialect Dialect) ([]migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, migration{version: v, name: n, body: string(body)})
+		sql, err := renderMigration(dialect, n, string(body))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: n, body: sql})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
 	for i := 1; i < len(out); i++ {
@@ -235,6 +296,19 @@ func isUniqueViolation(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "Duplicate entry") ||
 		strings.Contains(msg, "Error 1062")
+}
+
+// matched is the outcome of an UPDATE or DELETE that must match a row: the
+// statement's error, else ErrNotFound with the message format and args
+// give when it matched none.
+func matched(res sql.Result, err error, format string, args ...any) error {
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fault.New(ErrNotFound, format, args...)
+	}
+	return nil
 }
 
 func rollback(tx *sql.Tx, err error) error {

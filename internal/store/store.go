@@ -55,3 +55,12 @@ func parseTime(s string) time.Time {
 	t, _ := time.Parse(timeLayout, s)
 	return t
 }
+
+// parseTimeOpt reads an optional time column, read as "" when NULL.
+func parseTimeOpt(s string) *time.Time {
+	if s == "" {
+		return nil
+	}
+	t := parseTime(s)
+	return &t
+}

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -44,20 +46,68 @@ const (
 	nodeGroupColumns = "id, uuid, project_id, 0, 0, data, cluster_id, name, role, status, node_count"
 )
 
-func scanStored(row interface{ Scan(...any) error }) (StoredRow, error) {
+// scanner is a row of a query: *sql.Row or *sql.Rows.
+type scanner interface{ Scan(...any) error }
+
+// decodeObject reads an object's stored JSON into a new T; keep sets what
+// the JSON does not hold (the row's id, the stored bytes).
+func decodeObject[T any](id int64, data []byte, what string, keep func(*T)) (*T, error) {
+	v := new(T)
+	if err := json.Unmarshal(data, v); err != nil {
+		return nil, fmt.Errorf("store: decode %s %d: %w", what, id, err)
+	}
+	keep(v)
+	return v, nil
+}
+
+// scanObject reads an "id, data" row and decodes it.
+func scanObject[T any](row scanner, decode func(id int64, data []byte) (T, error)) (T, error) {
+	var id int64
+	var data []byte
+	if err := row.Scan(&id, &data); err != nil {
+		var zero T
+		return zero, err
+	}
+	return decode(id, data)
+}
+
+func scanString(row scanner) (string, error) {
+	var s string
+	err := row.Scan(&s)
+	return s, err
+}
+
+func (r StoredRow) stored() StoredRow { return r }
+
+// decodeAll decodes the JSON of stored rows (StoredRow or a type that
+// embeds it).
+func decodeAll[R interface{ stored() StoredRow }, T any](rows []R, decode func(id int64, data []byte) (T, error)) ([]T, error) {
+	out := make([]T, len(rows))
+	for i, r := range rows {
+		var err error
+		if out[i], err = decode(r.stored().ID, r.stored().Data); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func scanStored(row scanner) (StoredRow, error) {
 	var r StoredRow
 	err := row.Scan(&r.ID, &r.UUID, &r.ProjectID, &r.Public, &r.Hidden, &r.Data)
 	return r, err
 }
 
-func scanStoredNodeGroup(row interface{ Scan(...any) error }) (StoredNodeGroup, error) {
+func scanStoredNodeGroup(row scanner) (StoredNodeGroup, error) {
 	var g StoredNodeGroup
 	r := &g.StoredRow
 	err := row.Scan(&r.ID, &r.UUID, &r.ProjectID, &r.Public, &r.Hidden, &r.Data, &g.ClusterID, &g.Name, &g.Role, &g.Status, &g.NodeCount)
 	return g, err
 }
 
-func collect[T any](rows *sql.Rows, err error, scan func(interface{ Scan(...any) error }) (T, error)) ([]T, error) {
+// collect scans every row of a query's result, given as the query returned
+// it, and closes the rows.
+func collect[T any](rows *sql.Rows, err error, scan func(scanner) (T, error)) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -73,17 +123,31 @@ func collect[T any](rows *sql.Rows, err error, scan func(interface{ Scan(...any)
 	return out, rows.Err()
 }
 
-// storedByIdent finds the row of table whose UUID or name is ident among
-// those q allows. A UUID match wins; a name several rows share is
+// storedKind is a table of objects the API reads as stored, by UUID or
+// name and by page: cluster templates and clusters.
+type storedKind struct {
+	table, what, cols string
+	sortable          map[string]bool
+}
+
+var (
+	storedTemplates = storedKind{table: "cluster_templates", what: "cluster template", cols: templateColumns, sortable: templateSortable}
+	storedClusters  = storedKind{table: "clusters", what: "cluster", cols: clusterColumns, sortable: clusterSortable}
+)
+
+// storedByIdent finds the row of kind whose UUID or name is ident among
+// those scope allows. A UUID match wins; a name several rows share is
 // ErrAmbiguousName. The UUID is looked up first and the name only when no
 // UUID matches, each with its own indexed query: one query matching
 // either column made SQLite read every cluster row of an administrator's
 // scope, since cluster names are indexed only within their project.
-func (s *DB) storedByIdent(ctx context.Context, q pageQuery, cols, what, ident string) (StoredRow, error) {
+func (s *DB) storedByIdent(ctx context.Context, k storedKind, scope func(*pageQuery), ident string) (StoredRow, error) {
+	q := pageQuery{table: k.table}
+	scope(&q)
 	for _, col := range []string{"uuid", "name"} {
 		where := append(slices.Clone(q.where), col+" = ?")
 		args := append(slices.Clone(q.args), ident)
-		rows, err := s.db.QueryContext(ctx, "SELECT "+cols+" FROM "+q.table+" WHERE "+joinWhere(where), args...)
+		rows, err := s.db.QueryContext(ctx, "SELECT "+k.cols+" FROM "+q.table+" WHERE "+joinWhere(where), args...)
 		found, err := collect(rows, err, scanStored)
 		switch {
 		case err != nil:
@@ -91,40 +155,38 @@ func (s *DB) storedByIdent(ctx context.Context, q pageQuery, cols, what, ident s
 		case len(found) == 1:
 			return found[0], nil
 		case len(found) > 1:
-			return StoredRow{}, fault.New(ErrAmbiguousName, "%s %s", what, ident)
+			return StoredRow{}, fault.New(ErrAmbiguousName, "%s %s", k.what, ident)
 		}
 	}
-	return StoredRow{}, fault.New(ErrNotFound, "%s %s", what, ident)
+	return StoredRow{}, fault.New(ErrNotFound, "%s %s", k.what, ident)
+}
+
+// storedPage pages through the rows of kind that scope allows.
+func (s *DB) storedPage(ctx context.Context, k storedKind, scope func(*pageQuery), opts ListOptions) ([]StoredRow, error) {
+	q := pageQuery{table: k.table, sortable: k.sortable}
+	scope(&q)
+	rows, err := s.queryPage(ctx, q, k.cols, opts)
+	return collect(rows, err, scanStored)
 }
 
 // StoredClusterTemplate finds a template by UUID or name within the scope.
 func (s *DB) StoredClusterTemplate(ctx context.Context, sc TemplateScope, ident string) (StoredRow, error) {
-	q := pageQuery{table: "cluster_templates"}
-	sc.filter(&q)
-	return s.storedByIdent(ctx, q, templateColumns, "cluster template", ident)
+	return s.storedByIdent(ctx, storedTemplates, sc.filter, ident)
 }
 
 // StoredClusterTemplates pages through the templates visible in the scope.
 func (s *DB) StoredClusterTemplates(ctx context.Context, sc TemplateScope, opts ListOptions) ([]StoredRow, error) {
-	q := pageQuery{table: "cluster_templates", sortable: templateSortable}
-	sc.filter(&q)
-	rows, err := s.queryPage(ctx, q, templateColumns, opts)
-	return collect(rows, err, scanStored)
+	return s.storedPage(ctx, storedTemplates, sc.filter, opts)
 }
 
 // StoredCluster finds a cluster by UUID or name within the scope.
 func (s *DB) StoredCluster(ctx context.Context, sc Scope, ident string) (StoredRow, error) {
-	q := pageQuery{table: "clusters"}
-	sc.filter(&q)
-	return s.storedByIdent(ctx, q, clusterColumns, "cluster", ident)
+	return s.storedByIdent(ctx, storedClusters, sc.filter, ident)
 }
 
 // StoredClusters pages through the clusters in the scope.
 func (s *DB) StoredClusters(ctx context.Context, sc Scope, opts ListOptions) ([]StoredRow, error) {
-	q := pageQuery{table: "clusters", sortable: clusterSortable}
-	sc.filter(&q)
-	rows, err := s.queryPage(ctx, q, clusterColumns, opts)
-	return collect(rows, err, scanStored)
+	return s.storedPage(ctx, storedClusters, sc.filter, opts)
 }
 
 // StoredNodeGroups pages through a cluster's node groups.

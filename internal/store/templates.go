@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/model"
@@ -62,22 +61,8 @@ func (s *DB) CreateClusterTemplate(ctx context.Context, ct *model.ClusterTemplat
 	return nil
 }
 
-func scanTemplate(row interface{ Scan(...any) error }) (*model.ClusterTemplate, error) {
-	var id int64
-	var data []byte
-	if err := row.Scan(&id, &data); err != nil {
-		return nil, err
-	}
-	return decodeTemplate(id, data)
-}
-
 func decodeTemplate(id int64, data []byte) (*model.ClusterTemplate, error) {
-	ct := &model.ClusterTemplate{}
-	if err := json.Unmarshal(data, ct); err != nil {
-		return nil, fmt.Errorf("store: decode cluster template %d: %w", id, err)
-	}
-	ct.ID = id
-	return ct, nil
+	return decodeObject(id, data, "cluster template", func(ct *model.ClusterTemplate) { ct.ID = id })
 }
 
 // GetClusterTemplate finds a template by UUID or name within the scope. A
@@ -97,7 +82,7 @@ func (s *DB) GetClusterTemplateByUUID(ctx context.Context, uuid string) (*model.
 }
 
 func templateByUUID(ctx context.Context, q querier, uuid string) (*model.ClusterTemplate, error) {
-	ct, err := scanTemplate(q.QueryRowContext(ctx, "SELECT id, data FROM cluster_templates WHERE uuid = ?", uuid))
+	ct, err := scanObject(q.QueryRowContext(ctx, "SELECT id, data FROM cluster_templates WHERE uuid = ?", uuid), decodeTemplate)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fault.New(ErrNotFound, "cluster template %s", uuid)
 	}
@@ -110,13 +95,7 @@ func (s *DB) ListClusterTemplates(ctx context.Context, sc TemplateScope, opts Li
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*model.ClusterTemplate, len(rows))
-	for i, r := range rows {
-		if out[i], err = decodeTemplate(r.ID, r.Data); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return decodeAll(rows, decodeTemplate)
 }
 
 // UpdateClusterTemplate saves ct. While clusters use the template only a
@@ -127,12 +106,8 @@ func (s *DB) UpdateClusterTemplate(ctx context.Context, ct *model.ClusterTemplat
 	if err != nil {
 		return err
 	}
-	var inUse int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM clusters WHERE cluster_template_id = ?`, ct.UUID).Scan(&inUse); err != nil {
+	if err := refuseWhileUsed(ctx, tx, ct.UUID, publishingOrRename(changed)); err != nil {
 		return rollback(tx, err)
-	}
-	if inUse > 0 && !publishingOrRename(changed) {
-		return rollback(tx, fault.New(ErrReferenced, "cluster template %s is used by %d cluster(s)", ct.UUID, inUse))
 	}
 	data, err := json.Marshal(ct)
 	if err != nil {
@@ -141,11 +116,8 @@ func (s *DB) UpdateClusterTemplate(ctx context.Context, ct *model.ClusterTemplat
 	res, err := tx.ExecContext(ctx, `UPDATE cluster_templates SET name = ?, coe = ?, server_type = ?, public = ?, hidden = ?,
 		updated_at = ?, data = ? WHERE uuid = ?`,
 		ct.Name, ct.COE, string(ct.ServerType), ct.Public, ct.Hidden, formatTimePtr(ct.UpdatedAt), string(data), ct.UUID)
-	if err != nil {
+	if err := matched(res, err, "cluster template %s", ct.UUID); err != nil {
 		return rollback(tx, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return rollback(tx, fault.New(ErrNotFound, "cluster template %s", ct.UUID))
 	}
 	if err := bumpGeneration(ctx, tx, generationTemplates); err != nil {
 		return rollback(tx, err)
@@ -170,24 +142,26 @@ func (s *DB) DeleteClusterTemplate(ctx context.Context, uuid string) error {
 	if err != nil {
 		return err
 	}
-	var inUse int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM clusters WHERE cluster_template_id = ?`, uuid).Scan(&inUse); err != nil {
+	if err := refuseWhileUsed(ctx, tx, uuid, false); err != nil {
 		return rollback(tx, err)
 	}
-	if inUse > 0 {
-		return rollback(tx, fault.New(ErrReferenced, "cluster template %s is used by %d cluster(s)", uuid, inUse))
-	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM cluster_templates WHERE uuid = ?`, uuid)
-	if err != nil {
-		return rollback(tx, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return rollback(tx, fault.New(ErrNotFound, "cluster template %s", uuid))
-	}
-	if err := bumpGeneration(ctx, tx, generationTemplates); err != nil {
+	if err := deleteListed(ctx, tx, "cluster_templates", "cluster template", uuid, generationTemplates); err != nil {
 		return rollback(tx, err)
 	}
 	return tx.Commit()
+}
+
+// refuseWhileUsed is ErrReferenced when clusters use the template uuid,
+// unless the change is one allowed while they do.
+func refuseWhileUsed(ctx context.Context, tx *sql.Tx, uuid string, allowed bool) error {
+	var inUse int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM clusters WHERE cluster_template_id = ?`, uuid).Scan(&inUse); err != nil {
+		return err
+	}
+	if inUse > 0 && !allowed {
+		return fault.New(ErrReferenced, "cluster template %s is used by %d cluster(s)", uuid, inUse)
+	}
+	return nil
 }
 
 func joinWhere(w []string) string {

@@ -47,9 +47,8 @@ func buildNext(t *testing.T) (bin string, schema int) {
 	if err := os.WriteFile(sqlFile, []byte(nextMigration), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	replace := map[string]string{}
-	for _, dialect := range []string{"mysql", "sqlite"} {
-		replace[filepath.Join(root, "internal/store/migrations", dialect, fmt.Sprintf("%04d_rollout_marks.sql", schema))] = sqlFile
+	replace := map[string]string{
+		filepath.Join(root, "internal/store/migrations", fmt.Sprintf("%04d_rollout_marks.sql", schema)): sqlFile,
 	}
 	overlay, _ := json.Marshal(map[string]any{"Replace": replace})
 	overlayFile := filepath.Join(dir, "overlay.json")

@@ -1,7 +1,7 @@
 -- A cluster's certificate authorities and service-account keys, made when the
 -- cluster is created, and removed with the cluster row.
 CREATE TABLE cluster_certificates (
-    id          BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+    id          {{id}},
     cluster_id  VARCHAR(36) NOT NULL,
     purpose     VARCHAR(16) NOT NULL,
     cert_pem    TEXT NOT NULL,
@@ -9,4 +9,4 @@ CREATE TABLE cluster_certificates (
     created_at  VARCHAR(32) NOT NULL,
     UNIQUE (cluster_id, purpose),
     CONSTRAINT cluster_certificates_cluster FOREIGN KEY (cluster_id) REFERENCES clusters (uuid) ON DELETE CASCADE
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+) {{table_options}};

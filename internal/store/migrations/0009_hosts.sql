@@ -3,8 +3,8 @@
 -- gave it, NULL for cluster operations), and result keeps what the action
 -- answered (the host as the backend showed it, or why it was refused), so
 -- the replica that took the request answers with it.
-ALTER TABLE operations ADD COLUMN host_ref VARCHAR(255);
-ALTER TABLE operations ADD COLUMN result TEXT;
+ALTER TABLE operations ADD COLUMN host_ref VARCHAR(255) NULL;
+ALTER TABLE operations ADD COLUMN result MEDIUMTEXT NULL;
 CREATE INDEX operations_host ON operations (host_ref, id);
 
 -- The conductor's mirror of the bare-metal backend's hosts, written after
@@ -18,7 +18,7 @@ CREATE TABLE hosts (
     project_id  VARCHAR(255),
     backend     VARCHAR(32) NOT NULL,
     gone        INTEGER NOT NULL DEFAULT 0,
-    data        TEXT NOT NULL,
+    data        MEDIUMTEXT NOT NULL,
     mirrored_at VARCHAR(32) NOT NULL
-);
+) {{table_options}};
 CREATE INDEX hosts_name ON hosts (name);

@@ -1,7 +1,7 @@
 -- A cluster's history: status transitions, Cluster API condition changes and
 -- the requests that queued work, in the order they happened.
 CREATE TABLE cluster_events (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    id          {{id}},
     cluster_id  VARCHAR(36) NOT NULL,
     project_id  VARCHAR(255) NOT NULL,
     time        VARCHAR(32) NOT NULL,
@@ -9,5 +9,5 @@ CREATE TABLE cluster_events (
     status      VARCHAR(32) NOT NULL,
     reason      VARCHAR(255) NOT NULL DEFAULT '',
     message     TEXT NOT NULL
-);
+) {{table_options}};
 CREATE INDEX cluster_events_cluster ON cluster_events (cluster_id, id);

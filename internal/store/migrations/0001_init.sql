@@ -1,5 +1,5 @@
 CREATE TABLE cluster_templates (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    id          {{id}},
     uuid        VARCHAR(36) NOT NULL UNIQUE,
     name        VARCHAR(255) NOT NULL,
     project_id  VARCHAR(255) NOT NULL,
@@ -10,13 +10,13 @@ CREATE TABLE cluster_templates (
     hidden      INTEGER NOT NULL DEFAULT 0,
     created_at  VARCHAR(32) NOT NULL,
     updated_at  VARCHAR(32),
-    data        TEXT NOT NULL
-);
+    data        LONGTEXT NOT NULL
+) {{table_options}};
 CREATE INDEX cluster_templates_project ON cluster_templates (project_id);
 CREATE INDEX cluster_templates_name ON cluster_templates (name);
 
 CREATE TABLE clusters (
-    id                  INTEGER PRIMARY KEY AUTOINCREMENT,
+    id                  {{id}},
     uuid                VARCHAR(36) NOT NULL UNIQUE,
     name                VARCHAR(255) NOT NULL,
     project_id          VARCHAR(255) NOT NULL,
@@ -27,13 +27,13 @@ CREATE TABLE clusters (
     stack_id            VARCHAR(255),
     created_at          VARCHAR(32) NOT NULL,
     updated_at          VARCHAR(32),
-    data                TEXT NOT NULL,
+    data                LONGTEXT NOT NULL,
     UNIQUE (project_id, name)
-);
+) {{table_options}};
 CREATE INDEX clusters_template ON clusters (cluster_template_id);
 
 CREATE TABLE nodegroups (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    id          {{id}},
     uuid        VARCHAR(36) NOT NULL UNIQUE,
     name        VARCHAR(255) NOT NULL,
     cluster_id  VARCHAR(36) NOT NULL,
@@ -44,22 +44,22 @@ CREATE TABLE nodegroups (
     node_count  INTEGER NOT NULL DEFAULT 0,
     created_at  VARCHAR(32) NOT NULL,
     updated_at  VARCHAR(32),
-    data        TEXT NOT NULL,
+    data        LONGTEXT NOT NULL,
     UNIQUE (cluster_id, name)
-);
+) {{table_options}};
 
 CREATE TABLE quotas (
-    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    id          {{id}},
     project_id  VARCHAR(255) NOT NULL,
     resource    VARCHAR(255) NOT NULL,
     hard_limit  INTEGER NOT NULL,
     created_at  VARCHAR(32) NOT NULL,
     updated_at  VARCHAR(32),
     UNIQUE (project_id, resource)
-);
+) {{table_options}};
 
 CREATE TABLE operations (
-    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    id            {{id}},
     uuid          VARCHAR(36) NOT NULL UNIQUE,
     type          VARCHAR(32) NOT NULL,
     cluster_id    VARCHAR(36) NOT NULL,
@@ -74,12 +74,12 @@ CREATE TABLE operations (
     last_error    TEXT,
     created_at    VARCHAR(32) NOT NULL,
     updated_at    VARCHAR(32) NOT NULL
-);
+) {{table_options}};
 CREATE INDEX operations_state ON operations (state, id);
 CREATE INDEX operations_cluster ON operations (cluster_id, id);
 
 CREATE TABLE services (
-    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    id              {{id}},
     host            VARCHAR(255) NOT NULL,
     binary_name     VARCHAR(255) NOT NULL,
     disabled        INTEGER NOT NULL DEFAULT 0,
@@ -89,4 +89,4 @@ CREATE TABLE services (
     created_at      VARCHAR(32) NOT NULL,
     updated_at      VARCHAR(32),
     UNIQUE (host, binary_name)
-);
+) {{table_options}};

@@ -1,3 +1,0 @@
--- When a transiently failed operation may run again (NULL: at once).
-ALTER TABLE operations ADD COLUMN next_attempt_at VARCHAR(32);
-CREATE INDEX operations_lease ON operations (state, lease_expires);
