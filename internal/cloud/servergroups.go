@@ -11,7 +11,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servergroups"
 
-	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
@@ -26,7 +26,7 @@ const serverGroupMicroversion = "2.64"
 // When several groups carry one name (two conductors raced to create it),
 // the oldest by ID is kept and the empty others are deleted, so every
 // conductor settles on the same group.
-func (rs *Resources) EnsureServerGroups(ctx context.Context, token string, want []driver.ServerGroup) (map[string]string, error) {
+func (rs *Resources) EnsureServerGroups(ctx context.Context, token string, want []facts.ServerGroup) (map[string]string, error) {
 	ids := map[string]string{}
 	if len(want) == 0 {
 		return ids, nil
@@ -55,7 +55,7 @@ func (rs *Resources) EnsureServerGroups(ctx context.Context, token string, want 
 	return ids, nil
 }
 
-func ensureServerGroup(ctx context.Context, sc *gophercloud.ServiceClient, same []servergroups.ServerGroup, g driver.ServerGroup) (string, error) {
+func ensureServerGroup(ctx context.Context, sc *gophercloud.ServiceClient, same []servergroups.ServerGroup, g facts.ServerGroup) (string, error) {
 	if len(same) == 0 {
 		created, err := servergroups.Create(ctx, sc, servergroups.CreateOpts{Name: g.Name, Policy: g.Policy}).Extract()
 		if err != nil {
