@@ -175,19 +175,25 @@ func (rs *Resources) with(ctx context.Context, token, serviceType string, client
 	if err != nil {
 		return fault.New(ErrUnavailable, "cannot find the %s service: %v", serviceType, err)
 	}
-	timeout := rs.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	pc := &gophercloud.ProviderClient{HTTPClient: http.Client{Timeout: timeout}}
-	pc.UserAgent.Prepend("magnetite")
-	pc.SetToken(token)
+	pc := ProviderClient(token, rs.Timeout)
 	pc.EndpointLocator = func(gophercloud.EndpointOpts) (string, error) { return gophercloud.NormalizeURL(ep), nil }
 	sc, err := client(pc, gophercloud.EndpointOpts{})
 	if err != nil {
 		return fault.New(ErrUnavailable, "%s endpoint %s: %v", serviceType, ep, err)
 	}
 	return check(sc)
+}
+
+// ProviderClient acts with token, as Magnetite (its user agent), each
+// request bounded by timeout (30s when zero).
+func ProviderClient(token string, timeout time.Duration) *gophercloud.ProviderClient {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	pc := &gophercloud.ProviderClient{HTTPClient: http.Client{Timeout: timeout}}
+	pc.UserAgent.Prepend("magnetite")
+	pc.SetToken(token)
+	return pc
 }
 
 // unavailable wraps a failed request (nil stays nil).
