@@ -104,55 +104,28 @@ type resolved struct{ flavor, image, serverGroup string }
 // ResolveServerSpec does: IDs as given, names looked up.
 func (c *Controller) resolve(tok string, spec map[string]any) (resolved, error) {
 	var r resolved
+	var err error
 	if sg, ok := spec["serverGroup"].(map[string]any); ok {
-		if id := str(sg, "id"); id != "" {
-			r.serverGroup = id
-		} else {
-			name, _, _ := unstructured.NestedString(sg, "filter", "name")
-			groups, err := c.list(tok, "/compute/v2.1/os-server-groups", "server_groups")
-			if err != nil {
-				return r, err
-			}
-			var ids []string
-			for _, g := range groups {
-				if g["name"] == name {
-					ids = append(ids, str(g, "id"))
-				}
-			}
-			r.serverGroup, err = exactlyOne(ids, fmt.Errorf("no server group with name %s could be found", name),
-				fmt.Errorf("too many server groups with name %s were found", name))
-			if err != nil {
-				return r, err
-			}
-		}
-	}
-	img, _ := spec["image"].(map[string]any)
-	if id := str(img, "id"); id != "" {
-		r.image = id
-	} else {
-		name, _, _ := unstructured.NestedString(img, "filter", "name")
-		var out struct {
-			Images []map[string]any `json:"images"`
-		}
-		if err := c.cloud.Do(tok, "GET", "/image/v2/images?name="+url.QueryEscape(name), nil, &out); err != nil {
-			return r, err
-		}
-		var ids []string
-		for _, i := range out.Images {
-			ids = append(ids, str(i, "id"))
-		}
-		var err error
-		r.image, err = exactlyOne(ids, fmt.Errorf("no images were found with the given image filter: name=%v, tags=[]", name),
-			fmt.Errorf("too many images were found with the given image filter: name=%v, tags=[]", name))
+		name := filterName(sg)
+		r.serverGroup, err = c.byRef(tok, sg, "/compute/v2.1/os-server-groups", "server_groups",
+			fmt.Errorf("no server group with name %s could be found", name), fmt.Errorf("too many server groups with name %s were found", name))
 		if err != nil {
 			return r, err
 		}
+	}
+	img, _ := spec["image"].(map[string]any)
+	name := filterName(img)
+	r.image, err = c.byRef(tok, img, "/image/v2/images?name="+url.QueryEscape(name), "images",
+		fmt.Errorf("no images were found with the given image filter: name=%v, tags=[]", name),
+		fmt.Errorf("too many images were found with the given image filter: name=%v, tags=[]", name))
+	if err != nil {
+		return r, err
 	}
 	fl, _ := spec["flavor"].(map[string]any)
 	if id := str(fl, "id"); id != "" {
 		r.flavor = id
 	} else {
-		name, _, _ := unstructured.NestedString(fl, "filter", "name")
+		name := filterName(fl)
 		if name == "" {
 			return r, fmt.Errorf("no flavors were found: no name set")
 		}
@@ -437,8 +410,29 @@ func (c *Controller) deleteServer(tok string, osc, o *unstructured.Unstructured,
 	return nil
 }
 
-// exactlyOne is the only ID, or CAPO's error for none or several.
-func exactlyOne(ids []string, none, many error) (string, error) {
+// filterName is the name a reference's filter asks for.
+func filterName(ref map[string]any) string {
+	name, _, _ := unstructured.NestedString(ref, "filter", "name")
+	return name
+}
+
+// byRef is a reference's ID as given, else the ID of the only item listed
+// at path (under key) that its filter names, or CAPO's error for none or
+// several.
+func (c *Controller) byRef(tok string, ref map[string]any, path, key string, none, many error) (string, error) {
+	if id := str(ref, "id"); id != "" {
+		return id, nil
+	}
+	items, err := c.list(tok, path, key)
+	if err != nil {
+		return "", err
+	}
+	var ids []string
+	for _, it := range items {
+		if it["name"] == filterName(ref) {
+			ids = append(ids, str(it, "id"))
+		}
+	}
 	switch len(ids) {
 	case 0:
 		return "", none

@@ -275,7 +275,7 @@ func byFilter(ref map[string]any, list []map[string]any) (map[string]any, error)
 		}
 		return nil, fmt.Errorf("filter matched no resources")
 	}
-	name, _, _ := unstructured.NestedString(ref, "filter", "name")
+	name := filterName(ref)
 	var found []map[string]any
 	for _, x := range list {
 		if x["name"] == name {
