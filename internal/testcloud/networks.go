@@ -41,6 +41,17 @@ func (c *Cloud) networkByID(id string) (network, bool) {
 	return network{}, false
 }
 
+// usableNetwork finds a network the caller's project may use (the cloud's
+// or its own), answering Neutron's NetworkNotFound when there is none.
+func (c *Cloud) usableNetwork(w http.ResponseWriter, r *http.Request, id string) (network, bool) {
+	n, ok := c.networkByID(id)
+	if !ok || (n.ProjectID != "" && n.ProjectID != r.Header.Get("X-Project-Id")) {
+		networkNotFound(w, id)
+		return network{}, false
+	}
+	return n, true
+}
+
 // visibleNetworks are the cloud's networks and the project's own.
 func (c *Cloud) visibleNetworks(project string) []network {
 	return visible(c, networks, c.nets, func(n *network) string { return n.ProjectID }, project)
@@ -144,9 +155,8 @@ func (c *Cloud) projectNetworkRoutes(mux *http.ServeMux) {
 			return
 		}
 		in := body.S
-		n, ok := c.networkByID(in.NetworkID)
-		if !ok || (n.ProjectID != "" && n.ProjectID != r.Header.Get("X-Project-Id")) {
-			networkNotFound(w, in.NetworkID)
+		n, ok := c.usableNetwork(w, r, in.NetworkID)
+		if !ok {
 			return
 		}
 		prefix, err := netip.ParsePrefix(in.CIDR)

@@ -166,9 +166,8 @@ func (c *Cloud) portNeutronRoutes(mux *http.ServeMux) {
 			return
 		}
 		in := body.Port
-		n, ok := c.networkByID(in.NetworkID)
-		if !ok || (n.ProjectID != "" && n.ProjectID != r.Header.Get("X-Project-Id")) {
-			networkNotFound(w, in.NetworkID)
+		n, ok := c.usableNetwork(w, r, in.NetworkID)
+		if !ok {
 			return
 		}
 		portSecurity := !c.portSecurityDisabled(n)

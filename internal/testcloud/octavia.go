@@ -56,6 +56,12 @@ func octaviaNotFound(format string) func(w http.ResponseWriter, id string) {
 
 var lbNotFound = octaviaNotFound("Load Balancer %s not found.")
 
+// octaviaMissing answers Octavia's refusal of a request without a field it
+// requires (WSME's mandatory attribute check).
+func octaviaMissing(w http.ResponseWriter, field string) {
+	octaviaFault(w, http.StatusBadRequest, fmt.Sprintf("Invalid input for field/attribute %s. Value: 'None'. Mandatory field missing.", field))
+}
+
 // settle moves load balancers through their PENDING_* states: Octavia's
 // workers finish an action shortly after the API accepted it. A status is
 // seen by at least the next request before it moves on. It holds c.mu.
@@ -238,7 +244,7 @@ func (c *Cloud) octaviaRoutes(mux *http.ServeMux) {
 			} `json:"listener"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.L.LoadBalancerID == "" {
-			octaviaFault(w, http.StatusBadRequest, "Invalid input for field/attribute loadbalancer_id. Value: 'None'. Mandatory field missing.")
+			octaviaMissing(w, "loadbalancer_id")
 			return
 		}
 		if _, ok := c.mutableLB(w, r, body.L.LoadBalancerID); !ok {
@@ -309,7 +315,7 @@ func (c *Cloud) octaviaRoutes(mux *http.ServeMux) {
 			} `json:"member"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.M.Address == "" {
-			octaviaFault(w, http.StatusBadRequest, "Invalid input for field/attribute address. Value: 'None'. Mandatory field missing.")
+			octaviaMissing(w, "address")
 			return
 		}
 		if _, ok := c.mutableLB(w, r, p.LoadBalancerID); !ok {
