@@ -19,7 +19,7 @@ func (c *Controller) reconcileMachine(ctx context.Context, o *unstructured.Unstr
 	if clusterName == "" {
 		return
 	}
-	capiCluster, err := c.dc.Resource(capiClusters).Namespace(ns).Get(ctx, clusterName, metav1.GetOptions{})
+	capiCluster, err := c.dc.Resource(Clusters).Namespace(ns).Get(ctx, clusterName, metav1.GetOptions{})
 	if err != nil {
 		return
 	}
@@ -40,7 +40,7 @@ func (c *Controller) reconcileMachine(ctx context.Context, o *unstructured.Unstr
 	serverName := o.GetName()
 	if o.GetDeletionTimestamp() != nil {
 		if c.deleteServer(tok, osc, o, serverName) == nil {
-			c.removeFinalizer(ctx, machinesGVR, o, machineFinal)
+			c.removeFinalizer(ctx, OpenStackMachines, o, machineFinal)
 		}
 		return
 	}
@@ -51,13 +51,13 @@ func (c *Controller) reconcileMachine(ctx context.Context, o *unstructured.Unstr
 	}
 	if prov, _, _ := unstructured.NestedBool(osc.Object, "status", "initialization", "provisioned"); !prov {
 		setConditions(o, condition("InstanceReady", false, "WaitingForClusterInfrastructure", ""))
-		c.updateStatus(ctx, machinesGVR, o)
+		c.updateStatus(ctx, OpenStackMachines, o)
 		return
 	}
 	var machine *unstructured.Unstructured
 	for _, ref := range o.GetOwnerReferences() {
 		if ref.Kind == "Machine" {
-			machine, _ = c.dc.Resource(capiMachines).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+			machine, _ = c.dc.Resource(Machines).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
 		}
 	}
 	if machine == nil {
@@ -66,16 +66,16 @@ func (c *Controller) reconcileMachine(ctx context.Context, o *unstructured.Unstr
 	secret, _, _ := unstructured.NestedString(machine.Object, "spec", "bootstrap", "dataSecretName")
 	if secret == "" {
 		setConditions(o, condition("InstanceReady", false, "WaitingForBootstrapData", ""))
-		c.updateStatus(ctx, machinesGVR, o)
+		c.updateStatus(ctx, OpenStackMachines, o)
 		return
 	}
-	o, ok := c.addFinalizer(ctx, machinesGVR, o, machineFinal)
+	o, ok := c.addFinalizer(ctx, OpenStackMachines, o, machineFinal)
 	if !ok {
 		return
 	}
 	fail := func(reason, msg string) {
 		setConditions(o, condition("InstanceReady", false, reason, msg), condition("Ready", false, reason, msg))
-		c.updateStatus(ctx, machinesGVR, o)
+		c.updateStatus(ctx, OpenStackMachines, o)
 	}
 	spec, _, _ := unstructured.NestedMap(o.Object, "spec")
 	resolved, err := c.resolve(tok, spec)
@@ -94,7 +94,7 @@ func (c *Controller) reconcileMachine(ctx context.Context, o *unstructured.Unstr
 		return
 	}
 	_ = unstructured.SetNestedField(o.Object, id, "status", "instanceID")
-	c.updateStatus(ctx, machinesGVR, o)
+	c.updateStatus(ctx, OpenStackMachines, o)
 }
 
 // resolved are the IDs a machine's references resolve to.
@@ -330,7 +330,7 @@ func (c *Controller) reportServer(ctx context.Context, tok string, o *unstructur
 		msg := "The server was unexpectedly deleted"
 		setConditions(o, condition("InstanceReady", false, "InstanceDeleted", msg), condition("Ready", false, "InstanceDeleted", msg))
 		_ = unstructured.SetNestedField(o.Object, "DELETED", "status", "instanceState")
-		c.updateStatus(ctx, machinesGVR, o)
+		c.updateStatus(ctx, OpenStackMachines, o)
 		return
 	}
 	s := out.Server
@@ -344,7 +344,7 @@ func (c *Controller) reportServer(ctx context.Context, tok string, o *unstructur
 		if _, ok, _ := unstructured.NestedString(o.Object, "spec", "providerID"); !ok {
 			status := o.Object["status"]
 			_ = unstructured.SetNestedField(o.Object, "openstack:///"+id, "spec", "providerID")
-			written, ok := c.update(ctx, machinesGVR, o)
+			written, ok := c.update(ctx, OpenStackMachines, o)
 			if !ok {
 				return
 			}
@@ -363,14 +363,14 @@ func (c *Controller) reportServer(ctx context.Context, tok string, o *unstructur
 		_ = unstructured.SetNestedSlice(o.Object, addrs, "status", "addresses")
 		_ = unstructured.SetNestedField(o.Object, true, "status", "initialization", "provisioned")
 		setConditions(o, condition("InstanceReady", true, "Ready", ""), condition("Ready", true, "Ready", ""))
-		c.updateStatus(ctx, machinesGVR, o)
+		c.updateStatus(ctx, OpenStackMachines, o)
 	case "ERROR":
 		msg := "Instance is in ERROR state"
 		if f, ok := s["fault"].(map[string]any); ok && str(f, "message") != "" {
 			msg = str(f, "message")
 		}
 		setConditions(o, condition("InstanceReady", false, "InstanceStateError", msg), condition("Ready", false, "InstanceStateError", msg))
-		c.updateStatus(ctx, machinesGVR, o)
+		c.updateStatus(ctx, OpenStackMachines, o)
 	}
 }
 
