@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 
 	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/cloud"
 	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/flavor"
 )
@@ -40,14 +40,7 @@ func (n *NovaFlavors) client(ctx context.Context, token string) (*gophercloud.Se
 			return nil, fmt.Errorf("%w: %v", baremetal.ErrUnavailable, err)
 		}
 	}
-	timeout := n.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	pc := &gophercloud.ProviderClient{HTTPClient: http.Client{Timeout: timeout}}
-	pc.UserAgent.Prepend("magnetite")
-	pc.SetToken(token)
-	return &gophercloud.ServiceClient{ProviderClient: pc, Endpoint: strings.TrimRight(ep, "/") + "/", Type: "compute"}, nil
+	return &gophercloud.ServiceClient{ProviderClient: cloud.ProviderClient(token, n.Timeout), Endpoint: strings.TrimRight(ep, "/") + "/", Type: "compute"}, nil
 }
 
 // Flavor implements FlavorSource: by ID, else by name, as Magnum resolves

@@ -7,6 +7,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 
 	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/flavor"
@@ -68,16 +69,17 @@ func (rs *Resources) Facts(ctx context.Context, token string, refs FactRefs) (*f
 		err := rs.with(ctx, token, "network", openstack.NewNetworkV2, func(sc *gophercloud.ServiceClient) error {
 			// port_security_enabled is absent without Neutron's
 			// port-security extension: unknown, not false.
-			var all []struct {
+			type network struct {
 				ID                  string `json:"id"`
 				Name                string `json:"name"`
 				External            bool   `json:"router:external"`
 				PortSecurityEnabled *bool  `json:"port_security_enabled"`
 			}
-			pages, err := networks.List(sc, networks.ListOpts{}).AllPages(ctx)
-			if err == nil {
-				err = networks.ExtractNetworksInto(pages, &all)
-			}
+			all, err := listAll(ctx, networks.List(sc, networks.ListOpts{}), func(p pagination.Page) ([]network, error) {
+				var all []network
+				err := networks.ExtractNetworksInto(p, &all)
+				return all, err
+			})
 			if err != nil {
 				return unavailable(err, "Neutron", "list networks")
 			}

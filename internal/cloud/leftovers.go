@@ -15,6 +15,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/loadbalancer/v2/loadbalancers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 
 	"github.com/magnetite-io/magnetite/internal/auth"
 )
@@ -192,111 +193,109 @@ func newBlockStorage(pc *gophercloud.ProviderClient, eo gophercloud.EndpointOpts
 	return sc, nil
 }
 
-func cleanFloatingIPs(ctx context.Context, sc *gophercloud.ServiceClient, cluster string, out *Cleanup) error {
-	pages, err := floatingips.List(sc, floatingips.ListOpts{}).AllPages(ctx)
-	if err != nil {
-		return unavailable(err, "Neutron", "list floating IPs")
-	}
-	all, err := floatingips.ExtractFloatingIPs(pages)
-	if err != nil {
-		return unavailable(err, "Neutron", "list floating IPs")
-	}
-	for _, f := range all {
-		if !IsWorkloadFloatingIP(f.Description, cluster) {
-			continue
-		}
-		l := Leftover{Kind: "floating IP", ID: f.ID, Name: f.FloatingIP}
-		// Neutron deletes at once: nothing remains to wait for.
-		if err := out.record(l, "", floatingips.Delete(ctx, sc, f.ID).ExtractErr(), "Neutron"); err != nil {
-			return err
-		}
-	}
-	return nil
+// sweep is how one kind of leftover is found and deleted.
+type sweep[T any] struct {
+	// service answers for the kind ("Neutron"); plural names it in errors
+	// ("floating IPs").
+	service, plural string
+	pages           pagination.Pager
+	extract         func(pagination.Page) ([]T, error)
+	// leftover is an item as a leftover, and whether the cluster made it.
+	leftover func(T) (Leftover, bool)
+	// settling reports a state the service leaves by itself and takes no
+	// delete in meanwhile (nil: none).
+	settling func(status string) bool
+	// pending is the state a delete leaves an item in while the service
+	// works ("" when the item goes at once).
+	pending string
+	del     func(id string) error
 }
 
-func cleanLoadBalancers(ctx context.Context, sc *gophercloud.ServiceClient, cluster string, out *Cleanup) error {
-	pages, err := loadbalancers.List(sc, loadbalancers.ListOpts{}).AllPages(ctx)
+// run asks the service to delete each of the cluster's items that can be
+// deleted now, recording the outcomes in out.
+func (s sweep[T]) run(ctx context.Context, out *Cleanup) error {
+	all, err := listAll(ctx, s.pages, s.extract)
 	if err != nil {
-		return unavailable(err, "Octavia", "list load balancers")
+		return unavailable(err, s.service, "list "+s.plural)
 	}
-	all, err := loadbalancers.ExtractLoadBalancers(pages)
-	if err != nil {
-		return unavailable(err, "Octavia", "list load balancers")
-	}
-	for _, lb := range all {
-		if !IsWorkloadLoadBalancer(lb.Name, cluster) {
+	for _, it := range all {
+		l, ours := s.leftover(it)
+		if !ours {
 			continue
 		}
-		l := Leftover{Kind: "load balancer", ID: lb.ID, Name: lb.Name, Status: lb.ProvisioningStatus}
-		if strings.HasPrefix(lb.ProvisioningStatus, "PENDING_") {
-			// Octavia takes no delete until it settles (a delete
-			// already under way shows as PENDING_DELETE).
+		if s.settling != nil && s.settling(l.Status) {
 			out.Remaining = append(out.Remaining, l)
 			continue
 		}
-		// Cascade: the listeners, pools and monitors the cloud controller
-		// manager made go with it.
-		err := loadbalancers.Delete(ctx, sc, lb.ID, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr()
-		if gophercloud.ResponseCodeIs(err, http.StatusConflict) {
-			out.Remaining = append(out.Remaining, l) // its state moved on meanwhile
-			continue
-		}
-		if err := out.record(l, "PENDING_DELETE", err, "Octavia"); err != nil {
+		if err := out.record(l, s.pending, s.del(l.ID), s.service); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func cleanSecurityGroups(ctx context.Context, sc *gophercloud.ServiceClient, cluster string, out *Cleanup) error {
-	pages, err := groups.List(sc, groups.ListOpts{}).AllPages(ctx)
-	if err != nil {
-		return unavailable(err, "Neutron", "list security groups")
-	}
-	all, err := groups.ExtractGroups(pages)
-	if err != nil {
-		return unavailable(err, "Neutron", "list security groups")
-	}
-	for _, g := range all {
-		if !IsWorkloadSecurityGroup(g.Name, g.Description, cluster) {
-			continue
-		}
-		// A group still on a port is refused (409 SecurityGroupInUse):
-		// the refusal names it for the user.
-		l := Leftover{Kind: "security group", ID: g.ID, Name: g.Name}
-		if err := out.record(l, "", groups.Delete(ctx, sc, g.ID).ExtractErr(), "Neutron"); err != nil {
+// errSettling is a delete the service turned down because the item's state
+// moved on meanwhile: it remains, to be asked again once it settles.
+var errSettling = errors.New("cloud: the item is settling")
+
+func cleanFloatingIPs(ctx context.Context, sc *gophercloud.ServiceClient, cluster string, out *Cleanup) error {
+	return sweep[floatingips.FloatingIP]{service: "Neutron", plural: "floating IPs",
+		pages: floatingips.List(sc, floatingips.ListOpts{}), extract: floatingips.ExtractFloatingIPs,
+		leftover: func(f floatingips.FloatingIP) (Leftover, bool) {
+			return Leftover{Kind: "floating IP", ID: f.ID, Name: f.FloatingIP}, IsWorkloadFloatingIP(f.Description, cluster)
+		},
+		// Neutron deletes at once: nothing remains to wait for.
+		del: func(id string) error { return floatingips.Delete(ctx, sc, id).ExtractErr() },
+	}.run(ctx, out)
+}
+
+func cleanLoadBalancers(ctx context.Context, sc *gophercloud.ServiceClient, cluster string, out *Cleanup) error {
+	return sweep[loadbalancers.LoadBalancer]{service: "Octavia", plural: "load balancers",
+		pages: loadbalancers.List(sc, loadbalancers.ListOpts{}), extract: loadbalancers.ExtractLoadBalancers,
+		leftover: func(lb loadbalancers.LoadBalancer) (Leftover, bool) {
+			return Leftover{Kind: "load balancer", ID: lb.ID, Name: lb.Name, Status: lb.ProvisioningStatus}, IsWorkloadLoadBalancer(lb.Name, cluster)
+		},
+		// Octavia takes no delete until it settles (a delete already under
+		// way shows as PENDING_DELETE).
+		settling: func(status string) bool { return strings.HasPrefix(status, "PENDING_") },
+		pending:  "PENDING_DELETE",
+		del: func(id string) error {
+			// Cascade: the listeners, pools and monitors the cloud
+			// controller manager made go with it.
+			err := loadbalancers.Delete(ctx, sc, id, loadbalancers.DeleteOpts{Cascade: true}).ExtractErr()
+			if gophercloud.ResponseCodeIs(err, http.StatusConflict) {
+				return errSettling // its state moved on meanwhile
+			}
 			return err
-		}
-	}
-	return nil
+		},
+	}.run(ctx, out)
+}
+
+func cleanSecurityGroups(ctx context.Context, sc *gophercloud.ServiceClient, cluster string, out *Cleanup) error {
+	return sweep[groups.SecGroup]{service: "Neutron", plural: "security groups",
+		pages: groups.List(sc, groups.ListOpts{}), extract: groups.ExtractGroups,
+		leftover: func(g groups.SecGroup) (Leftover, bool) {
+			return Leftover{Kind: "security group", ID: g.ID, Name: g.Name}, IsWorkloadSecurityGroup(g.Name, g.Description, cluster)
+		},
+		// A group still on a port is refused (409 SecurityGroupInUse): the
+		// refusal names it for the user.
+		del: func(id string) error { return groups.Delete(ctx, sc, id).ExtractErr() },
+	}.run(ctx, out)
 }
 
 // snapshotSettling are the states a Cinder snapshot leaves by itself.
 var snapshotSettling = map[string]bool{"creating": true, "deleting": true, "backing-up": true, "restoring": true, "unmanaging": true}
 
 func cleanSnapshots(ctx context.Context, sc *gophercloud.ServiceClient, cluster string, out *Cleanup) error {
-	pages, err := snapshots.ListDetail(sc, snapshots.ListOpts{}).AllPages(ctx)
-	if err != nil {
-		return unavailable(err, "Cinder", "list snapshots")
-	}
-	all, err := snapshots.ExtractSnapshots(pages)
-	if err != nil {
-		return unavailable(err, "Cinder", "list snapshots")
-	}
-	for _, s := range all {
-		if !IsWorkloadVolume(s.Metadata, cluster) {
-			continue
-		}
-		l := Leftover{Kind: "snapshot", ID: s.ID, Name: s.Name, Status: s.Status}
-		if snapshotSettling[s.Status] {
-			out.Remaining = append(out.Remaining, l)
-			continue
-		}
-		if err := out.record(l, "deleting", snapshots.Delete(ctx, sc, s.ID).ExtractErr(), "Cinder"); err != nil {
-			return err
-		}
-	}
-	return nil
+	return sweep[snapshots.Snapshot]{service: "Cinder", plural: "snapshots",
+		pages: snapshots.ListDetail(sc, snapshots.ListOpts{}), extract: snapshots.ExtractSnapshots,
+		leftover: func(s snapshots.Snapshot) (Leftover, bool) {
+			return Leftover{Kind: "snapshot", ID: s.ID, Name: s.Name, Status: s.Status}, IsWorkloadVolume(s.Metadata, cluster)
+		},
+		settling: func(status string) bool { return snapshotSettling[status] },
+		pending:  "deleting",
+		del:      func(id string) error { return snapshots.Delete(ctx, sc, id).ExtractErr() },
+	}.run(ctx, out)
 }
 
 // volumeSettling are the Cinder states a volume leaves by itself; a delete
@@ -306,41 +305,32 @@ var volumeSettling = map[string]bool{"creating": true, "attaching": true, "detac
 	"deleting": true, "reserved": true}
 
 func cleanVolumes(ctx context.Context, sc *gophercloud.ServiceClient, cluster string, out *Cleanup) error {
-	pages, err := volumes.List(sc, volumes.ListOpts{}).AllPages(ctx)
-	if err != nil {
-		return unavailable(err, "Cinder", "list volumes")
-	}
-	all, err := volumes.ExtractVolumes(pages)
-	if err != nil {
-		return unavailable(err, "Cinder", "list volumes")
-	}
-	for _, v := range all {
-		if !IsWorkloadVolume(v.Metadata, cluster) {
-			continue
-		}
-		l := Leftover{Kind: "volume", ID: v.ID, Name: v.Name, Status: v.Status}
-		if volumeSettling[v.Status] {
-			out.Remaining = append(out.Remaining, l)
-			continue
-		}
+	return sweep[volumes.Volume]{service: "Cinder", plural: "volumes",
+		pages: volumes.List(sc, volumes.ListOpts{}), extract: volumes.ExtractVolumes,
+		leftover: func(v volumes.Volume) (Leftover, bool) {
+			return Leftover{Kind: "volume", ID: v.ID, Name: v.Name, Status: v.Status}, IsWorkloadVolume(v.Metadata, cluster)
+		},
+		settling: func(status string) bool { return volumeSettling[status] },
+		pending:  "deleting",
 		// An in-use volume is asked too: Cinder's refusal says why, and
 		// the user needs to read it.
-		if err := out.record(l, "deleting", volumes.Delete(ctx, sc, v.ID, nil).ExtractErr(), "Cinder"); err != nil {
-			return err
-		}
-	}
-	return nil
+		del: func(id string) error { return volumes.Delete(ctx, sc, id, nil).ExtractErr() },
+	}.run(ctx, out)
 }
 
 // record sorts a delete's outcome: asked (then, with a pending status, still
-// there in it), already gone, refused by the service (with its message), or
-// failed in a way worth retrying (the error returned).
+// there in it), already gone, turned down while the item settles (still
+// there), refused by the service (with its message), or failed in a way
+// worth retrying (the error returned).
 func (c *Cleanup) record(l Leftover, pending string, err error, service string) error {
 	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 		return nil
 	}
-	var code gophercloud.ErrUnexpectedResponseCode
-	if errors.As(err, &code) && code.Actual >= 400 && code.Actual < 500 && code.Actual != 401 && code.Actual != 429 {
+	if errors.Is(err, errSettling) {
+		c.Remaining = append(c.Remaining, l)
+		return nil
+	}
+	if code, ok := refused(err); ok {
 		c.Refused = append(c.Refused, Refusal{Leftover: l, Reason: fmt.Sprintf("%s answered %d: %s", service, code.Actual, ServiceMessage(code.Body))})
 		return nil
 	}

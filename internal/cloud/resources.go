@@ -16,6 +16,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/facts"
@@ -174,19 +175,25 @@ func (rs *Resources) with(ctx context.Context, token, serviceType string, client
 	if err != nil {
 		return fault.New(ErrUnavailable, "cannot find the %s service: %v", serviceType, err)
 	}
-	timeout := rs.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	pc := &gophercloud.ProviderClient{HTTPClient: http.Client{Timeout: timeout}}
-	pc.UserAgent.Prepend("magnetite")
-	pc.SetToken(token)
+	pc := ProviderClient(token, rs.Timeout)
 	pc.EndpointLocator = func(gophercloud.EndpointOpts) (string, error) { return gophercloud.NormalizeURL(ep), nil }
 	sc, err := client(pc, gophercloud.EndpointOpts{})
 	if err != nil {
 		return fault.New(ErrUnavailable, "%s endpoint %s: %v", serviceType, ep, err)
 	}
 	return check(sc)
+}
+
+// ProviderClient acts with token, as Magnetite (its user agent), each
+// request bounded by timeout (30s when zero).
+func ProviderClient(token string, timeout time.Duration) *gophercloud.ProviderClient {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	pc := &gophercloud.ProviderClient{HTTPClient: http.Client{Timeout: timeout}}
+	pc.UserAgent.Prepend("magnetite")
+	pc.SetToken(token)
+	return pc
 }
 
 // unavailable wraps a failed request (nil stays nil).
@@ -199,6 +206,24 @@ func unavailable(err error, service, doing string) error {
 		return fault.New(ErrUnavailable, "could not %s: %s answered %d", doing, service, code.Actual)
 	}
 	return fault.New(ErrUnavailable, "could not %s: %v", doing, err)
+}
+
+// refused reports a 4xx a service answered that the caller's request
+// caused and should read (not 401 or 429, which asking again may cure),
+// with the service's answer.
+func refused(err error) (gophercloud.ErrUnexpectedResponseCode, bool) {
+	var code gophercloud.ErrUnexpectedResponseCode
+	ok := errors.As(err, &code) && code.Actual >= 400 && code.Actual < 500 && code.Actual != 401 && code.Actual != 429
+	return code, ok
+}
+
+// listAll reads every page of a list.
+func listAll[T any](ctx context.Context, pager pagination.Pager, extract func(pagination.Page) ([]T, error)) ([]T, error) {
+	pages, err := pager.AllPages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return extract(pages)
 }
 
 // imageFacts is what the renderer reads of an image: its string
@@ -222,7 +247,7 @@ func findImage(ctx context.Context, sc *gophercloud.ServiceClient, ref string) (
 	if gophercloud.ResponseCodeIs(err, http.StatusNotFound) || gophercloud.ResponseCodeIs(err, http.StatusBadRequest) {
 		// Not an image ID (Glance refuses what is not a UUID): a name.
 		var pages []images.Image
-		pages, err = listImages(ctx, sc, ref)
+		pages, err = listAll(ctx, images.List(sc, images.ListOpts{Name: ref}), images.ExtractImages)
 		switch {
 		case err != nil:
 		case len(pages) == 0:
@@ -239,14 +264,6 @@ func findImage(ctx context.Context, sc *gophercloud.ServiceClient, ref string) (
 	return img, nil
 }
 
-func listImages(ctx context.Context, sc *gophercloud.ServiceClient, name string) ([]images.Image, error) {
-	pages, err := images.List(sc, images.ListOpts{Name: name}).AllPages(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return images.ExtractImages(pages)
-}
-
 // networkExists finds exactly one network whose ID or name is ref
 // (external ones only when external is set).
 func networkExists(ctx context.Context, sc *gophercloud.ServiceClient, ref string, externalOnly bool) error {
@@ -257,17 +274,29 @@ func networkExists(ctx context.Context, sc *gophercloud.ServiceClient, ref strin
 		yes := true
 		opts = external.ListOptsExt{ListOptsBuilder: opts, External: &yes}
 	}
-	pages, err := networks.List(sc, opts).AllPages(ctx)
+	all, err := listAll(ctx, networks.List(sc, opts), networks.ExtractNetworks)
 	if err != nil {
 		return unavailable(err, "Neutron", "list networks")
 	}
-	all, err := networks.ExtractNetworks(pages)
+	return exactlyOne(all, ref, func(n networks.Network) (string, string) { return n.ID, n.Name }, what, what+"s", "network")
+}
+
+// subnetExists finds exactly one subnet whose ID or name is ref.
+func subnetExists(ctx context.Context, sc *gophercloud.ServiceClient, ref string) error {
+	all, err := listAll(ctx, subnets.List(sc, subnets.ListOpts{}), subnets.ExtractSubnets)
 	if err != nil {
-		return unavailable(err, "Neutron", "list networks")
+		return unavailable(err, "Neutron", "list subnets")
 	}
+	return exactlyOne(all, ref, func(s subnets.Subnet) (string, string) { return s.ID, s.Name }, "fixed subnet", "subnets", "subnet")
+}
+
+// exactlyOne refuses a ref that is the ID or name of none of all, or the
+// name of several, as Magnum words it: what names the kind of one, many
+// of several, and idOf the kind whose ID to use instead.
+func exactlyOne[T any](all []T, ref string, key func(T) (id, name string), what, many, idOf string) error {
 	n := 0
-	for _, nw := range all {
-		if nw.ID == ref || nw.Name == ref {
+	for _, it := range all {
+		if id, name := key(it); id == ref || name == ref {
 			n++
 		}
 	}
@@ -275,32 +304,7 @@ func networkExists(ctx context.Context, sc *gophercloud.ServiceClient, ref strin
 	case n == 0:
 		return fault.New(ErrInvalid, "Unable to find %s %s.", what, ref)
 	case n > 1:
-		return fault.New(ErrInvalid, "Multiple %ss exist with same name %q. Please use the network ID instead.", what, ref)
-	}
-	return nil
-}
-
-// subnetExists finds exactly one subnet whose ID or name is ref.
-func subnetExists(ctx context.Context, sc *gophercloud.ServiceClient, ref string) error {
-	pages, err := subnets.List(sc, subnets.ListOpts{}).AllPages(ctx)
-	if err != nil {
-		return unavailable(err, "Neutron", "list subnets")
-	}
-	all, err := subnets.ExtractSubnets(pages)
-	if err != nil {
-		return unavailable(err, "Neutron", "list subnets")
-	}
-	n := 0
-	for _, s := range all {
-		if s.ID == ref || s.Name == ref {
-			n++
-		}
-	}
-	switch {
-	case n == 0:
-		return fault.New(ErrInvalid, "Unable to find fixed subnet %s.", ref)
-	case n > 1:
-		return fault.New(ErrInvalid, "Multiple subnets exist with same name %q. Please use the subnet ID instead.", ref)
+		return fault.New(ErrInvalid, "Multiple %s exist with same name %q. Please use the %s ID instead.", many, ref, idOf)
 	}
 	return nil
 }

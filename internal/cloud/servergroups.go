@@ -2,7 +2,6 @@ package cloud
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,7 +10,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servergroups"
 
-	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
@@ -26,7 +25,7 @@ const serverGroupMicroversion = "2.64"
 // When several groups carry one name (two conductors raced to create it),
 // the oldest by ID is kept and the empty others are deleted, so every
 // conductor settles on the same group.
-func (rs *Resources) EnsureServerGroups(ctx context.Context, token string, want []driver.ServerGroup) (map[string]string, error) {
+func (rs *Resources) EnsureServerGroups(ctx context.Context, token string, want []facts.ServerGroup) (map[string]string, error) {
 	ids := map[string]string{}
 	if len(want) == 0 {
 		return ids, nil
@@ -55,7 +54,7 @@ func (rs *Resources) EnsureServerGroups(ctx context.Context, token string, want 
 	return ids, nil
 }
 
-func ensureServerGroup(ctx context.Context, sc *gophercloud.ServiceClient, same []servergroups.ServerGroup, g driver.ServerGroup) (string, error) {
+func ensureServerGroup(ctx context.Context, sc *gophercloud.ServiceClient, same []servergroups.ServerGroup, g facts.ServerGroup) (string, error) {
 	if len(same) == 0 {
 		created, err := servergroups.Create(ctx, sc, servergroups.CreateOpts{Name: g.Name, Policy: g.Policy}).Extract()
 		if err != nil {
@@ -82,8 +81,8 @@ func ensureServerGroup(ctx context.Context, sc *gophercloud.ServiceClient, same 
 		if len(dup.Members) > 0 {
 			continue
 		}
-		if err := servergroups.Delete(ctx, sc, dup.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, 404) {
-			return "", novaError(err, "delete duplicate server group "+dup.ID)
+		if err := deleteServerGroup(ctx, sc, dup.ID, "delete duplicate server group "); err != nil {
+			return "", err
 		}
 	}
 	return keep.ID, nil
@@ -98,21 +97,26 @@ func (rs *Resources) DeleteServerGroups(ctx context.Context, token string, ids [
 	return rs.with(ctx, token, "compute", openstack.NewComputeV2, func(sc *gophercloud.ServiceClient) error {
 		sc.Microversion = serverGroupMicroversion
 		for _, id := range ids {
-			if err := servergroups.Delete(ctx, sc, id).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, 404) {
-				return novaError(err, "delete server group "+id)
+			if err := deleteServerGroup(ctx, sc, id, "delete server group "); err != nil {
+				return err
 			}
 		}
 		return nil
 	})
 }
 
+// deleteServerGroup deletes a server group; one already gone is no error.
+// doing says what for, before the group's ID, in Nova's refusal.
+func deleteServerGroup(ctx context.Context, sc *gophercloud.ServiceClient, id, doing string) error {
+	if err := servergroups.Delete(ctx, sc, id).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, 404) {
+		return novaError(err, doing+id)
+	}
+	return nil
+}
+
 // listServerGroups reads the project's server groups by name.
 func listServerGroups(ctx context.Context, sc *gophercloud.ServiceClient) (map[string][]servergroups.ServerGroup, error) {
-	pages, err := servergroups.List(sc, nil).AllPages(ctx)
-	if err != nil {
-		return nil, novaError(err, "list server groups")
-	}
-	all, err := servergroups.ExtractServerGroups(pages)
+	all, err := listAll(ctx, servergroups.List(sc, nil), servergroups.ExtractServerGroups)
 	if err != nil {
 		return nil, novaError(err, "list server groups")
 	}
@@ -136,8 +140,7 @@ func policyOf(g servergroups.ServerGroup) string {
 // novaError keeps what Nova said about a refused request: a 4xx is a
 // refusal to show the user (ErrInvalid), anything else worth retrying.
 func novaError(err error, doing string) error {
-	var code gophercloud.ErrUnexpectedResponseCode
-	if errors.As(err, &code) && code.Actual >= 400 && code.Actual < 500 && code.Actual != 401 && code.Actual != 429 {
+	if code, ok := refused(err); ok {
 		return fault.New(ErrInvalid, "Nova refused to %s: %s", doing, strings.TrimSpace(string(code.Body)))
 	}
 	return unavailable(err, "Nova", doing)

@@ -117,13 +117,9 @@ const (
 	CredentialsCloudConfigAddon CredentialsFormat = "cloud-config-addon"
 )
 
-// ServerGroup is a Nova server group the conductor creates before applying.
-type ServerGroup struct {
-	Name   string
-	Policy string
-	// NodeGroupUUID is the node group whose machines it holds.
-	NodeGroupUUID string
-}
+// ServerGroup is a Nova server group the conductor creates before applying
+// (a cloud fact: internal/cloud makes it).
+type ServerGroup = facts.ServerGroup
 
 // Result is a rendered cluster: its complete desired state, which the
 // conductor applies as it is.

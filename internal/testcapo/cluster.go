@@ -184,46 +184,27 @@ func (c *Controller) preExistingNetwork(tok string, o *unstructured.Unstructured
 // listener and pool, and its floating IP (unless disabled), returning
 // status.apiServerManagedLoadBalancer.
 func (c *Controller) ensureAPILoadBalancer(tok string, o *unstructured.Unstructured, name, subnetID string, port int64) (map[string]any, error) {
-	lbs, err := c.list(tok, "/load-balancer/v2.0/lbaas/loadbalancers?name="+name, "loadbalancers")
+	lb, _, err := c.firstOrCreate(tok, "/load-balancer/v2.0/lbaas/loadbalancers", "name="+name, "loadbalancer", map[string]any{
+		"name": name, "vip_subnet_id": subnetID, "description": "Created by cluster-api-provider-openstack cluster " + resourceName(o)})
 	if err != nil {
 		return nil, err
-	}
-	var lb map[string]any
-	if len(lbs) > 0 {
-		lb = lbs[0]
-	} else {
-		var out struct {
-			LB map[string]any `json:"loadbalancer"`
-		}
-		err := c.cloud.Do(tok, "POST", "/load-balancer/v2.0/lbaas/loadbalancers", map[string]any{"loadbalancer": map[string]any{
-			"name": name, "vip_subnet_id": subnetID, "description": "Created by cluster-api-provider-openstack cluster " + resourceName(o)}}, &out)
-		if err != nil {
-			return nil, err
-		}
-		lb = out.LB
 	}
 	id := str(lb, "id")
 	if err := c.waitLB(tok, id); err != nil {
 		return nil, fmt.Errorf("load balancer %q with id %s is not active after timeout: %v", name, id, err)
 	}
 	child := fmt.Sprintf("%s-%d", name, port)
-	listeners, err := c.list(tok, "/load-balancer/v2.0/lbaas/listeners?name="+child, "listeners")
+	listener, created, err := c.firstOrCreate(tok, "/load-balancer/v2.0/lbaas/listeners", "name="+child, "listener", map[string]any{
+		"name": child, "loadbalancer_id": id, "protocol": "TCP", "protocol_port": port})
 	if err != nil {
 		return nil, err
 	}
-	if len(listeners) == 0 {
-		var out struct {
-			L map[string]any `json:"listener"`
-		}
-		if err := c.cloud.Do(tok, "POST", "/load-balancer/v2.0/lbaas/listeners", map[string]any{"listener": map[string]any{
-			"name": child, "loadbalancer_id": id, "protocol": "TCP", "protocol_port": port}}, &out); err != nil {
-			return nil, err
-		}
+	if created {
 		if err := c.waitLB(tok, id); err != nil {
 			return nil, err
 		}
-		if err := c.cloud.Do(tok, "POST", "/load-balancer/v2.0/lbaas/pools", map[string]any{"pool": map[string]any{
-			"name": child, "listener_id": str(out.L, "id"), "protocol": "TCP", "lb_algorithm": "ROUND_ROBIN"}}, nil); err != nil {
+		if _, err := c.cloud.Create(tok, "/load-balancer/v2.0/lbaas/pools", "pool", map[string]any{
+			"name": child, "listener_id": str(listener, "id"), "protocol": "TCP", "lb_algorithm": "ROUND_ROBIN"}); err != nil {
 			return nil, err
 		}
 		if err := c.waitLB(tok, id); err != nil {
@@ -238,23 +219,29 @@ func (c *Controller) ensureAPILoadBalancer(tok string, o *unstructured.Unstructu
 	if ext == "" {
 		return status, nil
 	}
-	fips, err := c.list(tok, "/networking/v2.0/floatingips?port_id="+str(lb, "vip_port_id"), "floatingips")
+	fip, _, err := c.firstOrCreate(tok, "/networking/v2.0/floatingips", "port_id="+str(lb, "vip_port_id"), "floatingip", map[string]any{
+		"floating_network_id": ext, "port_id": str(lb, "vip_port_id"),
+		"description": "Created by cluster-api-provider-openstack cluster " + resourceName(o)})
 	if err != nil {
 		return nil, err
 	}
-	if len(fips) == 0 {
-		var out struct {
-			F map[string]any `json:"floatingip"`
-		}
-		if err := c.cloud.Do(tok, "POST", "/networking/v2.0/floatingips", map[string]any{"floatingip": map[string]any{
-			"floating_network_id": ext, "port_id": str(lb, "vip_port_id"),
-			"description": "Created by cluster-api-provider-openstack cluster " + resourceName(o)}}, &out); err != nil {
-			return nil, err
-		}
-		fips = []map[string]any{out.F}
-	}
-	status["ip"] = str(fips[0], "floating_ip_address")
+	status["ip"] = str(fip, "floating_ip_address")
 	return status, nil
+}
+
+// firstOrCreate is the first item listed at path?query (under key+"s"),
+// or, when there is none, the one it makes by posting body under key, and
+// whether it made it: how CAPO gets or makes the API load balancer's parts.
+func (c *Controller) firstOrCreate(tok, path, query, key string, body map[string]any) (map[string]any, bool, error) {
+	found, err := c.list(tok, path+"?"+query, key+"s")
+	if err != nil {
+		return nil, false, err
+	}
+	if len(found) > 0 {
+		return found[0], false, nil
+	}
+	made, err := c.cloud.Create(tok, path, key, body)
+	return made, err == nil, err
 }
 
 // deleteAPILoadBalancer deletes the API load balancer (cascade) and the

@@ -19,7 +19,7 @@ func (c *Controller) reconcileMachine(ctx context.Context, o *unstructured.Unstr
 	if clusterName == "" {
 		return
 	}
-	capiCluster, err := c.dc.Resource(capiClusters).Namespace(ns).Get(ctx, clusterName, metav1.GetOptions{})
+	capiCluster, err := c.dc.Resource(Clusters).Namespace(ns).Get(ctx, clusterName, metav1.GetOptions{})
 	if err != nil {
 		return
 	}
@@ -40,7 +40,7 @@ func (c *Controller) reconcileMachine(ctx context.Context, o *unstructured.Unstr
 	serverName := o.GetName()
 	if o.GetDeletionTimestamp() != nil {
 		if c.deleteServer(tok, osc, o, serverName) == nil {
-			c.removeFinalizer(ctx, machinesGVR, o, machineFinal)
+			c.removeFinalizer(ctx, OpenStackMachines, o, machineFinal)
 		}
 		return
 	}
@@ -51,13 +51,13 @@ func (c *Controller) reconcileMachine(ctx context.Context, o *unstructured.Unstr
 	}
 	if prov, _, _ := unstructured.NestedBool(osc.Object, "status", "initialization", "provisioned"); !prov {
 		setConditions(o, condition("InstanceReady", false, "WaitingForClusterInfrastructure", ""))
-		c.updateStatus(ctx, machinesGVR, o)
+		c.updateStatus(ctx, OpenStackMachines, o)
 		return
 	}
 	var machine *unstructured.Unstructured
 	for _, ref := range o.GetOwnerReferences() {
 		if ref.Kind == "Machine" {
-			machine, _ = c.dc.Resource(capiMachines).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
+			machine, _ = c.dc.Resource(Machines).Namespace(ns).Get(ctx, ref.Name, metav1.GetOptions{})
 		}
 	}
 	if machine == nil {
@@ -66,16 +66,16 @@ func (c *Controller) reconcileMachine(ctx context.Context, o *unstructured.Unstr
 	secret, _, _ := unstructured.NestedString(machine.Object, "spec", "bootstrap", "dataSecretName")
 	if secret == "" {
 		setConditions(o, condition("InstanceReady", false, "WaitingForBootstrapData", ""))
-		c.updateStatus(ctx, machinesGVR, o)
+		c.updateStatus(ctx, OpenStackMachines, o)
 		return
 	}
-	o, ok := c.addFinalizer(ctx, machinesGVR, o, machineFinal)
+	o, ok := c.addFinalizer(ctx, OpenStackMachines, o, machineFinal)
 	if !ok {
 		return
 	}
 	fail := func(reason, msg string) {
 		setConditions(o, condition("InstanceReady", false, reason, msg), condition("Ready", false, reason, msg))
-		c.updateStatus(ctx, machinesGVR, o)
+		c.updateStatus(ctx, OpenStackMachines, o)
 	}
 	spec, _, _ := unstructured.NestedMap(o.Object, "spec")
 	resolved, err := c.resolve(tok, spec)
@@ -94,7 +94,7 @@ func (c *Controller) reconcileMachine(ctx context.Context, o *unstructured.Unstr
 		return
 	}
 	_ = unstructured.SetNestedField(o.Object, id, "status", "instanceID")
-	c.updateStatus(ctx, machinesGVR, o)
+	c.updateStatus(ctx, OpenStackMachines, o)
 }
 
 // resolved are the IDs a machine's references resolve to.
@@ -104,55 +104,28 @@ type resolved struct{ flavor, image, serverGroup string }
 // ResolveServerSpec does: IDs as given, names looked up.
 func (c *Controller) resolve(tok string, spec map[string]any) (resolved, error) {
 	var r resolved
+	var err error
 	if sg, ok := spec["serverGroup"].(map[string]any); ok {
-		if id := str(sg, "id"); id != "" {
-			r.serverGroup = id
-		} else {
-			name, _, _ := unstructured.NestedString(sg, "filter", "name")
-			groups, err := c.list(tok, "/compute/v2.1/os-server-groups", "server_groups")
-			if err != nil {
-				return r, err
-			}
-			var ids []string
-			for _, g := range groups {
-				if g["name"] == name {
-					ids = append(ids, str(g, "id"))
-				}
-			}
-			r.serverGroup, err = exactlyOne(ids, fmt.Errorf("no server group with name %s could be found", name),
-				fmt.Errorf("too many server groups with name %s were found", name))
-			if err != nil {
-				return r, err
-			}
-		}
-	}
-	img, _ := spec["image"].(map[string]any)
-	if id := str(img, "id"); id != "" {
-		r.image = id
-	} else {
-		name, _, _ := unstructured.NestedString(img, "filter", "name")
-		var out struct {
-			Images []map[string]any `json:"images"`
-		}
-		if err := c.cloud.Do(tok, "GET", "/image/v2/images?name="+url.QueryEscape(name), nil, &out); err != nil {
-			return r, err
-		}
-		var ids []string
-		for _, i := range out.Images {
-			ids = append(ids, str(i, "id"))
-		}
-		var err error
-		r.image, err = exactlyOne(ids, fmt.Errorf("no images were found with the given image filter: name=%v, tags=[]", name),
-			fmt.Errorf("too many images were found with the given image filter: name=%v, tags=[]", name))
+		name := filterName(sg)
+		r.serverGroup, err = c.byRef(tok, sg, "/compute/v2.1/os-server-groups", "server_groups",
+			fmt.Errorf("no server group with name %s could be found", name), fmt.Errorf("too many server groups with name %s were found", name))
 		if err != nil {
 			return r, err
 		}
+	}
+	img, _ := spec["image"].(map[string]any)
+	name := filterName(img)
+	r.image, err = c.byRef(tok, img, "/image/v2/images?name="+url.QueryEscape(name), "images",
+		fmt.Errorf("no images were found with the given image filter: name=%v, tags=[]", name),
+		fmt.Errorf("too many images were found with the given image filter: name=%v, tags=[]", name))
+	if err != nil {
+		return r, err
 	}
 	fl, _ := spec["flavor"].(map[string]any)
 	if id := str(fl, "id"); id != "" {
 		r.flavor = id
 	} else {
-		name, _, _ := unstructured.NestedString(fl, "filter", "name")
+		name := filterName(fl)
 		if name == "" {
 			return r, fmt.Errorf("no flavors were found: no name set")
 		}
@@ -357,7 +330,7 @@ func (c *Controller) reportServer(ctx context.Context, tok string, o *unstructur
 		msg := "The server was unexpectedly deleted"
 		setConditions(o, condition("InstanceReady", false, "InstanceDeleted", msg), condition("Ready", false, "InstanceDeleted", msg))
 		_ = unstructured.SetNestedField(o.Object, "DELETED", "status", "instanceState")
-		c.updateStatus(ctx, machinesGVR, o)
+		c.updateStatus(ctx, OpenStackMachines, o)
 		return
 	}
 	s := out.Server
@@ -371,7 +344,7 @@ func (c *Controller) reportServer(ctx context.Context, tok string, o *unstructur
 		if _, ok, _ := unstructured.NestedString(o.Object, "spec", "providerID"); !ok {
 			status := o.Object["status"]
 			_ = unstructured.SetNestedField(o.Object, "openstack:///"+id, "spec", "providerID")
-			written, ok := c.update(ctx, machinesGVR, o)
+			written, ok := c.update(ctx, OpenStackMachines, o)
 			if !ok {
 				return
 			}
@@ -390,14 +363,14 @@ func (c *Controller) reportServer(ctx context.Context, tok string, o *unstructur
 		_ = unstructured.SetNestedSlice(o.Object, addrs, "status", "addresses")
 		_ = unstructured.SetNestedField(o.Object, true, "status", "initialization", "provisioned")
 		setConditions(o, condition("InstanceReady", true, "Ready", ""), condition("Ready", true, "Ready", ""))
-		c.updateStatus(ctx, machinesGVR, o)
+		c.updateStatus(ctx, OpenStackMachines, o)
 	case "ERROR":
 		msg := "Instance is in ERROR state"
 		if f, ok := s["fault"].(map[string]any); ok && str(f, "message") != "" {
 			msg = str(f, "message")
 		}
 		setConditions(o, condition("InstanceReady", false, "InstanceStateError", msg), condition("Ready", false, "InstanceStateError", msg))
-		c.updateStatus(ctx, machinesGVR, o)
+		c.updateStatus(ctx, OpenStackMachines, o)
 	}
 }
 
@@ -437,8 +410,29 @@ func (c *Controller) deleteServer(tok string, osc, o *unstructured.Unstructured,
 	return nil
 }
 
-// exactlyOne is the only ID, or CAPO's error for none or several.
-func exactlyOne(ids []string, none, many error) (string, error) {
+// filterName is the name a reference's filter asks for.
+func filterName(ref map[string]any) string {
+	name, _, _ := unstructured.NestedString(ref, "filter", "name")
+	return name
+}
+
+// byRef is a reference's ID as given, else the ID of the only item listed
+// at path (under key) that its filter names, or CAPO's error for none or
+// several.
+func (c *Controller) byRef(tok string, ref map[string]any, path, key string, none, many error) (string, error) {
+	if id := str(ref, "id"); id != "" {
+		return id, nil
+	}
+	items, err := c.list(tok, path, key)
+	if err != nil {
+		return "", err
+	}
+	var ids []string
+	for _, it := range items {
+		if it["name"] == filterName(ref) {
+			ids = append(ids, str(it, "id"))
+		}
+	}
 	switch len(ids) {
 	case 0:
 		return "", none

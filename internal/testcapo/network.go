@@ -35,13 +35,14 @@ func (c *Controller) byName(tok, path, key, name string) (map[string]any, error)
 	return nil, fmt.Errorf("found %d %s with the name %s, which should not happen", len(found), key, name)
 }
 
-// create POSTs one resource and returns it.
-func (c *Controller) create(tok, path, key string, body map[string]any) (map[string]any, error) {
-	var out map[string]map[string]any
-	if err := c.cloud.Do(tok, "POST", path, map[string]any{key: body}, &out); err != nil {
-		return nil, err
+// ensureNamed is the only item of a list named name (byName), or, when
+// there is none, the one it makes by posting body under key.
+func (c *Controller) ensureNamed(tok, path, key, name string, body map[string]any) (map[string]any, error) {
+	it, err := c.byName(tok, path, key+"s", name)
+	if err == nil && it == nil {
+		it, err = c.cloud.Create(tok, path, key, body)
 	}
-	return out[key], nil
+	return it, err
 }
 
 // reconcileManagedNetwork does what CAPO does for an OpenStackCluster with
@@ -55,10 +56,7 @@ func (c *Controller) reconcileManagedNetwork(tok string, o *unstructured.Unstruc
 	}
 	want, _ := managed[0].(map[string]any)
 	name := managedName(o)
-	n, err := c.byName(tok, "/networking/v2.0/networks", "networks", name)
-	if err == nil && n == nil {
-		n, err = c.create(tok, "/networking/v2.0/networks", "network", map[string]any{"name": name, "admin_state_up": true})
-	}
+	n, err := c.ensureNamed(tok, "/networking/v2.0/networks", "network", name, map[string]any{"name": name, "admin_state_up": true})
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to reconcile network: %w", err)
 	}
@@ -75,7 +73,7 @@ func (c *Controller) reconcileManagedNetwork(tok string, o *unstructured.Unstruc
 		if dns, ok := want["dnsNameservers"].([]any); ok {
 			req["dns_nameservers"] = dns
 		}
-		if sub, err = c.create(tok, "/networking/v2.0/subnets", "subnet", req); err != nil {
+		if sub, err = c.cloud.Create(tok, "/networking/v2.0/subnets", "subnet", req); err != nil {
 			return nil, nil, fmt.Errorf("failed to reconcile subnets: %w", err)
 		}
 	case 1:
@@ -90,11 +88,8 @@ func (c *Controller) reconcileManagedNetwork(tok string, o *unstructured.Unstruc
 	if ext == "" {
 		return network, nil, nil // no router without an external network
 	}
-	rt, err := c.byName(tok, "/networking/v2.0/routers", "routers", name)
-	if err == nil && rt == nil {
-		rt, err = c.create(tok, "/networking/v2.0/routers", "router", map[string]any{"name": name,
-			"description": "Created by cluster-api-provider-openstack cluster " + resourceName(o), "external_gateway_info": map[string]any{"network_id": ext}})
-	}
+	rt, err := c.ensureNamed(tok, "/networking/v2.0/routers", "router", name, map[string]any{"name": name,
+		"description": "Created by cluster-api-provider-openstack cluster " + resourceName(o), "external_gateway_info": map[string]any{"network_id": ext}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("failed to reconcile router: %w", err)
 	}
@@ -127,11 +122,8 @@ func (c *Controller) reconcileSecurityGroups(tok string, o *unstructured.Unstruc
 	groups := map[string]map[string]any{}
 	for _, role := range []string{"controlplane", "worker"} {
 		name := securityGroupName(o, role)
-		g, err := c.byName(tok, "/networking/v2.0/security-groups", "security_groups", name)
-		if err == nil && g == nil {
-			g, err = c.create(tok, "/networking/v2.0/security-groups", "security_group", map[string]any{
-				"name": name, "description": "Cluster API managed group"})
-		}
+		g, err := c.ensureNamed(tok, "/networking/v2.0/security-groups", "security_group", name, map[string]any{
+			"name": name, "description": "Cluster API managed group"})
 		if err != nil {
 			return fmt.Errorf("failed to reconcile security groups: %w", err)
 		}
@@ -154,7 +146,7 @@ func (c *Controller) reconcileSecurityGroups(tok string, o *unstructured.Unstruc
 		}
 		for _, r := range rules {
 			r["security_group_id"] = g["id"]
-			if _, err := c.create(tok, "/networking/v2.0/security-group-rules", "security_group_rule", r); err != nil {
+			if _, err := c.cloud.Create(tok, "/networking/v2.0/security-group-rules", "security_group_rule", r); err != nil {
 				return fmt.Errorf("failed to reconcile security groups: %w", err)
 			}
 		}

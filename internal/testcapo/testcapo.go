@@ -53,9 +53,6 @@ var (
 	Clusters          = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
 	// Machines are Cluster API's.
 	Machines      = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machines"}
-	machinesGVR   = OpenStackMachines
-	capiClusters  = Clusters
-	capiMachines  = Machines
 	secretsGVR    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	clusterFinal  = "openstackcluster.infrastructure.cluster.x-k8s.io"
 	machineFinal  = "openstackmachine.infrastructure.cluster.x-k8s.io"
@@ -115,7 +112,7 @@ func (c *Controller) pass(ctx context.Context) {
 	if paused {
 		return
 	}
-	for _, gvr := range []schema.GroupVersionResource{clustersGVR, machinesGVR} {
+	for _, gvr := range []schema.GroupVersionResource{clustersGVR, OpenStackMachines} {
 		list, err := c.dc.Resource(gvr).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			continue // CRDs not installed yet, or shutting down
@@ -275,7 +272,7 @@ func byFilter(ref map[string]any, list []map[string]any) (map[string]any, error)
 		}
 		return nil, fmt.Errorf("filter matched no resources")
 	}
-	name, _, _ := unstructured.NestedString(ref, "filter", "name")
+	name := filterName(ref)
 	var found []map[string]any
 	for _, x := range list {
 		if x["name"] == name {

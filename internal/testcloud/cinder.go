@@ -1,8 +1,8 @@
 package testcloud
 
 import (
-	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -34,31 +34,42 @@ func cinderFault(w http.ResponseWriter, status int, kind, msg string) {
 	writeJSON(w, status, map[string]any{kind: map[string]any{"code": status, "message": msg}})
 }
 
+// cinderNotFound answers Cinder's 404, with format's message about the id
+// asked for.
+func cinderNotFound(format string) func(w http.ResponseWriter, id string) {
+	return func(w http.ResponseWriter, id string) {
+		cinderFault(w, http.StatusNotFound, "itemNotFound", fmt.Sprintf(format, id))
+	}
+}
+
+var volumeNotFound = cinderNotFound("Volume %s could not be found.")
+
+func cinderMalformed(w http.ResponseWriter) {
+	cinderFault(w, http.StatusBadRequest, "badRequest", "Malformed request body")
+}
+
 // settleVolumes moves volumes out of creating and deleting a request after
 // the one that put them there, as Cinder's volume service finishes its
 // work. It holds c.mu.
 func (c *Cloud) settleVolumes() {
 	c.cinderRequests++
-	for id, v := range c.volumes {
-		if c.cinderRequests < v.settles {
+	settle(c.cinderRequests, c.volumes, func(v *Volume) (*string, int) { return &v.Status, v.settles })
+	settle(c.cinderRequests, c.snapshots, func(s *Snapshot) (*string, int) { return &s.Status, s.settles })
+}
+
+// settle moves the items whose settles mark requests has reached from
+// creating to available, and removes those deleting.
+func settle[T any](requests int, items map[string]*T, state func(*T) (status *string, settles int)) {
+	for id, it := range items {
+		status, settles := state(it)
+		if requests < settles {
 			continue
 		}
-		switch v.Status {
+		switch *status {
 		case "creating":
-			v.Status = "available"
+			*status = "available"
 		case "deleting":
-			delete(c.volumes, id)
-		}
-	}
-	for id, s := range c.snapshots {
-		if c.cinderRequests < s.settles {
-			continue
-		}
-		switch s.Status {
-		case "creating":
-			s.Status = "available"
-		case "deleting":
-			delete(c.snapshots, id)
+			delete(items, id)
 		}
 	}
 }
@@ -84,25 +95,11 @@ func volumeView(v *Volume) map[string]any {
 // refusal to delete a volume that is attached or busy.
 func (c *Cloud) cinderRoutes(mux *http.ServeMux) {
 	const base = "/volume/v3/volumes"
-	locked := c.lockedAfter(c.settleVolumes)
-	own := func(w http.ResponseWriter, r *http.Request) (*Volume, bool) {
-		return owned(w, r, c.volumes, func(v *Volume) string { return v.ProjectID }, func(w http.ResponseWriter, id string) {
-			cinderFault(w, http.StatusNotFound, "itemNotFound", fmt.Sprintf("Volume %s could not be found.", id))
-		})
-	}
-	list := locked(func(w http.ResponseWriter, r *http.Request) {
-		listed(w, r, "volumes", c.volumes, func(v *Volume) map[string]string {
-			return map[string]string{"project_id": v.ProjectID, "name": v.Name}
-		}, volumeView)
-	})
-	mux.HandleFunc("GET "+base, list)
-	mux.HandleFunc("GET "+base+"/detail", list)
-	mux.HandleFunc("GET "+base+"/{id}", locked(func(w http.ResponseWriter, r *http.Request) {
-		if v, ok := own(w, r); ok {
-			writeJSON(w, http.StatusOK, map[string]any{"volume": volumeView(v)})
-		}
-	}))
-	mux.HandleFunc("POST "+base, locked(func(w http.ResponseWriter, r *http.Request) {
+	volumes := kind[Volume]{key: "volume", items: c.volumes, view: volumeView, locked: c.lockedAfter(c.settleVolumes),
+		fields:   func(v *Volume) map[string]string { return map[string]string{"project_id": v.ProjectID, "name": v.Name} },
+		notFound: volumeNotFound}
+	volumes.serveReads(mux, base, base+"/detail")
+	mux.HandleFunc("POST "+base, volumes.locked(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			V struct {
 				Name             string            `json:"name"`
@@ -114,8 +111,7 @@ func (c *Cloud) cinderRoutes(mux *http.ServeMux) {
 				Metadata         map[string]string `json:"metadata"`
 			} `json:"volume"`
 		}
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-			cinderFault(w, http.StatusBadRequest, "badRequest", "Malformed request body")
+		if !decoded(w, r, &body, cinderMalformed) {
 			return
 		}
 		in := body.V
@@ -124,7 +120,7 @@ func (c *Cloud) cinderRoutes(mux *http.ServeMux) {
 			return
 		}
 		if in.VolumeType != "" && !slices.Contains(volumeTypes, in.VolumeType) && !c.addedVolumeTypes[in.VolumeType] {
-			cinderFault(w, http.StatusNotFound, "itemNotFound", fmt.Sprintf("Volume type with name %s could not be found.", in.VolumeType))
+			cinderNotFound("Volume type with name %s could not be found.")(w, in.VolumeType)
 			return
 		}
 		if in.AvailabilityZone != "" && in.AvailabilityZone != "nova" && !c.addedVolumeZones[in.AvailabilityZone] {
@@ -144,12 +140,8 @@ func (c *Cloud) cinderRoutes(mux *http.ServeMux) {
 		c.volumes[v.ID] = v
 		writeJSON(w, http.StatusAccepted, map[string]any{"volume": volumeView(v)})
 	}))
-	mux.HandleFunc("DELETE "+base+"/{id}", locked(func(w http.ResponseWriter, r *http.Request) {
-		v, ok := own(w, r)
-		if !ok {
-			return
-		}
-		hasSnapshots := slices.ContainsFunc(sortedKeys(c.snapshots), func(id string) bool { return c.snapshots[id].VolumeID == v.ID })
+	mux.HandleFunc("DELETE "+base+"/{id}", volumes.onOwned(func(w http.ResponseWriter, _ *http.Request, v *Volume) {
+		hasSnapshots := slices.ContainsFunc(slices.Collect(maps.Values(c.snapshots)), func(s *Snapshot) bool { return s.VolumeID == v.ID })
 		if v.AttachedTo != "" || !slices.Contains(volumeDeletable, v.Status) || hasSnapshots {
 			cinderFault(w, http.StatusBadRequest, "badRequest", "Invalid volume: Volume status must be "+strings.Join(volumeDeletable, " or ")+
 				" and must not be migrating, attached, belong to a group, have snapshots, awaiting a transfer, or be disassociated from snapshots after volume transfer.")
@@ -177,7 +169,7 @@ func (c *Cloud) AddVolumeAvailabilityZone(name string) {
 }
 
 // Volumes returns the volumes the stand-in holds, of every project.
-func (c *Cloud) Volumes() []Volume { return snapshot(c, c.volumes) }
+func (c *Cloud) Volumes() []Volume { return snapshot(&c.mu, c.volumes) }
 
 // AttachVolume attaches a volume to a server (or, with "", detaches it), as
 // Nova's volume attachments do: an attached volume is in-use.
@@ -219,25 +211,13 @@ var snapshotDeletable = []string{"available", "error", "error_deleting"}
 // a volume with snapshots is not deleted (cinderRoutes).
 func (c *Cloud) snapshotRoutes(mux *http.ServeMux) {
 	const base = "/volume/v3/snapshots"
-	locked := c.lockedAfter(c.settleVolumes)
-	own := func(w http.ResponseWriter, r *http.Request) (*Snapshot, bool) {
-		return owned(w, r, c.snapshots, func(s *Snapshot) string { return s.ProjectID }, func(w http.ResponseWriter, id string) {
-			cinderFault(w, http.StatusNotFound, "itemNotFound", fmt.Sprintf("Snapshot %s could not be found.", id))
-		})
-	}
-	list := locked(func(w http.ResponseWriter, r *http.Request) {
-		listed(w, r, "snapshots", c.snapshots, func(s *Snapshot) map[string]string {
+	snapshots := kind[Snapshot]{key: "snapshot", items: c.snapshots, view: snapshotView, locked: c.lockedAfter(c.settleVolumes),
+		fields: func(s *Snapshot) map[string]string {
 			return map[string]string{"project_id": s.ProjectID, "name": s.Name, "volume_id": s.VolumeID, "status": s.Status}
-		}, snapshotView)
-	})
-	mux.HandleFunc("GET "+base, list)
-	mux.HandleFunc("GET "+base+"/detail", list)
-	mux.HandleFunc("GET "+base+"/{id}", locked(func(w http.ResponseWriter, r *http.Request) {
-		if s, ok := own(w, r); ok {
-			writeJSON(w, http.StatusOK, map[string]any{"snapshot": snapshotView(s)})
-		}
-	}))
-	mux.HandleFunc("POST "+base, locked(func(w http.ResponseWriter, r *http.Request) {
+		},
+		notFound: cinderNotFound("Snapshot %s could not be found.")}
+	snapshots.serveReads(mux, base, base+"/detail")
+	mux.HandleFunc("POST "+base, snapshots.locked(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			S struct {
 				Name     string            `json:"name"`
@@ -246,14 +226,13 @@ func (c *Cloud) snapshotRoutes(mux *http.ServeMux) {
 				Metadata map[string]string `json:"metadata"`
 			} `json:"snapshot"`
 		}
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-			cinderFault(w, http.StatusBadRequest, "badRequest", "Malformed request body")
+		if !decoded(w, r, &body, cinderMalformed) {
 			return
 		}
 		in := body.S
 		v, ok := c.volumes[in.VolumeID]
 		if !ok || v.ProjectID != r.Header.Get("X-Project-Id") {
-			cinderFault(w, http.StatusNotFound, "itemNotFound", fmt.Sprintf("Volume %s could not be found.", in.VolumeID))
+			volumeNotFound(w, in.VolumeID)
 			return
 		}
 		if v.Status != "available" && (v.Status != "in-use" || !in.Force) {
@@ -265,11 +244,7 @@ func (c *Cloud) snapshotRoutes(mux *http.ServeMux) {
 		c.snapshots[s.ID] = s
 		writeJSON(w, http.StatusAccepted, map[string]any{"snapshot": snapshotView(s)})
 	}))
-	mux.HandleFunc("DELETE "+base+"/{id}", locked(func(w http.ResponseWriter, r *http.Request) {
-		s, ok := own(w, r)
-		if !ok {
-			return
-		}
+	mux.HandleFunc("DELETE "+base+"/{id}", snapshots.onOwned(func(w http.ResponseWriter, _ *http.Request, s *Snapshot) {
 		if !slices.Contains(snapshotDeletable, s.Status) {
 			cinderFault(w, http.StatusBadRequest, "badRequest", "Invalid snapshot: Volume Snapshot status must be available or error and must not be part of a group.")
 			return
@@ -281,4 +256,4 @@ func (c *Cloud) snapshotRoutes(mux *http.ServeMux) {
 
 // Snapshots returns the volume snapshots the stand-in holds, of every
 // project.
-func (c *Cloud) Snapshots() []Snapshot { return snapshot(c, c.snapshots) }
+func (c *Cloud) Snapshots() []Snapshot { return snapshot(&c.mu, c.snapshots) }

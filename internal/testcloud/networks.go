@@ -1,8 +1,8 @@
 package testcloud
 
 import (
-	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -20,29 +20,13 @@ type Router struct {
 const routerInterface = "network:router_interface"
 
 // Networks returns the networks projects made (not the cloud's own).
-func (c *Cloud) Networks() []network {
-	c.netMu.Lock()
-	defer c.netMu.Unlock()
-	out := []network{}
-	for _, id := range sortedKeys(c.nets) {
-		out = append(out, *c.nets[id])
-	}
-	return out
-}
+func (c *Cloud) Networks() []network { return snapshot(&c.netMu, c.nets) }
 
 // Subnets returns the subnets projects made (not the cloud's own).
-func (c *Cloud) Subnets() []Subnet {
-	c.netMu.Lock()
-	defer c.netMu.Unlock()
-	out := []Subnet{}
-	for _, id := range sortedKeys(c.subs) {
-		out = append(out, *c.subs[id])
-	}
-	return out
-}
+func (c *Cloud) Subnets() []Subnet { return snapshot(&c.netMu, c.subs) }
 
 // Routers returns the routers the stand-in holds, of every project.
-func (c *Cloud) Routers() []Router { return snapshot(c, c.routers) }
+func (c *Cloud) Routers() []Router { return snapshot(&c.mu, c.routers) }
 
 // networkByID finds one of the cloud's networks or of a project's.
 func (c *Cloud) networkByID(id string) (network, bool) {
@@ -55,6 +39,17 @@ func (c *Cloud) networkByID(id string) (network, bool) {
 		return *n, true
 	}
 	return network{}, false
+}
+
+// usableNetwork finds a network the caller's project may use (the cloud's
+// or its own), answering Neutron's NetworkNotFound when there is none.
+func (c *Cloud) usableNetwork(w http.ResponseWriter, r *http.Request, id string) (network, bool) {
+	n, ok := c.networkByID(id)
+	if !ok || (n.ProjectID != "" && n.ProjectID != r.Header.Get("X-Project-Id")) {
+		networkNotFound(w, id)
+		return network{}, false
+	}
+	return n, true
 }
 
 // visibleNetworks are the cloud's networks and the project's own.
@@ -73,31 +68,12 @@ func visible[T any](c *Cloud, own []T, made map[string]*T, owner func(*T) string
 	out := slices.Clone(own)
 	c.netMu.Lock()
 	defer c.netMu.Unlock()
-	for _, id := range sortedKeys(made) {
+	for _, id := range slices.Sorted(maps.Keys(made)) {
 		if it := made[id]; project == "*" || owner(it) == project {
 			out = append(out, *it)
 		}
 	}
 	return out
-}
-
-// serveReads serves the list (GET base, the caller's project's items
-// matching the query's filters) and show (GET base/{id}) of one kind of
-// Neutron resource held under c.mu; the list's key is key+"s".
-func serveReads[T any](c *Cloud, mux *http.ServeMux, base, key string, items map[string]*T, fields func(*T) map[string]string,
-	view func(*T) map[string]any, project func(*T) string, notFound func(http.ResponseWriter, string)) {
-	mux.HandleFunc("GET "+base, func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		listed(w, r, key+"s", items, fields, view)
-	})
-	mux.HandleFunc("GET "+base+"/{id}", func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if it, ok := owned(w, r, items, project, notFound); ok {
-			writeJSON(w, http.StatusOK, map[string]any{key: view(it)})
-		}
-	})
 }
 
 func routerView(rt *Router) map[string]any {
@@ -118,16 +94,19 @@ func routerView(rt *Router) map[string]any {
 // overlapping or malformed CIDR, and a router interface port deleted
 // through the port API.
 func (c *Cloud) projectNetworkRoutes(mux *http.ServeMux) {
-	decode := func(w http.ResponseWriter, r *http.Request, v any) bool {
-		if err := json.NewDecoder(r.Body).Decode(v); err != nil {
-			neutronFault(w, http.StatusBadRequest, "HTTPBadRequest", "Invalid input for operation: failed to parse the request body.")
-			return false
-		}
-		return true
+	// A project's networks and subnets are guarded by c.netMu, and
+	// their deletes read the ports (c.mu) too.
+	netLocked := func(h http.HandlerFunc) http.HandlerFunc {
+		return c.locked(func(w http.ResponseWriter, r *http.Request) {
+			c.netMu.Lock()
+			defer c.netMu.Unlock()
+			h(w, r)
+		})
 	}
-	networkNotFound := func(w http.ResponseWriter, id string) {
-		neutronFault(w, http.StatusNotFound, "NetworkNotFound", fmt.Sprintf("Network %s could not be found.", id))
-	}
+	nets := kind[network]{items: c.nets, locked: netLocked, notFound: networkNotFound,
+		fields: projectOf(func(n *network) string { return n.ProjectID })}
+	subs := kind[Subnet]{items: c.subs, locked: netLocked, notFound: subnetNotFound,
+		fields: projectOf(func(s *Subnet) string { return s.ProjectID })}
 	mux.HandleFunc("POST /networking/v2.0/networks", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			N struct {
@@ -135,7 +114,7 @@ func (c *Cloud) projectNetworkRoutes(mux *http.ServeMux) {
 				PortSecurity *bool  `json:"port_security_enabled"`
 			} `json:"network"`
 		}
-		if !decode(w, r, &body) {
+		if !decoded(w, r, &body, neutronMalformed) {
 			return
 		}
 		n := &network{ID: uuid.NewString(), Name: body.N.Name, ProjectID: r.Header.Get("X-Project-Id"),
@@ -145,17 +124,8 @@ func (c *Cloud) projectNetworkRoutes(mux *http.ServeMux) {
 		c.netMu.Unlock()
 		writeJSON(w, http.StatusCreated, map[string]any{"network": c.networkView(*n)})
 	})
-	mux.HandleFunc("DELETE /networking/v2.0/networks/{id}", func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.netMu.Lock()
-		defer c.netMu.Unlock()
-		id := r.PathValue("id")
-		n, ok := c.nets[id]
-		if !ok || n.ProjectID != r.Header.Get("X-Project-Id") {
-			networkNotFound(w, id)
-			return
-		}
+	mux.HandleFunc("DELETE /networking/v2.0/networks/{id}", nets.onOwned(func(w http.ResponseWriter, _ *http.Request, n *network) {
+		id := n.ID
 		for _, p := range c.ports {
 			if p.NetworkID == id {
 				neutronFault(w, http.StatusConflict, "NetworkInUse",
@@ -170,7 +140,7 @@ func (c *Cloud) projectNetworkRoutes(mux *http.ServeMux) {
 		}
 		delete(c.nets, id)
 		w.WriteHeader(http.StatusNoContent)
-	})
+	}))
 	mux.HandleFunc("POST /networking/v2.0/subnets", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			S struct {
@@ -181,13 +151,12 @@ func (c *Cloud) projectNetworkRoutes(mux *http.ServeMux) {
 				DNSNameservers []string `json:"dns_nameservers"`
 			} `json:"subnet"`
 		}
-		if !decode(w, r, &body) {
+		if !decoded(w, r, &body, neutronMalformed) {
 			return
 		}
 		in := body.S
-		n, ok := c.networkByID(in.NetworkID)
-		if !ok || (n.ProjectID != "" && n.ProjectID != r.Header.Get("X-Project-Id")) {
-			networkNotFound(w, in.NetworkID)
+		n, ok := c.usableNetwork(w, r, in.NetworkID)
+		if !ok {
 			return
 		}
 		prefix, err := netip.ParsePrefix(in.CIDR)
@@ -209,16 +178,8 @@ func (c *Cloud) projectNetworkRoutes(mux *http.ServeMux) {
 		c.netMu.Unlock()
 		writeJSON(w, http.StatusCreated, map[string]any{"subnet": subnetView(*s)})
 	})
-	mux.HandleFunc("DELETE /networking/v2.0/subnets/{id}", func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.netMu.Lock()
-		defer c.netMu.Unlock()
-		id := r.PathValue("id")
-		if s, ok := c.subs[id]; !ok || s.ProjectID != r.Header.Get("X-Project-Id") {
-			neutronFault(w, http.StatusNotFound, "SubnetNotFound", fmt.Sprintf("Subnet %s could not be found.", id))
-			return
-		}
+	mux.HandleFunc("DELETE /networking/v2.0/subnets/{id}", subs.onOwned(func(w http.ResponseWriter, _ *http.Request, s *Subnet) {
+		id := s.ID
 		for _, p := range c.ports {
 			if slices.ContainsFunc(p.FixedIPs, func(ip FixedIP) bool { return ip.SubnetID == id }) {
 				neutronFault(w, http.StatusConflict, "SubnetInUse",
@@ -228,20 +189,19 @@ func (c *Cloud) projectNetworkRoutes(mux *http.ServeMux) {
 		}
 		delete(c.subs, id)
 		w.WriteHeader(http.StatusNoContent)
-	})
-	c.routerRoutes(mux, decode)
+	}))
+	c.routerRoutes(mux)
 }
 
 // routerRoutes serve Neutron's routers and their interfaces.
-func (c *Cloud) routerRoutes(mux *http.ServeMux, decode func(http.ResponseWriter, *http.Request, any) bool) {
+func (c *Cloud) routerRoutes(mux *http.ServeMux) {
 	const base = "/networking/v2.0/routers"
-	project := func(rt *Router) string { return rt.ProjectID }
-	notFound := func(w http.ResponseWriter, id string) {
-		neutronFault(w, http.StatusNotFound, "RouterNotFound", fmt.Sprintf("Router %s could not be found", id))
-	}
-	serveReads(c, mux, base, "router", c.routers, func(rt *Router) map[string]string {
-		return map[string]string{"project_id": rt.ProjectID, "name": rt.Name, "id": rt.ID}
-	}, routerView, project, notFound)
+	routers := kind[Router]{key: "router", items: c.routers, view: routerView, locked: c.locked,
+		fields: func(rt *Router) map[string]string {
+			return map[string]string{"project_id": rt.ProjectID, "name": rt.Name, "id": rt.ID}
+		},
+		notFound: neutronNotFound("RouterNotFound", "Router %s could not be found")}
+	routers.serveReads(mux, base)
 	mux.HandleFunc("POST "+base, func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			R struct {
@@ -252,14 +212,14 @@ func (c *Cloud) routerRoutes(mux *http.ServeMux, decode func(http.ResponseWriter
 				} `json:"external_gateway_info"`
 			} `json:"router"`
 		}
-		if !decode(w, r, &body) {
+		if !decoded(w, r, &body, neutronMalformed) {
 			return
 		}
 		rt := &Router{ID: uuid.NewString(), Name: body.R.Name, Description: body.R.Description, ProjectID: r.Header.Get("X-Project-Id")}
 		if gw := body.R.Gateway; gw != nil && gw.NetworkID != "" {
 			n, ok := c.networkByID(gw.NetworkID)
 			if !ok {
-				neutronFault(w, http.StatusNotFound, "NetworkNotFound", fmt.Sprintf("Network %s could not be found.", gw.NetworkID))
+				networkNotFound(w, gw.NetworkID)
 				return
 			}
 			if !n.External {
@@ -274,13 +234,7 @@ func (c *Cloud) routerRoutes(mux *http.ServeMux, decode func(http.ResponseWriter
 		c.routers[rt.ID] = rt
 		writeJSON(w, http.StatusCreated, map[string]any{"router": routerView(rt)})
 	})
-	mux.HandleFunc("DELETE "+base+"/{id}", func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		rt, ok := owned(w, r, c.routers, project, notFound)
-		if !ok {
-			return
-		}
+	mux.HandleFunc("DELETE "+base+"/{id}", routers.onOwned(func(w http.ResponseWriter, _ *http.Request, rt *Router) {
 		for _, p := range c.ports {
 			if p.DeviceID == rt.ID && p.DeviceOwner == routerInterface {
 				neutronFault(w, http.StatusConflict, "RouterInUse", fmt.Sprintf("Router %s still has ports", rt.ID))
@@ -289,24 +243,24 @@ func (c *Cloud) routerRoutes(mux *http.ServeMux, decode func(http.ResponseWriter
 		}
 		delete(c.routers, rt.ID)
 		w.WriteHeader(http.StatusNoContent)
-	})
+	}))
 	iface := func(add bool) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			var body struct {
 				SubnetID string `json:"subnet_id"`
 			}
-			if !decode(w, r, &body) {
+			if !decoded(w, r, &body, neutronMalformed) {
 				return
 			}
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			rt, ok := owned(w, r, c.routers, project, notFound)
+			rt, ok := routers.own(w, r)
 			if !ok {
 				return
 			}
 			sub, ok := c.subnetFor(body.SubnetID, "")
 			if !ok || body.SubnetID == "" {
-				neutronFault(w, http.StatusNotFound, "SubnetNotFound", fmt.Sprintf("Subnet %s could not be found.", body.SubnetID))
+				subnetNotFound(w, body.SubnetID)
 				return
 			}
 			var existing *Port

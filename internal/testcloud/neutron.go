@@ -45,6 +45,26 @@ func neutronFault(w http.ResponseWriter, status int, typ, msg string) {
 	writeJSON(w, status, map[string]any{"NeutronError": map[string]any{"type": typ, "message": msg, "detail": ""}})
 }
 
+// neutronNotFound answers Neutron's 404 of type typ, with format's message
+// about the id asked for.
+func neutronNotFound(typ, format string) func(w http.ResponseWriter, id string) {
+	return func(w http.ResponseWriter, id string) {
+		neutronFault(w, http.StatusNotFound, typ, fmt.Sprintf(format, id))
+	}
+}
+
+// Neutron's answers for what the caller's project does not have.
+var (
+	networkNotFound       = neutronNotFound("NetworkNotFound", "Network %s could not be found.")
+	subnetNotFound        = neutronNotFound("SubnetNotFound", "Subnet %s could not be found.")
+	portNotFound          = neutronNotFound("PortNotFound", "Port %s could not be found.")
+	securityGroupNotFound = neutronNotFound("SecurityGroupNotFound", "Security group %s does not exist")
+)
+
+func neutronMalformed(w http.ResponseWriter) {
+	neutronFault(w, http.StatusBadRequest, "HTTPBadRequest", "Invalid input for operation: failed to parse the request body.")
+}
+
 // subnetFor finds a subnet by ID, or the first subnet of a network, of the
 // cloud's or a project's.
 func (c *Cloud) subnetFor(subnetID, networkID string) (Subnet, bool) {
@@ -125,25 +145,12 @@ func (c *Cloud) portNeutronRoutes(mux *http.ServeMux) {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"subnets": list})
 	})
-	portFields := func(p *Port) map[string]string {
-		return map[string]string{"project_id": p.ProjectID, "name": p.Name, "network_id": p.NetworkID, "device_id": p.DeviceID}
-	}
-	portProject := func(p *Port) string { return p.ProjectID }
-	portNotFound := func(w http.ResponseWriter, id string) {
-		neutronFault(w, http.StatusNotFound, "PortNotFound", fmt.Sprintf("Port %s could not be found.", id))
-	}
-	mux.HandleFunc("GET /networking/v2.0/ports", func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		listed(w, r, "ports", c.ports, portFields, portView)
-	})
-	mux.HandleFunc("GET /networking/v2.0/ports/{id}", func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if p, ok := owned(w, r, c.ports, portProject, portNotFound); ok {
-			writeJSON(w, http.StatusOK, map[string]any{"port": portView(p)})
-		}
-	})
+	ports := kind[Port]{key: "port", items: c.ports, view: portView, locked: c.locked,
+		fields: func(p *Port) map[string]string {
+			return map[string]string{"project_id": p.ProjectID, "name": p.Name, "network_id": p.NetworkID, "device_id": p.DeviceID}
+		},
+		notFound: portNotFound}
+	ports.serveReads(mux, "/networking/v2.0/ports")
 	mux.HandleFunc("POST /networking/v2.0/ports", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			Port struct {
@@ -155,14 +162,12 @@ func (c *Cloud) portNeutronRoutes(mux *http.ServeMux) {
 				PortSecurity   *bool     `json:"port_security_enabled"`
 			} `json:"port"`
 		}
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-			neutronFault(w, http.StatusBadRequest, "HTTPBadRequest", "Invalid input for operation: failed to parse the request body.")
+		if !decoded(w, r, &body, neutronMalformed) {
 			return
 		}
 		in := body.Port
-		n, ok := c.networkByID(in.NetworkID)
-		if !ok || (n.ProjectID != "" && n.ProjectID != r.Header.Get("X-Project-Id")) {
-			neutronFault(w, http.StatusNotFound, "NetworkNotFound", fmt.Sprintf("Network %s could not be found.", in.NetworkID))
+		n, ok := c.usableNetwork(w, r, in.NetworkID)
+		if !ok {
 			return
 		}
 		portSecurity := !c.portSecurityDisabled(n)
@@ -203,7 +208,7 @@ func (c *Cloud) portNeutronRoutes(mux *http.ServeMux) {
 		for _, g := range groups {
 			if sg, ok := c.securityGroups[g]; in.SecurityGroups != nil && (!ok || sg.ProjectID != r.Header.Get("X-Project-Id")) {
 				c.mu.Unlock()
-				neutronFault(w, http.StatusNotFound, "SecurityGroupNotFound", fmt.Sprintf("Security group %s does not exist", g))
+				securityGroupNotFound(w, g)
 				return
 			}
 		}
@@ -213,38 +218,29 @@ func (c *Cloud) portNeutronRoutes(mux *http.ServeMux) {
 		c.mu.Unlock()
 		writeJSON(w, http.StatusCreated, map[string]any{"port": v})
 	})
-	mux.HandleFunc("DELETE /networking/v2.0/ports/{id}", func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if p, ok := owned(w, r, c.ports, portProject, portNotFound); ok {
-			if p.DeviceOwner == routerInterface {
-				neutronFault(w, http.StatusConflict, "PortInUse", fmt.Sprintf(
-					"Port %s cannot be deleted directly via the port API: has device owner %s.", p.ID, p.DeviceOwner))
-				return
-			}
-			c.dropPort(p.ID)
-			w.WriteHeader(http.StatusNoContent)
+	mux.HandleFunc("DELETE /networking/v2.0/ports/{id}", ports.onOwned(func(w http.ResponseWriter, _ *http.Request, p *Port) {
+		if p.DeviceOwner == routerInterface {
+			neutronFault(w, http.StatusConflict, "PortInUse", fmt.Sprintf(
+				"Port %s cannot be deleted directly via the port API: has device owner %s.", p.ID, p.DeviceOwner))
+			return
 		}
-	})
-	mux.HandleFunc("PUT /networking/v2.0/ports/{id}/tags", func(w http.ResponseWriter, r *http.Request) {
+		c.dropPort(p.ID)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	mux.HandleFunc("PUT /networking/v2.0/ports/{id}/tags", ports.onOwned(func(w http.ResponseWriter, r *http.Request, p *Port) {
 		var body struct {
 			Tags []string `json:"tags"`
 		}
 		_ = json.NewDecoder(r.Body).Decode(&body)
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if p, ok := owned(w, r, c.ports, portProject, portNotFound); ok {
-			p.Tags = body.Tags
-			writeJSON(w, http.StatusOK, map[string]any{"tags": body.Tags})
-		}
-	})
-	mux.HandleFunc("GET /networking/v2.0/floatingips", func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		listed(w, r, "floatingips", c.floatingIPs, func(f *FloatingIP) map[string]string {
+		p.Tags = body.Tags
+		writeJSON(w, http.StatusOK, map[string]any{"tags": body.Tags})
+	}))
+	fips := kind[FloatingIP]{key: "floatingip", items: c.floatingIPs, view: fipView, locked: c.locked,
+		fields: func(f *FloatingIP) map[string]string {
 			return map[string]string{"project_id": f.ProjectID, "description": f.Description, "port_id": f.PortID, "floating_ip_address": f.Address}
-		}, fipView)
-	})
+		},
+		notFound: neutronNotFound("FloatingIPNotFound", "Floating IP %s could not be found")}
+	mux.HandleFunc("GET /networking/v2.0/floatingips", fips.locked(fips.list))
 	mux.HandleFunc("POST /networking/v2.0/floatingips", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			FIP struct {
@@ -253,14 +249,13 @@ func (c *Cloud) portNeutronRoutes(mux *http.ServeMux) {
 				Description string `json:"description"`
 			} `json:"floatingip"`
 		}
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-			neutronFault(w, http.StatusBadRequest, "HTTPBadRequest", "Invalid input for operation: failed to parse the request body.")
+		if !decoded(w, r, &body, neutronMalformed) {
 			return
 		}
 		in := body.FIP
 		n, ok := c.networkByID(in.NetworkID)
 		if !ok {
-			neutronFault(w, http.StatusNotFound, "NetworkNotFound", fmt.Sprintf("Network %s could not be found.", in.NetworkID))
+			networkNotFound(w, in.NetworkID)
 			return
 		}
 		if !n.External {
@@ -272,7 +267,7 @@ func (c *Cloud) portNeutronRoutes(mux *http.ServeMux) {
 		defer c.mu.Unlock()
 		if in.PortID != "" {
 			if p, ok := c.ports[in.PortID]; !ok || p.ProjectID != r.Header.Get("X-Project-Id") {
-				neutronFault(w, http.StatusNotFound, "PortNotFound", fmt.Sprintf("Port %s could not be found.", in.PortID))
+				portNotFound(w, in.PortID)
 				return
 			}
 		}
@@ -282,24 +277,17 @@ func (c *Cloud) portNeutronRoutes(mux *http.ServeMux) {
 		c.floatingIPs[f.ID] = f
 		writeJSON(w, http.StatusCreated, map[string]any{"floatingip": fipView(f)})
 	})
-	mux.HandleFunc("DELETE /networking/v2.0/floatingips/{id}", func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		f, ok := owned(w, r, c.floatingIPs, func(f *FloatingIP) string { return f.ProjectID }, func(w http.ResponseWriter, id string) {
-			neutronFault(w, http.StatusNotFound, "FloatingIPNotFound", fmt.Sprintf("Floating IP %s could not be found", id))
-		})
-		if ok {
-			delete(c.floatingIPs, f.ID)
-			w.WriteHeader(http.StatusNoContent)
-		}
-	})
+	mux.HandleFunc("DELETE /networking/v2.0/floatingips/{id}", fips.onOwned(func(w http.ResponseWriter, _ *http.Request, f *FloatingIP) {
+		delete(c.floatingIPs, f.ID)
+		w.WriteHeader(http.StatusNoContent)
+	}))
 }
 
 // Ports returns the ports the stand-in holds, of every project.
-func (c *Cloud) Ports() []Port { return snapshot(c, c.ports) }
+func (c *Cloud) Ports() []Port { return snapshot(&c.mu, c.ports) }
 
 // FloatingIPs returns the floating IPs the stand-in holds, of every project.
-func (c *Cloud) FloatingIPs() []FloatingIP { return snapshot(c, c.floatingIPs) }
+func (c *Cloud) FloatingIPs() []FloatingIP { return snapshot(&c.mu, c.floatingIPs) }
 
 // SetPortSecurity turns a network's port security on or off, as an
 // operator changing the network behind Magnetite's back would.

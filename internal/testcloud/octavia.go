@@ -3,6 +3,7 @@ package testcloud
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -45,6 +46,20 @@ func octaviaFault(w http.ResponseWriter, status int, msg string) {
 		code = "Server"
 	}
 	writeJSON(w, status, map[string]any{"faultcode": code, "faultstring": msg, "debuginfo": nil})
+}
+
+// octaviaNotFound answers Octavia's 404, with format's message about the
+// id asked for.
+func octaviaNotFound(format string) func(w http.ResponseWriter, id string) {
+	return func(w http.ResponseWriter, id string) { octaviaFault(w, http.StatusNotFound, fmt.Sprintf(format, id)) }
+}
+
+var lbNotFound = octaviaNotFound("Load Balancer %s not found.")
+
+// octaviaMissing answers Octavia's refusal of a request without a field it
+// requires (WSME's mandatory attribute check).
+func octaviaMissing(w http.ResponseWriter, field string) {
+	octaviaFault(w, http.StatusBadRequest, fmt.Sprintf("Invalid input for field/attribute %s. Value: 'None'. Mandatory field missing.", field))
 }
 
 // settle moves load balancers through their PENDING_* states: Octavia's
@@ -102,7 +117,7 @@ func (c *Cloud) dropLoadBalancer(id string) {
 func (c *Cloud) mutableLB(w http.ResponseWriter, r *http.Request, id string) (*LoadBalancer, bool) {
 	lb, ok := c.loadBalancers[id]
 	if !ok || lb.ProjectID != r.Header.Get("X-Project-Id") {
-		octaviaFault(w, http.StatusNotFound, fmt.Sprintf("Load Balancer %s not found.", id))
+		lbNotFound(w, id)
 		return nil, false
 	}
 	if lb.ProvisioningStatus != "ACTIVE" {
@@ -115,12 +130,12 @@ func (c *Cloud) mutableLB(w http.ResponseWriter, r *http.Request, id string) (*L
 
 func (c *Cloud) lbView(lb *LoadBalancer) map[string]any {
 	var listeners, pools []map[string]any
-	for _, id := range sortedKeys(c.listeners) {
+	for _, id := range slices.Sorted(maps.Keys(c.listeners)) {
 		if c.listeners[id].LoadBalancerID == lb.ID {
 			listeners = append(listeners, map[string]any{"id": id})
 		}
 	}
-	for _, id := range sortedKeys(c.pools) {
+	for _, id := range slices.Sorted(maps.Keys(c.pools)) {
 		if c.pools[id].LoadBalancerID == lb.ID {
 			pools = append(pools, map[string]any{"id": id})
 		}
@@ -153,20 +168,24 @@ func nonNil[T any](s []T) []T {
 func (c *Cloud) octaviaRoutes(mux *http.ServeMux) {
 	const base = "/load-balancer/v2.0/lbaas/"
 	locked := c.lockedAfter(c.settle)
-	lbProject := func(lb *LoadBalancer) string { return lb.ProjectID }
-	lbNotFound := func(w http.ResponseWriter, id string) {
-		octaviaFault(w, http.StatusNotFound, fmt.Sprintf("Load Balancer %s not found.", id))
-	}
-	mux.HandleFunc("GET "+base+"loadbalancers", locked(func(w http.ResponseWriter, r *http.Request) {
-		listed(w, r, "loadbalancers", c.loadBalancers, func(lb *LoadBalancer) map[string]string {
+	lbs := kind[LoadBalancer]{key: "loadbalancer", items: c.loadBalancers, view: c.lbView, locked: locked,
+		fields: func(lb *LoadBalancer) map[string]string {
 			return map[string]string{"project_id": lb.ProjectID, "name": lb.Name}
-		}, c.lbView)
-	}))
-	mux.HandleFunc("GET "+base+"loadbalancers/{id}", locked(func(w http.ResponseWriter, r *http.Request) {
-		if lb, ok := owned(w, r, c.loadBalancers, lbProject, lbNotFound); ok {
-			writeJSON(w, http.StatusOK, map[string]any{"loadbalancer": c.lbView(lb)})
+		},
+		notFound: lbNotFound}
+	lbs.serveReads(mux, base+"loadbalancers")
+	// A load balancer's children are its project's, listed by name.
+	childFields := func(lbID, name string) map[string]string {
+		project := ""
+		if lb := c.loadBalancers[lbID]; lb != nil {
+			project = lb.ProjectID
 		}
-	}))
+		return map[string]string{"project_id": project, "name": name}
+	}
+	listeners := kind[Listener]{key: "listener", items: c.listeners, view: listenerView, locked: locked,
+		fields: func(l *Listener) map[string]string { return childFields(l.LoadBalancerID, l.Name) }}
+	pools := kind[Pool]{key: "pool", items: c.pools, view: poolView, locked: locked,
+		fields: func(p *Pool) map[string]string { return childFields(p.LoadBalancerID, p.Name) }}
 	mux.HandleFunc("POST "+base+"loadbalancers", locked(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			LB struct {
@@ -200,12 +219,8 @@ func (c *Cloud) octaviaRoutes(mux *http.ServeMux) {
 		c.pending(lb, "PENDING_CREATE")
 		writeJSON(w, http.StatusCreated, map[string]any{"loadbalancer": c.lbView(lb)})
 	}))
-	mux.HandleFunc("DELETE "+base+"loadbalancers/{id}", locked(func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
-		lb, ok := owned(w, r, c.loadBalancers, lbProject, lbNotFound)
-		if !ok {
-			return
-		}
+	mux.HandleFunc("DELETE "+base+"loadbalancers/{id}", lbs.onOwned(func(w http.ResponseWriter, r *http.Request, lb *LoadBalancer) {
+		id := lb.ID
 		cascade := slices.Contains([]string{"true", "1", "yes", "on", "y", "t"}, strings.ToLower(r.URL.Query().Get("cascade")))
 		v := c.lbView(lb)
 		if !cascade && (len(v["listeners"].([]map[string]any)) > 0 || len(v["pools"].([]map[string]any)) > 0) {
@@ -229,7 +244,7 @@ func (c *Cloud) octaviaRoutes(mux *http.ServeMux) {
 			} `json:"listener"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.L.LoadBalancerID == "" {
-			octaviaFault(w, http.StatusBadRequest, "Invalid input for field/attribute loadbalancer_id. Value: 'None'. Mandatory field missing.")
+			octaviaMissing(w, "loadbalancer_id")
 			return
 		}
 		if _, ok := c.mutableLB(w, r, body.L.LoadBalancerID); !ok {
@@ -245,17 +260,7 @@ func (c *Cloud) octaviaRoutes(mux *http.ServeMux) {
 		c.listeners[l.ID] = l
 		writeJSON(w, http.StatusCreated, map[string]any{"listener": listenerView(l)})
 	}))
-	mux.HandleFunc("GET "+base+"listeners", locked(func(w http.ResponseWriter, r *http.Request) {
-		list := []map[string]any{}
-		for _, id := range sortedKeys(c.listeners) {
-			l := c.listeners[id]
-			if lb := c.loadBalancers[l.LoadBalancerID]; lb != nil && lb.ProjectID == r.Header.Get("X-Project-Id") &&
-				(!r.URL.Query().Has("name") || r.URL.Query().Get("name") == l.Name) {
-				list = append(list, listenerView(l))
-			}
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"listeners": list, "listeners_links": []any{}})
-	}))
+	mux.HandleFunc("GET "+base+"listeners", locked(listeners.list))
 	mux.HandleFunc("POST "+base+"pools", locked(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			P struct {
@@ -285,20 +290,10 @@ func (c *Cloud) octaviaRoutes(mux *http.ServeMux) {
 		}
 		writeJSON(w, http.StatusCreated, map[string]any{"pool": poolView(p)})
 	}))
-	mux.HandleFunc("GET "+base+"pools", locked(func(w http.ResponseWriter, r *http.Request) {
-		list := []map[string]any{}
-		for _, id := range sortedKeys(c.pools) {
-			p := c.pools[id]
-			if lb := c.loadBalancers[p.LoadBalancerID]; lb != nil && lb.ProjectID == r.Header.Get("X-Project-Id") &&
-				(!r.URL.Query().Has("name") || r.URL.Query().Get("name") == p.Name) {
-				list = append(list, poolView(p))
-			}
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"pools": list, "pools_links": []any{}})
-	}))
+	mux.HandleFunc("GET "+base+"pools", locked(pools.list))
 	mux.HandleFunc("GET "+base+"pools/{id}/members", locked(func(w http.ResponseWriter, r *http.Request) {
 		list := []map[string]any{}
-		for _, id := range sortedKeys(c.members) {
+		for _, id := range slices.Sorted(maps.Keys(c.members)) {
 			if m := c.members[id]; m.PoolID == r.PathValue("id") {
 				list = append(list, memberView(m))
 			}
@@ -308,7 +303,7 @@ func (c *Cloud) octaviaRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST "+base+"pools/{id}/members", locked(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := c.pools[r.PathValue("id")]
 		if !ok {
-			octaviaFault(w, http.StatusNotFound, fmt.Sprintf("Pool %s not found.", r.PathValue("id")))
+			octaviaNotFound("Pool %s not found.")(w, r.PathValue("id"))
 			return
 		}
 		var body struct {
@@ -320,7 +315,7 @@ func (c *Cloud) octaviaRoutes(mux *http.ServeMux) {
 			} `json:"member"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.M.Address == "" {
-			octaviaFault(w, http.StatusBadRequest, "Invalid input for field/attribute address. Value: 'None'. Mandatory field missing.")
+			octaviaMissing(w, "address")
 			return
 		}
 		if _, ok := c.mutableLB(w, r, p.LoadBalancerID); !ok {
@@ -339,7 +334,7 @@ func (c *Cloud) octaviaRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("DELETE "+base+"pools/{pool}/members/{id}", locked(func(w http.ResponseWriter, r *http.Request) {
 		m, ok := c.members[r.PathValue("id")]
 		if !ok || m.PoolID != r.PathValue("pool") {
-			octaviaFault(w, http.StatusNotFound, fmt.Sprintf("Member %s not found.", r.PathValue("id")))
+			octaviaNotFound("Member %s not found.")(w, r.PathValue("id"))
 			return
 		}
 		if _, ok := c.mutableLB(w, r, c.pools[m.PoolID].LoadBalancerID); !ok {
@@ -369,7 +364,7 @@ func memberView(m *Member) map[string]any {
 
 // LoadBalancers returns the load balancers the stand-in holds, of every
 // project.
-func (c *Cloud) LoadBalancers() []LoadBalancer { return snapshot(c, c.loadBalancers) }
+func (c *Cloud) LoadBalancers() []LoadBalancer { return snapshot(&c.mu, c.loadBalancers) }
 
 // HoldLoadBalancer keeps a load balancer's delete PENDING_DELETE until
 // released, as a busy Octavia worker does.

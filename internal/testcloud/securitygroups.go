@@ -1,7 +1,6 @@
 package testcloud
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -39,13 +38,12 @@ func securityGroupView(g *SecurityGroup) map[string]any {
 // (SecurityGroupInUse, 409) as Neutron does.
 func (c *Cloud) securityGroupRoutes(mux *http.ServeMux) {
 	const base = "/networking/v2.0/security-groups"
-	project := func(g *SecurityGroup) string { return g.ProjectID }
-	notFound := func(w http.ResponseWriter, id string) {
-		neutronFault(w, http.StatusNotFound, "SecurityGroupNotFound", fmt.Sprintf("Security group %s does not exist", id))
-	}
-	serveReads(c, mux, base, "security_group", c.securityGroups, func(g *SecurityGroup) map[string]string {
-		return map[string]string{"project_id": g.ProjectID, "name": g.Name, "description": g.Description}
-	}, securityGroupView, project, notFound)
+	groups := kind[SecurityGroup]{key: "security_group", items: c.securityGroups, view: securityGroupView, locked: c.locked,
+		fields: func(g *SecurityGroup) map[string]string {
+			return map[string]string{"project_id": g.ProjectID, "name": g.Name, "description": g.Description}
+		},
+		notFound: securityGroupNotFound}
+	groups.serveReads(mux, base)
 	mux.HandleFunc("POST "+base, func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			G struct {
@@ -53,8 +51,7 @@ func (c *Cloud) securityGroupRoutes(mux *http.ServeMux) {
 				Description string `json:"description"`
 			} `json:"security_group"`
 		}
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-			neutronFault(w, http.StatusBadRequest, "HTTPBadRequest", "Invalid input for operation: failed to parse the request body.")
+		if !decoded(w, r, &body, neutronMalformed) {
 			return
 		}
 		if body.G.Name == "default" {
@@ -67,13 +64,7 @@ func (c *Cloud) securityGroupRoutes(mux *http.ServeMux) {
 		c.securityGroups[g.ID] = g
 		writeJSON(w, http.StatusCreated, map[string]any{"security_group": securityGroupView(g)})
 	})
-	mux.HandleFunc("DELETE "+base+"/{id}", func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		g, ok := owned(w, r, c.securityGroups, project, notFound)
-		if !ok {
-			return
-		}
+	mux.HandleFunc("DELETE "+base+"/{id}", groups.onOwned(func(w http.ResponseWriter, _ *http.Request, g *SecurityGroup) {
 		for _, p := range c.ports {
 			if slices.Contains(p.SecurityGroups, g.ID) {
 				neutronFault(w, http.StatusConflict, "SecurityGroupInUse", fmt.Sprintf("Security Group %s in use.", g.ID))
@@ -87,13 +78,12 @@ func (c *Cloud) securityGroupRoutes(mux *http.ServeMux) {
 			other.Rules = slices.DeleteFunc(other.Rules, func(r SecurityGroupRule) bool { return r.RemoteGroupID == g.ID })
 		}
 		w.WriteHeader(http.StatusNoContent)
-	})
+	}))
 	mux.HandleFunc("POST /networking/v2.0/security-group-rules", func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			R SecurityGroupRule `json:"security_group_rule"`
 		}
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
-			neutronFault(w, http.StatusBadRequest, "HTTPBadRequest", "Invalid input for operation: failed to parse the request body.")
+		if !decoded(w, r, &body, neutronMalformed) {
 			return
 		}
 		rule := body.R
@@ -101,7 +91,7 @@ func (c *Cloud) securityGroupRoutes(mux *http.ServeMux) {
 		defer c.mu.Unlock()
 		for _, id := range []string{rule.SecurityGroupID, rule.RemoteGroupID} {
 			if g, ok := c.securityGroups[id]; id != "" && (!ok || g.ProjectID != r.Header.Get("X-Project-Id")) {
-				notFound(w, id)
+				securityGroupNotFound(w, id)
 				return
 			}
 		}
@@ -128,7 +118,7 @@ func (c *Cloud) securityGroupRoutes(mux *http.ServeMux) {
 
 // SecurityGroups returns the security groups the stand-in holds, of every
 // project.
-func (c *Cloud) SecurityGroups() []SecurityGroup { return snapshot(c, c.securityGroups) }
+func (c *Cloud) SecurityGroups() []SecurityGroup { return snapshot(&c.mu, c.securityGroups) }
 
 // UseSecurityGroup puts a security group on a port (or, with remove, takes
 // it off), as the cloud controller manager does to the member nodes' ports.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -49,42 +50,25 @@ func (c *Cloud) serverGroupRoutes(mux *http.ServeMux) {
 		}
 		return out
 	}
-	mux.HandleFunc("GET /compute/v2.1/os-server-groups", func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
+	groups := kind[ServerGroup]{items: c.serverGroups, locked: c.locked,
+		fields:   projectOf(func(g *ServerGroup) string { return g.ProjectID }),
+		notFound: novaNotFound("Instance group %s could not be found.")}
+	mux.HandleFunc("GET /compute/v2.1/os-server-groups", groups.locked(func(w http.ResponseWriter, r *http.Request) {
 		list := []map[string]any{}
-		for _, id := range sortedKeys(c.serverGroups) {
+		for _, id := range slices.Sorted(maps.Keys(c.serverGroups)) {
 			if g := c.serverGroups[id]; g.ProjectID == r.Header.Get("X-Project-Id") {
 				list = append(list, view(g, novaMicroversion(r)))
 			}
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"server_groups": list})
-	})
-	// ownGroup finds the caller's project's group of the path, answering
-	// Nova's 404 when there is none; it holds c.mu.
-	ownGroup := func(w http.ResponseWriter, r *http.Request) (*ServerGroup, bool) {
-		g, ok := c.serverGroups[r.PathValue("id")]
-		if !ok || g.ProjectID != r.Header.Get("X-Project-Id") {
-			novaNotFound(w, fmt.Sprintf("Instance group %s could not be found.", r.PathValue("id")))
-			return nil, false
-		}
-		return g, true
-	}
-	mux.HandleFunc("GET /compute/v2.1/os-server-groups/{id}", func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if g, ok := ownGroup(w, r); ok {
-			writeJSON(w, http.StatusOK, map[string]any{"server_group": view(g, novaMicroversion(r))})
-		}
-	})
-	mux.HandleFunc("DELETE /compute/v2.1/os-server-groups/{id}", func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if g, ok := ownGroup(w, r); ok {
-			delete(c.serverGroups, g.ID)
-			w.WriteHeader(http.StatusNoContent)
-		}
-	})
+	}))
+	mux.HandleFunc("GET /compute/v2.1/os-server-groups/{id}", groups.onOwned(func(w http.ResponseWriter, r *http.Request, g *ServerGroup) {
+		writeJSON(w, http.StatusOK, map[string]any{"server_group": view(g, novaMicroversion(r))})
+	}))
+	mux.HandleFunc("DELETE /compute/v2.1/os-server-groups/{id}", groups.onOwned(func(w http.ResponseWriter, _ *http.Request, g *ServerGroup) {
+		delete(c.serverGroups, g.ID)
+		w.WriteHeader(http.StatusNoContent)
+	}))
 	mux.HandleFunc("POST /compute/v2.1/os-server-groups", func(w http.ResponseWriter, r *http.Request) {
 		mv := novaMicroversion(r)
 		raw, _ := io.ReadAll(r.Body)
@@ -142,15 +126,7 @@ func (c *Cloud) serverGroupRoutes(mux *http.ServeMux) {
 
 // ServerGroups returns the server groups the stand-in holds, of every
 // project.
-func (c *Cloud) ServerGroups() []ServerGroup {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []ServerGroup
-	for _, id := range sortedKeys(c.serverGroups) {
-		out = append(out, *c.serverGroups[id])
-	}
-	return out
-}
+func (c *Cloud) ServerGroups() []ServerGroup { return snapshot(&c.mu, c.serverGroups) }
 
 // DeleteServerGroup removes a server group behind Magnetite's back, as an
 // operator cleaning up might.
@@ -158,13 +134,4 @@ func (c *Cloud) DeleteServerGroup(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.serverGroups, id)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -3,6 +3,7 @@ package testcloud
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -79,17 +80,16 @@ func (c *Cloud) serverView(s *Server) map[string]any {
 // ERROR with the fault.
 func (c *Cloud) serverRoutes(mux *http.ServeMux) {
 	const base = "/compute/v2.1/servers"
-	serverProject := func(s *Server) string { return s.ProjectID }
-	serverNotFound := func(w http.ResponseWriter, id string) {
-		novaNotFound(w, fmt.Sprintf("Instance %s could not be found.", id))
-	}
+	servers := kind[Server]{key: "server", items: c.servers, view: c.serverView, locked: c.locked,
+		fields:   projectOf(func(s *Server) string { return s.ProjectID }),
+		notFound: novaNotFound("Instance %s could not be found.")}
 	mux.HandleFunc("GET "+base+"/detail", func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		// Nova's name filter is a regular expression; CAPO anchors it.
 		name := strings.TrimSuffix(strings.TrimPrefix(r.URL.Query().Get("name"), "^"), "$")
 		list := []map[string]any{}
-		for _, id := range sortedKeys(c.servers) {
+		for _, id := range slices.Sorted(maps.Keys(c.servers)) {
 			s := c.servers[id]
 			if s.ProjectID == r.Header.Get("X-Project-Id") && (name == "" || s.Name == name) {
 				list = append(list, c.serverView(s))
@@ -97,20 +97,10 @@ func (c *Cloud) serverRoutes(mux *http.ServeMux) {
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"servers": list})
 	})
-	mux.HandleFunc("GET "+base+"/{id}", func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if s, ok := owned(w, r, c.servers, serverProject, serverNotFound); ok {
-			writeJSON(w, http.StatusOK, map[string]any{"server": c.serverView(s)})
-		}
-	})
-	mux.HandleFunc("DELETE "+base+"/{id}", func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		s, ok := owned(w, r, c.servers, serverProject, serverNotFound)
-		if !ok {
-			return
-		}
+	mux.HandleFunc("GET "+base+"/{id}", servers.onOwned(func(w http.ResponseWriter, _ *http.Request, s *Server) {
+		writeJSON(w, http.StatusOK, map[string]any{"server": c.serverView(s)})
+	}))
+	mux.HandleFunc("DELETE "+base+"/{id}", servers.onOwned(func(w http.ResponseWriter, _ *http.Request, s *Server) {
 		delete(c.servers, s.ID)
 		for _, pid := range s.Ports {
 			if p, ok := c.ports[pid]; ok {
@@ -123,7 +113,7 @@ func (c *Cloud) serverRoutes(mux *http.ServeMux) {
 			delete(c.volumes, s.RootVolumeID)
 		}
 		w.WriteHeader(http.StatusNoContent)
-	})
+	}))
 	mux.HandleFunc("POST "+base, func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			Server struct {
@@ -220,7 +210,7 @@ func (c *Cloud) serverRoutes(mux *http.ServeMux) {
 }
 
 // Servers returns the servers the stand-in holds, of every project.
-func (c *Cloud) Servers() []Server { return snapshot(c, c.servers) }
+func (c *Cloud) Servers() []Server { return snapshot(&c.mu, c.servers) }
 
 // RemoveFlavor makes a flavor unusable for new servers, as an operator
 // deleting it behind Magnetite's back would; existing servers keep it.

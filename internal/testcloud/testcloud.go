@@ -16,8 +16,10 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -276,8 +278,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func novaNotFound(w http.ResponseWriter, msg string) {
-	writeJSON(w, http.StatusNotFound, map[string]any{"itemNotFound": map[string]any{"code": 404, "message": msg}})
+// novaNotFound answers Nova's 404, with format's message about the id
+// asked for.
+func novaNotFound(format string) func(w http.ResponseWriter, id string) {
+	return func(w http.ResponseWriter, id string) {
+		writeJSON(w, http.StatusNotFound, map[string]any{"itemNotFound": map[string]any{"code": 404, "message": fmt.Sprintf(format, id)}})
+	}
 }
 
 func (c *Cloud) novaRoutes(mux *http.ServeMux) {
@@ -309,7 +315,7 @@ func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 				return
 			}
 		}
-		novaNotFound(w, "Flavor "+r.PathValue("id")+" could not be found.")
+		novaNotFound("Flavor %s could not be found.")(w, r.PathValue("id"))
 	})
 	mux.HandleFunc("GET /compute/v2.1/flavors/{id}/os-extra_specs", func(w http.ResponseWriter, r *http.Request) {
 		for _, f := range flavors {
@@ -322,7 +328,7 @@ func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 				return
 			}
 		}
-		novaNotFound(w, "Flavor "+r.PathValue("id")+" could not be found.")
+		novaNotFound("Flavor %s could not be found.")(w, r.PathValue("id"))
 	})
 	mux.HandleFunc("GET /compute/v2.1/os-keypairs", func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
@@ -343,7 +349,7 @@ func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 		k, ok := c.keypairs[user][r.PathValue("name")]
 		c.mu.Unlock()
 		if !ok {
-			novaNotFound(w, fmt.Sprintf("Keypair %s not found for user %s", r.PathValue("name"), user))
+			novaNotFound("Keypair %s not found for user "+user)(w, r.PathValue("name"))
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"keypair": map[string]any{
@@ -358,7 +364,7 @@ func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 		delete(c.keypairs[user], r.PathValue("name"))
 		c.mu.Unlock()
 		if !ok {
-			novaNotFound(w, fmt.Sprintf("Keypair %s not found for user %s", r.PathValue("name"), user))
+			novaNotFound("Keypair %s not found for user "+user)(w, r.PathValue("name"))
 			return
 		}
 		w.WriteHeader(http.StatusAccepted)
@@ -542,38 +548,84 @@ func (c *Cloud) neutronRoutes(mux *http.ServeMux) {
 	})
 }
 
-// listed answers a list request with the items of the caller's project
-// (fields["project_id"]) that match each query filter the request names
-// among fields, under key, as OpenStack's list APIs filter.
-func listed[T any](w http.ResponseWriter, r *http.Request, key string, items map[string]*T, fields func(*T) map[string]string, view func(*T) map[string]any) {
+// kind is one kind of resource a stand-in service holds, each of a
+// project: how the service lists it, finds one for its project and answers
+// when there is none.
+type kind[T any] struct {
+	// key is the JSON key of one ("volume"); a list's is key+"s".
+	key   string
+	items map[string]*T
+	// fields are an item's values a list filters by; project_id is its
+	// project.
+	fields   func(*T) map[string]string
+	view     func(*T) map[string]any
+	notFound func(w http.ResponseWriter, id string)
+	// locked runs a handler holding the lock that guards items.
+	locked func(http.HandlerFunc) http.HandlerFunc
+}
+
+// list answers a list request with the items of the caller's project that
+// match each query filter the request names among fields, as OpenStack's
+// list APIs filter.
+func (k kind[T]) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	list := []map[string]any{}
-	for _, id := range sortedKeys(items) {
-		it := items[id]
-		f := fields(it)
+	for _, id := range slices.Sorted(maps.Keys(k.items)) {
+		it := k.items[id]
+		f := k.fields(it)
 		match := f["project_id"] == r.Header.Get("X-Project-Id")
-		for k, v := range f {
-			if k != "project_id" && q.Has(k) && q.Get(k) != v {
+		for name, v := range f {
+			if name != "project_id" && q.Has(name) && q.Get(name) != v {
 				match = false
 			}
 		}
 		if match {
-			list = append(list, view(it))
+			list = append(list, k.view(it))
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{key: list, key + "_links": []any{}})
+	writeJSON(w, http.StatusOK, map[string]any{k.key + "s": list, k.key + "s_links": []any{}})
 }
 
-// owned finds an item of the caller's project by the path's id, answering
+// own finds an item of the caller's project by the path's id, answering
 // with notFound when there is none.
-func owned[T any](w http.ResponseWriter, r *http.Request, items map[string]*T, project func(*T) string, notFound func(w http.ResponseWriter, id string)) (*T, bool) {
-	it, ok := items[r.PathValue("id")]
-	if !ok || project(it) != r.Header.Get("X-Project-Id") {
-		notFound(w, r.PathValue("id"))
+func (k kind[T]) own(w http.ResponseWriter, r *http.Request) (*T, bool) {
+	it, ok := k.items[r.PathValue("id")]
+	if !ok || k.fields(it)["project_id"] != r.Header.Get("X-Project-Id") {
+		k.notFound(w, r.PathValue("id"))
 		return nil, false
 	}
 	return it, true
 }
+
+// onOwned serves a request about the caller's project's item of the path
+// (notFound when there is none) with h, holding the lock.
+func (k kind[T]) onOwned(h func(w http.ResponseWriter, r *http.Request, it *T)) http.HandlerFunc {
+	return k.locked(func(w http.ResponseWriter, r *http.Request) {
+		if it, ok := k.own(w, r); ok {
+			h(w, r, it)
+		}
+	})
+}
+
+// serveReads serves the list (GET base, and the other lists paths) and the
+// show (GET base/{id}) of the kind.
+func (k kind[T]) serveReads(mux *http.ServeMux, base string, lists ...string) {
+	for _, path := range append([]string{base}, lists...) {
+		mux.HandleFunc("GET "+path, k.locked(k.list))
+	}
+	mux.HandleFunc("GET "+base+"/{id}", k.onOwned(func(w http.ResponseWriter, _ *http.Request, it *T) {
+		writeJSON(w, http.StatusOK, map[string]any{k.key: k.view(it)})
+	}))
+}
+
+// projectOf is the fields of an item that lists filter by nothing but its
+// project.
+func projectOf[T any](project func(*T) string) func(*T) map[string]string {
+	return func(it *T) map[string]string { return map[string]string{"project_id": project(it)} }
+}
+
+// locked runs a handler under c.mu.
+func (c *Cloud) locked(h http.HandlerFunc) http.HandlerFunc { return c.lockedAfter(func() {})(h) }
 
 // lockedAfter runs handlers under c.mu after settle has let the service's
 // background work (its workers finishing what the API accepted) move on.
@@ -588,12 +640,23 @@ func (c *Cloud) lockedAfter(settle func()) func(http.HandlerFunc) http.HandlerFu
 	}
 }
 
-// snapshot copies the items of one of the cloud's maps, in ID order.
-func snapshot[T any](c *Cloud, items map[string]*T) []T {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// decoded reads a request's JSON body into v, answering with malformed
+// when it cannot be read.
+func decoded(w http.ResponseWriter, r *http.Request, v any, malformed func(http.ResponseWriter)) bool {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		malformed(w)
+		return false
+	}
+	return true
+}
+
+// snapshot copies the items of one of the cloud's maps, guarded by mu, in
+// ID order.
+func snapshot[T any](mu *sync.Mutex, items map[string]*T) []T {
+	mu.Lock()
+	defer mu.Unlock()
 	out := make([]T, 0, len(items))
-	for _, id := range sortedKeys(items) {
+	for _, id := range slices.Sorted(maps.Keys(items)) {
 		out = append(out, *items[id])
 	}
 	return out

@@ -26,78 +26,61 @@ type Workload struct {
 func (c *Cloud) MakeWorkload(token, cluster, ns, svc string) (Workload, error) {
 	var wl Workload
 	lbName := fmt.Sprintf("kube_service_%s_%s_%s", cluster, ns, svc)
-	var lb struct {
-		LB struct {
-			ID        string `json:"id"`
-			VIPPortID string `json:"vip_port_id"`
-		} `json:"loadbalancer"`
-	}
-	err := c.call(token, "POST", "/load-balancer/v2.0/lbaas/loadbalancers", map[string]any{"loadbalancer": map[string]any{
+	lb, err := c.Create(token, "/load-balancer/v2.0/lbaas/loadbalancers", "loadbalancer", map[string]any{
 		"name": lbName, "description": fmt.Sprintf("Kubernetes external service %s/%s from cluster %s", ns, svc, cluster),
-		"vip_subnet_id": PrivateSubnetID, "tags": []string{lbName}}}, &lb)
+		"vip_subnet_id": PrivateSubnetID, "tags": []string{lbName}})
 	if err != nil {
 		return wl, err
 	}
-	wl.LoadBalancerID = lb.LB.ID
+	wl.LoadBalancerID, _ = lb["id"].(string)
 	// The provider waits for ACTIVE before adding listeners.
 	if err := c.awaitStatus(token, "/load-balancer/v2.0/lbaas/loadbalancers/"+wl.LoadBalancerID, "loadbalancer", "provisioning_status", "ACTIVE"); err != nil {
 		return wl, err
 	}
-	err = c.call(token, "POST", "/load-balancer/v2.0/lbaas/listeners", map[string]any{"listener": map[string]any{
-		"name": "listener_0_" + lbName, "loadbalancer_id": wl.LoadBalancerID, "protocol": "TCP", "protocol_port": 80}}, nil)
+	if _, err := c.Create(token, "/load-balancer/v2.0/lbaas/listeners", "listener", map[string]any{
+		"name": "listener_0_" + lbName, "loadbalancer_id": wl.LoadBalancerID, "protocol": "TCP", "protocol_port": 80}); err != nil {
+		return wl, err
+	}
+	fip, err := c.Create(token, "/networking/v2.0/floatingips", "floatingip", map[string]any{
+		"floating_network_id": ExternalNetID, "port_id": lb["vip_port_id"],
+		"description": fmt.Sprintf("Floating IP for Kubernetes external service %s/%s from cluster %s", ns, svc, cluster)})
 	if err != nil {
 		return wl, err
 	}
-	var fip struct {
-		FIP struct {
-			ID string `json:"id"`
-		} `json:"floatingip"`
-	}
-	err = c.call(token, "POST", "/networking/v2.0/floatingips", map[string]any{"floatingip": map[string]any{
-		"floating_network_id": ExternalNetID, "port_id": lb.LB.VIPPortID,
-		"description": fmt.Sprintf("Floating IP for Kubernetes external service %s/%s from cluster %s", ns, svc, cluster)}}, &fip)
-	if err != nil {
-		return wl, err
-	}
-	wl.FloatingIPID = fip.FIP.ID
-	var sg struct {
-		SG struct {
-			ID string `json:"id"`
-		} `json:"security_group"`
-	}
-	err = c.call(token, "POST", "/networking/v2.0/security-groups", map[string]any{"security_group": map[string]any{
+	wl.FloatingIPID, _ = fip["id"].(string)
+	sg, err := c.Create(token, "/networking/v2.0/security-groups", "security_group", map[string]any{
 		"name":        fmt.Sprintf("lb-sg-%s-%s-%s", uuid.NewString(), ns, svc),
-		"description": fmt.Sprintf("Security Group for %s/%s Service LoadBalancer in cluster %s", ns, svc, cluster)}}, &sg)
+		"description": fmt.Sprintf("Security Group for %s/%s Service LoadBalancer in cluster %s", ns, svc, cluster)})
 	if err != nil {
 		return wl, err
 	}
-	wl.SecurityGroupID = sg.SG.ID
-	var vol struct {
-		V struct {
-			ID string `json:"id"`
-		} `json:"volume"`
-	}
-	err = c.call(token, "POST", "/volume/v3/volumes", map[string]any{"volume": map[string]any{
+	wl.SecurityGroupID, _ = sg["id"].(string)
+	vol, err := c.Create(token, "/volume/v3/volumes", "volume", map[string]any{
 		"name": "pvc-" + svc, "size": 1, "metadata": map[string]string{"cinder.csi.openstack.org/cluster": cluster,
-			"csi.storage.k8s.io/pvc/name": svc, "csi.storage.k8s.io/pvc/namespace": ns}}}, &vol)
+			"csi.storage.k8s.io/pvc/name": svc, "csi.storage.k8s.io/pvc/namespace": ns}})
 	if err != nil {
 		return wl, err
 	}
-	wl.VolumeID = vol.V.ID
+	wl.VolumeID, _ = vol["id"].(string)
 	// The snapshotter snapshots a ready volume.
 	if err := c.awaitStatus(token, "/volume/v3/volumes/"+wl.VolumeID, "volume", "status", "available"); err != nil {
 		return wl, err
 	}
-	var snap struct {
-		S struct {
-			ID string `json:"id"`
-		} `json:"snapshot"`
-	}
-	err = c.call(token, "POST", "/volume/v3/snapshots", map[string]any{"snapshot": map[string]any{
+	snap, err := c.Create(token, "/volume/v3/snapshots", "snapshot", map[string]any{
 		"name": "snapshot-" + uuid.NewString(), "volume_id": wl.VolumeID, "force": true,
-		"metadata": map[string]string{"cinder.csi.openstack.org/cluster": cluster}}}, &snap)
-	wl.SnapshotID = snap.S.ID
+		"metadata": map[string]string{"cinder.csi.openstack.org/cluster": cluster}})
+	wl.SnapshotID, _ = snap["id"].(string)
 	return wl, err
+}
+
+// Create POSTs one resource to path, under key as the OpenStack APIs take
+// it, as the holder of token, and returns what the service made.
+func (c *Cloud) Create(token, path, key string, body map[string]any) (map[string]any, error) {
+	var out map[string]map[string]any
+	if err := c.call(token, "POST", path, map[string]any{key: body}, &out); err != nil {
+		return nil, err
+	}
+	return out[key], nil
 }
 
 // awaitStatus reads path until its object (under key) has field set to
