@@ -12,8 +12,12 @@ import (
 )
 
 // idTables are the tables whose key is the auto-numbered {{id}}; they and
-// hosts are made with the {{table_options}}.
-var idTables = []string{"cluster_templates", "clusters", "nodegroups", "quotas", "operations", "services", "cluster_events", "cluster_certificates"}
+// hosts are made with the {{table_options}}, and optionTables are given them
+// by {{convert_table}}.
+var (
+	idTables     = []string{"cluster_templates", "clusters", "nodegroups", "quotas", "operations", "services", "cluster_events", "cluster_certificates"}
+	optionTables = []string{"hosts", "cluster_credentials", "locks", "list_generations", "periodic_leases"}
+)
 
 func init() {
 	storeCases = append(storeCases, storeCase{"the schema has each dialect's keys, engine, collation and foreign keys", func(t *testing.T, db *store.DB, reopen func() (*store.DB, error)) {
@@ -41,7 +45,7 @@ func init() {
 				t.Fatal(err)
 			}
 			defer again.Close()
-			for _, table := range append(idTables, "hosts") {
+			for _, table := range append(idTables, optionTables...) {
 				var engine, collation string
 				if err := db.SQL().QueryRowContext(ctx, `SELECT ENGINE, TABLE_COLLATION FROM information_schema.TABLES
 					WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?`, table).Scan(&engine, &collation); err != nil {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -39,5 +40,20 @@ func TestMigrationsRenderForEveryDialect(t *testing.T) {
 	got, err := renderMigration(SQLite, "0099_t.sql", "CREATE TABLE t (id {{id}}) {{table_options}};")
 	if want := "CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT) ;"; err != nil || got != want {
 		t.Fatalf("rendered %q, %v; want %q", got, err, want)
+	}
+	for _, bad := range []string{"{{convert_table}}", "{{table_options t}}"} {
+		if _, err := renderMigration(MySQL, "0099_t.sql", bad+";"); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("rendering %s: %v, want it refused", bad, err)
+		}
+	}
+	convert := "-- c\n{{convert_table t}};\nCREATE TABLE u (id {{id}}) {{table_options}};"
+	for dialect, want := range map[Dialect][]string{
+		MySQL:  {"-- c\nALTER TABLE t ENGINE=InnoDB, CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", "CREATE TABLE u (id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY) " + mysqlTableOptions},
+		SQLite: {"CREATE TABLE u (id INTEGER PRIMARY KEY AUTOINCREMENT)"},
+	} {
+		body, err := renderMigration(dialect, "0099_t.sql", convert)
+		if got := splitStatements(body); err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: statements %q, %v; want %q", dialect, got, err, want)
+		}
 	}
 }

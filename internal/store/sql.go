@@ -139,23 +139,40 @@ type migration struct {
 //   - {{table_options}}: MariaDB tables are InnoDB (transactions, row locks,
 //     foreign keys) and compare text byte for byte (utf8mb4_bin), as SQLite
 //     does; SQLite takes no table options.
+//   - {{convert_table NAME}}: a whole statement giving an existing table the
+//     table options (MariaDB converts its engine, character set and stored
+//     text); nothing on SQLite.
 //
 // Everything else is written once in SQL both accept: text columns use
 // MariaDB's types (TEXT, MEDIUMTEXT, LONGTEXT), which SQLite stores with
 // TEXT affinity, and foreign keys are table constraints, which MariaDB
 // enforces (it ignores a REFERENCES on a column).
-var dialectTokens = map[Dialect]map[string]string{
+var dialectTokens = map[Dialect]map[string]func(arg string) string{
 	SQLite: {
-		"id":            "INTEGER PRIMARY KEY AUTOINCREMENT",
-		"table_options": "",
+		"id":            plain("INTEGER PRIMARY KEY AUTOINCREMENT"),
+		"table_options": plain(""),
+		"convert_table": func(string) string { return "" },
 	},
 	MySQL: {
-		"id":            "BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY",
-		"table_options": "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+		"id":            plain("BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY"),
+		"table_options": plain(mysqlTableOptions),
+		"convert_table": func(table string) string {
+			return "ALTER TABLE " + table + " ENGINE=InnoDB, CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+		},
 	},
 }
 
-var migrationToken = regexp.MustCompile(`\{\{(\w*)\}\}`)
+const mysqlTableOptions = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+
+// plain is a token that takes no argument and always reads text.
+func plain(text string) func(string) string {
+	return func(string) string { return text }
+}
+
+// migrationToken is {{name}} or {{name ARG}}; only convert_table takes an
+// argument (a table name), and a token given one it does not take is an
+// error like an unknown token.
+var migrationToken = regexp.MustCompile(`\{\{(\w*)(?: (\w+))?\}\}`)
 
 // renderMigration puts the dialect's text in place of body's tokens; a
 // token the dialect does not define is an error, never passed to the
@@ -167,11 +184,13 @@ func renderMigration(dialect Dialect, name, body string) (string, error) {
 	}
 	var unknown []string
 	out := migrationToken.ReplaceAllStringFunc(body, func(tok string) string {
-		v, ok := tokens[migrationToken.FindStringSubmatch(tok)[1]]
-		if !ok {
+		m := migrationToken.FindStringSubmatch(tok)
+		render, ok := tokens[m[1]]
+		if !ok || (m[1] == "convert_table") != (m[2] != "") {
 			unknown = append(unknown, tok)
+			return ""
 		}
-		return v
+		return render(m[2])
 	})
 	if len(unknown) > 0 {
 		return "", fmt.Errorf("store: migration %s uses %s, which the %s dialect does not define", name, strings.Join(unknown, ", "), dialect)
@@ -277,14 +296,26 @@ func (s *DB) Migrate(ctx context.Context) error {
 	return nil
 }
 
+// splitStatements cuts a rendered migration at its semicolons. A part with
+// nothing but comments (a statement a dialect renders to nothing) is
+// dropped: MariaDB refuses an empty query.
 func splitStatements(body string) []string {
 	var out []string
 	for _, part := range strings.Split(body, ";") {
-		if p := strings.TrimSpace(part); p != "" {
+		if p := strings.TrimSpace(part); p != "" && !onlyComments(p) {
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+func onlyComments(sql string) bool {
+	for _, line := range strings.Split(sql, "\n") {
+		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "--") {
+			return false
+		}
+	}
+	return true
 }
 
 // isUniqueViolation recognises unique-constraint errors of both backends
