@@ -24,10 +24,7 @@ import (
 func BenchmarkListClustersAuth(b *testing.B) {
 	ks := testkeystone.Start(b) // skips under -short
 	ks.ServiceUser(testapi.ServiceUser, testapi.ServicePassword)
-	project := ks.CreateProject("bench")
-	user := ks.CreateUser("bencher", "bencher-password")
-	ks.Grant(user, project, "member")
-	token := ks.Token("bencher", "bencher-password", "bench")
+	token := testapi.KeystoneMember(ks, "bench", "bencher")
 	validator := testapi.KeystoneValidator(b, ks, func(c *auth.KeystoneConfig) { c.CacheTime = time.Hour })
 
 	type mode struct {

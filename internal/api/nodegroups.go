@@ -260,12 +260,7 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if ng.NodeLabels == nil {
-		ng.NodeLabels = map[string]string{}
-	}
-	if ng.NodeTaints == nil {
-		ng.NodeTaints = []model.Taint{}
-	}
+	storeEmptyNodeLabels(ng)
 	t := time.Now().UTC()
 	ng.UUID = uuid.NewString()
 	ng.ClusterID, ng.ProjectID = c.UUID, c.ProjectID
@@ -328,12 +323,7 @@ func (s *Server) updateNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if updated.NodeLabels == nil {
-		updated.NodeLabels = map[string]string{}
-	}
-	if updated.NodeTaints == nil {
-		updated.NodeTaints = []model.Taint{}
-	}
+	storeEmptyNodeLabels(updated)
 	t := time.Now().UTC()
 	updated.ID, updated.UUID, updated.ClusterID, updated.ProjectID, updated.CreatedAt = ng.ID, ng.UUID, ng.ClusterID, ng.ProjectID, ng.CreatedAt
 	// Written over what the node group is now, not over what it was when
@@ -378,6 +368,17 @@ func (s *Server) deleteNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// storeEmptyNodeLabels gives a node group without node labels or taints
+// empty ones, so it is stored and shown with {} and [] rather than null.
+func storeEmptyNodeLabels(ng *model.NodeGroup) {
+	if ng.NodeLabels == nil {
+		ng.NodeLabels = map[string]string{}
+	}
+	if ng.NodeTaints == nil {
+		ng.NodeTaints = []model.Taint{}
+	}
 }
 
 func invalidNodeGroup(attr, name, expl string) *apiError {

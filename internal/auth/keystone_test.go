@@ -85,6 +85,16 @@ func (w *keystoneWorld) validator(t *testing.T, mod func(*auth.KeystoneConfig)) 
 	return k, ct, clk
 }
 
+// cachedToken is a validator that caches tokens for cacheTime and a user
+// token it has validated once.
+func (w *keystoneWorld) cachedToken(t *testing.T, cacheTime time.Duration) (*auth.Keystone, *countingTransport, *clock, string) {
+	t.Helper()
+	k, ct, clk := w.validator(t, func(c *auth.KeystoneConfig) { c.CacheTime = cacheTime })
+	tok := w.userToken(t)
+	mustValidate(t, k, tok)
+	return k, ct, clk, tok
+}
+
 func (w *keystoneWorld) userToken(t *testing.T) string {
 	return w.ks.Token("alice", w.userPwd, "alpha")
 }
@@ -160,9 +170,7 @@ func TestKeystoneValidation(t *testing.T) {
 	})
 
 	t.Run("a revoked token is refused once the cache time has passed", func(t *testing.T) {
-		k, ct, clk := w.validator(t, func(c *auth.KeystoneConfig) { c.CacheTime = 30 * time.Second })
-		tok := w.userToken(t)
-		mustValidate(t, k, tok)
+		k, ct, clk, tok := w.cachedToken(t, 30 * time.Second)
 		ks.Revoke(tok)
 		// Within the cache time the cached answer stands (documented bound).
 		clk.advance(29 * time.Second)
@@ -178,9 +186,7 @@ func TestKeystoneValidation(t *testing.T) {
 	})
 
 	t.Run("a cached token is refused past its own expiry without asking Keystone", func(t *testing.T) {
-		k, ct, clk := w.validator(t, func(c *auth.KeystoneConfig) { c.CacheTime = 24 * time.Hour })
-		tok := w.userToken(t)
-		mustValidate(t, k, tok)
+		k, ct, clk, tok := w.cachedToken(t, 24 * time.Hour)
 		// Keystone's tokens live an hour by default.
 		clk.advance(61 * time.Minute)
 		_, err := k.Validate(ctx, tok)
@@ -373,10 +379,7 @@ func TestKeystoneConfigIsChecked(t *testing.T) {
 func BenchmarkValidateCachedToken(b *testing.B) {
 	ks := testkeystone.Start(b) // skips under -short
 	ks.ServiceUser(testapi.ServiceUser, testapi.ServicePassword)
-	project := ks.CreateProject("bench")
-	user := ks.CreateUser("bencher", "bencher-password")
-	ks.Grant(user, project, "member")
-	tok := ks.Token("bencher", "bencher-password", "bench")
+	tok := testapi.KeystoneMember(ks, "bench", "bencher")
 	k := testapi.KeystoneValidator(b, ks, func(c *auth.KeystoneConfig) { c.CacheTime = time.Hour })
 	ctx := context.Background()
 	if _, err := k.Validate(ctx, tok); err != nil {

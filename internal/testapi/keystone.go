@@ -35,3 +35,12 @@ func KeystoneValidator(t testing.TB, ks *testkeystone.Keystone, adjust ...func(*
 	}
 	return k
 }
+
+// KeystoneMember creates project and user (password user+"-password") in
+// ks, makes the user a member of the project and returns a token of theirs
+// scoped to it.
+func KeystoneMember(ks *testkeystone.Keystone, project, user string) string {
+	id := ks.CreateUser(user, user+"-password")
+	ks.Grant(id, ks.CreateProject(project), "member")
+	return ks.Token(user, user+"-password", project)
+}
