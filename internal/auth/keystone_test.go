@@ -170,7 +170,7 @@ func TestKeystoneValidation(t *testing.T) {
 	})
 
 	t.Run("a revoked token is refused once the cache time has passed", func(t *testing.T) {
-		k, ct, clk, tok := w.cachedToken(t, 30 * time.Second)
+		k, ct, clk, tok := w.cachedToken(t, 30*time.Second)
 		ks.Revoke(tok)
 		// Within the cache time the cached answer stands (documented bound).
 		clk.advance(29 * time.Second)
@@ -186,7 +186,7 @@ func TestKeystoneValidation(t *testing.T) {
 	})
 
 	t.Run("a cached token is refused past its own expiry without asking Keystone", func(t *testing.T) {
-		k, ct, clk, tok := w.cachedToken(t, 24 * time.Hour)
+		k, ct, clk, tok := w.cachedToken(t, 24*time.Hour)
 		// Keystone's tokens live an hour by default.
 		clk.advance(61 * time.Minute)
 		_, err := k.Validate(ctx, tok)
