@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"testing"
 	"time"
@@ -24,17 +23,9 @@ import (
 //	go test ./internal/api -run '^$' -bench ListClustersAuth
 func BenchmarkListClustersAuth(b *testing.B) {
 	ks := testkeystone.Start(b) // skips under -short
-	ks.ServiceUser("magnetite", servicePassword)
-	project := ks.CreateProject("bench")
-	user := ks.CreateUser("bencher", "bencher-password")
-	ks.Grant(user, project, "member")
-	token := ks.Token("bencher", "bencher-password", "bench")
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	validator, err := auth.NewKeystone(auth.KeystoneConfig{AuthURL: ks.AuthURL(), Username: "magnetite",
-		Password: servicePassword, ProjectName: "service", CacheTime: time.Hour, Log: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
+	ks.ServiceUser(testapi.ServiceUser, testapi.ServicePassword)
+	token := testapi.KeystoneMember(ks, "bench", "bencher")
+	validator := testapi.KeystoneValidator(b, ks, func(c *auth.KeystoneConfig) { c.CacheTime = time.Hour })
 
 	type mode struct {
 		name    string

@@ -49,19 +49,8 @@ func familyOf(r *http.Request) *family {
 }
 
 func (s *Server) bayEraRoutes() {
-	s.handle("GET /v1/baymodels", bayEra(s.listClusterTemplates(false)))
-	s.handle("GET /v1/baymodels/detail", bayEra(s.listClusterTemplates(true)))
-	s.handle("GET /v1/baymodels/{ident}", bayEra(s.getClusterTemplate))
-	s.handle("POST /v1/baymodels", bayEra(s.createClusterTemplate))
-	s.handle("PATCH /v1/baymodels/{ident}", bayEra(s.updateClusterTemplate))
-	s.handle("DELETE /v1/baymodels/{ident}", bayEra(s.deleteClusterTemplate))
-
-	s.handle("GET /v1/bays", bayEra(s.listClusters(false)))
-	s.handle("GET /v1/bays/detail", bayEra(s.listClusters(true)))
-	s.handle("GET /v1/bays/{ident}", bayEra(s.getCluster))
-	s.handle("POST /v1/bays", bayEra(s.createCluster))
-	s.handle("PATCH /v1/bays/{ident}", bayEra(s.updateCluster))
-	s.handle("DELETE /v1/bays/{ident}", bayEra(s.deleteCluster))
+	s.handleCollection(bayEraNames.templates, s.templateCollection(), bayEra)
+	s.handleCollection(bayEraNames.clusters, s.clusterCollection(), bayEra)
 }
 
 // subSchema is the fields of from the names list, renamed by rename (a

@@ -1,11 +1,9 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -52,49 +50,13 @@ func (c *client) at(version string) *client {
 	return c.with("OpenStack-API-Version", "container-infra "+version)
 }
 
-type response struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
+type response testapi.Response
 
 // do sends body verbatim when it is a string or []byte and as JSON otherwise.
 func (c *client) do(method, path string, body any) *response {
 	c.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		enc, err := json.Marshal(b)
-		if err != nil {
-			c.t.Fatalf("encode body: %v", err)
-		}
-		rd = bytes.NewReader(enc)
-	}
-	req, err := http.NewRequestWithContext(context.Background(), method, c.srv.URL+path, rd)
-	if err != nil {
-		c.t.Fatalf("build request: %v", err)
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, v := range c.headers {
-		req.Header.Set(k, v)
-	}
-	res, err := c.srv.Client().Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		c.t.Fatalf("%s %s: read body: %v", method, path, err)
-	}
-	return &response{Status: res.StatusCode, Header: res.Header, Body: b}
+	res := c.srv.Do(c.t, method, path, body, c.headers)
+	return (*response)(&res)
 }
 
 // must sends a request and fails the test unless the status matches.

@@ -42,11 +42,7 @@ func (s *Server) resolveNodeGroup(r *http.Request, c *model.Cluster, ident any) 
 }
 
 func (s *Server) resizeCluster(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.clusterSince(r, sinceResize, "cluster:resize")
-	if err != nil {
-		return err
-	}
-	vals, err := requestValues(r, resizeSchema, "node_count")
+	c, vals, err := s.clusterRequest(r, sinceResize, "cluster:resize", resizeSchema, "node_count")
 	if err != nil {
 		return err
 	}
@@ -103,11 +99,7 @@ func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request) error {
 	if err := requireVersion(r, sinceUpgrade); err != nil {
 		return err
 	}
-	c, err := s.clusterSince(r, sinceUpgradeRuns, "cluster:upgrade")
-	if err != nil {
-		return err
-	}
-	vals, err := requestValues(r, upgradeSchema, "cluster_template")
+	c, vals, err := s.clusterRequest(r, sinceUpgradeRuns, "cluster:upgrade", upgradeSchema, "cluster_template")
 	if err != nil {
 		return err
 	}

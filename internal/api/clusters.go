@@ -170,14 +170,7 @@ func labelsDiff(parent, child map[string]string) (overridden, added, skipped map
 
 func (s *Server) listClusters(detail bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		action := "cluster:get_all"
-		if detail {
-			action = "cluster:detail"
-		}
-		if err := s.authorize(r, action, nil); err != nil {
-			return err
-		}
-		p, err := s.parseList(r, "id")
+		p, err := s.authorizeList(r, listAction("cluster", detail))
 		if err != nil {
 			return err
 		}
@@ -187,20 +180,11 @@ func (s *Server) listClusters(detail bool) handlerFunc {
 			if err != nil {
 				return nil, err
 			}
-			fam := familyOf(r)
-			path := fam.clusters
-			if detail {
-				path += "/detail"
-			}
-			next := ""
-			if len(rows) > 0 {
-				next = nextLink(r, path, p, len(rows), rows[len(rows)-1].UUID)
-			}
 			cw, err := s.newClusterWriter(r, detail, rows)
 			if err != nil {
 				return nil, err
 			}
-			return appendPage(dst, fam.clusters, next, rows, cw.appendTo)
+			return appendCollectionPage(dst, r, familyOf(r).clusters, detail, p, rows, cw.appendTo)
 		})
 	}
 }
@@ -349,7 +333,7 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkDriver(ct); err != nil {
 		return err
 	}
-	if err := s.validateClusterLabels(ct, c); err != nil {
+	if err := s.checkLabels(ct, c.Labels); err != nil {
 		return err
 	}
 	found, err := s.checkResources(r, clusterRefs(ct, c))
@@ -691,17 +675,5 @@ func (s *Server) deleteCluster(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-// validateClusterLabels is the hook where the typed label schema checks the
-// merged labels of a new cluster.
-func (s *Server) validateClusterLabels(ct *model.ClusterTemplate, c *model.Cluster) error {
-	if s.opts.ValidateLabels == nil {
-		return nil
-	}
-	if err := s.opts.ValidateLabels(ct, c.Labels); err != nil {
-		return badRequest("%v", err)
-	}
 	return nil
 }

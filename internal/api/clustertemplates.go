@@ -116,14 +116,7 @@ func (s *Server) templateScope(r *http.Request) store.TemplateScope {
 
 func (s *Server) listClusterTemplates(detail bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		action := "clustertemplate:get_all"
-		if detail {
-			action = "clustertemplate:detail"
-		}
-		if err := s.authorize(r, action, nil); err != nil {
-			return err
-		}
-		p, err := s.parseList(r, "id")
+		p, err := s.authorizeList(r, listAction("clustertemplate", detail))
 		if err != nil {
 			return err
 		}
@@ -134,16 +127,7 @@ func (s *Server) listClusterTemplates(detail bool) handlerFunc {
 			if err != nil {
 				return nil, err
 			}
-			fam := familyOf(r)
-			path := fam.templates
-			if detail {
-				path += "/detail"
-			}
-			next := ""
-			if len(rows) > 0 {
-				next = nextLink(r, path, p, len(rows), rows[len(rows)-1].UUID)
-			}
-			return appendPage(dst, fam.templates, next, rows, newTemplateWriter(r).appendTo)
+			return appendCollectionPage(dst, r, familyOf(r).templates, detail, p, rows, newTemplateWriter(r).appendTo)
 		})
 	}
 }

@@ -29,12 +29,7 @@ func (s *Server) checkTemplate(ct *model.ClusterTemplate) error {
 	if err := s.checkDriver(ct); err != nil {
 		return err
 	}
-	if s.opts.ValidateLabels != nil {
-		if err := s.opts.ValidateLabels(ct, ct.Labels); err != nil {
-			return badRequest("%v", err)
-		}
-	}
-	return nil
+	return s.checkLabels(ct, ct.Labels)
 }
 
 // touchesDriver reports whether a template change can change its driver or
@@ -49,13 +44,14 @@ func touchesDriver(changed []string) bool {
 	return false
 }
 
-// checkNodeGroupLabels validates a new node group's labels (merged over its
-// cluster's) against the label schema.
-func (s *Server) checkNodeGroupLabels(ct *model.ClusterTemplate, ng *model.NodeGroup) error {
+// checkLabels is the hook where the typed label schema checks the merged
+// labels of a new template, cluster or node group (a node group's merged
+// over its cluster's) made from ct.
+func (s *Server) checkLabels(ct *model.ClusterTemplate, labels map[string]string) error {
 	if s.opts.ValidateLabels == nil {
 		return nil
 	}
-	if err := s.opts.ValidateLabels(ct, ng.Labels); err != nil {
+	if err := s.opts.ValidateLabels(ct, labels); err != nil {
 		return badRequest("%v", err)
 	}
 	return nil

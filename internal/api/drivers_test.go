@@ -1,10 +1,8 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -40,22 +38,10 @@ func startWithDrivers(t *testing.T, extra ...testapi.Option) *testapi.Server {
 // status and the decoded body.
 func call(t *testing.T, srv *testapi.Server, method, path string, body any) (int, map[string]any) {
 	t.Helper()
-	b, _ := json.Marshal(body)
-	req, err := http.NewRequestWithContext(context.Background(), method, srv.URL+path, bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("OpenStack-API-Version", "container-infra latest")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
+	res := srv.Do(t, method, path, body, testapi.Latest())
 	var out map[string]any
-	_ = json.Unmarshal(raw, &out)
-	return res.StatusCode, out
+	_ = json.Unmarshal(res.Body, &out)
+	return res.Status, out
 }
 
 func detail(body map[string]any) string {

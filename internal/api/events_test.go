@@ -3,8 +3,6 @@ package api_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,23 +17,9 @@ import (
 // say otherwise, and decodes a JSON answer into out when out is not nil.
 func eventCall(t *testing.T, srv *testapi.Server, method, path, body string, want int, out any, headers ...string) {
 	t.Helper()
-	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("OpenStack-API-Version", "container-infra latest")
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		t.Fatalf("%s %s: status %d, want %d: %s", method, path, resp.StatusCode, want, raw)
+	code, _, raw := send(t, srv, method, path, body, headers...)
+	if code != want {
+		t.Fatalf("%s %s: status %d, want %d: %s", method, path, code, want, raw)
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {

@@ -303,19 +303,10 @@ func toBool(v any) (bool, error) {
 	switch t := v.(type) {
 	case bool:
 		return t, nil
-	case json.Number:
-		switch t.String() {
-		case "1":
-			return true, nil
-		case "0":
-			return false, nil
-		}
-	case string:
-		switch strings.ToLower(strings.TrimSpace(t)) {
-		case "1", "t", "true", "on", "y", "yes":
-			return true, nil
-		case "0", "f", "false", "off", "n", "no":
-			return false, nil
+	case json.Number, string:
+		// A JSON number can only spell 1 or 0 of these.
+		if b, err := labels.ParseBool(fmt.Sprint(t)); err == nil {
+			return b, nil
 		}
 	}
 	//lint:ignore ST1005 Magnum's wording, which its clients see

@@ -14,6 +14,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/testapi"
+	"github.com/magnetite-io/magnetite/internal/testironic"
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
 )
 
@@ -24,8 +25,7 @@ func (c *shiftedClock) Now() time.Time          { return time.Now().Add(time.Dur
 func (c *shiftedClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 const (
-	servicePassword = "magnetite-service-secret-4711"
-	tokenCacheTime  = time.Minute
+	tokenCacheTime = time.Minute
 )
 
 // keystoneWorld is the isolation world behind real Keystone tokens: users
@@ -34,16 +34,16 @@ type keystoneWorld struct {
 	*isolationWorld
 	ks      *testkeystone.Keystone
 	clock   *shiftedClock
-	logs    *syncBuffer
+	logs    *testironic.LogBuffer
 	secrets map[string]string // what must never be seen, by name
 }
 
 func startKeystoneWorld(t *testing.T) *keystoneWorld {
 	ks := testkeystone.Start(t)
-	kw := &keystoneWorld{ks: ks, clock: &shiftedClock{}, logs: &syncBuffer{}, secrets: map[string]string{
-		"service password": servicePassword, "keystone admin password": testkeystone.AdminPassword,
+	kw := &keystoneWorld{ks: ks, clock: &shiftedClock{}, logs: &testironic.LogBuffer{}, secrets: map[string]string{
+		"service password": testapi.ServicePassword, "keystone admin password": testkeystone.AdminPassword,
 	}}
-	ks.ServiceUser("magnetite", servicePassword)
+	ks.ServiceUser(testapi.ServiceUser, testapi.ServicePassword)
 	alpha, beta := ks.CreateProject("alpha"), ks.CreateProject("beta")
 	users := []struct {
 		name, project, projectName, role string
@@ -54,13 +54,9 @@ func startKeystoneWorld(t *testing.T) *keystoneWorld {
 		{"oscar", beta, "beta", "member", outsider},
 	}
 	log := slog.New(slog.NewJSONHandler(kw.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	validator, err := auth.NewKeystone(auth.KeystoneConfig{
-		AuthURL: ks.AuthURL(), Username: "magnetite", Password: servicePassword, ProjectName: "service",
-		CacheTime: tokenCacheTime, Now: kw.clock.Now, Log: log,
+	validator := testapi.KeystoneValidator(t, ks, func(c *auth.KeystoneConfig) {
+		c.CacheTime, c.Now, c.Log = tokenCacheTime, kw.clock.Now, log
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	w := &isolationWorld{projectA: alpha, projectB: beta, challenge: fmt.Sprintf("Keystone uri=%q", ks.AuthURL())}
 	w.srv = testapi.Start(t, func(o *api.Options) {
 		o.Auth, o.Log, o.DefaultClusterQuota = validator, log, 1000

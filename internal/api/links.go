@@ -44,6 +44,23 @@ type listParams struct {
 	requestedLimit bool
 }
 
+// listAction is kind's policy rule for its list, or for its detailed list.
+func listAction(kind string, detail bool) string {
+	if detail {
+		return kind + ":detail"
+	}
+	return kind + ":get_all"
+}
+
+// authorizeList asks the policy for a list's action and reads its paging
+// parameters.
+func (s *Server) authorizeList(r *http.Request, action string) (listParams, error) {
+	if err := s.authorize(r, action, nil); err != nil {
+		return listParams{}, err
+	}
+	return s.parseList(r, "id")
+}
+
 func (s *Server) parseList(r *http.Request, defaultSort string) (listParams, error) {
 	q := r.URL.Query()
 	p := listParams{ListOptions: store.ListOptions{Limit: s.opts.MaxLimit, SortKey: defaultSort, SortDir: "asc"}}

@@ -100,9 +100,27 @@ func (s *Server) clusterSince(r *http.Request, gate since, action string) (*mode
 	return s.lookupCluster(r, action)
 }
 
-// lookupNodeGroup finds the node group the request's path names in c.
-func (s *Server) lookupNodeGroup(r *http.Request, c *model.Cluster) (*model.NodeGroup, error) {
-	return s.nodeGroupOf(r, c, r.PathValue("ng"))
+// clusterRequest resolves the cluster in the path for a call gate's
+// microversion introduced, then reads the body by sch, requiring the
+// required fields.
+func (s *Server) clusterRequest(r *http.Request, gate since, action string, sch schema, required ...string) (*model.Cluster, map[string]any, error) {
+	c, err := s.clusterSince(r, gate, action)
+	if err != nil {
+		return nil, nil, err
+	}
+	vals, err := requestValues(r, sch, required...)
+	return c, vals, err
+}
+
+// lookupNodeGroup resolves the cluster and the node group the request's
+// path names, for action.
+func (s *Server) lookupNodeGroup(r *http.Request, action string) (*model.Cluster, *model.NodeGroup, error) {
+	c, err := s.nodeGroupCluster(r, action)
+	if err != nil {
+		return nil, nil, err
+	}
+	ng, err := s.nodeGroupOf(r, c, r.PathValue("ng"))
+	return c, ng, err
 }
 
 // nodeGroupOf finds c's node group by name or UUID, answering Magnum's 404
@@ -181,11 +199,7 @@ func (s *Server) getNodeGroup(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.nodeGroupCluster(r, "nodegroup:create")
-	if err != nil {
-		return err
-	}
-	vals, err := requestValues(r, nodeGroupSchema, "name")
+	c, vals, err := s.clusterRequest(r, sinceNodeGroups, "nodegroup:create", nodeGroupSchema, "name")
 	if err != nil {
 		return err
 	}
@@ -233,7 +247,7 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	case ng.MergeLabels:
 		ng.Labels = labelsOver(c.Labels, ng.Labels)
 	}
-	if err := s.checkNodeGroupLabels(ct, ng); err != nil {
+	if err := s.checkLabels(ct, ng.Labels); err != nil {
 		return err
 	}
 	if err := s.checkClusterSize(r, c, ng, ng.NodeCount); err != nil {
@@ -246,12 +260,7 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if ng.NodeLabels == nil {
-		ng.NodeLabels = map[string]string{}
-	}
-	if ng.NodeTaints == nil {
-		ng.NodeTaints = []model.Taint{}
-	}
+	storeEmptyNodeLabels(ng)
 	t := time.Now().UTC()
 	ng.UUID = uuid.NewString()
 	ng.ClusterID, ng.ProjectID = c.UUID, c.ProjectID
@@ -272,17 +281,19 @@ func (s *Server) createNodeGroup(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
+	return s.acceptNodeGroupChange(w, r, c, ng, claim)
+}
+
+// acceptNodeGroupChange answers a node group create or update the store
+// took: 202 with the node group, and the capacity warning claim carries.
+func (s *Server) acceptNodeGroupChange(w http.ResponseWriter, r *http.Request, c *model.Cluster, ng *model.NodeGroup, claim *capacityClaim) error {
 	s.recordCapacityWarning(r, c, claim)
 	writeJSON(w, http.StatusAccepted, s.nodeGroupView(r, c, ng))
 	return nil
 }
 
 func (s *Server) updateNodeGroup(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.nodeGroupCluster(r, "nodegroup:update")
-	if err != nil {
-		return err
-	}
-	ng, err := s.lookupNodeGroup(r, c)
+	c, ng, err := s.lookupNodeGroup(r, "nodegroup:update")
 	if err != nil {
 		return err
 	}
@@ -312,12 +323,7 @@ func (s *Server) updateNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if updated.NodeLabels == nil {
-		updated.NodeLabels = map[string]string{}
-	}
-	if updated.NodeTaints == nil {
-		updated.NodeTaints = []model.Taint{}
-	}
+	storeEmptyNodeLabels(updated)
 	t := time.Now().UTC()
 	updated.ID, updated.UUID, updated.ClusterID, updated.ProjectID, updated.CreatedAt = ng.ID, ng.UUID, ng.ClusterID, ng.ProjectID, ng.CreatedAt
 	// Written over what the node group is now, not over what it was when
@@ -332,17 +338,11 @@ func (s *Server) updateNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{updated}, Operation: op}, claim); err != nil {
 		return err
 	}
-	s.recordCapacityWarning(r, c, claim)
-	writeJSON(w, http.StatusAccepted, s.nodeGroupView(r, c, updated))
-	return nil
+	return s.acceptNodeGroupChange(w, r, c, updated, claim)
 }
 
 func (s *Server) deleteNodeGroup(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.nodeGroupCluster(r, "nodegroup:delete")
-	if err != nil {
-		return err
-	}
-	ng, err := s.lookupNodeGroup(r, c)
+	c, ng, err := s.lookupNodeGroup(r, "nodegroup:delete")
 	if err != nil {
 		return err
 	}
@@ -368,6 +368,17 @@ func (s *Server) deleteNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// storeEmptyNodeLabels gives a node group without node labels or taints
+// empty ones, so it is stored and shown with {} and [] rather than null.
+func storeEmptyNodeLabels(ng *model.NodeGroup) {
+	if ng.NodeLabels == nil {
+		ng.NodeLabels = map[string]string{}
+	}
+	if ng.NodeTaints == nil {
+		ng.NodeTaints = []model.Taint{}
+	}
 }
 
 func invalidNodeGroup(attr, name, expl string) *apiError {

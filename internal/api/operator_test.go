@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -17,36 +15,19 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/testapi"
+	"github.com/magnetite-io/magnetite/internal/testironic"
 )
 
-// send issues one request to srv and returns status, headers and body.
+// send issues one request to srv at the latest microversion, with the
+// header name, value pairs, and returns status, headers and body.
 func send(t *testing.T, srv *testapi.Server, method, path string, body string, header ...string) (int, http.Header, []byte) {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, srv.URL+path, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("OpenStack-API-Version", "container-infra latest")
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
+	h := testapi.Latest()
 	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
+		h[header[i]] = header[i+1]
 	}
-	resp, err := srv.Client().Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, resp.Header, b
+	res := srv.Do(t, method, path, body, h)
+	return res.Status, res.Header, res.Body
 }
 
 // scrape fetches /metrics and parses it with Prometheus's text parser.
@@ -267,26 +248,8 @@ type healthDoc struct {
 	} `json:"reasons"`
 }
 
-// syncBuffer collects log output written from the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestEveryLogLineOfARequestCarriesItsRequestID(t *testing.T) {
-	var out syncBuffer
+	var out testironic.LogBuffer // safe for the server's goroutines
 	srv := testapi.Start(t, func(o *api.Options) {
 		// A plain JSON handler: the API adds request ids itself.
 		o.Log = slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))

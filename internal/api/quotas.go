@@ -30,10 +30,7 @@ func quotaView(q *model.Quota) apitypes.Quota {
 }
 
 func (s *Server) listQuotas(w http.ResponseWriter, r *http.Request) error {
-	if err := s.authorize(r, "quota:get_all", nil); err != nil {
-		return err
-	}
-	p, err := s.parseList(r, "id")
+	p, err := s.authorizeList(r, "quota:get_all")
 	if err != nil {
 		return err
 	}
@@ -83,15 +80,16 @@ func (s *Server) getQuota(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) decodeQuota(r *http.Request) (map[string]any, error) {
+// quotaRequest asks the policy for action and reads the quota in the body.
+func (s *Server) quotaRequest(r *http.Request, action string) (map[string]any, error) {
+	if err := s.authorize(r, action, nil); err != nil {
+		return nil, err
+	}
 	return requestValues(r, quotaSchema)
 }
 
 func (s *Server) createQuota(w http.ResponseWriter, r *http.Request) error {
-	if err := s.authorize(r, "quota:create", nil); err != nil {
-		return err
-	}
-	vals, err := s.decodeQuota(r)
+	vals, err := s.quotaRequest(r, "quota:create")
 	if err != nil {
 		return err
 	}
@@ -114,10 +112,7 @@ func (s *Server) createQuota(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) updateQuota(w http.ResponseWriter, r *http.Request) error {
-	if err := s.authorize(r, "quota:update", nil); err != nil {
-		return err
-	}
-	vals, err := s.decodeQuota(r)
+	vals, err := s.quotaRequest(r, "quota:update")
 	if err != nil {
 		return err
 	}

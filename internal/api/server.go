@@ -107,6 +107,8 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics.Registry
 	pages   *pageCache
+	// patterns is every route registered on mux, in order.
+	patterns []string
 }
 
 // New builds the API handler.
@@ -152,7 +154,7 @@ func New(opts Options) *Server {
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) handle(pattern string, h handlerFunc) {
-	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+	s.register(pattern, func(w http.ResponseWriter, r *http.Request) {
 		if rec, ok := w.(*statusRecorder); ok {
 			rec.route = r.Pattern
 		}
@@ -162,24 +164,52 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 	})
 }
 
+// register is the one place a route reaches the mux, so patterns lists
+// them all.
+func (s *Server) register(pattern string, h http.HandlerFunc) {
+	s.patterns = append(s.patterns, pattern)
+	s.mux.HandleFunc(pattern, h)
+}
+
+// collection is the handlers of a cluster-template or cluster collection:
+// list (and its detail), show, create, update and delete.
+type collection struct {
+	list                        func(detail bool) handlerFunc
+	get, create, update, delete handlerFunc
+}
+
+// handleCollection registers c's six routes under /v1/name, each handler
+// passed through wrap.
+func (s *Server) handleCollection(name string, c collection, wrap func(handlerFunc) handlerFunc) {
+	base := "/v1/" + name
+	s.handle("GET "+base, wrap(c.list(false)))
+	s.handle("GET "+base+"/detail", wrap(c.list(true)))
+	s.handle("GET "+base+"/{ident}", wrap(c.get))
+	s.handle("POST "+base, wrap(c.create))
+	s.handle("PATCH "+base+"/{ident}", wrap(c.update))
+	s.handle("DELETE "+base+"/{ident}", wrap(c.delete))
+}
+
+func (s *Server) templateCollection() collection {
+	return collection{list: s.listClusterTemplates, get: s.getClusterTemplate, create: s.createClusterTemplate,
+		update: s.updateClusterTemplate, delete: s.deleteClusterTemplate}
+}
+
+func (s *Server) clusterCollection() collection {
+	return collection{list: s.listClusters, get: s.getCluster, create: s.createCluster,
+		update: s.updateCluster, delete: s.deleteCluster}
+}
+
+// currentEra serves h under the current names.
+func currentEra(h handlerFunc) handlerFunc { return h }
+
 func (s *Server) routes() {
-	s.mux.HandleFunc("GET /{$}", s.rootVersions)
+	s.register("GET /{$}", s.rootVersions)
 	s.handle("GET /v1", s.v1Root)
 	s.handle("GET /v1/{$}", s.v1Root)
 
-	s.handle("GET /v1/clustertemplates", s.listClusterTemplates(false))
-	s.handle("GET /v1/clustertemplates/detail", s.listClusterTemplates(true))
-	s.handle("GET /v1/clustertemplates/{ident}", s.getClusterTemplate)
-	s.handle("POST /v1/clustertemplates", s.createClusterTemplate)
-	s.handle("PATCH /v1/clustertemplates/{ident}", s.updateClusterTemplate)
-	s.handle("DELETE /v1/clustertemplates/{ident}", s.deleteClusterTemplate)
-
-	s.handle("GET /v1/clusters", s.listClusters(false))
-	s.handle("GET /v1/clusters/detail", s.listClusters(true))
-	s.handle("GET /v1/clusters/{ident}", s.getCluster)
-	s.handle("POST /v1/clusters", s.createCluster)
-	s.handle("PATCH /v1/clusters/{ident}", s.updateCluster)
-	s.handle("DELETE /v1/clusters/{ident}", s.deleteCluster)
+	s.handleCollection(currentNames.templates, s.templateCollection(), currentEra)
+	s.handleCollection(currentNames.clusters, s.clusterCollection(), currentEra)
 	s.handle("POST /v1/clusters/{ident}/actions/resize", s.resizeCluster)
 	s.handle("POST /v1/clusters/{ident}/actions/upgrade", s.upgradeCluster)
 	s.handle("GET /v1/clusters/{ident}/events", s.listClusterEvents)

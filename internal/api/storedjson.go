@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/magnetite-io/magnetite/internal/store"
 )
 
 // Reads are served from the JSON the store keeps: each row's members are
@@ -348,6 +350,21 @@ func appendPage[T any](dst []byte, collection, next string, rows []T, item func(
 		dst = append(dst, '"')
 	}
 	return append(dst, '}'), nil
+}
+
+// appendCollectionPage writes a page of cluster templates or clusters as
+// collection (or its /detail) lists them, with the next link when the page
+// is full.
+func appendCollectionPage(dst []byte, r *http.Request, collection string, detail bool, p listParams, rows []store.StoredRow, item func(dst []byte, row store.StoredRow) ([]byte, error)) ([]byte, error) {
+	path := collection
+	if detail {
+		path += "/detail"
+	}
+	next := ""
+	if len(rows) > 0 {
+		next = nextLink(r, path, p, len(rows), rows[len(rows)-1].UUID)
+	}
+	return appendPage(dst, collection, next, rows, item)
 }
 
 // bodyPool holds response buffers: a response is built in one and written

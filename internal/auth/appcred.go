@@ -182,45 +182,23 @@ func keystoneMessage(body []byte) string {
 // quarters into the token's life). A credential Keystone no longer knows
 // is a *RefusedError.
 func (k *Keystone) ApplicationCredentialToken(ctx context.Context, id, secret string) (string, time.Time, error) {
-	payload, err := json.Marshal(map[string]any{"auth": map[string]any{"identity": map[string]any{
+	ans, err := k.postLogin(ctx, "?nocatalog", map[string]any{"auth": map[string]any{"identity": map[string]any{
 		"methods":                []string{"application_credential"},
 		"application_credential": map[string]any{"id": id, "secret": secret},
-	}}})
+	}}}, 4<<20, "logging in with a cluster's application credential")
 	if err != nil {
 		return "", time.Time{}, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, k.base+"/auth/tokens?nocatalog", bytes.NewReader(payload))
-	if err != nil {
-		return "", time.Time{}, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	issued := k.now()
-	res, err := k.client.Do(req)
-	if err != nil {
-		k.log.Warn("keystone unreachable while logging in with a cluster's application credential", "error", scrubURLError(err))
-		return "", time.Time{}, fault.New(ErrIdentityUnavailable, "Keystone could not be reached")
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
-	if err != nil {
-		return "", time.Time{}, fault.New(ErrIdentityUnavailable, "reading Keystone's answer: %v", err)
 	}
 	switch {
-	case res.StatusCode == http.StatusCreated:
-	case res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusNotFound || res.StatusCode == http.StatusForbidden:
-		return "", time.Time{}, &RefusedError{Status: res.StatusCode, Message: "application credential " + id + ": " + keystoneMessage(body)}
+	case ans.status == http.StatusCreated:
+	case ans.status == http.StatusUnauthorized || ans.status == http.StatusNotFound || ans.status == http.StatusForbidden:
+		return "", time.Time{}, &RefusedError{Status: ans.status, Message: "application credential " + id + ": " + keystoneMessage(ans.body)}
 	default:
-		return "", time.Time{}, fault.New(ErrIdentityUnavailable, "Keystone answered %d: %s", res.StatusCode, keystoneMessage(body))
+		return "", time.Time{}, fault.New(ErrIdentityUnavailable, "Keystone answered %d: %s", ans.status, keystoneMessage(ans.body))
 	}
-	var tb tokenBody
-	tok := res.Header.Get("X-Subject-Token")
-	if err := json.Unmarshal(body, &tb); err != nil || tok == "" {
-		return "", time.Time{}, fault.New(ErrIdentityUnavailable, "Keystone's answer to an application credential login lacks a token")
-	}
-	expires, err := time.Parse(time.RFC3339Nano, tb.Token.ExpiresAt)
+	_, renewAt, err := ans.parse("an application credential login", "token")
 	if err != nil {
-		return "", time.Time{}, fault.New(ErrIdentityUnavailable, "Keystone's token has no valid expires_at")
+		return "", time.Time{}, err
 	}
-	return tok, issued.Add(expires.Sub(issued) * 3 / 4), nil
+	return ans.token, renewAt, nil
 }

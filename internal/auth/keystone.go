@@ -417,11 +417,40 @@ func (k *Keystone) authenticate(ctx context.Context) (*serviceToken, error) {
 	u := &pa.Auth.Identity.Password.User
 	u.Name, u.Domain.Name, u.Password = k.cfg.Username, k.cfg.UserDomainName, k.cfg.Password
 	pa.Auth.Scope.Project.Name, pa.Auth.Scope.Project.Domain.Name = k.cfg.ProjectName, k.cfg.ProjectDomainName
-	payload, err := json.Marshal(pa)
+	ans, err := k.postLogin(ctx, "", pa, 16<<20, "authenticating Magnetite's service user")
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, k.base+"/auth/tokens", bytes.NewReader(payload))
+	if ans.status != http.StatusCreated {
+		k.log.Error("keystone refused Magnetite's service credentials; check [keystone_authtoken]",
+			"status", ans.status, "user", k.cfg.Username, "user_domain", k.cfg.UserDomainName,
+			"project", k.cfg.ProjectName, "project_domain", k.cfg.ProjectDomainName)
+		return nil, fault.New(ErrIdentityUnavailable, "Keystone refused Magnetite's service credentials (status %d)", ans.status)
+	}
+	tb, renewAt, err := ans.parse("the service login", "service token")
+	if err != nil {
+		return nil, err
+	}
+	return &serviceToken{token: ans.token, renewAt: renewAt, catalog: tb.Token.Catalog}, nil
+}
+
+// loginAnswer is Keystone's answer to a login (POST /auth/tokens).
+type loginAnswer struct {
+	status int
+	body   []byte
+	token  string    // X-Subject-Token
+	issued time.Time // when the login was sent
+}
+
+// postLogin posts payload to /auth/tokens (with query) and reads up to
+// limit bytes of the answer. who says in the log what the login was for
+// when Keystone cannot be reached.
+func (k *Keystone) postLogin(ctx context.Context, query string, payload any, limit int64, who string) (*loginAnswer, error) {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, k.base+"/auth/tokens"+query, bytes.NewReader(raw))
 	if err != nil {
 		return nil, err
 	}
@@ -430,33 +459,31 @@ func (k *Keystone) authenticate(ctx context.Context) (*serviceToken, error) {
 	issued := k.now()
 	res, err := k.client.Do(req)
 	if err != nil {
-		k.log.Warn("keystone unreachable while authenticating Magnetite's service user", "error", scrubURLError(err))
+		k.log.Warn("keystone unreachable while "+who, "error", scrubURLError(err))
 		return nil, fault.New(ErrIdentityUnavailable, "Keystone could not be reached")
 	}
 	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, 16<<20))
+	body, err := io.ReadAll(io.LimitReader(res.Body, limit))
 	if err != nil {
 		return nil, fault.New(ErrIdentityUnavailable, "reading Keystone's answer: %v", err)
 	}
-	if res.StatusCode != http.StatusCreated {
-		k.log.Error("keystone refused Magnetite's service credentials; check [keystone_authtoken]",
-			"status", res.StatusCode, "user", k.cfg.Username, "user_domain", k.cfg.UserDomainName,
-			"project", k.cfg.ProjectName, "project_domain", k.cfg.ProjectDomainName)
-		return nil, fault.New(ErrIdentityUnavailable, "Keystone refused Magnetite's service credentials (status %d)", res.StatusCode)
-	}
-	tok := res.Header.Get("X-Subject-Token")
+	return &loginAnswer{status: res.StatusCode, body: body, token: res.Header.Get("X-Subject-Token"), issued: issued}, nil
+}
+
+// parse reads the token of a successful login and when to renew it: once
+// three quarters of its lifetime have passed, well before it expires under
+// a request in flight. login ("the service login") and token ("service
+// token") name them in the errors.
+func (a *loginAnswer) parse(login, token string) (tokenBody, time.Time, error) {
 	var tb tokenBody
-	if err := json.Unmarshal(body, &tb); err != nil || tok == "" {
-		return nil, fault.New(ErrIdentityUnavailable, "Keystone's answer to the service login lacks a token")
+	if err := json.Unmarshal(a.body, &tb); err != nil || a.token == "" {
+		return tb, time.Time{}, fault.New(ErrIdentityUnavailable, "Keystone's answer to %s lacks a token", login)
 	}
 	expires, err := time.Parse(time.RFC3339Nano, tb.Token.ExpiresAt)
 	if err != nil {
-		return nil, fault.New(ErrIdentityUnavailable, "Keystone's service token has no valid expires_at")
+		return tb, time.Time{}, fault.New(ErrIdentityUnavailable, "Keystone's %s has no valid expires_at", token)
 	}
-	// Renew once three quarters of the lifetime have passed, well before
-	// the token expires under a request in flight.
-	renewAt := issued.Add(expires.Sub(issued) * 3 / 4)
-	return &serviceToken{token: tok, renewAt: renewAt, catalog: tb.Token.Catalog}, nil
+	return tb, a.issued.Add(expires.Sub(a.issued) * 3 / 4), nil
 }
 
 // Endpoint looks up a service's URL in the catalog of Magnetite's service

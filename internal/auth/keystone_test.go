@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/magnetite-io/magnetite/internal/auth"
+	"github.com/magnetite-io/magnetite/internal/testapi"
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
 )
 
@@ -67,33 +68,43 @@ func (c *clock) Now() time.Time          { return c.start.Add(time.Duration(c.of
 func (c *clock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 type keystoneWorld struct {
-	ks              *testkeystone.Keystone
-	svcUser, svcPwd string
-	project         string
-	userID          string
-	userPwd         string
+	ks      *testkeystone.Keystone
+	project string
+	userID  string
+	userPwd string
 }
 
 func (w *keystoneWorld) validator(t *testing.T, mod func(*auth.KeystoneConfig)) (*auth.Keystone, *countingTransport, *clock) {
 	t.Helper()
 	ct, clk := &countingTransport{}, newClock()
-	cfg := auth.KeystoneConfig{
-		AuthURL: w.ks.AuthURL(), Username: w.svcUser, Password: w.svcPwd, ProjectName: "service",
-		CacheTime: time.Minute, Transport: ct, Now: clk.Now,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}
+	adjust := []func(*auth.KeystoneConfig){func(c *auth.KeystoneConfig) { c.Transport, c.Now = ct, clk.Now }}
 	if mod != nil {
-		mod(&cfg)
+		adjust = append(adjust, mod)
 	}
-	k, err := auth.NewKeystone(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := testapi.KeystoneValidator(t, w.ks, adjust...)
 	return k, ct, clk
+}
+
+// cachedToken is a validator that caches tokens for cacheTime and a user
+// token it has validated once.
+func (w *keystoneWorld) cachedToken(t *testing.T, cacheTime time.Duration) (*auth.Keystone, *countingTransport, *clock, string) {
+	t.Helper()
+	k, ct, clk := w.validator(t, func(c *auth.KeystoneConfig) { c.CacheTime = cacheTime })
+	tok := w.userToken(t)
+	mustValidate(t, k, tok)
+	return k, ct, clk, tok
 }
 
 func (w *keystoneWorld) userToken(t *testing.T) string {
 	return w.ks.Token("alice", w.userPwd, "alpha")
+}
+
+// mustValidate validates tok with k, failing the test when it is refused.
+func mustValidate(t *testing.T, k *auth.Keystone, tok string) {
+	t.Helper()
+	if _, err := k.Validate(context.Background(), tok); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func wantUnauthenticated(t *testing.T, err error, fragment string) {
@@ -108,8 +119,8 @@ func wantUnauthenticated(t *testing.T, err error, fragment string) {
 
 func TestKeystoneValidation(t *testing.T) {
 	ks := testkeystone.Start(t)
-	w := &keystoneWorld{ks: ks, svcUser: "magnetite", svcPwd: "magnetite-service-password", userPwd: "alice-password"}
-	ks.ServiceUser(w.svcUser, w.svcPwd)
+	w := &keystoneWorld{ks: ks, userPwd: "alice-password"}
+	ks.ServiceUser(testapi.ServiceUser, testapi.ServicePassword)
 	w.project = ks.CreateProject("alpha")
 	w.userID = ks.CreateUser("alice", w.userPwd)
 	ks.Grant(w.userID, w.project, "member")
@@ -148,9 +159,7 @@ func TestKeystoneValidation(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 30 {
-			if _, err := k.Validate(ctx, tok); err != nil {
-				t.Fatal(err)
-			}
+			mustValidate(t, k, tok)
 		}
 		if n := ct.validations.Load(); n != 1 {
 			t.Fatalf("Keystone validated the token %d times, want 1", n)
@@ -161,11 +170,7 @@ func TestKeystoneValidation(t *testing.T) {
 	})
 
 	t.Run("a revoked token is refused once the cache time has passed", func(t *testing.T) {
-		k, ct, clk := w.validator(t, func(c *auth.KeystoneConfig) { c.CacheTime = 30 * time.Second })
-		tok := w.userToken(t)
-		if _, err := k.Validate(ctx, tok); err != nil {
-			t.Fatal(err)
-		}
+		k, ct, clk, tok := w.cachedToken(t, 30*time.Second)
 		ks.Revoke(tok)
 		// Within the cache time the cached answer stands (documented bound).
 		clk.advance(29 * time.Second)
@@ -181,11 +186,7 @@ func TestKeystoneValidation(t *testing.T) {
 	})
 
 	t.Run("a cached token is refused past its own expiry without asking Keystone", func(t *testing.T) {
-		k, ct, clk := w.validator(t, func(c *auth.KeystoneConfig) { c.CacheTime = 24 * time.Hour })
-		tok := w.userToken(t)
-		if _, err := k.Validate(ctx, tok); err != nil {
-			t.Fatal(err)
-		}
+		k, ct, clk, tok := w.cachedToken(t, 24*time.Hour)
 		// Keystone's tokens live an hour by default.
 		clk.advance(61 * time.Minute)
 		_, err := k.Validate(ctx, tok)
@@ -225,22 +226,16 @@ func TestKeystoneValidation(t *testing.T) {
 		k, ct, _ := w.validator(t, func(c *auth.KeystoneConfig) { c.CacheSize = 2 })
 		a, b, c := w.userToken(t), w.userToken(t), w.userToken(t)
 		for _, tok := range []string{a, b, a, c} { // c evicts b, the least recently used
-			if _, err := k.Validate(ctx, tok); err != nil {
-				t.Fatal(err)
-			}
+			mustValidate(t, k, tok)
 		}
 		if n := ct.validations.Load(); n != 3 {
 			t.Fatalf("%d validations, want 3", n)
 		}
-		if _, err := k.Validate(ctx, a); err != nil {
-			t.Fatal(err)
-		}
+		mustValidate(t, k, a)
 		if n := ct.validations.Load(); n != 3 {
 			t.Fatalf("a was forgotten although used recently (%d validations)", n)
 		}
-		if _, err := k.Validate(ctx, b); err != nil {
-			t.Fatal(err)
-		}
+		mustValidate(t, k, b)
 		if n := ct.validations.Load(); n != 4 {
 			t.Fatalf("b was still cached in a cache of two (%d validations)", n)
 		}
@@ -309,9 +304,7 @@ func TestKeystoneValidation(t *testing.T) {
 	t.Run("when Keystone goes away cached tokens still work and new ones get unavailable", func(t *testing.T) {
 		k, _, _ := w.validator(t, nil)
 		known, unknown := w.userToken(t), w.userToken(t)
-		if _, err := k.Validate(ctx, known); err != nil {
-			t.Fatal(err)
-		}
+		mustValidate(t, k, known)
 		ks.Stop()
 		if _, err := k.Validate(ctx, known); err != nil {
 			t.Fatalf("a cached token within token_cache_time: %v", err)
@@ -385,17 +378,9 @@ func TestKeystoneConfigIsChecked(t *testing.T) {
 // once Keystone has answered for its token: a digest and a cache lookup.
 func BenchmarkValidateCachedToken(b *testing.B) {
 	ks := testkeystone.Start(b) // skips under -short
-	ks.ServiceUser("magnetite", "magnetite-service-password")
-	project := ks.CreateProject("bench")
-	user := ks.CreateUser("bencher", "bencher-password")
-	ks.Grant(user, project, "member")
-	tok := ks.Token("bencher", "bencher-password", "bench")
-	k, err := auth.NewKeystone(auth.KeystoneConfig{AuthURL: ks.AuthURL(), Username: "magnetite",
-		Password: "magnetite-service-password", ProjectName: "service", CacheTime: time.Hour,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		b.Fatal(err)
-	}
+	ks.ServiceUser(testapi.ServiceUser, testapi.ServicePassword)
+	tok := testapi.KeystoneMember(ks, "bench", "bencher")
+	k := testapi.KeystoneValidator(b, ks, func(c *auth.KeystoneConfig) { c.CacheTime = time.Hour })
 	ctx := context.Background()
 	if _, err := k.Validate(ctx, tok); err != nil {
 		b.Fatal(err)

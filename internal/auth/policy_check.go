@@ -38,26 +38,28 @@ func (e *evalEnv) rule(name string) bool {
 // targetValue resolves %(attr)s against the target; ok is false for
 // attributes the target does not have.
 func (e *evalEnv) targetValue(attr string) (string, bool) {
-	switch attr {
-	case "project_id":
-		return e.target.ProjectID, true
-	case "user_id":
-		return e.target.UserID, true
-	case "public":
+	if attr == "public" {
 		if e.target.Public {
 			return "True", true
 		}
 		return "False", true
 	}
-	return "", false
+	return ownerValue(attr, e.target.ProjectID, e.target.UserID)
 }
 
+// credential resolves a caller attribute.
 func (e *evalEnv) credential(key string) (string, bool) {
+	return ownerValue(key, e.id.ProjectID, e.id.UserID)
+}
+
+// ownerValue resolves project_id and user_id, the attributes callers and
+// targets share.
+func ownerValue(key, projectID, userID string) (string, bool) {
 	switch key {
 	case "project_id":
-		return e.id.ProjectID, true
+		return projectID, true
 	case "user_id":
-		return e.id.UserID, true
+		return userID, true
 	}
 	return "", false
 }
