@@ -3,13 +3,10 @@ package capi_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/testenv"
@@ -21,22 +18,8 @@ import (
 // has Cluster API's CRDs (from its Go module) and CAPO's installed: the
 // API server's schema and CEL validation must accept them all.
 func TestGoldenObjectsPassServerSideDryRun(t *testing.T) {
-	env := testenv.Start(t)
-	crds := testenv.ClusterAPICRDs(t)
-	env.InstallCRDs(t, filepath.Join(crds, "core"), nil)
-	for _, provider := range []string{"kubeadm-bootstrap", "kubeadm-control-plane", "capd"} {
-		env.InstallCRDs(t, filepath.Join(crds, provider), testenv.ProviderLabels)
-	}
-	env.InstallCRDs(t, testenv.ProviderCRDs(t, "capo"), testenv.ProviderLabels)
-
+	env, dc, mapper := testenv.StartGolden(t, []string{"capo"})
 	ctx := context.Background()
-	dc := env.Dynamic(t)
-	ns := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "magnetite-system"}}}
-	if _, err := dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	mapper := env.Mapper(t)
 
 	testenv.DryRunFiles(ctx, t, dc, mapper, "testdata/golden/*.yaml", 12, capi.Preview)
 

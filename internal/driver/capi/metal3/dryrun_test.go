@@ -6,9 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
@@ -96,18 +94,7 @@ func TestGoldenObjectsPassServerSideDryRun(t *testing.T) {
 // and Metal3's IPAM, and the golden files' namespace.
 func managementCluster(t *testing.T) (context.Context, dynamic.Interface, meta.RESTMapper) {
 	t.Helper()
-	env := testenv.Start(t)
-	env.InstallClusterAPI(t)
-	env.InstallCRDs(t, testenv.ProviderCRDs(t, "capm3"), testenv.ProviderLabels)
-	env.InstallCRDs(t, testenv.ProviderCRDs(t, "bmo"), nil)
-	env.InstallCRDs(t, testenv.ProviderCRDs(t, "ipam-metal3"), nil)
-	env.StartManagers(t, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
-	ctx := context.Background()
-	dc := env.Dynamic(t)
-	ns := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "magnetite-system"}}}
-	if _, err := dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return ctx, dc, env.Mapper(t)
+	_, dc, mapper := testenv.StartGolden(t, []string{"capm3", "bmo", "ipam-metal3"},
+		testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
+	return context.Background(), dc, mapper
 }
