@@ -44,9 +44,6 @@ var (
 // resources such as Calico's Installation, no StorageClass), so the
 // ClusterResourceSet could not apply these addons there.
 func TestServeDeliversPinnedAddons(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Keystone and a kube-apiserver; runs in the full suite (hack/test.sh)")
-	}
 	w := startCredentialsWorld(t)
 	ctx := t.Context()
 	ns := "magnetite-" + w.services["alpha"]

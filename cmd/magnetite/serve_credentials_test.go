@@ -62,9 +62,6 @@ type credentialsWorld struct {
 // deleting the cluster deletes the Secrets and the credential. No
 // credential secret reaches the log.
 func TestServeGivesEveryClusterItsOwnApplicationCredential(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Keystone and a kube-apiserver; runs in the full suite (hack/test.sh)")
-	}
 	w := startCredentialsWorld(t)
 	ctx := t.Context()
 
@@ -252,6 +249,7 @@ func (w *credentialsWorld) createTemplate(name string) {
 
 var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
+// startCredentialsWorld skips under -short, as testkeystone.Start does.
 func startCredentialsWorld(t *testing.T) *credentialsWorld {
 	ks := testkeystone.Start(t)
 	const servicePassword = "magnetite-service-password-31"
@@ -266,8 +264,8 @@ func startCredentialsWorld(t *testing.T) *credentialsWorld {
 		logs: &lockedBuffer{}, services: map[string]string{"alpha": alpha}}
 
 	env := testenv.Start(t)
-	env.InstallCRDs(t, testenv.ClusterAPICRDs(t), nil)
-	env.InstallCRDs(t, testenv.ProviderCRDs(t, "capo"), testenv.ProviderLabels)
+	env.InstallClusterAPI(t)
+	env.InstallProviders(t, "capo")
 	w.cloud = testcloud.Start(t, ks)
 	w.dc = env.Dynamic(t)
 	w.env = env

@@ -26,9 +26,6 @@ import (
 // group still on a port fails it with Neutron's SecurityGroupInUse until
 // the group is taken off.
 func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Keystone and a kube-apiserver; runs in the full suite (hack/test.sh)")
-	}
 	w := startCredentialsWorld(t)
 	ctx := t.Context()
 	w.createTemplate("k8s")

@@ -24,14 +24,11 @@ import (
 // metal3_namespace, and the capacity preflight counts Metal3 hosts.
 func TestServeWithTheMetal3Backend(t *testing.T) {
 	env := testenv.Start(t)
-	env.InstallCRDs(t, testenv.ProviderCRDs(t, "bmo"), nil)
+	env.InstallProviders(t, "bmo")
+	env.CreateNamespace(t, "hosts")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dc := env.Dynamic(t)
-	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "hosts"}}}
-	if _, err := dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	kubeconfig := env.KubeconfigFile(t)
 	cfg, err := config.Load("", "", []string{

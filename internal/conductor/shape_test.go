@@ -35,13 +35,10 @@ func (s staticCloud) Facts(context.Context, *model.ClusterTemplate, *model.Clust
 // flavor is virtual) fails when the conductor reads the flavors, with the
 // resolver's reason, saying what to change, as its status_reason.
 func TestUnbuildableClusterFailsWithTheRenderersReason(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a kube-apiserver")
-	}
 	ctx := context.Background()
 	env := testenv.Start(t)
-	env.InstallCRDs(t, testenv.ClusterAPICRDs(t), nil)
-	env.InstallCRDs(t, testenv.ProviderCRDs(t, "capo"), testenv.ProviderLabels)
+	env.InstallClusterAPI(t)
+	env.InstallProviders(t, "capo")
 	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds()})
 	if err != nil {
 		t.Fatal(err)

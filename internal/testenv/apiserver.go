@@ -145,7 +145,7 @@ type proc struct {
 func Start(t testing.TB) *APIServer {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("needs etcd and kube-apiserver from hack/build-testbin.sh; skipped in -short mode")
+		t.Skip("-short: needs etcd and kube-apiserver from hack/build-testbin.sh; runs in the full suite")
 	}
 	bin, err := Testbin()
 	if err != nil {

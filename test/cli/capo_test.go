@@ -72,7 +72,7 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 
 	plane := testenv.Start(t)
 	plane.InstallClusterAPI(t)
-	plane.InstallCRDs(t, testenv.ProviderCRDs(t, "capo"), testenv.ProviderLabels)
+	plane.InstallProviders(t, "capo")
 	plane.StartManagers(t, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
 	dc := plane.Dynamic(t)
 	capo := testcapo.Start(t, dc, cloud, ks.AuthURL())
