@@ -26,14 +26,7 @@ func TestGoldenObjectsPassServerSideDryRun(t *testing.T) {
 	// The same path refuses what the CRDs forbid, so the passes above mean
 	// something: a root volume of 0 GiB (CAPO requires >= 1, which is why
 	// bare metal must omit the volume rather than size it 0).
-	objs, err := testenv.ReadObjects("testdata/golden/bm-only.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	preview, err := capi.Preview(objs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, preview := testenv.ReadDerived(t, "testdata/golden/bm-only.yaml", capi.Preview)
 	for _, o := range preview {
 		if o.GetKind() != "OpenStackMachineTemplate" {
 			continue

@@ -41,14 +41,7 @@ func TestClusterAPIBuildsTheRenderedTopology(t *testing.T) {
 	}
 	var expect []expectation
 	for _, f := range files {
-		objs, err := testenv.ReadObjects(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		preview, err := capi.Preview(objs)
-		if err != nil {
-			t.Fatal(err)
-		}
+		objs, preview := testenv.ReadDerived(t, f, capi.Preview)
 		for _, o := range objs {
 			if _, err := testenv.ServerSideApply(ctx, dc, mapper, o, false); err != nil {
 				t.Fatalf("%s: apply %s %s: %v", filepath.Base(f), o.GetKind(), o.GetName(), err)

@@ -32,14 +32,7 @@ func TestGoldenObjectsPassServerSideDryRun(t *testing.T) {
 
 	// The same path refuses what the CRDs and webhooks forbid, so the
 	// passes above mean something.
-	objs, err := testenv.ReadObjects("testdata/golden/ip-pools.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	preview, err := capi.Preview(objs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs, preview := testenv.ReadDerived(t, "testdata/golden/ip-pools.yaml", capi.Preview)
 	refused := func(what, says string, o *unstructured.Unstructured, change func(obj map[string]any) error) {
 		t.Helper()
 		bad := o.DeepCopy()
