@@ -163,11 +163,8 @@ func TestServeGivesEveryClusterItsOwnApplicationCredential(t *testing.T) {
 	t.Run("rotation replaces the credential and deletes the old one", func(t *testing.T) {
 		// Through the client, by the cluster's name.
 		var out, errb lockedBuffer
-		root := rootCommand()
-		root.SetOut(&out)
-		root.SetErr(&errb)
-		root.SetArgs([]string{"credential", "rotate", "c1", "--os-endpoint", "http://" + w.addr + "/v1", "--os-token", w.token})
-		if err := root.ExecuteContext(ctx); err != nil || !strings.Contains(out.String(), "Request to rotate the credentials of cluster "+clusterUUID+" has been accepted.") {
+		err := execMagnetite(ctx, &out, &errb, "credential", "rotate", "c1", "--os-endpoint", "http://"+w.addr+"/v1", "--os-token", w.token)
+		if err != nil || !strings.Contains(out.String(), "Request to rotate the credentials of cluster "+clusterUUID+" has been accepted.") {
 			t.Fatalf("magnetite credential rotate c1: %v\n%s%s", err, out.String(), errb.String())
 		}
 		var second string
@@ -414,19 +411,24 @@ func (w *credentialsWorld) parseClouds(b []byte) cloudsEntry {
 	return c
 }
 
-func appCredentialAuth(id, secret string) []byte {
-	b, _ := json.Marshal(map[string]any{"auth": map[string]any{"identity": map[string]any{
+// appCredentialLogin asks Keystone for a token with an application
+// credential and returns its answer.
+func (w *credentialsWorld) appCredentialLogin(id, secret string) (*http.Response, []byte) {
+	w.t.Helper()
+	auth, _ := json.Marshal(map[string]any{"auth": map[string]any{"identity": map[string]any{
 		"methods": []string{"application_credential"}, "application_credential": map[string]any{"id": id, "secret": secret}}}})
-	return b
+	res, err := http.Post(w.ks.AuthURL()+"/auth/tokens", "application/json", bytes.NewReader(auth))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res, body
 }
 
 func (w *credentialsWorld) authenticateStatus(id, secret string) int {
 	w.t.Helper()
-	res, err := http.Post(w.ks.AuthURL()+"/auth/tokens", "application/json", bytes.NewReader(appCredentialAuth(id, secret)))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	res.Body.Close()
+	res, _ := w.appCredentialLogin(id, secret)
 	return res.StatusCode
 }
 
@@ -434,18 +436,14 @@ func (w *credentialsWorld) authenticateStatus(id, secret string) int {
 // token's project and user.
 func (w *credentialsWorld) authenticate(id, secret string) (project, user string) {
 	w.t.Helper()
-	res, err := http.Post(w.ks.AuthURL()+"/auth/tokens", "application/json", bytes.NewReader(appCredentialAuth(id, secret)))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	defer res.Body.Close()
+	res, body := w.appCredentialLogin(id, secret)
 	var out struct {
 		Token struct {
 			User    struct{ ID string } `json:"user"`
 			Project struct{ ID string } `json:"project"`
 		} `json:"token"`
 	}
-	if res.StatusCode != http.StatusCreated || json.NewDecoder(res.Body).Decode(&out) != nil {
+	if res.StatusCode != http.StatusCreated || json.Unmarshal(body, &out) != nil {
 		w.t.Fatalf("the application credential does not authenticate: %d", res.StatusCode)
 	}
 	return out.Token.Project.ID, out.Token.User.ID
@@ -453,11 +451,7 @@ func (w *credentialsWorld) authenticate(id, secret string) (project, user string
 
 func (w *credentialsWorld) appCredentialToken(id, secret string) string {
 	w.t.Helper()
-	res, err := http.Post(w.ks.AuthURL()+"/auth/tokens", "application/json", bytes.NewReader(appCredentialAuth(id, secret)))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	res.Body.Close()
+	res, _ := w.appCredentialLogin(id, secret)
 	if res.StatusCode != http.StatusCreated {
 		w.t.Fatalf("application credential login: %d", res.StatusCode)
 	}

@@ -23,11 +23,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/testmagnetite"
+	"github.com/magnetite-io/magnetite/internal/testproc"
 )
 
 // Python is Debian's interpreter; another python3 may come first on PATH.
@@ -51,8 +51,7 @@ type Keystone struct {
 	dir        string
 	client     *http.Client
 	adminToken string
-	proc       *exec.Cmd
-	exited     chan struct{}
+	proc       *testproc.Process
 	// nonce is sent by this Keystone's uwsgi in every answer, so an answer
 	// from another process on the same port (another test's Keystone that
 	// won a race for it) is never taken for this one's.
@@ -234,24 +233,12 @@ env = OS_KEYSTONE_CONFIG_FILES=%s
 		return err
 	}
 	logPath := filepath.Join(k.dir, "uwsgi.log")
-	logFile, err := os.Create(logPath)
+	proc, err := testproc.Start(exec.Command(uwsgi, "--ini", ini), logPath)
 	if err != nil {
-		return err
-	}
-	cmd := exec.Command(uwsgi, "--ini", ini)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
 		return fmt.Errorf("start uwsgi: %w", err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		logFile.Close()
-		close(exited)
-	}()
-	k.proc, k.exited = cmd, exited
+	exited := proc.Exited()
+	k.proc = proc
 	k.URL = "http://127.0.0.1:" + strconv.Itoa(port)
 
 	deadline := time.Now().Add(2 * time.Minute)
@@ -301,21 +288,8 @@ func nonce() string {
 
 // stop ends uwsgi (the process group this helper started) and waits for it.
 func (k *Keystone) stop() {
-	if k.proc == nil || k.proc.Process == nil {
-		return
-	}
-	pid := k.proc.Process.Pid
-	select {
-	case <-k.exited:
-		return
-	default:
-	}
-	syscall.Kill(-pid, syscall.SIGTERM)
-	select {
-	case <-k.exited:
-	case <-time.After(15 * time.Second):
-		syscall.Kill(-pid, syscall.SIGKILL)
-		<-k.exited
+	if k.proc != nil {
+		k.proc.Stop(15 * time.Second)
 	}
 }
 
@@ -324,7 +298,7 @@ func (k *Keystone) stop() {
 func (k *Keystone) diagnosis() string {
 	state := "running"
 	select {
-	case <-k.exited:
+	case <-k.proc.Exited():
 		state = "exited"
 	default:
 	}

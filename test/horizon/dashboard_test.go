@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
 	"github.com/magnetite-io/magnetite/internal/testmagnetite"
+	"github.com/magnetite-io/magnetite/internal/testproc"
 )
 
 const (
@@ -109,26 +109,13 @@ buffer-size = 65535
 		}
 	}
 	d := &dashboard{URL: "http://" + addr, log: filepath.Join(dir, "horizon.log")}
-	logFile, err := os.Create(d.log)
+	proc, err := testproc.Start(exec.Command(uwsgi, "--ini", filepath.Join(dir, "uwsgi.ini")), d.log)
 	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(uwsgi, "--ini", filepath.Join(dir, "uwsgi.ini"))
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
 		t.Fatalf("start uwsgi: %v", err)
 	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); logFile.Close(); close(exited) }()
+	exited := proc.Exited()
 	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
+		proc.Stop(15 * time.Second)
 		if t.Failed() {
 			t.Logf("Horizon's log ends:\n%s", d.logTail())
 		}
