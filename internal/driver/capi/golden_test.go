@@ -8,14 +8,15 @@ import (
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/inmemory"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
+	"github.com/magnetite-io/magnetite/internal/driver/drivertest"
 	"github.com/magnetite-io/magnetite/internal/testgolden"
 )
 
 // loadCases are the files of testdata/cases: a template, a cluster and,
 // unless it brings its own, the shared cloud facts of testdata/facts.yaml.
-func loadCases(t testing.TB) []testgolden.Case {
+func loadCases(t testing.TB) []drivertest.Case {
 	t.Helper()
-	return testgolden.Cases(t, "testdata/facts.yaml")
+	return drivertest.Cases(t, "testdata/facts.yaml")
 }
 
 func driverFor(name string) *capi.Driver {
@@ -25,7 +26,7 @@ func driverFor(name string) *capi.Driver {
 	return openstack.New(capi.Options{DefaultBootVolumeSize: 20})
 }
 
-func render(t testing.TB, c testgolden.Case) *driver.Result {
+func render(t testing.TB, c drivertest.Case) *driver.Result {
 	t.Helper()
 	res, err := driverFor(c.Driver).Render(c.Request(t))
 	if err != nil {
