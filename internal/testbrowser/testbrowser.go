@@ -57,11 +57,7 @@ func Start(t testing.TB) *Browser {
 	if testing.Short() {
 		t.Skip("needs Debian's chromium and chromium-driver; runs in the full suite")
 	}
-	for _, bin := range []string{chromedriverBin, chromiumBin} {
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatalf("%s is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)", bin)
-		}
-	}
+	testproc.Require(t, chromedriverBin, chromiumBin)
 	dir := t.TempDir()
 	port := testmagnetite.FreePort(t)
 	logPath := filepath.Join(dir, "chromedriver.log")

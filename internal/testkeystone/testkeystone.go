@@ -85,15 +85,8 @@ func Start(t testing.TB, opts ...Option) *Keystone {
 	for _, o := range opts {
 		o(&set)
 	}
-	for _, bin := range []string{Python, keystoneManage, wsgiPublic} {
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatalf("%s is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)", bin)
-		}
-	}
-	uwsgi, err := exec.LookPath("uwsgi")
-	if err != nil {
-		t.Fatalf("uwsgi is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)")
-	}
+	testproc.Require(t, Python, keystoneManage, wsgiPublic)
+	uwsgi := testproc.Require(t, "uwsgi")[0]
 	dir := t.TempDir()
 	// uwsgi closes every connection after its answer; a kept-alive client
 	// connection would race that close, and a POST sent on a connection

@@ -48,11 +48,7 @@ func Start(t testing.TB) *Server {
 	if testing.Short() {
 		t.Skip("needs a real MariaDB server (Debian's mariadb-server package); runs in the full suite")
 	}
-	for _, bin := range []string{"mariadb-install-db", "mariadbd"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)", bin)
-		}
-	}
+	testproc.Require(t, "mariadb-install-db", "mariadbd")
 	// Unix sockets have a short path limit, so the socket goes in a short
 	// directory of its own rather than under t.TempDir.
 	sockDir, err := os.MkdirTemp("", "mdb")

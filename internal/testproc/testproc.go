@@ -8,7 +8,9 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -79,4 +81,29 @@ func (p *Process) Stop(grace time.Duration) bool {
 		<-p.exited
 		return false
 	}
+}
+
+// Require fails the test unless each of names is installed, a path that
+// exists or a program found on PATH, telling how to install the packages
+// the suite needs. It returns their paths.
+func Require(t testing.TB, names ...string) []string {
+	t.Helper()
+	paths := make([]string, len(names))
+	for i, name := range names {
+		var err error
+		if strings.Contains(name, "/") {
+			paths[i], err = name, statErr(name)
+		} else {
+			paths[i], err = exec.LookPath(name)
+		}
+		if err != nil {
+			t.Fatalf("%s is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)", name)
+		}
+	}
+	return paths
+}
+
+func statErr(path string) error {
+	_, err := os.Stat(path)
+	return err
 }

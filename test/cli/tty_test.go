@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/magnetite-io/magnetite/internal/testenv"
+	"github.com/magnetite-io/magnetite/internal/testproc"
 )
 
 // pane is a tmux pane of fixed size, on a tmux server of its own, running
@@ -26,9 +27,7 @@ type pane struct {
 
 func startPane(t *testing.T, width, height int, argv ...string) *pane {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Fatal("tmux is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)")
-	}
+	testproc.Require(t, "tmux")
 	p := &pane{t: t, socket: filepath.Join(t.TempDir(), "tmux.sock")}
 	shell := `"$0" "$@"; echo "[exit $?]"; exec sleep 3600`
 	p.tmux(append([]string{"-f", "/dev/null", "new-session", "-d", "-s", "tty", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height),

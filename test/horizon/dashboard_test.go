@@ -68,15 +68,8 @@ LOGGING = {
 // with its static files served by uwsgi, and stops it at cleanup.
 func startDashboard(t *testing.T, ks *testkeystone.Keystone) *dashboard {
 	t.Helper()
-	for _, f := range []string{dashboardWSGI, dashboardStatic, "/usr/lib/python3/dist-packages/magnum_ui"} {
-		if _, err := os.Stat(f); err != nil {
-			t.Fatalf("%s is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)", f)
-		}
-	}
-	uwsgi, err := exec.LookPath("uwsgi")
-	if err != nil {
-		t.Fatal("uwsgi is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)")
-	}
+	testproc.Require(t, dashboardWSGI, dashboardStatic, "/usr/lib/python3/dist-packages/magnum_ui")
+	uwsgi := testproc.Require(t, "uwsgi")[0]
 	dir := t.TempDir()
 	local := filepath.Join(dir, "local")
 	if err := os.Mkdir(local, 0o700); err != nil {
