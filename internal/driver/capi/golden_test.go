@@ -8,15 +8,15 @@ import (
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/inmemory"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
-	"github.com/magnetite-io/magnetite/internal/driver/drivertest"
+	"github.com/magnetite-io/magnetite/internal/testdriver"
 	"github.com/magnetite-io/magnetite/internal/testgolden"
 )
 
 // loadCases are the files of testdata/cases: a template, a cluster and,
 // unless it brings its own, the shared cloud facts of testdata/facts.yaml.
-func loadCases(t testing.TB) []drivertest.Case {
+func loadCases(t testing.TB) []testdriver.Case {
 	t.Helper()
-	return drivertest.Cases(t, "testdata/facts.yaml")
+	return testdriver.Cases(t, "testdata/facts.yaml")
 }
 
 func driverFor(name string) *capi.Driver {
@@ -26,7 +26,7 @@ func driverFor(name string) *capi.Driver {
 	return openstack.New(capi.Options{DefaultBootVolumeSize: 20})
 }
 
-func render(t testing.TB, c drivertest.Case) *driver.Result {
+func render(t testing.TB, c testdriver.Case) *driver.Result {
 	t.Helper()
 	res, err := driverFor(c.Driver).Render(c.Request(t))
 	if err != nil {

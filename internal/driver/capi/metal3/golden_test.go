@@ -7,7 +7,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/metal3"
-	"github.com/magnetite-io/magnetite/internal/driver/drivertest"
+	"github.com/magnetite-io/magnetite/internal/testdriver"
 	"github.com/magnetite-io/magnetite/internal/testgolden"
 )
 
@@ -16,7 +16,7 @@ import (
 func goldenCases(t testing.TB) map[string]driver.Request {
 	t.Helper()
 	out := map[string]driver.Request{}
-	for _, c := range drivertest.Cases(t, "") {
+	for _, c := range testdriver.Cases(t, "") {
 		out[c.Name] = c.Request(t)
 	}
 	return out

@@ -1,8 +1,8 @@
-// Package drivertest loads the golden cases of a driver's tests: each file
+// Package testdriver loads the golden cases of a driver's tests: each file
 // of testdata/cases holds a cluster template, a cluster with its node
 // groups and, where the driver needs them, the cloud facts, decoded as the
 // conductor hands them to a driver.
-package drivertest
+package testdriver
 
 import (
 	"os"
