@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,7 +19,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnetite-io/magnetite/internal/addons"
-	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/logging"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testcharts"
@@ -270,22 +268,18 @@ func startCredentialsWorld(t *testing.T) *credentialsWorld {
 	w.charts = testcharts.Serve(t, ccm136.Charts...)
 	dir := t.TempDir()
 	kubeconfig := env.KubeconfigFile(t)
-	cfg, err := config.Load("", "", []string{
-		"MAGNETITE_DEFAULT_STATE_DIR=" + dir, "MAGNETITE_API_LISTEN=127.0.0.1:0", "MAGNETITE_LOG_LEVEL=debug",
-		"MAGNETITE_DATABASE_SECRET_KEY=" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
-		"MAGNETITE_AUTH_STRATEGY=keystone", "MAGNETITE_KEYSTONE_AUTHTOKEN_AUTH_URL=" + ks.AuthURL(),
-		"MAGNETITE_KEYSTONE_AUTHTOKEN_USERNAME=magnetite", "MAGNETITE_KEYSTONE_AUTHTOKEN_PASSWORD=" + servicePassword,
-		"MAGNETITE_MANAGEMENT_KUBECONFIG=" + kubeconfig, "MAGNETITE_CONDUCTOR_INFRASTRUCTURE=openstack",
-		"MAGNETITE_ADDONS_SOURCE=" + w.charts.URL,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := serveConfig(t,
+		"MAGNETITE_DEFAULT_STATE_DIR="+dir, "MAGNETITE_LOG_LEVEL=debug",
+		"MAGNETITE_DATABASE_SECRET_KEY="+base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
+		"MAGNETITE_AUTH_STRATEGY=keystone", "MAGNETITE_KEYSTONE_AUTHTOKEN_AUTH_URL="+ks.AuthURL(),
+		"MAGNETITE_KEYSTONE_AUTHTOKEN_USERNAME=magnetite", "MAGNETITE_KEYSTONE_AUTHTOKEN_PASSWORD="+servicePassword,
+		"MAGNETITE_MANAGEMENT_KUBECONFIG="+kubeconfig, "MAGNETITE_CONDUCTOR_INFRASTRUCTURE=openstack",
+		"MAGNETITE_ADDONS_SOURCE="+w.charts.URL)
 	log, err := logging.New(w.logs, "text", "debug")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.addr = startServe(t, cfg, log)
+	w.addr, _ = serveUntil(t, cfg, log)
 	w.stateDir, w.kubeconfig = dir, kubeconfig
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -304,25 +298,7 @@ func (w *credentialsWorld) apiAt(version, method, path, token string, body any) 
 	if token == "" {
 		token = w.token
 	}
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, "http://"+w.addr+path, rd)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	req.Header.Set("X-Auth-Token", token)
-	req.Header.Set("OpenStack-API-Version", "container-infra "+version)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res, b
+	return apiJSON(w.t, method, "http://"+w.addr+path, body, "X-Auth-Token", token, "OpenStack-API-Version", "container-infra "+version)
 }
 
 type appCredential struct {
@@ -415,15 +391,8 @@ func (w *credentialsWorld) parseClouds(b []byte) cloudsEntry {
 // credential and returns its answer.
 func (w *credentialsWorld) appCredentialLogin(id, secret string) (*http.Response, []byte) {
 	w.t.Helper()
-	auth, _ := json.Marshal(map[string]any{"auth": map[string]any{"identity": map[string]any{
+	return apiJSON(w.t, "POST", w.ks.AuthURL()+"/auth/tokens", map[string]any{"auth": map[string]any{"identity": map[string]any{
 		"methods": []string{"application_credential"}, "application_credential": map[string]any{"id": id, "secret": secret}}}})
-	res, err := http.Post(w.ks.AuthURL()+"/auth/tokens", "application/json", bytes.NewReader(auth))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	return res, body
 }
 
 func (w *credentialsWorld) authenticateStatus(id, secret string) int {
