@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -32,7 +30,6 @@ func TestSecretsAreSealedByDefaultInAPrivateStateDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := serveConfig(t, "MAGNETITE_DEFAULT_STATE_DIR="+state, "MAGNETITE_AUTH_NOAUTH_ROLES=admin", "MAGNETITE_LOG_LEVEL=error")
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	call := func(addr, method, path string, body any, want int) []byte {
 		t.Helper()
 		res, b := apiJSON(t, method, "http://"+addr+path, body)
@@ -42,7 +39,7 @@ func TestSecretsAreSealedByDefaultInAPrivateStateDirectory(t *testing.T) {
 		return b
 	}
 
-	addr, stop := serveUntil(t, cfg, quiet)
+	addr, stop := serveUntil(t, cfg, nil)
 	call(addr, "POST", "/v1/clustertemplates", map[string]any{"name": "k8s", "coe": "kubernetes", "image_id": "ubuntu", "master_lb_enabled": true}, http.StatusCreated)
 	var created struct{ UUID string }
 	if err := json.Unmarshal(call(addr, "POST", "/v1/clusters", map[string]any{"name": "sealed", "cluster_template_id": "k8s"}, http.StatusAccepted), &created); err != nil {
@@ -97,7 +94,7 @@ func TestSecretsAreSealedByDefaultInAPrivateStateDirectory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	addr, stop = serveUntil(t, cfg, quiet)
+	addr, stop = serveUntil(t, cfg, nil)
 	defer stop()
 	var ca struct{ PEM string }
 	if err := json.Unmarshal(call(addr, "GET", "/v1/certificates/"+created.UUID, nil, http.StatusOK), &ca); err != nil || !strings.Contains(ca.PEM, "BEGIN CERTIFICATE") {

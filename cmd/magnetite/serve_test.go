@@ -25,11 +25,14 @@ func serveConfig(t *testing.T, env ...string) *config.Config {
 	return cfg
 }
 
-// serveUntil runs serve in-process with cfg, logging to log, until stop is
-// called or the test ends; stop waits for serve to end. It returns serve's
-// address.
+// serveUntil runs serve in-process with cfg, logging to log (nowhere when
+// nil), until stop is called or the test ends; stop waits for serve to
+// end. It returns serve's address.
 func serveUntil(t *testing.T, cfg *config.Config, log *slog.Logger) (addr string, stop func()) {
 	t.Helper()
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan string, 1), make(chan error, 1)
 	go func() { done <- serveLogging(ctx, cfg, log, ready) }()
