@@ -107,15 +107,21 @@ build() {
 	log "built $(basename "$out") in $((SECONDS - start))s"
 }
 
+# need <-d|-f> <path> stops the build when a folder or file it copies from
+# is missing.
+need() {
+	test "$1" "$2" || {
+		log "missing $2"
+		exit 1
+	}
+}
+
 # copy_tree <source folder> <target folder> copies the YAML files of a folder
 # from the module cache (read-only there) into a folder that appears whole.
 copy_tree() {
 	local src="$1" dst="$2"
 	[[ -d "$dst" ]] && return
-	[[ -d "$src" ]] || {
-		log "missing $src"
-		exit 1
-	}
+	need -d "$src"
 	mkdir -p "$(dirname "$dst")"
 	rm -rf "$dst.tmp.$$"
 	mkdir "$dst.tmp.$$"
@@ -124,13 +130,11 @@ copy_tree() {
 	mv "$dst.tmp.$$" "$dst"
 }
 
+# copy_file <source file> <target file> copies one file the same way.
 copy_file() {
 	local src="$1" dst="$2"
 	[[ -f "$dst" ]] && return
-	[[ -f "$src" ]] || {
-		log "missing $src"
-		exit 1
-	}
+	need -f "$src"
 	mkdir -p "$(dirname "$dst")"
 	cp "$src" "$dst.tmp.$$"
 	chmod 0644 "$dst.tmp.$$"

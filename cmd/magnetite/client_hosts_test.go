@@ -122,7 +122,8 @@ func TestHostCommandsAgainstIronic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &hostsCLI{t: t, endpoint: "http://" + startServe(t, cfg, log) + "/v1"}
+	addr, _ := serveUntil(t, cfg, log)
+	h := &hostsCLI{t: t, endpoint: "http://" + addr + "/v1"}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("Ironic log:\n%s", irc.Log())

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +9,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/testapi"
-	"github.com/magnetite-io/magnetite/internal/testenv"
+	"github.com/magnetite-io/magnetite/internal/testtty"
 )
 
 // TestHelperMagnetiteProcess is the magnetite command when the terminal
@@ -32,72 +28,6 @@ func TestHelperMagnetiteProcess(t *testing.T) {
 	os.Args = append([]string{"magnetite"}, args...)
 	main()
 	os.Exit(0)
-}
-
-// terminal is a tmux pane of fixed size on a tmux server of its own (its
-// own socket) running one command; the pane's shell prints the command's
-// exit status after it and keeps the screen as the command left it.
-type terminal struct {
-	t      *testing.T
-	socket string
-}
-
-func startTerminal(t *testing.T, width, height int, argv ...string) *terminal {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("needs tmux (hack/ci-packages.txt) to give the command a real terminal; runs in the full suite")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Fatal("tmux is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)")
-	}
-	term := &terminal{t: t, socket: filepath.Join(t.TempDir(), "tmux.sock")}
-	shell := `"$0" "$@"; echo "[exit $?]"; exec sleep 600`
-	args := append([]string{"-f", "/dev/null", "new-session", "-d", "-s", "cli", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height),
-		"-e", "MAGNETITE_TEST_HELPER=1", "-e", "TERM=xterm-256color", "sh", "-c", shell}, argv...)
-	term.tmux(args...)
-	t.Cleanup(func() { _ = exec.Command("tmux", "-S", term.socket, "kill-server").Run() })
-	return term
-}
-
-func (term *terminal) tmux(args ...string) string {
-	term.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-S", term.socket}, args...)...).CombinedOutput()
-	if err != nil {
-		term.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-// screen is what the pane shows now, wrapped lines joined.
-func (term *terminal) screen() string {
-	return term.tmux("capture-pane", "-p", "-J", "-t", "cli")
-}
-
-// waitFor polls the screen until every wanted text is on it at once.
-func (term *terminal) waitFor(want ...string) string {
-	term.t.Helper()
-	var s string
-	testenv.WaitEvery(term.t, fmt.Sprintf("the terminal to show %q", want), 20*time.Second, 50*time.Millisecond, func() (bool, string) {
-		s = term.screen()
-		for _, w := range want {
-			if !strings.Contains(s, w) {
-				return false, "missing " + strconv.Quote(w) + "; it shows:\n" + s
-			}
-		}
-		return true, ""
-	})
-	return s
-}
-
-// exitStatus waits for the command to end and returns its status.
-func (term *terminal) exitStatus() int {
-	term.t.Helper()
-	s := term.waitFor("[exit ")
-	var status int
-	if _, err := fmt.Sscanf(s[strings.Index(s, "[exit "):], "[exit %d]", &status); err != nil {
-		term.t.Fatalf("no exit status on the screen: %v\n%s", err, s)
-	}
-	return status
 }
 
 // TestClusterCreateWaitDrawsProgressInATerminal runs `magnetite cluster
@@ -129,19 +59,19 @@ func TestClusterCreateWaitDrawsProgressInATerminal(t *testing.T) {
 		t.Run(string(tc.final.status), func(t *testing.T) {
 			srv := testapi.Start(t)
 			createTemplate(t, srv, "k8s")
-			term := startTerminal(t, 110, 30, os.Args[0], "-test.run=^TestHelperMagnetiteProcess$", "--",
+			term := testtty.Start(t, 110, 30, []string{"MAGNETITE_TEST_HELPER=1"}, os.Args[0], "-test.run=^TestHelperMagnetiteProcess$", "--",
 				"cluster", "create", "c1", "--cluster-template", "k8s", "--node-count", "2", "--wait", "--poll-interval", "100ms",
 				"--os-endpoint", srv.URL, "--os-token", "test-token")
 			uuid := clusterUUIDByName(t, srv.Store, "c1")
-			term.waitFor("Cluster c1: CREATE_IN_PROGRESS", "control plane              ?/1", "node group default-worker  ?/2",
+			term.WaitFor("Cluster c1: CREATE_IN_PROGRESS", "control plane              ?/1", "node group default-worker  ?/2",
 				"Waiting for a conductor to start provisioning")
 
 			applyStep(t, srv.Store, uuid, buildSteps[0])
-			term.waitFor("Waiting for Cluster API to create the cluster")
+			term.WaitFor("Waiting for Cluster API to create the cluster")
 			applyStep(t, srv.Store, uuid, buildSteps[1])
-			term.waitFor("control plane              0/1 ready", "node group default-worker  0/2 ready")
+			term.WaitFor("control plane              0/1 ready", "node group default-worker  0/2 ready")
 			applyStep(t, srv.Store, uuid, buildSteps[2])
-			s := term.waitFor("control plane              1/1 ready",
+			s := term.WaitFor("control plane              1/1 ready",
 				"node group default-worker  1/2 ready: machine w-1: InfrastructureReady=False WaitingForServer",
 				"node group default-worker: machine w-1: InfrastructureReady=False WaitingForServer", "elapsed 0m0")
 			// Drawn in place: one block, the earlier messages overwritten.
@@ -153,10 +83,10 @@ func TestClusterCreateWaitDrawsProgressInATerminal(t *testing.T) {
 			}
 
 			applyStep(t, srv.Store, uuid, tc.final)
-			if got := term.exitStatus(); got != tc.wantExit {
+			if got := term.ExitStatus(); got != tc.wantExit {
 				t.Errorf("exit status %d, want %d", got, tc.wantExit)
 			}
-			s = term.waitFor(tc.wantScreen...)
+			s = term.WaitFor(tc.wantScreen...)
 			if n := strings.Count(s, "Cluster c1: "); n != 1 {
 				t.Errorf("the final block appears %d times:\n%s", n, s)
 			}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -20,13 +19,7 @@ import (
 // and error (non-nil exactly when the exit status would be non-zero).
 func runDoctorCommand(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	root := rootCommand()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs(append([]string{"doctor"}, args...))
-	err := root.ExecuteContext(context.Background())
-	return out.String(), err
+	return runMagnetite(t, append([]string{"doctor"}, args...)...)
 }
 
 func TestDoctorExitsNonZeroExactlyWhenACheckFails(t *testing.T) {

@@ -1,22 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
 )
-
-func runMagnetite(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	root := rootCommand()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs(args)
-	err := root.Execute()
-	return out.String(), err
-}
 
 func TestValidateBMCPrintsTheIronicMappingAsJSON(t *testing.T) {
 	out, err := runMagnetite(t, "host", "validate-bmc", "--username", "root", "redfish-virtualmedia+http://192.168.222.1:8000/redfish/v1/Systems/bmh-vm-01")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,12 +50,8 @@ func splitCase(t *testing.T, name string, edit func(tmpl, cluster map[string]any
 
 func runRender(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	root := rootCommand()
 	var out, errb bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errb)
-	root.SetArgs(append([]string{"render"}, args...))
-	err = root.Execute()
+	err = execMagnetite(context.Background(), &out, &errb, append([]string{"render"}, args...)...)
 	return out.String(), errb.String(), err
 }
 

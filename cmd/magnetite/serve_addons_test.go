@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -44,9 +45,6 @@ var (
 // resources such as Calico's Installation, no StorageClass), so the
 // ClusterResourceSet could not apply these addons there.
 func TestServeDeliversPinnedAddons(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Keystone and a kube-apiserver; runs in the full suite (hack/test.sh)")
-	}
 	w := startCredentialsWorld(t)
 	ctx := t.Context()
 	ns := "magnetite-" + w.services["alpha"]
@@ -91,7 +89,7 @@ func TestServeDeliversPinnedAddons(t *testing.T) {
 			}
 		}
 		if len(cms) != len(want) {
-			t.Errorf("addon ConfigMaps %v, want %v", keys(cms), keys(want))
+			t.Errorf("addon ConfigMaps %v, want %v", slices.Sorted(maps.Keys(cms)), slices.Sorted(maps.Keys(want)))
 		}
 		for _, want := range []string{"/tigera-operator-v3.30.2.tgz", "/openstack-cloud-controller-manager-2.31.3.tgz"} {
 			if !slices.Contains(w.charts.Requests(), want) {
@@ -124,7 +122,7 @@ func TestServeDeliversPinnedAddons(t *testing.T) {
 
 	t.Run("the API server accepts every delivered object", func(t *testing.T) {
 		var objs []*unstructured.Unstructured
-		for _, name := range keys(cms) {
+		for _, name := range slices.Sorted(maps.Keys(cms)) {
 			got, err := testenv.DecodeObjects(strings.NewReader(data(cms[name])))
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
@@ -335,17 +333,8 @@ func annotation(cm unstructured.Unstructured) string {
 func data(cm unstructured.Unstructured) string {
 	d, _, _ := unstructured.NestedStringMap(cm.Object, "data")
 	var b strings.Builder
-	for _, k := range keys(d) {
+	for _, k := range slices.Sorted(maps.Keys(d)) {
 		b.WriteString(d[k])
 	}
 	return b.String()
-}
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }

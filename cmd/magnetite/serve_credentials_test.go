@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,7 +19,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnetite-io/magnetite/internal/addons"
-	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/logging"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testcharts"
@@ -62,9 +60,6 @@ type credentialsWorld struct {
 // deleting the cluster deletes the Secrets and the credential. No
 // credential secret reaches the log.
 func TestServeGivesEveryClusterItsOwnApplicationCredential(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Keystone and a kube-apiserver; runs in the full suite (hack/test.sh)")
-	}
 	w := startCredentialsWorld(t)
 	ctx := t.Context()
 
@@ -166,11 +161,8 @@ func TestServeGivesEveryClusterItsOwnApplicationCredential(t *testing.T) {
 	t.Run("rotation replaces the credential and deletes the old one", func(t *testing.T) {
 		// Through the client, by the cluster's name.
 		var out, errb lockedBuffer
-		root := rootCommand()
-		root.SetOut(&out)
-		root.SetErr(&errb)
-		root.SetArgs([]string{"credential", "rotate", "c1", "--os-endpoint", "http://" + w.addr + "/v1", "--os-token", w.token})
-		if err := root.ExecuteContext(ctx); err != nil || !strings.Contains(out.String(), "Request to rotate the credentials of cluster "+clusterUUID+" has been accepted.") {
+		err := execMagnetite(ctx, &out, &errb, "credential", "rotate", "c1", "--os-endpoint", "http://"+w.addr+"/v1", "--os-token", w.token)
+		if err != nil || !strings.Contains(out.String(), "Request to rotate the credentials of cluster "+clusterUUID+" has been accepted.") {
 			t.Fatalf("magnetite credential rotate c1: %v\n%s%s", err, out.String(), errb.String())
 		}
 		var second string
@@ -252,6 +244,7 @@ func (w *credentialsWorld) createTemplate(name string) {
 
 var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
+// startCredentialsWorld skips under -short, as testkeystone.Start does.
 func startCredentialsWorld(t *testing.T) *credentialsWorld {
 	ks := testkeystone.Start(t)
 	const servicePassword = "magnetite-service-password-31"
@@ -266,8 +259,8 @@ func startCredentialsWorld(t *testing.T) *credentialsWorld {
 		logs: &lockedBuffer{}, services: map[string]string{"alpha": alpha}}
 
 	env := testenv.Start(t)
-	env.InstallCRDs(t, testenv.ClusterAPICRDs(t), nil)
-	env.InstallCRDs(t, testenv.ProviderCRDs(t, "capo"), testenv.ProviderLabels)
+	env.InstallClusterAPI(t)
+	env.InstallProviders(t, "capo")
 	w.cloud = testcloud.Start(t, ks)
 	w.dc = env.Dynamic(t)
 	w.env = env
@@ -275,22 +268,18 @@ func startCredentialsWorld(t *testing.T) *credentialsWorld {
 	w.charts = testcharts.Serve(t, ccm136.Charts...)
 	dir := t.TempDir()
 	kubeconfig := env.KubeconfigFile(t)
-	cfg, err := config.Load("", "", []string{
-		"MAGNETITE_DEFAULT_STATE_DIR=" + dir, "MAGNETITE_API_LISTEN=127.0.0.1:0", "MAGNETITE_LOG_LEVEL=debug",
-		"MAGNETITE_DATABASE_SECRET_KEY=" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
-		"MAGNETITE_AUTH_STRATEGY=keystone", "MAGNETITE_KEYSTONE_AUTHTOKEN_AUTH_URL=" + ks.AuthURL(),
-		"MAGNETITE_KEYSTONE_AUTHTOKEN_USERNAME=magnetite", "MAGNETITE_KEYSTONE_AUTHTOKEN_PASSWORD=" + servicePassword,
-		"MAGNETITE_MANAGEMENT_KUBECONFIG=" + kubeconfig, "MAGNETITE_CONDUCTOR_INFRASTRUCTURE=openstack",
-		"MAGNETITE_ADDONS_SOURCE=" + w.charts.URL,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := serveConfig(t,
+		"MAGNETITE_DEFAULT_STATE_DIR="+dir, "MAGNETITE_LOG_LEVEL=debug",
+		"MAGNETITE_DATABASE_SECRET_KEY="+base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
+		"MAGNETITE_AUTH_STRATEGY=keystone", "MAGNETITE_KEYSTONE_AUTHTOKEN_AUTH_URL="+ks.AuthURL(),
+		"MAGNETITE_KEYSTONE_AUTHTOKEN_USERNAME=magnetite", "MAGNETITE_KEYSTONE_AUTHTOKEN_PASSWORD="+servicePassword,
+		"MAGNETITE_MANAGEMENT_KUBECONFIG="+kubeconfig, "MAGNETITE_CONDUCTOR_INFRASTRUCTURE=openstack",
+		"MAGNETITE_ADDONS_SOURCE="+w.charts.URL)
 	log, err := logging.New(w.logs, "text", "debug")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.addr = startServe(t, cfg, log)
+	w.addr, _ = serveUntil(t, cfg, log)
 	w.stateDir, w.kubeconfig = dir, kubeconfig
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -309,25 +298,7 @@ func (w *credentialsWorld) apiAt(version, method, path, token string, body any) 
 	if token == "" {
 		token = w.token
 	}
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, "http://"+w.addr+path, rd)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	req.Header.Set("X-Auth-Token", token)
-	req.Header.Set("OpenStack-API-Version", "container-infra "+version)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res, b
+	return apiJSON(w.t, method, "http://"+w.addr+path, body, "X-Auth-Token", token, "OpenStack-API-Version", "container-infra "+version)
 }
 
 type appCredential struct {
@@ -416,19 +387,17 @@ func (w *credentialsWorld) parseClouds(b []byte) cloudsEntry {
 	return c
 }
 
-func appCredentialAuth(id, secret string) []byte {
-	b, _ := json.Marshal(map[string]any{"auth": map[string]any{"identity": map[string]any{
+// appCredentialLogin asks Keystone for a token with an application
+// credential and returns its answer.
+func (w *credentialsWorld) appCredentialLogin(id, secret string) (*http.Response, []byte) {
+	w.t.Helper()
+	return apiJSON(w.t, "POST", w.ks.AuthURL()+"/auth/tokens", map[string]any{"auth": map[string]any{"identity": map[string]any{
 		"methods": []string{"application_credential"}, "application_credential": map[string]any{"id": id, "secret": secret}}}})
-	return b
 }
 
 func (w *credentialsWorld) authenticateStatus(id, secret string) int {
 	w.t.Helper()
-	res, err := http.Post(w.ks.AuthURL()+"/auth/tokens", "application/json", bytes.NewReader(appCredentialAuth(id, secret)))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	res.Body.Close()
+	res, _ := w.appCredentialLogin(id, secret)
 	return res.StatusCode
 }
 
@@ -436,18 +405,14 @@ func (w *credentialsWorld) authenticateStatus(id, secret string) int {
 // token's project and user.
 func (w *credentialsWorld) authenticate(id, secret string) (project, user string) {
 	w.t.Helper()
-	res, err := http.Post(w.ks.AuthURL()+"/auth/tokens", "application/json", bytes.NewReader(appCredentialAuth(id, secret)))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	defer res.Body.Close()
+	res, body := w.appCredentialLogin(id, secret)
 	var out struct {
 		Token struct {
 			User    struct{ ID string } `json:"user"`
 			Project struct{ ID string } `json:"project"`
 		} `json:"token"`
 	}
-	if res.StatusCode != http.StatusCreated || json.NewDecoder(res.Body).Decode(&out) != nil {
+	if res.StatusCode != http.StatusCreated || json.Unmarshal(body, &out) != nil {
 		w.t.Fatalf("the application credential does not authenticate: %d", res.StatusCode)
 	}
 	return out.Token.Project.ID, out.Token.User.ID
@@ -455,11 +420,7 @@ func (w *credentialsWorld) authenticate(id, secret string) (project, user string
 
 func (w *credentialsWorld) appCredentialToken(id, secret string) string {
 	w.t.Helper()
-	res, err := http.Post(w.ks.AuthURL()+"/auth/tokens", "application/json", bytes.NewReader(appCredentialAuth(id, secret)))
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	res.Body.Close()
+	res, _ := w.appCredentialLogin(id, secret)
 	if res.StatusCode != http.StatusCreated {
 		w.t.Fatalf("application credential login: %d", res.StatusCode)
 	}

@@ -26,9 +26,6 @@ import (
 // group still on a port fails it with Neutron's SecurityGroupInUse until
 // the group is taken off.
 func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Keystone and a kube-apiserver; runs in the full suite (hack/test.sh)")
-	}
 	w := startCredentialsWorld(t)
 	ctx := t.Context()
 	w.createTemplate("k8s")
@@ -125,6 +122,21 @@ func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
 		}
 		return c.Status, c.StatusReason
 	}
+	// waitStatus waits until the cluster's status is want ("gone" once it
+	// is deleted) and returns its status_reason.
+	waitStatus := func(t *testing.T, uuid, want string) string {
+		t.Helper()
+		what, reason := want, ""
+		if want == "gone" {
+			what = "the cluster to be gone"
+		}
+		testenv.WaitFor(t, what, 2*time.Minute, func() (bool, string) {
+			var st string
+			st, reason = status(uuid)
+			return st == want, st
+		})
+		return reason
+	}
 	del := func(uuid string) {
 		t.Helper()
 		if res, body := w.api("DELETE", "/v1/clusters/"+uuid, "", nil); res.StatusCode != http.StatusNoContent {
@@ -141,7 +153,7 @@ func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
 				strings.Contains(reason, "PENDING_DELETE"), ""
 		})
 		w.cloud.HoldLoadBalancer(plain.wl.LoadBalancerID, false)
-		testenv.WaitFor(t, "the cluster to be gone", 2*time.Minute, func() (bool, string) { st, _ := status(plain.uuid); return st == "gone", st })
+		waitStatus(t, plain.uuid, "gone")
 		if lb, fip, vol := has(plain.wl); lb || fip || vol {
 			t.Errorf("left in the cloud: load balancer %v, floating IP %v, volume %v", lb, fip, vol)
 		}
@@ -152,7 +164,7 @@ func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
 
 	t.Run("workload_cleanup=keep leaves them", func(t *testing.T) {
 		del(kept.uuid)
-		testenv.WaitFor(t, "the cluster to be gone", 2*time.Minute, func() (bool, string) { st, _ := status(kept.uuid); return st == "gone", st })
+		waitStatus(t, kept.uuid, "gone")
 		if lb, fip, vol := has(kept.wl); !lb || !fip || !vol {
 			t.Errorf("kept: load balancer %v, floating IP %v, volume %v; want all", lb, fip, vol)
 		}
@@ -161,12 +173,7 @@ func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
 	t.Run("a volume still attached fails the delete with Cinder's reason until it is detached", func(t *testing.T) {
 		w.cloud.AttachVolume(busy.wl.VolumeID, "4b1ce0a6-2f4e-4a51-9a53-1f0c2d0e7a11")
 		del(busy.uuid)
-		var reason string
-		testenv.WaitFor(t, "DELETE_FAILED", 2*time.Minute, func() (bool, string) {
-			var st string
-			st, reason = status(busy.uuid)
-			return st == "DELETE_FAILED", st
-		})
+		reason := waitStatus(t, busy.uuid, "DELETE_FAILED")
 		for _, want := range []string{"volume pvc-web (" + busy.wl.VolumeID + ") in-use",
 			"Invalid volume: Volume status must be available or error", "must not be migrating, attached"} {
 			if !strings.Contains(reason, want) {
@@ -178,7 +185,7 @@ func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
 		}
 		w.cloud.AttachVolume(busy.wl.VolumeID, "")
 		del(busy.uuid)
-		testenv.WaitFor(t, "the cluster to be gone", 2*time.Minute, func() (bool, string) { st, _ := status(busy.uuid); return st == "gone", st })
+		waitStatus(t, busy.uuid, "gone")
 		if _, _, vol := has(busy.wl); vol {
 			t.Error("the detached volume is still there")
 		}
@@ -196,18 +203,13 @@ func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
 		}
 		w.cloud.UseSecurityGroup(port.Port.ID, guarded.wl.SecurityGroupID, false)
 		del(guarded.uuid)
-		var reason string
-		testenv.WaitFor(t, "DELETE_FAILED", 2*time.Minute, func() (bool, string) {
-			var st string
-			st, reason = status(guarded.uuid)
-			return st == "DELETE_FAILED", st
-		})
+		reason := waitStatus(t, guarded.uuid, "DELETE_FAILED")
 		if want := "SecurityGroupInUse: Security Group " + guarded.wl.SecurityGroupID + " in use."; !strings.Contains(reason, want) {
 			t.Errorf("status_reason lacks %q:\n%s", want, reason)
 		}
 		w.cloud.UseSecurityGroup(port.Port.ID, guarded.wl.SecurityGroupID, true)
 		del(guarded.uuid)
-		testenv.WaitFor(t, "the cluster to be gone", 2*time.Minute, func() (bool, string) { st, _ := status(guarded.uuid); return st == "gone", st })
+		waitStatus(t, guarded.uuid, "gone")
 		if lb, _, _ := has(guarded.wl); lb {
 			t.Error("the load balancer and its security group are still there")
 		}

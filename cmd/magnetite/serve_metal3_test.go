@@ -4,17 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/magnetite-io/magnetite/internal/apitypes"
-	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
@@ -24,41 +21,25 @@ import (
 // metal3_namespace, and the capacity preflight counts Metal3 hosts.
 func TestServeWithTheMetal3Backend(t *testing.T) {
 	env := testenv.Start(t)
-	env.InstallCRDs(t, testenv.ProviderCRDs(t, "bmo"), nil)
+	env.InstallProviders(t, "bmo")
+	env.CreateNamespace(t, "hosts")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dc := env.Dynamic(t)
-	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "hosts"}}}
-	if _, err := dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
 	kubeconfig := env.KubeconfigFile(t)
-	cfg, err := config.Load("", "", []string{
-		"MAGNETITE_DEFAULT_STATE_DIR=" + dir, "MAGNETITE_API_LISTEN=127.0.0.1:0", "MAGNETITE_AUTH_NOAUTH_ROLES=admin",
+	cfg := serveConfig(t, "MAGNETITE_DEFAULT_STATE_DIR="+dir, "MAGNETITE_AUTH_NOAUTH_ROLES=admin",
 		"MAGNETITE_LOG_LEVEL=error", "MAGNETITE_BAREMETAL_BACKEND=metal3", "MAGNETITE_BAREMETAL_METAL3_NAMESPACE=hosts",
-		"MAGNETITE_MANAGEMENT_KUBECONFIG=" + kubeconfig,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+		"MAGNETITE_MANAGEMENT_KUBECONFIG="+kubeconfig)
 	log, err := newLogger(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := startServe(t, cfg, log)
+	addr, _ := serveUntil(t, cfg, log)
 
 	post := func(path string, body any) (*http.Response, []byte) {
 		t.Helper()
-		b, _ := json.Marshal(body)
-		res, err := http.Post("http://"+addr+path, "application/json", bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		var out bytes.Buffer
-		_, _ = out.ReadFrom(res.Body)
-		return res, out.Bytes()
+		return apiJSON(t, "POST", "http://"+addr+path, body)
 	}
 	res, body := post("/v1/hosts", map[string]any{"name": "node-0", "bmc_address": "redfish://10.0.0.8/redfish/v1/Systems/1",
 		"bmc_username": "admin", "bmc_password": "s3cret", "resource_class": "baremetal-gold"})
@@ -86,30 +67,4 @@ func TestServeWithTheMetal3Backend(t *testing.T) {
 	if res.StatusCode != http.StatusConflict || !bytes.Contains(body, []byte("Metal3 hosts")) {
 		t.Errorf("a Metal3 cluster with no free host: %d %s", res.StatusCode, body)
 	}
-}
-
-// startServe runs serve until the test ends and returns its address.
-func startServe(t *testing.T, cfg *config.Config, log *slog.Logger) string {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() { done <- serveLogging(ctx, cfg, log, ready) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	select {
-	case addr := <-ready:
-		return addr
-	case err := <-done:
-		cancel()
-		done <- err
-		t.Fatalf("serve stopped: %v", err)
-	case <-time.After(time.Minute):
-		t.Fatal("serve did not start within a minute")
-	}
-	return ""
 }

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,30 +17,6 @@ import (
 	"github.com/magnetite-io/magnetite/internal/store"
 )
 
-// serveUntil runs serve with cfg until stop is called, which waits for it
-// to end; it returns serve's address.
-func serveUntil(t *testing.T, cfg *config.Config) (addr string, stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan string, 1), make(chan error, 1)
-	go func() { done <- serveLogging(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), ready) }()
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		cancel()
-		t.Fatalf("serve stopped: %v", err)
-	case <-time.After(time.Minute):
-		cancel()
-		t.Fatal("serve did not start within a minute")
-	}
-	return addr, func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}
-}
-
 // TestSecretsAreSealedByDefaultInAPrivateStateDirectory: with no [database]
 // secret_key, the first start generates a key in the state directory and
 // seals the clusters' CA keys with it; the state directory (made 0755 by
@@ -56,33 +29,17 @@ func TestSecretsAreSealedByDefaultInAPrivateStateDirectory(t *testing.T) {
 	if err := os.Mkdir(state, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load("", "", []string{"MAGNETITE_DEFAULT_STATE_DIR=" + state, "MAGNETITE_API_LISTEN=127.0.0.1:0",
-		"MAGNETITE_AUTH_NOAUTH_ROLES=admin", "MAGNETITE_LOG_LEVEL=error"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := serveConfig(t, "MAGNETITE_DEFAULT_STATE_DIR="+state, "MAGNETITE_AUTH_NOAUTH_ROLES=admin", "MAGNETITE_LOG_LEVEL=error")
 	call := func(addr, method, path string, body any, want int) []byte {
 		t.Helper()
-		var rd io.Reader
-		if body != nil {
-			b, _ := json.Marshal(body)
-			rd = bytes.NewReader(b)
-		}
-		req, _ := http.NewRequest(method, "http://"+addr+path, rd)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
+		res, b := apiJSON(t, method, "http://"+addr+path, body)
 		if res.StatusCode != want {
 			t.Fatalf("%s %s: %d %s, want %d", method, path, res.StatusCode, b, want)
 		}
 		return b
 	}
 
-	addr, stop := serveUntil(t, cfg)
+	addr, stop := serveUntil(t, cfg, nil)
 	call(addr, "POST", "/v1/clustertemplates", map[string]any{"name": "k8s", "coe": "kubernetes", "image_id": "ubuntu", "master_lb_enabled": true}, http.StatusCreated)
 	var created struct{ UUID string }
 	if err := json.Unmarshal(call(addr, "POST", "/v1/clusters", map[string]any{"name": "sealed", "cluster_template_id": "k8s"}, http.StatusAccepted), &created); err != nil {
@@ -137,7 +94,7 @@ func TestSecretsAreSealedByDefaultInAPrivateStateDirectory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	addr, stop = serveUntil(t, cfg)
+	addr, stop = serveUntil(t, cfg, nil)
 	defer stop()
 	var ca struct{ PEM string }
 	if err := json.Unmarshal(call(addr, "GET", "/v1/certificates/"+created.UUID, nil, http.StatusOK), &ca); err != nil || !strings.Contains(ca.PEM, "BEGIN CERTIFICATE") {

@@ -25,15 +25,10 @@ import (
 // declares it (Metal3: the IP pool, the data templates and the remediation
 // templates), and leaves another cluster's objects alone.
 func TestCleanupRemovesTheInfrastructuresOwnObjects(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: needs a real kube-apiserver; runs in the full suite")
-	}
 	ctx := context.Background()
 	env := testenv.Start(t)
-	env.InstallCRDs(t, testenv.ClusterAPICRDs(t), nil)
-	for _, p := range []string{"capm3", "ipam-metal3"} {
-		env.InstallCRDs(t, testenv.ProviderCRDs(t, p), testenv.ProviderLabels)
-	}
+	env.InstallClusterAPI(t)
+	env.InstallProviders(t, "capm3", "ipam-metal3")
 	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds()})
 	if err != nil {
 		t.Fatal(err)

@@ -199,16 +199,28 @@ func (c *Conductor) changed(clusterUUID string) <-chan struct{} {
 }
 
 func (c *Conductor) runWorker(ctx context.Context) {
+	work(ctx, c.log, "claim operation", func(ctx context.Context) (*model.Operation, error) {
+		return c.st.ClaimOperation(ctx, c.opts.Owner, c.opts.Lease)
+	}, c.idle, c.execute)
+}
+
+// work takes work from a queue until ctx ends: it claims the next due
+// operation and executes it, or idles when there is none or the claim
+// failed (logged as what, unless ctx ended).
+func work[T any](ctx context.Context, log *slog.Logger, what string, claim func(context.Context) (*T, error),
+	idle func(context.Context), execute func(context.Context, *T)) {
 	for ctx.Err() == nil {
-		op, err := c.st.ClaimOperation(ctx, c.opts.Owner, c.opts.Lease)
+		op, err := claim(ctx)
 		switch {
-		case err != nil && ctx.Err() == nil:
-			c.log.Error("claim operation", "error", err)
-			c.idle(ctx)
+		case err != nil:
+			if ctx.Err() == nil {
+				log.Error(what, "error", err)
+			}
+			idle(ctx)
 		case op == nil:
-			c.idle(ctx)
+			idle(ctx)
 		default:
-			c.execute(ctx, op)
+			execute(ctx, op)
 		}
 	}
 }
@@ -242,14 +254,9 @@ func idleUntil(ctx context.Context, wake <-chan struct{}, wait time.Duration, no
 // execute runs one claimed operation with a heartbeat, and records how it
 // ended.
 func (c *Conductor) execute(ctx context.Context, op *model.Operation) {
-	log := c.log.With("operation", op.UUID, "type", op.Type, "cluster", op.ClusterID, "attempt", op.Attempts)
-	if op.RequestID != "" {
-		// The request that queued the operation ties its logs to the API's.
-		log = log.With("request_id", op.RequestID)
-	}
-	opCtx, cancel := context.WithCancel(ctx)
+	log := operationLog(c.log, op, "cluster", op.ClusterID)
+	opCtx, cancel := withLease(ctx, c.st, op, c.opts.Lease, log)
 	defer cancel()
-	go keepLease(opCtx, cancel, c.st, op, c.opts.Lease, log)
 	log.Info("operation started")
 	err := c.run(opCtx, op)
 	if ctx.Err() != nil {

@@ -2,6 +2,7 @@ package conductor
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"time"
@@ -109,7 +110,7 @@ func progress(s Snapshot) string {
 		return "Waiting for Cluster API to create the cluster"
 	}
 	msg := fmt.Sprintf("control plane %d/%d ready", s.ControlPlane.Ready, s.ControlPlane.Desired)
-	for _, ng := range sortedKeys(s.NodeGroups) {
+	for _, ng := range slices.Sorted(maps.Keys(s.NodeGroups)) {
 		g := s.NodeGroups[ng]
 		msg += fmt.Sprintf(", %s %d/%d ready", ng, g.Ready, g.Desired)
 	}

@@ -3,6 +3,8 @@ package conductor
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/magnetite-io/magnetite/internal/model"
@@ -58,7 +60,7 @@ func (c *Conductor) recordHealth(ctx context.Context, clusterUUID string, before
 	msg := "every node is ready"
 	if to == model.Unhealthy {
 		msg = ""
-		for _, k := range sortedKeys(after.HealthStatusReason) {
+		for _, k := range slices.Sorted(maps.Keys(after.HealthStatusReason)) {
 			if r := after.HealthStatusReason[k]; !strings.HasPrefix(r, "ok") {
 				msg += k + ": " + r + "; "
 			}

@@ -66,20 +66,9 @@ func (h *HostActions) Notify() {
 // Run carries out actions until ctx ends.
 func (h *HostActions) Run(ctx context.Context) {
 	h.init()
-	for ctx.Err() == nil {
-		op, err := h.Store.ClaimHostOperation(ctx, h.Owner, h.Lease)
-		switch {
-		case err != nil:
-			if ctx.Err() == nil {
-				h.Log.Error("claim host action", "error", err)
-			}
-			h.idle(ctx)
-		case op == nil:
-			h.idle(ctx)
-		default:
-			h.execute(ctx, op)
-		}
-	}
+	work(ctx, h.Log, "claim host action", func(ctx context.Context) (*store.HostOperation, error) {
+		return h.Store.ClaimHostOperation(ctx, h.Owner, h.Lease)
+	}, h.idle, h.execute)
 }
 
 func (h *HostActions) idle(ctx context.Context) {
@@ -89,13 +78,9 @@ func (h *HostActions) idle(ctx context.Context) {
 // execute carries out one claimed action with a heartbeat on its lease and
 // records how it ended.
 func (h *HostActions) execute(ctx context.Context, op *store.HostOperation) {
-	log := h.Log.With("operation", op.UUID, "type", op.Type, "host", op.Host, "attempt", op.Attempts)
-	if op.RequestID != "" {
-		log = log.With("request_id", op.RequestID)
-	}
-	opCtx, cancel := context.WithCancel(ctx)
+	log := operationLog(h.Log, &op.Operation, "host", op.Host)
+	opCtx, cancel := withLease(ctx, h.Store, &op.Operation, h.Lease, log)
 	defer cancel()
-	go keepLease(opCtx, cancel, h.Store, &op.Operation, h.Lease, log)
 	res, err := op.Action.Do(opCtx, h.Backend, op.Host)
 	if ctx.Err() != nil {
 		// Shutting down: the lease expires and another replica resumes.
@@ -144,6 +129,25 @@ func (h *HostActions) forget(ctx context.Context, ident string, log *slog.Logger
 	if err := h.Store.ForgetHost(ctx, ident); err != nil {
 		log.Warn("remove host from the mirror", "error", err)
 	}
+}
+
+// operationLog is log with a claimed operation's fields: its UUID, type,
+// what it acts on (key and subject), attempt and the request that queued
+// it, which ties the operation's logs to the API's.
+func operationLog(log *slog.Logger, op *model.Operation, key, subject string) *slog.Logger {
+	log = log.With("operation", op.UUID, "type", op.Type, key, subject, "attempt", op.Attempts)
+	if op.RequestID != "" {
+		log = log.With("request_id", op.RequestID)
+	}
+	return log
+}
+
+// withLease keeps the lease on a claimed operation while it runs: the
+// context it returns ends when cancel is called or the lease is lost.
+func withLease(ctx context.Context, st *store.DB, op *model.Operation, leaseFor time.Duration, log *slog.Logger) (context.Context, context.CancelFunc) {
+	opCtx, cancel := context.WithCancel(ctx)
+	go keepLease(opCtx, cancel, st, op, leaseFor, log)
+	return opCtx, cancel
 }
 
 // keepLease renews the lease on op every third of leaseFor until ctx

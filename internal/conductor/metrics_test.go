@@ -61,11 +61,7 @@ func TestExecutedOperationIsCountedAndLoggedWithItsRequestID(t *testing.T) {
 	var logs bytes.Buffer
 	reg := metrics.New(nil, nil, nil)
 	c := New(Options{Store: st, Metrics: reg, Owner: "test", Log: slog.New(slog.NewJSONHandler(&logs, nil))})
-	claimed, err := st.ClaimOperation(ctx, "test", time.Minute)
-	if err != nil || claimed == nil {
-		t.Fatalf("claim: %v, %v", claimed, err)
-	}
-	c.execute(ctx, claimed)
+	executeQueued(t, c, st)
 
 	m := family(t, reg, "magnetite_operations_finished_total", map[string]string{"type": string(opType), "result": "failed"})
 	if m == nil || m.GetCounter().GetValue() != 1 {
@@ -166,8 +162,7 @@ func (unreachableCloud) Facts(context.Context, *model.ClusterTemplate, *model.Cl
 // TestRetriedOperationShowsWhyInStatusReason: a transient failure leaves
 // the cluster in progress, and its status_reason says what it waits for.
 func TestRetriedOperationShowsWhyInStatusReason(t *testing.T) {
-	ctx := context.Background()
-	st, cl, _ := clusterWithOperation(t, model.OpClusterCreate)
+	st, _, _ := clusterWithOperation(t, model.OpClusterCreate)
 	reg := metrics.New(nil, nil, nil)
 	// The cloud fails before the management cluster is asked anything.
 	mc, err := mgmt.NewForConfig(&rest.Config{Host: "https://127.0.0.1:1"}, mgmt.Options{})
@@ -175,15 +170,7 @@ func TestRetriedOperationShowsWhyInStatusReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := New(Options{Store: st, Metrics: reg, Owner: "test", Mgmt: mc, Facts: unreachableCloud{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	claimed, err := st.ClaimOperation(ctx, "test", time.Minute)
-	if err != nil || claimed == nil {
-		t.Fatalf("claim: %v, %v", claimed, err)
-	}
-	c.execute(ctx, claimed)
-	got, err := st.GetClusterByUUID(ctx, cl.UUID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := executeQueued(t, c, st)
 	if got.Status != model.CreateInProgress || got.StatusReason == nil ||
 		!strings.HasPrefix(*got.StatusReason, "Retrying (attempt 1 failed): ") || !strings.Contains(*got.StatusReason, "Nova answered 503") {
 		t.Errorf("cluster after a transient failure: %s, %v", got.Status, got.StatusReason)
@@ -197,23 +184,47 @@ func TestRetriedOperationShowsWhyInStatusReason(t *testing.T) {
 // queued operation of typ for it (request id req-42).
 func clusterWithOperation(t *testing.T, typ model.OperationType) (*store.DB, *model.Cluster, *model.Operation) {
 	t.Helper()
+	ct := &model.ClusterTemplate{UUID: uuid.NewString(), Name: "t", ProjectID: "p", UserID: "u",
+		TemplateSpec: model.TemplateSpec{COE: "kubernetes", ImageID: "img",
+			ServerType: model.ServerTypeVM, Labels: map[string]string{}}, CreatedAt: time.Now().UTC()}
+	cl := &model.Cluster{UUID: uuid.NewString(), Name: "c", ProjectID: "p", UserID: "u", ClusterTemplateID: ct.UUID,
+		Status: model.CreateInProgress, Labels: map[string]string{}, CreatedAt: time.Now().UTC()}
+	op := &model.Operation{UUID: uuid.NewString(), Type: typ, ClusterID: cl.UUID, ProjectID: "p", RequestID: "req-42"}
+	return storeWith(t, ct, cl, nil, op), cl, op
+}
+
+// executeQueued has c claim and execute the store's queued operation and
+// returns its cluster as the operation left it.
+func executeQueued(t *testing.T, c *Conductor, st *store.DB) *model.Cluster {
+	t.Helper()
+	ctx := context.Background()
+	claimed, err := st.ClaimOperation(ctx, "test", time.Minute)
+	if err != nil || claimed == nil {
+		t.Fatalf("claim: %v, %v", claimed, err)
+	}
+	c.execute(ctx, claimed)
+	got, err := st.GetClusterByUUID(ctx, claimed.ClusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// storeWith is a fresh SQLite store holding the template ct and the
+// cluster cl being created, with its node groups and queued operation op.
+func storeWith(t *testing.T, ct *model.ClusterTemplate, cl *model.Cluster, ngs []*model.NodeGroup, op *model.Operation) *store.DB {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "m.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	ct := &model.ClusterTemplate{UUID: uuid.NewString(), Name: "t", ProjectID: "p", UserID: "u",
-		TemplateSpec: model.TemplateSpec{COE: "kubernetes", ImageID: "img",
-			ServerType: model.ServerTypeVM, Labels: map[string]string{}}, CreatedAt: time.Now().UTC()}
 	if err := st.CreateClusterTemplate(ctx, ct); err != nil {
 		t.Fatal(err)
 	}
-	cl := &model.Cluster{UUID: uuid.NewString(), Name: "c", ProjectID: "p", UserID: "u", ClusterTemplateID: ct.UUID,
-		Status: model.CreateInProgress, Labels: map[string]string{}, CreatedAt: time.Now().UTC()}
-	op := &model.Operation{UUID: uuid.NewString(), Type: typ, ClusterID: cl.UUID, ProjectID: "p", RequestID: "req-42"}
-	if err := st.ApplyClusterChange(ctx, store.ClusterChange{Cluster: cl, Create: true, QuotaLimit: 10, Operation: op}); err != nil {
+	if err := st.ApplyClusterChange(ctx, store.ClusterChange{Cluster: cl, Create: true, QuotaLimit: 10, NodeGroups: ngs, Operation: op}); err != nil {
 		t.Fatal(err)
 	}
-	return st, cl, op
+	return st
 }

@@ -2,7 +2,6 @@ package conductor
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -188,15 +187,6 @@ func machineAddresses(m map[string]any) []string {
 }
 
 func name(obj map[string]any) string { return nestedString(obj, "metadata", "name") }
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
 
 func plural(n int, word string) string {
 	if n == 1 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
-	"github.com/magnetite-io/magnetite/internal/store"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
@@ -35,32 +33,19 @@ func (s staticCloud) Facts(context.Context, *model.ClusterTemplate, *model.Clust
 // flavor is virtual) fails when the conductor reads the flavors, with the
 // resolver's reason, saying what to change, as its status_reason.
 func TestUnbuildableClusterFailsWithTheRenderersReason(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a kube-apiserver")
-	}
-	ctx := context.Background()
 	env := testenv.Start(t)
-	env.InstallCRDs(t, testenv.ClusterAPICRDs(t), nil)
-	env.InstallCRDs(t, testenv.ProviderCRDs(t, "capo"), testenv.ProviderLabels)
+	env.InstallClusterAPI(t)
+	env.InstallProviders(t, "capo")
 	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "m.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-
 	str := func(s string) *string { return &s }
 	ct := &model.ClusterTemplate{UUID: uuid.NewString(), Name: "bm", ProjectID: "p", UserID: "u",
 		TemplateSpec: model.TemplateSpec{COE: "kubernetes", ImageID: "ubuntu-2404",
 			ServerType: model.ServerTypeBM, MasterFlavorID: str("m1.medium"), FlavorID: str("bm.gold"),
 			ExternalNetworkID: str("public"), Labels: map[string]string{"kube_tag": "v1.33.1"}},
 		CreatedAt: time.Now().UTC()}
-	if err := st.CreateClusterTemplate(ctx, ct); err != nil {
-		t.Fatal(err)
-	}
 	cl := &model.Cluster{UUID: uuid.NewString(), Name: "metal", ProjectID: "p", UserID: "u", ClusterTemplateID: ct.UUID,
 		Status: model.CreateInProgress, Labels: ct.Labels, MergeLabels: true, MasterFlavorID: ct.MasterFlavorID, FlavorID: ct.FlavorID,
 		CreatedAt: time.Now().UTC()}
@@ -71,9 +56,7 @@ func TestUnbuildableClusterFailsWithTheRenderersReason(t *testing.T) {
 			FlavorID: ct.FlavorID, Labels: cl.Labels, Status: model.CreateInProgress, IsDefault: true, CreatedAt: cl.CreatedAt},
 	}
 	op := &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterCreate, ClusterID: cl.UUID, ProjectID: "p"}
-	if err := st.ApplyClusterChange(ctx, store.ClusterChange{Cluster: cl, Create: true, QuotaLimit: 10, NodeGroups: ngs, Operation: op}); err != nil {
-		t.Fatal(err)
-	}
+	st := storeWith(t, ct, cl, ngs, op)
 
 	reg := driver.NewRegistry()
 	if err := reg.Register(openstack.New(capi.Options{})); err != nil {
@@ -85,16 +68,7 @@ func TestUnbuildableClusterFailsWithTheRenderersReason(t *testing.T) {
 		Networks: []facts.Network{{ID: "n", Name: "public", External: true}},
 	}
 	c := New(Options{Store: st, Mgmt: mc, Drivers: reg, Facts: staticCloud{facts}, Owner: "test", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	claimed, err := st.ClaimOperation(ctx, "test", time.Minute)
-	if err != nil || claimed == nil {
-		t.Fatalf("claim: %v, %v", claimed, err)
-	}
-	c.execute(ctx, claimed)
-
-	got, err := st.GetClusterByUUID(ctx, cl.UUID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := executeQueued(t, c, st)
 	want := "node group default-master: flavor m1.medium is not a bare-metal flavor: the bare-metal template needs an Ironic-backed flavor"
 	if got.Status != model.CreateFailed || got.StatusReason == nil || !strings.Contains(*got.StatusReason, want) {
 		t.Errorf("cluster %s, status_reason %v; want CREATE_FAILED saying %q", got.Status, derefOr(got.StatusReason, ""), want)

@@ -2,7 +2,9 @@ package conductor
 
 import (
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -189,7 +191,7 @@ func firstProblem(obs Observed, s Snapshot) string {
 	if s.ControlPlane.Problem != "" {
 		return s.ControlPlane.Problem
 	}
-	for _, ng := range sortedKeys(s.NodeGroups) {
+	for _, ng := range slices.Sorted(maps.Keys(s.NodeGroups)) {
 		if p := s.NodeGroups[ng].Problem; p != "" {
 			return "node group " + ng + ": " + p
 		}
@@ -219,7 +221,7 @@ func health(obs Observed, s Snapshot, unhealthyNodes int) (model.Health, map[str
 	if s.ControlPlane.Present {
 		reasons["control_plane"] += fmt.Sprintf(" (%d/%d ready)", s.ControlPlane.Ready, s.ControlPlane.Desired)
 	}
-	for _, ng := range sortedKeys(s.NodeGroups) {
+	for _, ng := range slices.Sorted(maps.Keys(s.NodeGroups)) {
 		g := s.NodeGroups[ng]
 		r := fmt.Sprintf("%d/%d ready", g.Ready, g.Desired)
 		if g.Problem != "" {

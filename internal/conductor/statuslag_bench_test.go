@@ -137,11 +137,8 @@ func startFleet(b *testing.B) *fleet {
 	if err != nil {
 		b.Fatal(err)
 	}
+	kube.CreateNamespace(b, benchNamespace)
 	ctx, cancel := context.WithCancel(context.Background())
-	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": benchNamespace}}}
-	if _, err := dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mc, err := mgmt.New(mgmt.Options{Kubeconfig: kube.KubeconfigFile(b), Kinds: builtin.Kinds(), Log: quiet})
 	if err != nil {

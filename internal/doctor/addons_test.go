@@ -3,21 +3,10 @@ package doctor
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/magnetite-io/magnetite/internal/addons"
-	"github.com/magnetite-io/magnetite/internal/addons/charts"
 	"github.com/magnetite-io/magnetite/internal/testcharts"
 )
-
-func chartSource(t *testing.T, s string) *charts.Source {
-	t.Helper()
-	src, err := charts.ParseSource(s, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return src
-}
 
 // TestAddonChartsFailsOnAMissingPinnedChart: doctor passes on a source
 // holding every pinned chart, fails naming the chart a source lacks, fails
@@ -25,27 +14,27 @@ func chartSource(t *testing.T, s string) *charts.Source {
 // addons mirror` filled.
 func TestAddonChartsFailsOnAMissingPinnedChart(t *testing.T) {
 	full := testcharts.Serve(t)
-	if r := AddonCharts(t.Context(), chartSource(t, full.URL)); r.Status != Pass || !strings.Contains(r.Detail, "resolve at "+full.URL) {
+	if r := AddonCharts(t.Context(), testcharts.Source(t, full.URL)); r.Status != Pass || !strings.Contains(r.Detail, "resolve at "+full.URL) {
 		t.Fatalf("complete source: %+v", r)
 	}
 	cinder, _ := addons.Pinned(addons.CinderCSI, "1.34")
 	partial := testcharts.Serve(t, cinder.Charts...)
-	r := AddonCharts(t.Context(), chartSource(t, partial.URL))
+	r := AddonCharts(t.Context(), testcharts.Source(t, partial.URL))
 	if r.Status != Fail || !strings.Contains(r.Detail, "lacks 1 of") || !strings.Contains(r.Detail, "openstack-cinder-csi") ||
 		!strings.Contains(r.Detail, "2.34.3") || !strings.Contains(r.Fix, "magnetite addons mirror") {
 		t.Fatalf("source without cinder 2.34.3: %+v", r)
 	}
-	if r := AddonCharts(t.Context(), chartSource(t, "http://127.0.0.1:1")); r.Status != Fail || !strings.Contains(r.Detail, "does not answer") {
+	if r := AddonCharts(t.Context(), testcharts.Source(t, "http://127.0.0.1:1")); r.Status != Fail || !strings.Contains(r.Detail, "does not answer") {
 		t.Fatalf("source that does not answer: %+v", r)
 	}
 	dir := t.TempDir()
-	if r := AddonCharts(t.Context(), chartSource(t, dir)); r.Status != Fail || !strings.Contains(r.Detail, "no index.yaml") {
+	if r := AddonCharts(t.Context(), testcharts.Source(t, dir)); r.Status != Fail || !strings.Contains(r.Detail, "no index.yaml") {
 		t.Fatalf("empty directory: %+v", r)
 	}
-	if _, err := chartSource(t, full.URL).Mirror(t.Context(), dir, addons.Charts()); err != nil {
+	if _, err := testcharts.Source(t, full.URL).Mirror(t.Context(), dir, addons.Charts()); err != nil {
 		t.Fatal(err)
 	}
-	if r := AddonCharts(t.Context(), chartSource(t, dir)); r.Status != Pass {
+	if r := AddonCharts(t.Context(), testcharts.Source(t, dir)); r.Status != Pass {
 		t.Fatalf("mirrored directory: %+v", r)
 	}
 }

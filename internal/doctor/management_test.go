@@ -95,11 +95,7 @@ func TestManagementChecksAgainstARealAPIServer(t *testing.T) {
 	expect(t, got["controllers"], doctor.Fail, "no Cluster API controller found")
 
 	// Cluster API and the in-memory infrastructure installed.
-	crds := testenv.ClusterAPICRDs(t)
-	env.InstallCRDs(t, filepath.Join(crds, "core"), nil)
-	env.InstallCRDs(t, filepath.Join(crds, "kubeadm-bootstrap"), testenv.ProviderLabels)
-	env.InstallCRDs(t, filepath.Join(crds, "kubeadm-control-plane"), testenv.ProviderLabels)
-	env.InstallCRDs(t, filepath.Join(crds, "capd"), testenv.ProviderLabels)
+	env.InstallClusterAPI(t)
 	got = results(doctor.ServedKinds(ctx, client(""), builtin.KindsByDriver()))
 	expect(t, got["CRDs Cluster API core"], doctor.Pass, "Cluster cluster.x-k8s.io/v1beta2", "MachineHealthCheck")
 	expect(t, got["CRDs kubeadm bootstrap"], doctor.Pass, "KubeadmConfigTemplate bootstrap.cluster.x-k8s.io/")

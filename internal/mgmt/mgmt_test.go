@@ -73,6 +73,24 @@ func applyCRD(t *testing.T, env *testenv.APIServer, group, kind string, versions
 	})
 }
 
+// projectPlane starts an API server serving Cluster API's Cluster at
+// v1beta2 and each of also at v1beta1, and returns it with a client that
+// discovered them and the project's namespace, ensured.
+func projectPlane(t *testing.T, project string, also ...string) (*testenv.APIServer, *mgmt.Client, string) {
+	t.Helper()
+	env := testenv.Start(t)
+	applyCRD(t, env, kinds.GroupCluster, "Cluster", crdVersion{"v1beta2", true, true})
+	for _, kind := range also {
+		applyCRD(t, env, kinds.GroupCluster, kind, crdVersion{"v1beta1", true, true})
+	}
+	c := newClient(t, env.Config, "")
+	ns, err := c.EnsureNamespace(context.Background(), project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env, c, ns
+}
+
 func newClient(t *testing.T, cfg *rest.Config, overrides string) *mgmt.Client {
 	t.Helper()
 	c, err := mgmt.NewForConfig(cfg, mgmt.Options{APIResources: overrides})
@@ -203,16 +221,10 @@ func TestOverrideWinsOverThePreferredVersion(t *testing.T) {
 }
 
 func TestServerSideApplyIsIdempotentAndLabelsOwnership(t *testing.T) {
-	env := testenv.Start(t)
 	ctx := context.Background()
-	applyCRD(t, env, kinds.GroupCluster, "Cluster", crdVersion{"v1beta2", true, true})
-	c := newClient(t, env.Config, "")
 	// A project id that is no DNS label and no label value.
 	owner := mgmt.Owner{ClusterUUID: "7ae81bb3-dec3-4289-8d6c-da80bd8001ae", ProjectID: "Demo Project"}
-	ns, err := c.EnsureNamespace(ctx, owner.ProjectID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, c, ns := projectPlane(t, owner.ProjectID)
 	nsObj, err := c.Get(ctx, "Namespace", "", ns)
 	if err != nil {
 		t.Fatal(err)
@@ -301,14 +313,9 @@ func TestServerSideApplyIsIdempotentAndLabelsOwnership(t *testing.T) {
 }
 
 func TestReleaseNamespaceKeepsANamespaceWithClusters(t *testing.T) {
-	env := testenv.Start(t)
 	ctx := context.Background()
-	applyCRD(t, env, kinds.GroupCluster, "Cluster", crdVersion{"v1beta2", true, true})
-	c := newClient(t, env.Config, "")
+	_, c, _ := projectPlane(t, "p1")
 	owner := mgmt.Owner{ClusterUUID: "c-1", ProjectID: "p1"}
-	if _, err := c.EnsureNamespace(ctx, "p1"); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := c.Apply(ctx, owner, clusterObject("k1")); err != nil {
 		t.Fatal(err)
 	}
@@ -327,14 +334,8 @@ func TestReleaseNamespaceKeepsANamespaceWithClusters(t *testing.T) {
 // ConfigMap, say) is kept when the project's last cluster goes, and the
 // objects are named; once they are gone it is released.
 func TestReleaseNamespaceNeverTakesAnOperatorsObjects(t *testing.T) {
-	env := testenv.Start(t)
 	ctx := context.Background()
-	applyCRD(t, env, kinds.GroupCluster, "Cluster", crdVersion{"v1beta2", true, true})
-	c := newClient(t, env.Config, "")
-	ns, err := c.EnsureNamespace(ctx, "p1")
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, c, ns := projectPlane(t, "p1")
 	// Magnetite's own Secret goes with the namespace; the operator's do not.
 	mine := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{"name": "k1-ca", "namespace": ns}}}
@@ -406,17 +407,10 @@ func (r *recorder) names() []string {
 }
 
 func TestWatchDeliversMagnetiteObjectsOnly(t *testing.T) {
-	env := testenv.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	applyCRD(t, env, kinds.GroupCluster, "Cluster", crdVersion{"v1beta2", true, true})
-	applyCRD(t, env, kinds.GroupCluster, "Machine", crdVersion{"v1beta1", true, true})
-	c := newClient(t, env.Config, "")
+	env, c, ns := projectPlane(t, "p1", "Machine")
 	owner := mgmt.Owner{ClusterUUID: "uuid-1", ProjectID: "p1"}
-	ns, err := c.EnsureNamespace(ctx, "p1")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := c.Apply(ctx, owner, clusterObject("before")); err != nil {
 		t.Fatal(err)
 	}

@@ -18,11 +18,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/testmagnetite"
+	"github.com/magnetite-io/magnetite/internal/testproc"
 )
 
 const (
@@ -57,39 +57,26 @@ func Start(t testing.TB) *Browser {
 	if testing.Short() {
 		t.Skip("needs Debian's chromium and chromium-driver; runs in the full suite")
 	}
-	for _, bin := range []string{chromedriverBin, chromiumBin} {
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatalf("%s is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)", bin)
-		}
-	}
+	testproc.Require(t, chromedriverBin, chromiumBin)
 	dir := t.TempDir()
 	port := testmagnetite.FreePort(t)
 	logPath := filepath.Join(dir, "chromedriver.log")
-	cmd := exec.Command(chromedriverBin, "--port="+strconv.Itoa(port), "--allowed-ips=127.0.0.1", "--log-path="+logPath)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	proc, err := testproc.Start(exec.Command(chromedriverBin, "--port="+strconv.Itoa(port), "--allowed-ips=127.0.0.1", "--log-path="+logPath), "")
+	if err != nil {
 		t.Fatalf("start chromedriver: %v", err)
 	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
 	b := &Browser{t: t, base: "http://127.0.0.1:" + strconv.Itoa(port), client: &http.Client{Timeout: 2 * time.Minute},
 		Downloads: filepath.Join(dir, "downloads")}
 	t.Cleanup(func() {
 		if b.session != "" {
 			b.call("DELETE", "/session/"+b.session, nil, nil)
 		}
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
+		proc.Stop(10 * time.Second)
 	})
 	if err := os.MkdirAll(b.Downloads, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	b.awaitDriver(exited, logPath)
+	b.awaitDriver(proc.Exited(), logPath)
 
 	caps := map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{
 		"browserName": "chrome",

@@ -14,12 +14,14 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/repo"
 
 	"github.com/magnetite-io/magnetite/internal/addons"
+	"github.com/magnetite-io/magnetite/internal/addons/charts"
 )
 
 // Repo is a chart repository served on 127.0.0.1.
@@ -108,4 +110,15 @@ func testdataDir(t testing.TB) string {
 		t.Fatal("testcharts: cannot locate testdata")
 	}
 	return filepath.Join(filepath.Dir(file), "testdata", "charts")
+}
+
+// Source parses s (a repository URL or a folder) as the conductor's chart
+// source, with a 10 s timeout a request.
+func Source(t testing.TB, s string) *charts.Source {
+	t.Helper()
+	src, err := charts.ParseSource(s, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src
 }

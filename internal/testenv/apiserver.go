@@ -145,7 +145,7 @@ type proc struct {
 func Start(t testing.TB) *APIServer {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("needs etcd and kube-apiserver from hack/build-testbin.sh; skipped in -short mode")
+		t.Skip("-short: needs etcd and kube-apiserver from hack/build-testbin.sh; runs in the full suite")
 	}
 	bin, err := Testbin()
 	if err != nil {
@@ -179,14 +179,7 @@ func Start(t testing.TB) *APIServer {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := poll(ctx, func() (bool, error) {
-		res, err := http.Get(etcdURL + "/health")
-		if err != nil {
-			return false, nil
-		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusOK, nil
-	}); err != nil {
+	if err := poll(ctx, answersOK(http.DefaultClient, etcdURL+"/health")); err != nil {
 		t.Fatalf("testenv: etcd did not become healthy: %v\n%s", err, s.logTail("etcd"))
 	}
 	host := fmt.Sprintf("127.0.0.1:%d", ports[2])
@@ -223,14 +216,7 @@ func (s *APIServer) awaitAPIServer(ctx context.Context, t testing.TB) {
 		t.Fatal(err)
 	}
 	hc := &http.Client{Transport: tr, Timeout: 5 * time.Second}
-	if err := poll(ctx, func() (bool, error) {
-		res, err := hc.Get(s.Config.Host + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusOK, nil
-	}); err != nil {
+	if err := poll(ctx, answersOK(hc, s.Config.Host+"/readyz")); err != nil {
 		t.Fatalf("testenv: kube-apiserver did not become ready: %v\n%s", err, s.logTail("kube-apiserver"))
 	}
 }
@@ -388,6 +374,18 @@ func DecodeObjects(r io.Reader) ([]*unstructured.Unstructured, error) {
 			continue
 		}
 		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+}
+
+// answersOK is a poll condition: GET url through c answers 200.
+func answersOK(c *http.Client, url string) func() (bool, error) {
+	return func() (bool, error) {
+		res, err := c.Get(url)
+		if err != nil {
+			return false, nil
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK, nil
 	}
 }
 

@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 )
 
 // Cluster API managers built by hack/build-testbin.sh, with the webhook
@@ -43,6 +45,50 @@ func (s *APIServer) InstallClusterAPI(t testing.TB) {
 	for _, p := range []string{"kubeadm-bootstrap", "kubeadm-control-plane", "capd"} {
 		s.InstallCRDs(t, filepath.Join(crds, p), ProviderLabels)
 	}
+}
+
+// InstallProviders installs the CRDs of the named providers (ProviderCRDs:
+// capo, capm3, ipam-metal3, bmo), with the contract labels on the
+// infrastructure providers' (capo, capm3), whose templates Cluster API
+// reads.
+func (s *APIServer) InstallProviders(t testing.TB, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		var labels map[string]string
+		if name == "capo" || name == "capm3" {
+			labels = ProviderLabels
+		}
+		s.InstallCRDs(t, ProviderCRDs(t, name), labels)
+	}
+}
+
+// CreateNamespace creates the namespace name.
+func (s *APIServer) CreateNamespace(t testing.TB, name string) {
+	t.Helper()
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
+	if _, err := s.Dynamic(t).Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// GoldenNamespace is the namespace of the drivers' golden renders.
+const GoldenNamespace = "magnetite-system"
+
+// StartGolden runs an API server that a driver's golden renders apply to:
+// Cluster API's CRDs (InstallClusterAPI), the named providers' CRDs
+// (InstallProviders), the given managers with their webhooks (none for a
+// schema-only dry run) and GoldenNamespace. It returns a dynamic client
+// and a REST mapper that knows the CRDs.
+func StartGolden(t testing.TB, providers []string, managers ...string) (*APIServer, dynamic.Interface, meta.RESTMapper) {
+	t.Helper()
+	s := Start(t)
+	s.InstallClusterAPI(t)
+	s.InstallProviders(t, providers...)
+	if len(managers) > 0 {
+		s.StartManagers(t, managers...)
+	}
+	s.CreateNamespace(t, GoldenNamespace)
+	return s, s.Dynamic(t), s.Mapper(t)
 }
 
 // StartManagers runs Cluster API managers against the API server with

@@ -28,14 +28,7 @@ func DryRunFiles(ctx context.Context, t *testing.T, dc dynamic.Interface, mapper
 	kinds := map[string]bool{}
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".yaml"), func(t *testing.T) {
-			objs, err := ReadObjects(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			derived, err := derive(objs)
-			if err != nil {
-				t.Fatal(err)
-			}
+			objs, derived := ReadDerived(t, f, derive)
 			for _, o := range append(objs, derived...) {
 				if err := DryRunApply(ctx, dc, mapper, o); err != nil {
 					t.Errorf("%s %s: %v", o.GetKind(), o.GetName(), err)
@@ -47,4 +40,19 @@ func DryRunFiles(ctx context.Context, t *testing.T, dc dynamic.Interface, mapper
 	}
 	t.Logf("%d objects from %d files accepted by the server-side dry run", total, len(files))
 	return kinds
+}
+
+// ReadDerived reads the objects of the file at path (ReadObjects) and the
+// objects derive computes from them, failing the test on an error.
+func ReadDerived(t testing.TB, path string, derive func([]*unstructured.Unstructured) ([]*unstructured.Unstructured, error)) (objs, derived []*unstructured.Unstructured) {
+	t.Helper()
+	objs, err := ReadObjects(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	derived, err = derive(objs)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return objs, derived
 }

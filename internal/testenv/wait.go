@@ -20,15 +20,21 @@ func WaitFor(t testing.TB, what string, limit time.Duration, cond func() (ok boo
 // could miss one.
 func WaitEvery(t testing.TB, what string, limit, every time.Duration, cond func() (ok bool, state string)) {
 	t.Helper()
+	if ok, state := Poll(limit, every, cond); !ok {
+		t.Fatalf("waited %s for %s; last state: %s", limit, what, state)
+	}
+}
+
+// Poll is WaitEvery for a caller that fails in its own way (saving the
+// page a browser shows, say): it reports whether cond held within limit
+// and the last state cond reported.
+func Poll(limit, every time.Duration, cond func() (ok bool, state string)) (bool, string) {
 	deadline := time.Now().Add(limit)
 	interval := min(50*time.Millisecond, every)
 	for {
 		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s; last state: %s", limit, what, state)
+		if ok || time.Now().After(deadline) {
+			return ok, state
 		}
 		time.Sleep(interval)
 		interval = min(2*interval, every)

@@ -93,7 +93,7 @@ func StartIPMISim(t testing.TB, username, password string) *BMC {
 		"-f", filepath.Join(dir, "sim.emu"), "-s", filepath.Join(dir, "state"), "-n")
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if err := d.exited(); err != nil {
+		if err := d.ExitErr(); err != nil {
 			t.Fatalf("ipmi_sim exited: %v\n%s", err, tail(filepath.Join(dir, "ipmi_sim.out")))
 		}
 		out, err := b.ipmitool("power", "status")

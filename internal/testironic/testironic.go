@@ -8,7 +8,6 @@ package testironic
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,9 +15,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/magnetite-io/magnetite/internal/testproc"
 )
 
 // Ironic is a running Ironic API and conductor.
@@ -143,7 +143,7 @@ func StartIronic(t testing.TB) *Ironic {
 	stop := startDaemon(t, filepath.Join(dir, "ironic.out"), "ironic", "--config-file", conf)
 	deadline := time.Now().Add(4 * time.Minute)
 	for {
-		if err := stop.exited(); err != nil {
+		if err := stop.ExitErr(); err != nil {
 			t.Fatalf("ironic exited before answering: %v\n%s", err, tail(filepath.Join(dir, "ironic.log"), filepath.Join(dir, "ironic.out")))
 		}
 		if resp, err := http.Get(url + "/v1"); err == nil {
@@ -176,55 +176,15 @@ func (i *Ironic) Log() string {
 	return "--- ironic.log (access lines left out) ---\n" + strings.Join(kept[max(0, len(kept)-80):], "\n")
 }
 
-// daemon is a started process whose end the test can observe.
-type daemon struct {
-	done chan struct{}
-	err  error
-}
-
-func (d *daemon) exited() error {
-	select {
-	case <-d.done:
-		if d.err == nil {
-			return errors.New("exit status 0")
-		}
-		return d.err
-	default:
-		return nil
-	}
-}
-
 // startDaemon runs a command in its own process group, output to outFile,
 // and stops that group (SIGTERM, then SIGKILL after 10 s) at cleanup.
-func startDaemon(t testing.TB, outFile, name string, args ...string) *daemon {
+func startDaemon(t testing.TB, outFile, name string, args ...string) *testproc.Process {
 	t.Helper()
-	out, err := os.Create(outFile)
+	d, err := testproc.Start(exec.Command(name, args...), outFile)
 	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		out.Close()
 		t.Fatalf("start %s: %v", name, err)
 	}
-	d := &daemon{done: make(chan struct{})}
-	go func() {
-		d.err = cmd.Wait()
-		out.Close()
-		close(d.done)
-	}()
-	t.Cleanup(func() {
-		pgid := cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		select {
-		case <-d.done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-d.done
-		}
-	})
+	t.Cleanup(func() { d.Stop(10 * time.Second) })
 	return d
 }
 

@@ -23,11 +23,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/testmagnetite"
+	"github.com/magnetite-io/magnetite/internal/testproc"
 )
 
 // Python is Debian's interpreter; another python3 may come first on PATH.
@@ -51,8 +51,7 @@ type Keystone struct {
 	dir        string
 	client     *http.Client
 	adminToken string
-	proc       *exec.Cmd
-	exited     chan struct{}
+	proc       *testproc.Process
 	// nonce is sent by this Keystone's uwsgi in every answer, so an answer
 	// from another process on the same port (another test's Keystone that
 	// won a race for it) is never taken for this one's.
@@ -86,15 +85,8 @@ func Start(t testing.TB, opts ...Option) *Keystone {
 	for _, o := range opts {
 		o(&set)
 	}
-	for _, bin := range []string{Python, keystoneManage, wsgiPublic} {
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatalf("%s is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)", bin)
-		}
-	}
-	uwsgi, err := exec.LookPath("uwsgi")
-	if err != nil {
-		t.Fatalf("uwsgi is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)")
-	}
+	testproc.Require(t, Python, keystoneManage, wsgiPublic)
+	uwsgi := testproc.Require(t, "uwsgi")[0]
 	dir := t.TempDir()
 	// uwsgi closes every connection after its answer; a kept-alive client
 	// connection would race that close, and a POST sent on a connection
@@ -234,24 +226,12 @@ env = OS_KEYSTONE_CONFIG_FILES=%s
 		return err
 	}
 	logPath := filepath.Join(k.dir, "uwsgi.log")
-	logFile, err := os.Create(logPath)
+	proc, err := testproc.Start(exec.Command(uwsgi, "--ini", ini), logPath)
 	if err != nil {
-		return err
-	}
-	cmd := exec.Command(uwsgi, "--ini", ini)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
 		return fmt.Errorf("start uwsgi: %w", err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		logFile.Close()
-		close(exited)
-	}()
-	k.proc, k.exited = cmd, exited
+	exited := proc.Exited()
+	k.proc = proc
 	k.URL = "http://127.0.0.1:" + strconv.Itoa(port)
 
 	deadline := time.Now().Add(2 * time.Minute)
@@ -301,21 +281,8 @@ func nonce() string {
 
 // stop ends uwsgi (the process group this helper started) and waits for it.
 func (k *Keystone) stop() {
-	if k.proc == nil || k.proc.Process == nil {
-		return
-	}
-	pid := k.proc.Process.Pid
-	select {
-	case <-k.exited:
-		return
-	default:
-	}
-	syscall.Kill(-pid, syscall.SIGTERM)
-	select {
-	case <-k.exited:
-	case <-time.After(15 * time.Second):
-		syscall.Kill(-pid, syscall.SIGKILL)
-		<-k.exited
+	if k.proc != nil {
+		k.proc.Stop(15 * time.Second)
 	}
 }
 
@@ -324,7 +291,7 @@ func (k *Keystone) stop() {
 func (k *Keystone) diagnosis() string {
 	state := "running"
 	select {
-	case <-k.exited:
+	case <-k.proc.Exited():
 		state = "exited"
 	default:
 	}

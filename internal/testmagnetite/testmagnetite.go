@@ -11,9 +11,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/magnetite-io/magnetite/internal/testproc"
 )
 
 // FreeAddr returns a loopback address with a port nothing listens on.
@@ -69,9 +70,9 @@ type Process struct {
 	// Base is its API's URL, http://addr.
 	Base string
 	// Log is the file its standard output and error go to.
-	Log    string
-	exited chan struct{}
-	stop   func()
+	Log  string
+	proc *testproc.Process
+	stop func()
 }
 
 // Start runs bin's `magnetite serve` on addr, reporting host name, with a
@@ -93,30 +94,15 @@ func Start(t *testing.T, bin, name, addr string, dropIns ...string) (*Process, e
 			return nil, err
 		}
 	}
-	p := &Process{Name: name, Base: "http://" + addr, Log: filepath.Join(dir, "serve.log"), exited: make(chan struct{})}
-	logFile, err := os.Create(p.Log)
-	if err != nil {
-		return nil, err
-	}
+	p := &Process{Name: name, Base: "http://" + addr, Log: filepath.Join(dir, "serve.log")}
 	cmd := exec.Command(bin, "--config-file", filepath.Join(dir, "magnetite.conf"), "--config-dir", confDir, "serve", "--listen", addr)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
+	proc, err := testproc.Start(cmd, p.Log)
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	go func() {
-		cmd.Wait()
-		logFile.Close()
-		close(p.exited)
-	}()
+	p.proc = proc
 	p.stop = func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-p.exited:
-		case <-time.After(15 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-p.exited
+		if !proc.Stop(15 * time.Second) {
 			t.Errorf("%s did not stop on SIGTERM within 15s", name)
 		}
 	}
@@ -135,7 +121,7 @@ func Start(t *testing.T, bin, name, addr string, dropIns ...string) (*Process, e
 func (p *Process) Stop() { p.stop() }
 
 // Exited is closed when the process has exited.
-func (p *Process) Exited() <-chan struct{} { return p.exited }
+func (p *Process) Exited() <-chan struct{} { return p.proc.Exited() }
 
 // WaitReady waits until the process answers GET / with 200, failing the
 // test when it exits or does not answer within timeout.
@@ -145,7 +131,7 @@ func (p *Process) WaitReady(t *testing.T, timeout time.Duration) {
 	client := &http.Client{Timeout: time.Second}
 	for {
 		select {
-		case <-p.exited:
+		case <-p.proc.Exited():
 			t.Fatalf("%s exited:\n%s", p.Name, notable(p.Log))
 		default:
 		}

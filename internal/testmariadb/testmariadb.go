@@ -16,11 +16,11 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/magnetite-io/magnetite/internal/testproc"
 )
 
 const (
@@ -34,12 +34,11 @@ type Server struct {
 	// Addr is 127.0.0.1:PORT.
 	Addr string
 
-	t      testing.TB
-	dir    string
-	proc   *exec.Cmd
-	exited chan struct{}
-	admin  *sql.DB
-	dbs    atomic.Int64
+	t     testing.TB
+	dir   string
+	proc  *testproc.Process
+	admin *sql.DB
+	dbs   atomic.Int64
 }
 
 // Start runs MariaDB for the test and stops it at cleanup. Under -short it
@@ -49,11 +48,7 @@ func Start(t testing.TB) *Server {
 	if testing.Short() {
 		t.Skip("needs a real MariaDB server (Debian's mariadb-server package); runs in the full suite")
 	}
-	for _, bin := range []string{"mariadb-install-db", "mariadbd"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Fatalf("%s is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)", bin)
-		}
-	}
+	testproc.Require(t, "mariadb-install-db", "mariadbd")
 	// Unix sockets have a short path limit, so the socket goes in a short
 	// directory of its own rather than under t.TempDir.
 	sockDir, err := os.MkdirTemp("", "mdb")
@@ -104,16 +99,12 @@ func (s *Server) start(data, initSQL, sock, osUser string) error {
 		// Small and fast: the data is thrown away after the test.
 		"--innodb-buffer-pool-size=64M", "--innodb-log-file-size=16M", "--innodb-flush-log-at-trx-commit=2",
 		"--skip-log-bin", "--max-connections=500")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	proc, err := testproc.Start(cmd, "")
+	if err != nil {
 		return fmt.Errorf("start mariadbd: %w", err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
-	s.proc, s.exited = cmd, exited
+	exited := proc.Exited()
+	s.proc = proc
 	s.Addr = fmt.Sprintf("127.0.0.1:%d", port)
 
 	deadline := time.Now().Add(time.Minute)
@@ -158,20 +149,8 @@ func (s *Server) stop() {
 	if s.admin != nil {
 		s.admin.Close()
 	}
-	if s.proc == nil || s.proc.Process == nil {
-		return
-	}
-	select {
-	case <-s.exited:
-		return
-	default:
-	}
-	syscall.Kill(-s.proc.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(30 * time.Second):
-		syscall.Kill(-s.proc.Process.Pid, syscall.SIGKILL)
-		<-s.exited
+	if s.proc != nil {
+		s.proc.Stop(30 * time.Second)
 	}
 }
 

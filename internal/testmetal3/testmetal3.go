@@ -50,13 +50,10 @@ type World struct {
 func Start(t *testing.T, log *slog.Logger) *World {
 	t.Helper()
 	env := testenv.Start(t)
-	env.InstallCRDs(t, testenv.ProviderCRDs(t, "bmo"), nil)
+	env.InstallProviders(t, "bmo")
+	env.CreateNamespace(t, Namespace)
 	ctx := context.Background()
 	dc := env.Dynamic(t)
-	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": Namespace}}}
-	if _, err := dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{})
 	if err != nil {
 		t.Fatal(err)

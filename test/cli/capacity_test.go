@@ -176,10 +176,7 @@ var createdClusterID = regexp.MustCompile(`Request to create cluster ([0-9a-f-]{
 // = warn the same request is accepted and the warning kept in the
 // cluster's events.
 func TestCapacityPreflightThroughTheOpenStackCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Debian's openstack CLI and Ironic; runs in the full suite (hack/test.sh)")
-	}
-	requireCLI(t)
+	requireCLI(t) // skips under -short
 	irc := testironic.StartIronic(t)
 	nova := startNova(t,
 		novaFlavor{ID: "0f0c5d38-1a2b-4c3d-8e9f-000000000001", Name: "m1.large", VCPUs: 4, RAM: 8192, Disk: 40},

@@ -58,10 +58,7 @@ import (
 // subnet or router, including those the test made the way the cloud
 // controller manager and the Cinder CSI driver would.
 func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Keystone, Debian's openstack CLI and Cluster API; runs in the full suite (hack/test.sh)")
-	}
-	requireCLI(t)
+	requireCLI(t) // skips under -short
 	ks := testkeystone.Start(t)
 	const servicePassword = "magnetite-capo-test-password"
 	svc := ks.ServiceUser("magnetite", servicePassword)
@@ -72,7 +69,7 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 
 	plane := testenv.Start(t)
 	plane.InstallClusterAPI(t)
-	plane.InstallCRDs(t, testenv.ProviderCRDs(t, "capo"), testenv.ProviderLabels)
+	plane.InstallProviders(t, "capo")
 	plane.StartManagers(t, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
 	dc := plane.Dynamic(t)
 	capo := testcapo.Start(t, dc, cloud, ks.AuthURL())

@@ -19,10 +19,7 @@ import (
 // from the create on, and the client certificate magnumclient asks for is
 // signed by it with the subject it asked for.
 func TestCertificatesWithCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Debian's openstack CLI; runs in the full suite (hack/test.sh)")
-	}
-	requireCLI(t)
+	requireCLI(t) // skips under -short
 	c := newCLI(t, startMagnetite(t))
 	c.ok(t, "coe", "cluster", "template", "create", "k8s-vm", "--coe", "kubernetes", "--image", "ubuntu-jammy",
 		"--external-network", "public", "--flavor", "m1.large")

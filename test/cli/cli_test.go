@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/testmagnetite"
+	"github.com/magnetite-io/magnetite/internal/testproc"
 )
 
 // openstackBin is Debian's CLI; another python may be first on PATH, so the
@@ -26,10 +27,7 @@ const openstackBin = "/usr/bin/openstack"
 // against one server: templates, clusters, node groups, quotas, stats,
 // services, and the errors users meet most.
 func TestOpenStackCLI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Debian's openstack CLI; runs in the full suite (hack/test.sh)")
-	}
-	requireCLI(t)
+	requireCLI(t) // skips under -short
 	endpoint := startMagnetite(t)
 	c := newCLI(t, endpoint)
 
@@ -537,13 +535,14 @@ func wantLine(t *testing.T, out, line string) {
 	t.Errorf("output %q lacks the line %q", out, line)
 }
 
-// requireCLI fails the test when the Debian clients are missing: the full
-// suite must not pass without exercising them.
+// requireCLI skips under -short, and fails the test when the Debian
+// clients are missing: the full suite must not pass without exercising them.
 func requireCLI(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(openstackBin); err != nil {
-		t.Fatalf("%s is missing (%v); install the Debian clients with `sudo bash hack/ci-deps.sh`", openstackBin, err)
+	if testing.Short() {
+		t.Skip("-short: needs Debian's openstack CLI and the real parts behind it; runs in the full suite (hack/test.sh)")
 	}
+	testproc.Require(t, openstackBin)
 	if out, err := exec.Command("/usr/bin/python3", "-c", "import magnumclient.osc.plugin").CombinedOutput(); err != nil {
 		t.Fatalf("python3-magnumclient is missing (%v: %s); install the Debian clients with `sudo bash hack/ci-deps.sh`", err, out)
 	}

@@ -64,10 +64,7 @@ lease = 10s
 // and a reader of one field of the named cluster. It skips under -short.
 func cliOnClusterAPI(t *testing.T, cluster string) (*testenv.APIServer, *serveProc, *cli, func(string) string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs Debian's openstack CLI and a local Cluster API built by hack/build-testbin.sh; runs in the full suite (hack/test.sh)")
-	}
-	requireCLI(t)
+	requireCLI(t) // skips under -short
 	mgmt := testenv.StartClusterAPI(t)
 	p := startConductor(t, mgmt.KubeconfigFile(t))
 	c := newCLI(t, "http://"+p.addr+"/v1")

@@ -68,10 +68,7 @@ func (p *serveProc) stop() {
 // create, SIGKILL mid-create and restart, resize, add a node group, upgrade,
 // kubeconfig and kubectl, delete and nothing left behind.
 func TestClusterLifecycleOnRealClusterAPI(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs Debian's openstack CLI and a local Cluster API built by hack/build-testbin.sh; runs in the full suite (hack/test.sh)")
-	}
-	requireCLI(t)
+	requireCLI(t) // skips under -short
 	mgmt := testenv.StartClusterAPI(t)
 	kubeconfig := mgmt.KubeconfigFile(t)
 	testbin, err := testenv.Testbin()

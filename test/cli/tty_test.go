@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"fmt"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,40 +12,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/magnetite-io/magnetite/internal/testenv"
+	"github.com/magnetite-io/magnetite/internal/testtty"
 )
-
-// pane is a tmux pane of fixed size, on a tmux server of its own, running
-// one command; its shell prints the command's exit status after it and
-// keeps the screen as the command left it.
-type pane struct {
-	t      *testing.T
-	socket string
-}
-
-func startPane(t *testing.T, width, height int, argv ...string) *pane {
-	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Fatal("tmux is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)")
-	}
-	p := &pane{t: t, socket: filepath.Join(t.TempDir(), "tmux.sock")}
-	shell := `"$0" "$@"; echo "[exit $?]"; exec sleep 3600`
-	p.tmux(append([]string{"-f", "/dev/null", "new-session", "-d", "-s", "tty", "-x", fmt.Sprint(width), "-y", fmt.Sprint(height),
-		"-e", "TERM=xterm-256color", "sh", "-c", shell}, argv...)...)
-	t.Cleanup(func() { _ = exec.Command("tmux", "-S", p.socket, "kill-server").Run() })
-	return p
-}
-
-func (p *pane) tmux(args ...string) string {
-	p.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-S", p.socket}, args...)...).CombinedOutput()
-	if err != nil {
-		p.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
-// screen is what the pane shows now, wrapped lines joined.
-func (p *pane) screen() string { return p.tmux("capture-pane", "-p", "-J", "-t", "tty") }
 
 var (
 	readyCount = regexp.MustCompile(`(?m)^  (control plane|node group default-worker)\s+(\?/\d+|\d+/\d+ ready)`)
@@ -76,7 +42,7 @@ func TestClusterCreateWaitOnTheLocalManagementPlane(t *testing.T) {
 	if err != nil {
 		t.Fatalf("magnetite template create: %v\n%s", err, out)
 	}
-	term := startPane(t, 120, 30, append([]string{serve.bin, "cluster", "create", "tty", "--cluster-template", "mem-131",
+	term := testtty.Start(t, 120, 30, nil, append([]string{serve.bin, "cluster", "create", "tty", "--cluster-template", "mem-131",
 		"--master-count", "1", "--node-count", "2", "--wait", "--poll-interval", "200ms"}, endpoint...)...)
 
 	// Sample the screen until the command ends, keeping every distinct
@@ -87,7 +53,7 @@ func TestClusterCreateWaitOnTheLocalManagementPlane(t *testing.T) {
 	var last string
 	deadline := time.Now().Add(8 * time.Minute)
 	for {
-		last = term.screen()
+		last = term.Screen()
 		for _, m := range readyCount.FindAllStringSubmatch(last, -1) {
 			if k := m[1] + " " + m[2]; !seen[k] {
 				seen[k] = true

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/magnetite-io/magnetite/internal/testproc"
 )
 
 // TestSystemdUnitVerifies checks deploy/systemd/magnetite.service with
@@ -16,10 +18,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds magnetite; runs in the full suite")
 	}
-	analyze, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Fatal("systemd-analyze is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)")
-	}
+	analyze := testproc.Require(t, "systemd-analyze")[0]
 	unit, err := os.ReadFile(filepath.Join(moduleRoot(t), "deploy/systemd/magnetite.service"))
 	if err != nil {
 		t.Fatal(err)

@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
 	"github.com/magnetite-io/magnetite/internal/testmagnetite"
+	"github.com/magnetite-io/magnetite/internal/testproc"
 )
 
 const (
@@ -68,15 +68,8 @@ LOGGING = {
 // with its static files served by uwsgi, and stops it at cleanup.
 func startDashboard(t *testing.T, ks *testkeystone.Keystone) *dashboard {
 	t.Helper()
-	for _, f := range []string{dashboardWSGI, dashboardStatic, "/usr/lib/python3/dist-packages/magnum_ui"} {
-		if _, err := os.Stat(f); err != nil {
-			t.Fatalf("%s is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)", f)
-		}
-	}
-	uwsgi, err := exec.LookPath("uwsgi")
-	if err != nil {
-		t.Fatal("uwsgi is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)")
-	}
+	testproc.Require(t, dashboardWSGI, dashboardStatic, "/usr/lib/python3/dist-packages/magnum_ui")
+	uwsgi := testproc.Require(t, "uwsgi")[0]
 	dir := t.TempDir()
 	local := filepath.Join(dir, "local")
 	if err := os.Mkdir(local, 0o700); err != nil {
@@ -109,26 +102,13 @@ buffer-size = 65535
 		}
 	}
 	d := &dashboard{URL: "http://" + addr, log: filepath.Join(dir, "horizon.log")}
-	logFile, err := os.Create(d.log)
+	proc, err := testproc.Start(exec.Command(uwsgi, "--ini", filepath.Join(dir, "uwsgi.ini")), d.log)
 	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(uwsgi, "--ini", filepath.Join(dir, "uwsgi.ini"))
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
 		t.Fatalf("start uwsgi: %v", err)
 	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); logFile.Close(); close(exited) }()
+	exited := proc.Exited()
 	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
+		proc.Stop(15 * time.Second)
 		if t.Failed() {
 			t.Logf("Horizon's log ends:\n%s", d.logTail())
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/testbrowser"
+	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
 // session is a user's browser on the dashboard.
@@ -44,16 +45,8 @@ func (s *session) fail(format string, args ...any) {
 // wait polls cond until it holds, saving the page when limit passes.
 func (s *session) wait(what string, limit time.Duration, cond func() (bool, string)) {
 	s.t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.fail("waited %s for %s; last state: %s", limit, what, state)
-		}
-		time.Sleep(250 * time.Millisecond) // polling interval of the wait
+	if ok, state := testenv.Poll(limit, 250*time.Millisecond, cond); !ok {
+		s.fail("waited %s for %s; last state: %s", limit, what, state)
 	}
 }
 

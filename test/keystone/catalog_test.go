@@ -16,6 +16,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
 	"github.com/magnetite-io/magnetite/internal/testmagnetite"
+	"github.com/magnetite-io/magnetite/internal/testproc"
 )
 
 const (
@@ -46,9 +47,7 @@ func docSteps(t *testing.T) map[string]string {
 
 func TestKeystoneRegistrationAsDocumented(t *testing.T) {
 	ks := testkeystone.Start(t) // skips under -short
-	if _, err := os.Stat(openstackBin); err != nil {
-		t.Fatalf("%s is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)", openstackBin)
-	}
+	testproc.Require(t, openstackBin)
 	steps := docSteps(t)
 	addr := testmagnetite.FreeAddr(t)
 	magnetiteURL := "http://" + addr

@@ -28,6 +28,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/testenv"
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
 	"github.com/magnetite-io/magnetite/internal/testmagnetite"
+	"github.com/magnetite-io/magnetite/internal/testproc"
 )
 
 const (
@@ -118,9 +119,7 @@ infrastructure = inmemory
 
 func requireTempest(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(tempestBin); err != nil {
-		t.Fatalf("%s is missing: install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)", tempestBin)
-	}
+	testproc.Require(t, tempestBin)
 	if out, err := exec.Command(testkeystone.Python, "-c", "import magnum_tempest_plugin, subunit, testtools").CombinedOutput(); err != nil {
 		t.Fatalf("magnum-tempest-plugin is missing (%v: %s): install the packages of hack/ci-packages.txt (bash hack/ci-deps.sh as root)", err, out)
 	}

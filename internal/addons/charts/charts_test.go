@@ -23,15 +23,6 @@ func cluster() addons.Cluster {
 		CloudProvider: true, CinderCSI: true, ManilaCSI: true, KeystoneAuth: true, MetricsServer: true}
 }
 
-func source(t *testing.T, s string) *charts.Source {
-	t.Helper()
-	src, err := charts.ParseSource(s, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return src
-}
-
 func objects(t *testing.T, docs []string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
@@ -70,7 +61,7 @@ func nested(o map[string]any, path ...string) any {
 // the cluster.
 func TestRendersPinnedChartsWithTheClustersValues(t *testing.T) {
 	repo := testcharts.Serve(t)
-	src := source(t, repo.URL)
+	src := testcharts.Source(t, repo.URL)
 	rels, problems := addons.Select(cluster())
 	if len(problems) > 0 {
 		t.Fatal(problems)
@@ -160,7 +151,7 @@ func toYAML(t *testing.T, v any) string {
 func TestMirrorFillsAnAirGappedDirectory(t *testing.T) {
 	repo := testcharts.Serve(t)
 	dir := filepath.Join(t.TempDir(), "charts")
-	got, err := source(t, repo.URL).Mirror(t.Context(), dir, addons.Charts())
+	got, err := testcharts.Source(t, repo.URL).Mirror(t.Context(), dir, addons.Charts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +167,7 @@ func TestMirrorFillsAnAirGappedDirectory(t *testing.T) {
 			t.Errorf("index.yaml lacks the digest of %s", m.Chart)
 		}
 	}
-	local := source(t, dir)
+	local := testcharts.Source(t, dir)
 	rel, _ := addons.Select(addons.Cluster{KubeVersion: "v1.36.0", NetworkDriver: "calico", PodCIDR: "10.0.0.0/16"})
 	docs, err := local.Render(context.Background(), rel[0])
 	if err != nil {
@@ -193,7 +184,7 @@ func TestMirrorFillsAnAirGappedDirectory(t *testing.T) {
 		if err := os.WriteFile(f, append(b, 0), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := source(t, dir).Pull(t.Context(), c); !errors.Is(err, charts.ErrDigest) {
+		if _, err := testcharts.Source(t, dir).Pull(t.Context(), c); !errors.Is(err, charts.ErrDigest) {
 			t.Fatalf("pull of a changed archive: %v, want a digest mismatch", err)
 		}
 	})
@@ -204,11 +195,11 @@ func TestMirrorFillsAnAirGappedDirectory(t *testing.T) {
 func TestMissingChartIsNotFound(t *testing.T) {
 	missing := addons.Chart{Repo: addons.RepoCalico, Name: "tigera-operator", Version: "v3.31.5"}
 	repo := testcharts.Serve(t, missing)
-	err := source(t, repo.URL).Check(t.Context(), missing)
+	err := testcharts.Source(t, repo.URL).Check(t.Context(), missing)
 	if !errors.Is(err, charts.ErrNotFound) || !strings.Contains(err.Error(), "not at the pinned version v3.31.5") {
 		t.Fatalf("check of a missing version: %v", err)
 	}
-	if _, err := source(t, t.TempDir()).Pull(t.Context(), missing); !errors.Is(err, charts.ErrNotFound) || !strings.Contains(err.Error(), "magnetite addons mirror") {
+	if _, err := testcharts.Source(t, t.TempDir()).Pull(t.Context(), missing); !errors.Is(err, charts.ErrNotFound) || !strings.Contains(err.Error(), "magnetite addons mirror") {
 		t.Fatalf("pull from an empty directory: %v", err)
 	}
 	if _, err := charts.ParseSource("charts/", time.Second); err == nil {
@@ -221,7 +212,7 @@ func TestMissingChartIsNotFound(t *testing.T) {
 func TestOCIRegistrySource(t *testing.T) {
 	missing, _ := addons.Pinned(addons.CinderCSI, "1.33")
 	reg := testcharts.ServeOCI(t, missing.Charts...)
-	src := source(t, reg.URL)
+	src := testcharts.Source(t, reg.URL)
 	src.PlainHTTP = true
 	rels, _ := addons.Select(cluster())
 	docs, err := src.Render(t.Context(), rels[0])

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -342,14 +343,10 @@ func (b *Backend) Power(ctx context.Context, ident string, action baremetal.Powe
 func (b *Backend) Inspect(ctx context.Context, ident string) (*baremetal.Host, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n, err := b.managedNode(ctx, ident)
+	n, err := b.managedNodeIn(ctx, ident, "it can be inspected when manageable, available or after a failed inspection",
+		nodes.Manageable, nodes.Available, nodes.InspectFail)
 	if err != nil {
 		return nil, err
-	}
-	switch nodes.ProvisionState(n.ProvisionState) {
-	case nodes.Manageable, nodes.Available, nodes.InspectFail:
-	default:
-		return nil, fmt.Errorf("%w: host %s is %s; it can be inspected when manageable, available or after a failed inspection", baremetal.ErrConflict, n.Name, n.ProvisionState)
 	}
 	if n.Maintenance {
 		return nil, fmt.Errorf("%w: host %s is detached; attach it first", baremetal.ErrConflict, n.Name)
@@ -364,14 +361,10 @@ func (b *Backend) Inspect(ctx context.Context, ident string) (*baremetal.Host, e
 func (b *Backend) Provide(ctx context.Context, ident string) (*baremetal.Host, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n, err := b.managedNode(ctx, ident)
+	n, err := b.managedNodeIn(ctx, ident, "only registered, held or failed hosts can be provided",
+		nodes.Manageable, nodes.Available, nodes.Enroll, nodes.CleanFail, nodes.InspectFail)
 	if err != nil {
 		return nil, err
-	}
-	switch nodes.ProvisionState(n.ProvisionState) {
-	case nodes.Manageable, nodes.Available, nodes.Enroll, nodes.CleanFail, nodes.InspectFail:
-	default:
-		return nil, fmt.Errorf("%w: host %s is %s; only registered, held or failed hosts can be provided", baremetal.ErrConflict, n.Name, n.ProvisionState)
 	}
 	if err := b.patchMeta(ctx, n, map[string]any{"target_state": baremetal.TargetAvailable}); err != nil {
 		return nil, err
@@ -503,6 +496,20 @@ func (b *Backend) managedNode(ctx context.Context, ident string) (*nodes.Node, e
 	}
 	if metaOf(n) == nil {
 		return nil, fmt.Errorf("%w: node %s was not enrolled through Magnetite; drive it with Ironic's own tools", baremetal.ErrConflict, n.UUID)
+	}
+	return n, nil
+}
+
+// managedNodeIn finds a node Magnetite enrolled that is in one of the
+// allowed provision states; in another it is a conflict, and why says
+// which states the action takes.
+func (b *Backend) managedNodeIn(ctx context.Context, ident, why string, allowed ...nodes.ProvisionState) (*nodes.Node, error) {
+	n, err := b.managedNode(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(allowed, nodes.ProvisionState(n.ProvisionState)) {
+		return nil, fmt.Errorf("%w: host %s is %s; %s", baremetal.ErrConflict, n.Name, n.ProvisionState, why)
 	}
 	return n, nil
 }

@@ -81,40 +81,35 @@ func powerState(s string) string {
 	return "unknown"
 }
 
+// hostStates maps Ironic's provision states to the host state and, for a
+// failed state, the error type. A state not listed is unknown.
+var hostStates = map[nodes.ProvisionState]struct{ state, errType string }{
+	nodes.Enroll: {baremetal.StateRegistering, ""}, nodes.Verifying: {baremetal.StateRegistering, ""},
+	nodes.Manageable: {baremetal.StateManageable, ""},
+	nodes.Inspecting: {baremetal.StateInspecting, ""}, nodes.InspectWait: {baremetal.StateInspecting, ""},
+	nodes.InspectFail: {baremetal.StateInspecting, baremetal.ErrorInspection},
+	nodes.Cleaning:    {baremetal.StatePreparing, ""}, nodes.CleanWait: {baremetal.StatePreparing, ""}, nodes.CleanHold: {baremetal.StatePreparing, ""},
+	nodes.CleanFail: {baremetal.StatePreparing, baremetal.ErrorPreparation},
+	nodes.Available: {baremetal.StateAvailable, ""},
+	nodes.Deploying: {baremetal.StateProvisioning, ""}, nodes.DeployWait: {baremetal.StateProvisioning, ""},
+	nodes.DeployHold: {baremetal.StateProvisioning, ""}, nodes.DeployDone: {baremetal.StateProvisioning, ""},
+	nodes.DeployFail: {baremetal.StateProvisioning, baremetal.ErrorProvisioning},
+	nodes.Active:     {baremetal.StateProvisioned, ""},
+	nodes.Deleting:   {baremetal.StateDeprovisioning, ""}, nodes.Deleted: {baremetal.StateDeprovisioning, ""},
+	nodes.Error: {baremetal.StateDeprovisioning, baremetal.ErrorDeprovisioning},
+}
+
 // stateOf maps Ironic's provision state to the host state and, for
-// failures, the error type.
+// failures, the error type: a failed state's, a registration that left an
+// error behind, or a power fault.
 func stateOf(n *nodes.Node, deleting bool) (state, errType string) {
-	failed := n.LastError != ""
-	switch nodes.ProvisionState(n.ProvisionState) {
-	case nodes.Enroll, nodes.Verifying:
-		state = baremetal.StateRegistering
-		if failed {
-			errType = baremetal.ErrorRegistration
-		}
-	case nodes.Manageable:
-		state = baremetal.StateManageable
-	case nodes.Inspecting, nodes.InspectWait:
-		state = baremetal.StateInspecting
-	case nodes.InspectFail:
-		state, errType = baremetal.StateInspecting, baremetal.ErrorInspection
-	case nodes.Cleaning, nodes.CleanWait, nodes.CleanHold:
-		state = baremetal.StatePreparing
-	case nodes.CleanFail:
-		state, errType = baremetal.StatePreparing, baremetal.ErrorPreparation
-	case nodes.Available:
-		state = baremetal.StateAvailable
-	case nodes.Deploying, nodes.DeployWait, nodes.DeployHold, nodes.DeployDone:
-		state = baremetal.StateProvisioning
-	case nodes.DeployFail:
-		state, errType = baremetal.StateProvisioning, baremetal.ErrorProvisioning
-	case nodes.Active:
-		state = baremetal.StateProvisioned
-	case nodes.Deleting, nodes.Deleted:
-		state = baremetal.StateDeprovisioning
-	case nodes.Error:
-		state, errType = baremetal.StateDeprovisioning, baremetal.ErrorDeprovisioning
-	default:
-		state = baremetal.StateUnknown
+	hs, ok := hostStates[nodes.ProvisionState(n.ProvisionState)]
+	if !ok {
+		hs.state = baremetal.StateUnknown
+	}
+	state, errType = hs.state, hs.errType
+	if state == baremetal.StateRegistering && n.LastError != "" {
+		errType = baremetal.ErrorRegistration
 	}
 	if errType == "" && n.Fault != "" {
 		errType = baremetal.ErrorPower

@@ -3,13 +3,10 @@ package capi_test
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/testenv"
@@ -21,36 +18,15 @@ import (
 // has Cluster API's CRDs (from its Go module) and CAPO's installed: the
 // API server's schema and CEL validation must accept them all.
 func TestGoldenObjectsPassServerSideDryRun(t *testing.T) {
-	env := testenv.Start(t)
-	crds := testenv.ClusterAPICRDs(t)
-	env.InstallCRDs(t, filepath.Join(crds, "core"), nil)
-	for _, provider := range []string{"kubeadm-bootstrap", "kubeadm-control-plane", "capd"} {
-		env.InstallCRDs(t, filepath.Join(crds, provider), testenv.ProviderLabels)
-	}
-	env.InstallCRDs(t, testenv.ProviderCRDs(t, "capo"), testenv.ProviderLabels)
-
+	env, dc, mapper := testenv.StartGolden(t, []string{"capo"})
 	ctx := context.Background()
-	dc := env.Dynamic(t)
-	ns := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "magnetite-system"}}}
-	if _, err := dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	mapper := env.Mapper(t)
 
 	testenv.DryRunFiles(ctx, t, dc, mapper, "testdata/golden/*.yaml", 12, capi.Preview)
 
 	// The same path refuses what the CRDs forbid, so the passes above mean
 	// something: a root volume of 0 GiB (CAPO requires >= 1, which is why
 	// bare metal must omit the volume rather than size it 0).
-	objs, err := testenv.ReadObjects("testdata/golden/bm-only.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	preview, err := capi.Preview(objs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, preview := testenv.ReadDerived(t, "testdata/golden/bm-only.yaml", capi.Preview)
 	for _, o := range preview {
 		if o.GetKind() != "OpenStackMachineTemplate" {
 			continue

@@ -1,78 +1,22 @@
 package capi_test
 
 import (
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/inmemory"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
+	"github.com/magnetite-io/magnetite/internal/testdriver"
 	"github.com/magnetite-io/magnetite/internal/testgolden"
 )
 
-// goldenCase is one file of testdata/cases: a template, a cluster and,
+// loadCases are the files of testdata/cases: a template, a cluster and,
 // unless it brings its own, the shared cloud facts of testdata/facts.yaml.
-type goldenCase struct {
-	Name     string
-	Driver   string
-	Template any  `json:"template"`
-	Cluster  any  `json:"cluster"`
-	Facts    *any `json:"facts"`
-}
-
-func loadCases(t testing.TB) []goldenCase {
+func loadCases(t testing.TB) []testdriver.Case {
 	t.Helper()
-	files, err := filepath.Glob("testdata/cases/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no golden cases: %v", err)
-	}
-	var out []goldenCase
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var c goldenCase
-		if err := yaml.Unmarshal(b, &c); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		var meta struct {
-			Driver string `json:"driver"`
-		}
-		_ = yaml.Unmarshal(b, &meta)
-		c.Name, c.Driver = strings.TrimSuffix(filepath.Base(f), ".yaml"), meta.Driver
-		out = append(out, c)
-	}
-	return out
-}
-
-func (c goldenCase) request(t testing.TB) driver.Request {
-	t.Helper()
-	doc := func(v any) []byte {
-		b, err := yaml.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	facts, err := os.ReadFile("testdata/facts.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Facts != nil {
-		facts = doc(*c.Facts)
-	}
-	req, err := driver.DecodeRequest(doc(c.Template), doc(c.Cluster), facts)
-	if err != nil {
-		t.Fatalf("%s: %v", c.Name, err)
-	}
-	req.Namespace = "magnetite-system"
-	return req
+	return testdriver.Cases(t, "testdata/facts.yaml")
 }
 
 func driverFor(name string) *capi.Driver {
@@ -82,9 +26,9 @@ func driverFor(name string) *capi.Driver {
 	return openstack.New(capi.Options{DefaultBootVolumeSize: 20})
 }
 
-func render(t testing.TB, c goldenCase) *driver.Result {
+func render(t testing.TB, c testdriver.Case) *driver.Result {
 	t.Helper()
-	res, err := driverFor(c.Driver).Render(c.request(t))
+	res, err := driverFor(c.Driver).Render(c.Request(t))
 	if err != nil {
 		t.Fatalf("%s: %v", c.Name, err)
 	}

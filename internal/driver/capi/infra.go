@@ -118,9 +118,39 @@ func ObjectVariable() map[string]any {
 	return map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
 }
 
-// SelectMachines selects the control plane's and the workers' machine
+// Specs describes an infrastructure whose cluster and machine specs are
+// each rendered whole into one ClusterClass variable: ClusterVariable
+// holds the <KindPrefix>Cluster spec (ClusterHolds says what it sets) and
+// MachineVariable a machine group's <KindPrefix>Machine spec.
+type Specs struct {
+	// Name prefixes the patches' names (<Name>-cluster, <Name>-machine).
+	Name, KindPrefix              string
+	ClusterVariable, ClusterHolds string
+	MachineVariable, MachineHolds string
+}
+
+// Variables are the two object variables.
+func (s Specs) Variables() []Variable {
+	return []Variable{
+		{Name: s.ClusterVariable, Description: s.KindPrefix + "Cluster spec: " + s.ClusterHolds + ".", Schema: ObjectVariable()},
+		{Name: s.MachineVariable, Description: s.KindPrefix + "Machine spec of a machine group: " + s.MachineHolds + ".", Schema: ObjectVariable()},
+	}
+}
+
+// Patches write the variables as the spec of the infrastructure cluster
+// template and of the control plane's and workers' machine templates.
+func (s Specs) Patches(refs ClassRefs) []Patch {
+	return []Patch{
+		{Name: s.Name + "-cluster", Description: "The cluster's " + s.KindPrefix + "Cluster spec.",
+			Definitions: selectInfraCluster(refs, "/spec/template/spec", s.ClusterVariable)},
+		{Name: s.Name + "-machine", Description: "Each machine group's " + s.KindPrefix + "Machine spec.",
+			Definitions: selectMachines(refs, refs.InfraMachineKind, "/spec/template/spec", s.MachineVariable)},
+	}
+}
+
+// selectMachines selects the control plane's and the workers' machine
 // templates of kind.
-func SelectMachines(refs ClassRefs, kind, path, variable string) []map[string]any {
+func selectMachines(refs ClassRefs, kind, path, variable string) []map[string]any {
 	return []map[string]any{
 		{
 			"selector": map[string]any{"apiVersion": refs.Versions.Infra(), "kind": kind,
@@ -135,8 +165,8 @@ func SelectMachines(refs ClassRefs, kind, path, variable string) []map[string]an
 	}
 }
 
-// SelectInfraCluster selects the infrastructure cluster template.
-func SelectInfraCluster(refs ClassRefs, path, variable string) []map[string]any {
+// selectInfraCluster selects the infrastructure cluster template.
+func selectInfraCluster(refs ClassRefs, path, variable string) []map[string]any {
 	return []map[string]any{{
 		"selector": map[string]any{"apiVersion": refs.Versions.Infra(), "kind": refs.InfraClusterKind,
 			"matchResources": map[string]any{"infrastructureCluster": true}},

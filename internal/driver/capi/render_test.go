@@ -25,7 +25,7 @@ func caseRequest(t testing.TB, name string) driver.Request {
 	t.Helper()
 	for _, c := range loadCases(t) {
 		if c.Name == name {
-			return c.request(t)
+			return c.Request(t)
 		}
 	}
 	t.Fatalf("no case %s", name)

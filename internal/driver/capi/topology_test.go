@@ -25,19 +25,8 @@ import (
 // variables, and creates the control plane and infrastructure objects that
 // capi.Preview predicts.
 func TestClusterAPIBuildsTheRenderedTopology(t *testing.T) {
-	env := testenv.Start(t)
-	env.InstallClusterAPI(t)
-	env.InstallCRDs(t, testenv.ProviderCRDs(t, "capo"), testenv.ProviderLabels)
-	env.StartManagers(t, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
-
+	_, dc, mapper := testenv.StartGolden(t, []string{"capo"}, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
 	ctx := context.Background()
-	dc := env.Dynamic(t)
-	ns := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "magnetite-system"}}}
-	if _, err := dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	mapper := env.Mapper(t)
 	files, err := filepath.Glob("testdata/golden/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatal(files, err)
@@ -52,14 +41,7 @@ func TestClusterAPIBuildsTheRenderedTopology(t *testing.T) {
 	}
 	var expect []expectation
 	for _, f := range files {
-		objs, err := testenv.ReadObjects(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		preview, err := capi.Preview(objs)
-		if err != nil {
-			t.Fatal(err)
-		}
+		objs, preview := testenv.ReadDerived(t, f, capi.Preview)
 		for _, o := range objs {
 			if _, err := testenv.ServerSideApply(ctx, dc, mapper, o, false); err != nil {
 				t.Fatalf("%s: apply %s %s: %v", filepath.Base(f), o.GetKind(), o.GetName(), err)
@@ -75,7 +57,7 @@ func TestClusterAPIBuildsTheRenderedTopology(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return dc.Resource(m.Resource).Namespace("magnetite-system").Get(ctx, name, metav1.GetOptions{})
+		return dc.Resource(m.Resource).Namespace(testenv.GoldenNamespace).Get(ctx, name, metav1.GetOptions{})
 	}
 	// ref follows a {apiGroup, kind, name} reference of obj once set.
 	ref := func(t *testing.T, obj func() (*unstructured.Unstructured, error), path ...string) *unstructured.Unstructured {

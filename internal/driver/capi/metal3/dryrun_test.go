@@ -6,9 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
@@ -34,14 +32,7 @@ func TestGoldenObjectsPassServerSideDryRun(t *testing.T) {
 
 	// The same path refuses what the CRDs and webhooks forbid, so the
 	// passes above mean something.
-	objs, err := testenv.ReadObjects("testdata/golden/ip-pools.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	preview, err := capi.Preview(objs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs, preview := testenv.ReadDerived(t, "testdata/golden/ip-pools.yaml", capi.Preview)
 	refused := func(what, says string, o *unstructured.Unstructured, change func(obj map[string]any) error) {
 		t.Helper()
 		bad := o.DeepCopy()
@@ -96,18 +87,7 @@ func TestGoldenObjectsPassServerSideDryRun(t *testing.T) {
 // and Metal3's IPAM, and the golden files' namespace.
 func managementCluster(t *testing.T) (context.Context, dynamic.Interface, meta.RESTMapper) {
 	t.Helper()
-	env := testenv.Start(t)
-	env.InstallClusterAPI(t)
-	env.InstallCRDs(t, testenv.ProviderCRDs(t, "capm3"), testenv.ProviderLabels)
-	env.InstallCRDs(t, testenv.ProviderCRDs(t, "bmo"), nil)
-	env.InstallCRDs(t, testenv.ProviderCRDs(t, "ipam-metal3"), nil)
-	env.StartManagers(t, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
-	ctx := context.Background()
-	dc := env.Dynamic(t)
-	ns := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "magnetite-system"}}}
-	if _, err := dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return ctx, dc, env.Mapper(t)
+	_, dc, mapper := testenv.StartGolden(t, []string{"capm3", "bmo", "ipam-metal3"},
+		testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
+	return context.Background(), dc, mapper
 }

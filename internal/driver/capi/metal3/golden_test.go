@@ -1,16 +1,13 @@
 package metal3_test
 
 import (
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/metal3"
+	"github.com/magnetite-io/magnetite/internal/testdriver"
 	"github.com/magnetite-io/magnetite/internal/testgolden"
 )
 
@@ -18,30 +15,9 @@ import (
 // node groups, keyed by file name. Metal3 clusters need no cloud facts.
 func goldenCases(t testing.TB) map[string]driver.Request {
 	t.Helper()
-	files, err := filepath.Glob("testdata/cases/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no golden cases: %v", err)
-	}
 	out := map[string]driver.Request{}
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var doc struct {
-			Template, Cluster any
-		}
-		if err := yaml.Unmarshal(raw, &doc); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		ct, _ := yaml.Marshal(doc.Template)
-		cl, _ := yaml.Marshal(doc.Cluster)
-		req, err := driver.DecodeRequest(ct, cl, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
-		req.Namespace = "magnetite-system"
-		out[strings.TrimSuffix(filepath.Base(f), ".yaml")] = req
+	for _, c := range testdriver.Cases(t, "") {
+		out[c.Name] = c.Request(t)
 	}
 	return out
 }

@@ -216,21 +216,12 @@ func (Infrastructure) VariantTemplates(_ capi.OSProfile, _ capi.APIVersions, var
 	}
 }
 
-func (Infrastructure) Variables() []capi.Variable {
-	return []capi.Variable{
-		{Name: varCluster, Description: "Metal3Cluster spec: the API endpoint (kube-vip's address).", Schema: capi.ObjectVariable()},
-		{Name: varMachine, Description: "Metal3Machine spec of a machine group: image, host selector, cleaning mode, data template.", Schema: capi.ObjectVariable()},
-	}
-}
+var specs = capi.Specs{Name: "metal3", KindPrefix: "Metal3",
+	ClusterVariable: varCluster, ClusterHolds: "the API endpoint (kube-vip's address)",
+	MachineVariable: varMachine, MachineHolds: "image, host selector, cleaning mode, data template"}
 
-func (Infrastructure) Patches(refs capi.ClassRefs) []capi.Patch {
-	return []capi.Patch{
-		{Name: "metal3-cluster", Description: "The cluster's Metal3Cluster spec.",
-			Definitions: capi.SelectInfraCluster(refs, "/spec/template/spec", varCluster)},
-		{Name: "metal3-machine", Description: "Each machine group's Metal3Machine spec.",
-			Definitions: capi.SelectMachines(refs, refs.InfraMachineKind, "/spec/template/spec", varMachine)},
-	}
-}
+func (Infrastructure) Variables() []capi.Variable               { return specs.Variables() }
+func (Infrastructure) Patches(refs capi.ClassRefs) []capi.Patch { return specs.Patches(refs) }
 
 func (in Infrastructure) ClusterVariables(p *capi.Plan) map[string]any {
 	n, _ := in.network(p)

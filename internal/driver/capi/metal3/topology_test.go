@@ -30,7 +30,7 @@ func TestClusterAPIBuildsTheMetal3Topology(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := dc.Resource(m.Resource).Namespace("magnetite-system").List(ctx,
+		l, err := dc.Resource(m.Resource).Namespace(testenv.GoldenNamespace).List(ctx,
 			metav1.ListOptions{LabelSelector: "cluster.x-k8s.io/cluster-name=" + cluster})
 		if err != nil {
 			t.Fatal(err)

@@ -70,21 +70,12 @@ func (Infrastructure) ClassTemplates(_ capi.OSProfile, _ capi.APIVersions) capi.
 	}
 }
 
-func (Infrastructure) Variables() []capi.Variable {
-	return []capi.Variable{
-		{Name: varCluster, Description: "OpenStackCluster spec: network, load balancer, security groups, credentials.", Schema: capi.ObjectVariable()},
-		{Name: varMachine, Description: "OpenStackMachine spec of a machine group: flavor, image, root volume, ports.", Schema: capi.ObjectVariable()},
-	}
-}
+var specs = capi.Specs{Name: "openstack", KindPrefix: "OpenStack",
+	ClusterVariable: varCluster, ClusterHolds: "network, load balancer, security groups, credentials",
+	MachineVariable: varMachine, MachineHolds: "flavor, image, root volume, ports"}
 
-func (Infrastructure) Patches(refs capi.ClassRefs) []capi.Patch {
-	return []capi.Patch{
-		{Name: "openstack-cluster", Description: "The cluster's OpenStackCluster spec.",
-			Definitions: capi.SelectInfraCluster(refs, "/spec/template/spec", varCluster)},
-		{Name: "openstack-machine", Description: "Each machine group's OpenStackMachine spec.",
-			Definitions: capi.SelectMachines(refs, refs.InfraMachineKind, "/spec/template/spec", varMachine)},
-	}
-}
+func (Infrastructure) Variables() []capi.Variable               { return specs.Variables() }
+func (Infrastructure) Patches(refs capi.ClassRefs) []capi.Patch { return specs.Patches(refs) }
 
 func (Infrastructure) ClusterVariables(p *capi.Plan) map[string]any {
 	n := p.Network
