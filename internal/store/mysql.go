@@ -155,10 +155,13 @@ func (s *DB) forUpdate() string {
 }
 
 // retryTx runs fn in a transaction and commits it; when the backend reports
-// a deadlock or lock timeout it runs fn again in a new transaction, a few
-// times, after a short jittered pause.
+// a deadlock or lock timeout it runs fn again in a new transaction, after a
+// jittered pause that grows with each attempt, for up to deadlockRetryFor.
+// Every deadlock has a winner, so many writers racing for one project's
+// quota all get through; a bounded number of attempts let the unlucky ones
+// fail under load.
 func (s *DB) retryTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	const attempts = 6
+	start := time.Now()
 	for attempt := 1; ; attempt++ {
 		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
@@ -169,14 +172,24 @@ func (s *DB) retryTx(ctx context.Context, fn func(*sql.Tx) error) error {
 		} else {
 			err = tx.Commit()
 		}
-		if err == nil || !isRetryable(err) || attempt == attempts {
+		if err == nil || !isRetryable(err) || time.Since(start) > deadlockRetryFor {
 			return err
 		}
-		pause := time.Duration(attempt) * (5*time.Millisecond + time.Duration(rand.N(int64(5*time.Millisecond))))
 		select {
 		case <-ctx.Done():
 			return errors.Join(err, ctx.Err())
-		case <-time.After(pause):
+		case <-time.After(deadlockPause(attempt)):
 		}
 	}
+}
+
+// deadlockRetryFor is how long a transaction that keeps losing deadlocks is
+// run again before its error reaches the caller.
+const deadlockRetryFor = 10 * time.Second
+
+// deadlockPause is the wait before attempt+1: 5 ms doubling to at most
+// 250 ms, half of it random so that racing writers spread out.
+func deadlockPause(attempt int) time.Duration {
+	base := min(5*time.Millisecond<<min(attempt-1, 6), 250*time.Millisecond)
+	return base/2 + rand.N(base/2+1)
 }
