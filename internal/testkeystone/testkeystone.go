@@ -47,11 +47,17 @@ type Keystone struct {
 	// URL is the service root, http://127.0.0.1:PORT; the v3 API is URL+"/v3".
 	URL string
 
-	t          testing.TB
-	dir        string
-	client     *http.Client
-	adminToken string
-	proc       *testproc.Process
+	t      testing.TB
+	dir    string
+	client *http.Client
+	proc   *testproc.Process
+	// adminMu guards the bootstrap admin's token and when it expires; the
+	// token is taken again before it runs out, so a test that sets a short
+	// token expiration can take its time setting up.
+	adminMu      sync.Mutex
+	adminToken   string
+	adminExpires time.Time
+	adminLife    time.Duration
 	// nonce is sent by this Keystone's uwsgi in every answer, so an answer
 	// from another process on the same port (another test's Keystone that
 	// won a race for it) is never taken for this one's.
@@ -97,7 +103,7 @@ func Start(t testing.TB, opts ...Option) *Keystone {
 	conf := k.writeConfig(set)
 	k.setup(conf)
 	k.serve(uwsgi, conf)
-	k.adminToken = k.Token("admin", AdminPassword, "admin")
+	k.AdminToken()
 	// The port is known only now; clients such as the openstack CLI find
 	// the identity API itself through the catalog.
 	k.RegisterService("identity", "keystone", k.AuthURL())
@@ -314,8 +320,19 @@ func tail(b []byte) string {
 // AuthURL is the identity v3 endpoint.
 func (k *Keystone) AuthURL() string { return k.URL + "/v3" }
 
-// AdminToken is a token of the bootstrap admin scoped to project admin.
-func (k *Keystone) AdminToken() string { return k.adminToken }
+// AdminToken is a token of the bootstrap admin scoped to project admin,
+// taken again when less than a third of its life is left.
+func (k *Keystone) AdminToken() string {
+	k.t.Helper()
+	k.adminMu.Lock()
+	defer k.adminMu.Unlock()
+	if k.adminToken == "" || time.Until(k.adminExpires) < k.adminLife/3 {
+		issued := time.Now()
+		k.adminToken, k.adminExpires = k.token("admin", AdminPassword, "admin")
+		k.adminLife = k.adminExpires.Sub(issued)
+	}
+	return k.adminToken
+}
 
 // call sends an admin request and decodes the answer into out (when not
 // nil); the status must be want.
@@ -334,9 +351,7 @@ func (k *Keystone) call(method, path string, body any, want int, out any) http.H
 		k.t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if k.adminToken != "" {
-		req.Header.Set("X-Auth-Token", k.adminToken)
-	}
+	req.Header.Set("X-Auth-Token", k.AdminToken())
 	return k.do(req, want, out)
 }
 
@@ -416,6 +431,14 @@ func (k *Keystone) Grant(userID, projectID, role string) {
 // named project (both in the Default domain).
 func (k *Keystone) Token(userName, password, projectName string) string {
 	k.t.Helper()
+	tok, _ := k.token(userName, password, projectName)
+	return tok
+}
+
+// token is a project-scoped password token and when Keystone says it
+// expires.
+func (k *Keystone) token(userName, password, projectName string) (string, time.Time) {
+	k.t.Helper()
 	body := map[string]any{"auth": map[string]any{
 		"identity": map[string]any{"methods": []string{"password"}, "password": map[string]any{
 			"user": map[string]any{"name": userName, "domain": map[string]string{"name": "Default"}, "password": password}}},
@@ -427,11 +450,16 @@ func (k *Keystone) Token(userName, password, projectName string) string {
 		k.t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	tok := k.do(req, http.StatusCreated, nil).Get("X-Subject-Token")
+	var answer struct {
+		Token struct {
+			ExpiresAt time.Time `json:"expires_at"`
+		} `json:"token"`
+	}
+	tok := k.do(req, http.StatusCreated, &answer).Get("X-Subject-Token")
 	if tok == "" {
 		k.t.Fatal("keystone issued no X-Subject-Token")
 	}
-	return tok
+	return tok, answer.Token.ExpiresAt
 }
 
 // Revoke revokes a token (DELETE /v3/auth/tokens).
@@ -441,7 +469,7 @@ func (k *Keystone) Revoke(token string) {
 	if err != nil {
 		k.t.Fatal(err)
 	}
-	req.Header.Set("X-Auth-Token", k.adminToken)
+	req.Header.Set("X-Auth-Token", k.AdminToken())
 	req.Header.Set("X-Subject-Token", token)
 	k.do(req, http.StatusNoContent, nil)
 }
