@@ -182,7 +182,12 @@ func (Infrastructure) NodeRegistration(p *capi.Plan, _ *capi.Group) capi.NodeReg
 			{"cloud-provider", "external"}, {"provider-id", "openstack:///${COREOS_OPENSTACK_INSTANCE_UUID}"},
 		}}
 	}
-	return capi.NodeRegistration{Name: "'{{ local_hostname }}'", KubeletExtraArg: [][2]string{
+	// The node name is cloud-init's jinja variable as the whole value: the
+	// kubeadm configuration's YAML quotes it, and cloud-init renders it on
+	// the instance. Quotes inside the value would reach kubeadm and make
+	// an invalid node name. The provider ID's quotes are CAPO's own: they
+	// reach kubelet's environment file, where systemd takes them away.
+	return capi.NodeRegistration{Name: "{{ local_hostname }}", KubeletExtraArg: [][2]string{
 		{"cloud-provider", "external"}, {"provider-id", "openstack:///'{{ instance_id }}'"},
 	}}
 }
