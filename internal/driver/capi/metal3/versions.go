@@ -53,6 +53,8 @@ func (Infrastructure) Convert(version string, obj map[string]any) error {
 				img["format"] = f
 			}
 		}
+	case "Metal3DataTemplate":
+		networksToV1beta1(spec)
 	case "Metal3Remediation":
 		// v1beta1 takes the timeout as a duration string.
 		if s, ok := spec["strategy"].(map[string]any); ok {
@@ -80,6 +82,31 @@ func clusterToV1beta1(spec map[string]any) {
 			byName[name] = mapWithout(fd, "name")
 		}
 		spec["failureDomains"] = byName
+	}
+}
+
+// networksToV1beta1 converts a Metal3DataTemplate's networks: v1beta1
+// requires the pool reference's kind (v1beta2 defaults it and its group),
+// and an IPv6 network's ipAddressFromIPPool, which CAPM3's v1beta1 Go type
+// always writes (empty when the pool is named by fromPoolRef).
+func networksToV1beta1(spec map[string]any) {
+	networks, _ := capi.NestedValue(spec, "networkData", "networks").(map[string]any)
+	for family, list := range networks {
+		items, _ := list.([]any)
+		for _, x := range items {
+			n, _ := x.(map[string]any)
+			if ref, ok := n["fromPoolRef"].(map[string]any); ok {
+				if ref["kind"] == nil {
+					ref["kind"] = "IPPool"
+				}
+				if ref["apiGroup"] == nil {
+					ref["apiGroup"] = "ipam.metal3.io"
+				}
+			}
+			if _, ok := n["ipAddressFromIPPool"]; !ok && family == "ipv6" {
+				n["ipAddressFromIPPool"] = ""
+			}
+		}
 	}
 }
 
