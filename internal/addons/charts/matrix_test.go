@@ -11,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnetite-io/magnetite/internal/addons"
@@ -127,6 +131,30 @@ func images(u *unstructured.Unstructured) []string {
 		}
 	}
 	return out
+}
+
+// strictDryRun server-side applies obj with dryRun=All and strict field
+// validation: a field the schema does not know (a misspelt value that a
+// chart copies into an object, as Calico's chart does into its
+// Installation) is an error, not a warning.
+func strictDryRun(ctx context.Context, dc dynamic.Interface, mapper meta.RESTMapper, obj *unstructured.Unstructured) error {
+	gvk := obj.GroupVersionKind()
+	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return err
+	}
+	var ri dynamic.ResourceInterface = dc.Resource(m.Resource)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		ri = dc.Resource(m.Resource).Namespace(obj.GetNamespace())
+	}
+	body, err := json.Marshal(obj.Object)
+	if err != nil {
+		return err
+	}
+	force := true
+	_, err = ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{
+		FieldManager: "magnetite", Force: &force, DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"})
+	return err
 }
 
 // TestRealChartMatrix renders every addon from the real upstream charts for
@@ -276,7 +304,7 @@ func TestRealChartMatrix(t *testing.T) {
 					}
 					checked[sum] = true
 					n++
-					if err := testenv.DryRunApply(ctx, dc, mapper, u); err != nil {
+					if err := strictDryRun(ctx, dc, mapper, u); err != nil {
 						t.Errorf("%s: %s %s/%s refused: %v", m, u.GetKind(), u.GetNamespace(), u.GetName(), err)
 					}
 				}
