@@ -2,8 +2,8 @@ package charts_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
