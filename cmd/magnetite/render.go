@@ -28,6 +28,7 @@ func renderCommand() *cobra.Command {
 	var templateFile, clusterFile, factsFile, driverName, namespace string
 	var preview bool
 	var bootVolume int
+	var withAddons renderAddonFlags
 	cmd := &cobra.Command{
 		Use:   "render --template T.yaml --cluster C.yaml [--facts F.yaml]",
 		Short: "Show the Cluster API objects a template and cluster would produce, without creating anything",
@@ -98,6 +99,11 @@ provides; warnings also go to standard error.`,
 			if err != nil {
 				return err
 			}
+			addonDocs, err := withAddons.render(cmd.Context(), res)
+			if err != nil {
+				return err
+			}
+			out = append(out, addonDocs...)
 			for _, w := range res.Warnings {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
 			}
@@ -113,6 +119,7 @@ provides; warnings also go to standard error.`,
 	f.StringVar(&namespace, "namespace", "magnetite-system", "management-cluster namespace of the objects")
 	f.IntVar(&bootVolume, "boot-volume-size", 0, "default root volume size in GiB for VM node groups without a boot_volume_size label")
 	f.BoolVar(&preview, "preview", false, "also print the templates Cluster API derives for each machine group")
+	withAddons.register(f)
 	_ = cmd.MarkFlagRequired("template")
 	_ = cmd.MarkFlagRequired("cluster")
 	return cmd
