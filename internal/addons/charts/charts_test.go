@@ -222,10 +222,10 @@ func TestMirrorFillsAnAirGappedDirectory(t *testing.T) {
 // TestMissingChartIsNotFound: a source without the pinned version says
 // which versions it has.
 func TestMissingChartIsNotFound(t *testing.T) {
-	missing := addons.Chart{Repo: addons.RepoCalico, Name: "tigera-operator", Version: "v3.31.5"}
+	missing := addons.Chart{Repo: addons.RepoCalico, Name: "tigera-operator", Version: "v3.31.7"}
 	repo := testcharts.Serve(t, missing)
 	err := testcharts.Source(t, repo.URL).Check(t.Context(), missing)
-	if !errors.Is(err, charts.ErrNotFound) || !strings.Contains(err.Error(), "not at the pinned version v3.31.5") {
+	if !errors.Is(err, charts.ErrNotFound) || !strings.Contains(err.Error(), "not at the pinned version v3.31.7") {
 		t.Fatalf("check of a missing version: %v", err)
 	}
 	if _, err := testcharts.Source(t, t.TempDir()).Pull(t.Context(), missing); !errors.Is(err, charts.ErrNotFound) || !strings.Contains(err.Error(), "magnetite addons mirror") {
