@@ -193,7 +193,7 @@ func TestRealChartMatrix(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d distinct releases rendered; largest ConfigMap %d bytes (%s)", len(r.done), largest, largestName)
+	t.Logf("%d distinct releases rendered from the charts of %s; largest ConfigMap %d bytes (%s)", len(r.done), testcharts.Where(t), largest, largestName)
 	if largest >= 900_000 {
 		t.Errorf("the largest addon ConfigMap is %d bytes (%s), above the 900 KB headroom under the 1 MiB limit", largest, largestName)
 	}
