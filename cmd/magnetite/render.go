@@ -33,6 +33,7 @@ func renderCommand() *cobra.Command {
 	var templateFile, clusterFile, factsFile, driverName, namespace, kubeconfig, apiVersions string
 	var preview bool
 	var bootVolume int
+	var withAddons renderAddonFlags
 	cmd := &cobra.Command{
 		Use:   "render --template T.yaml --cluster C.yaml [--facts F.yaml]",
 		Short: "Show the Cluster API objects a template and cluster would produce, without creating anything",
@@ -116,6 +117,11 @@ Without either, every kind is written at its newest version (v1beta2).`,
 			if err != nil {
 				return err
 			}
+			addonDocs, err := withAddons.render(cmd.Context(), res)
+			if err != nil {
+				return err
+			}
+			out = append(out, addonDocs...)
 			for _, w := range res.Warnings {
 				fmt.Fprintln(cmd.ErrOrStderr(), "warning:", w)
 			}
@@ -133,6 +139,7 @@ Without either, every kind is written at its newest version (v1beta2).`,
 	f.BoolVar(&preview, "preview", false, "also print the templates Cluster API derives for each machine group")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "management cluster whose served API versions the objects are written at")
 	f.StringVar(&apiVersions, "api-versions", "", "API versions to write, comma-separated: group/version for every kind of a group, Kind=group/version for one kind (these win over --kubeconfig's)")
+	withAddons.register(f)
 	_ = cmd.MarkFlagRequired("template")
 	_ = cmd.MarkFlagRequired("cluster")
 	return cmd

@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/magnetite-io/magnetite/internal/testcharts"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
 
@@ -225,5 +226,45 @@ func TestRenderRefusesATemplateNoDriverBuilds(t *testing.T) {
 	_, _, err := runRender(t, "--template", tmpl, "--cluster", cluster, "--facts", filepath.Join(renderCases, "facts.yaml"))
 	if err == nil || !strings.Contains(err.Error(), "Cluster type (server_type=vm, os_distro=fedora-coreos, coe=kubernetes) not supported") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestRenderAddonsPrintsTheAddonObjects: with --addons, render also prints
+// every object the cluster's addons would deliver, rendered from the
+// pinned charts of the given source, and says which chart each came from.
+func TestRenderAddonsPrintsTheAddonObjects(t *testing.T) {
+	repo := testcharts.Serve(t)
+	tmpl, cluster := splitCase(t, "vm-only", func(tmpl, _ map[string]any) {
+		l := tmpl["labels"].(map[string]any)
+		l["keystone_auth_enabled"] = "true"
+		l["container_infra_prefix"] = "registry.example.net/k8s/"
+	})
+	args := []string{"--template", tmpl, "--cluster", cluster, "--facts", filepath.Join(renderCases, "facts.yaml"), "--addons", "--addons-source", repo.URL}
+	if _, _, err := runRender(t, args...); err == nil || !strings.Contains(err.Error(), "--keystone-auth-url") {
+		t.Fatalf("render --addons of a keystone_auth_enabled cluster without Keystone's endpoint: %v", err)
+	}
+	out, _, err := runRender(t, append(args, "--keystone-auth-url", "https://keystone.example.net:5000/v3")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# addon calico v3.31.7: chart tigera-operator v3.31.7 from " + repo.URL,
+		"# addon k8s-keystone-auth v1.32.0: chart k8s-keystone-auth 1.5.1 from " + repo.URL, "- https://keystone.example.net:5000/v3\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("render --addons lacks %q", want)
+		}
+	}
+	objs, err := testenv.DecodeObjects(strings.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]bool{}
+	for _, o := range objs {
+		kinds[o.GetKind()+"/"+o.GetName()] = true
+	}
+	for _, want := range []string{"ClusterResourceSet/web-1b4e28ba-addons", "Installation/default", "DaemonSet/openstack-cloud-controller-manager",
+		"Deployment/snapshot-controller", "DaemonSet/k8s-keystone-auth", "Deployment/metrics-server"} {
+		if !kinds[want] {
+			t.Errorf("render --addons printed no %s", want)
+		}
 	}
 }

@@ -54,7 +54,7 @@ func TestServeDeliversPinnedAddons(t *testing.T) {
 	mustCreate(t, w, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", map[string]any{
 		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
 	mustCreate(t, w, configMapsGVR, ns, map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": "magnetite-addon-metrics-server-v0.8.0"},
+		"metadata": map[string]any{"name": "magnetite-addon-metrics-server-v0.8.1"},
 		"data":     map[string]any{"metrics.yaml": "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: metrics-server\n  namespace: kube-system\n"}})
 
 	labels := map[string]string{"kube_tag": testcloud.KubeTag, "container_infra_prefix": "registry.example.net/mirror/",
@@ -76,41 +76,51 @@ func TestServeDeliversPinnedAddons(t *testing.T) {
 	objName := w.objectName(ctx, uuid)
 
 	cms := w.waitAddonConfigMaps(ctx, uuid, func(m map[string]unstructured.Unstructured) bool {
-		return strings.Contains(annotation(m[objName+"-addon-calico"]), "tigera-operator v3.30.2")
+		return strings.Contains(annotation(m[objName+"-addon-calico"]), "tigera-operator v3.30.7") &&
+			annotation(m[objName+"-addon-k8s-keystone-auth"]) != ""
 	})
 	t.Run("pulled at the pins of Kubernetes 1.31 with the cluster's values", func(t *testing.T) {
 		want := map[string]string{
-			objName + "-addon-calico": "tigera-operator v3.30.2", objName + "-addon-openstack-cloud-controller-manager": "openstack-cloud-controller-manager 2.31.3",
-			objName + "-addon-cinder-csi": "openstack-cinder-csi 2.31.7", objName + "-addon-k8s-keystone-auth": "k8s-keystone-auth 1.5.1",
+			objName + "-addon-calico": "tigera-operator v3.30.7", objName + "-addon-openstack-cloud-controller-manager": "openstack-cloud-controller-manager 2.31.4",
+			objName + "-addon-snapshot-controller": "external-snapshotter v8.6.0",
+			objName + "-addon-cinder-csi":          "openstack-cinder-csi 2.31.8", objName + "-addon-k8s-keystone-auth": "k8s-keystone-auth 1.5.1",
 		}
 		for name, charts := range want {
 			if got := annotation(cms[name]); got != charts {
 				t.Errorf("ConfigMap %s was rendered from %q, want %q", name, got, charts)
 			}
 		}
-		if len(cms) != len(want) {
-			t.Errorf("addon ConfigMaps %v, want %v", slices.Sorted(maps.Keys(cms)), slices.Sorted(maps.Keys(want)))
+		for name, cm := range cms {
+			if _, ok := want[name]; !ok && !strings.HasPrefix(name, objName+"-addon-calico-") {
+				t.Errorf("unexpected addon ConfigMap %s (%s)", name, annotation(cm))
+			}
 		}
-		for _, want := range []string{"/tigera-operator-v3.30.2.tgz", "/openstack-cloud-controller-manager-2.31.3.tgz"} {
+		for _, want := range []string{"/tigera-operator-v3.30.7.tgz", "/openstack-cloud-controller-manager-2.31.4.tgz", "/external-snapshotter-v8.6.0.tgz"} {
 			if !slices.Contains(w.charts.Requests(), want) {
 				t.Errorf("the chart repository was not asked for %s: %v", want, w.charts.Requests())
 			}
 		}
-		calico := data(cms[objName+"-addon-calico"])
-		for _, s := range []string{"cidr: 10.200.0.0/16", "registry: registry.example.net/mirror/", "test.magnetite.io/kube-version: v1.31.2"} {
+		calico := addonData(cms, objName+"-addon-calico")
+		for _, s := range []string{"cidr: 10.200.0.0/16", "registry: registry.example.net/mirror/", "encapsulation: VXLAN\n", "image: registry.example.net/mirror/tigera/operator:"} {
 			if !strings.Contains(calico, s) {
 				t.Errorf("the Calico ConfigMap lacks %q:\n%s", s, calico)
 			}
 		}
-		if ks := data(cms[objName+"-addon-k8s-keystone-auth"]); !strings.Contains(ks, "auth_url: "+w.ks.AuthURL()) {
+		if ks := data(cms[objName+"-addon-k8s-keystone-auth"]); !strings.Contains(ks, "- "+w.ks.AuthURL()+"\n") {
 			t.Errorf("k8s-keystone-auth does not talk to the cloud's Keystone:\n%s", ks)
 		}
-		if ccm := data(cms[objName+"-addon-openstack-cloud-controller-manager"]); !strings.Contains(ccm, "secretName: cloud-config") || !strings.Contains(ccm, "--cluster-name="+objName) {
+		if ccm := data(cms[objName+"-addon-openstack-cloud-controller-manager"]); !strings.Contains(ccm, "secretName: cloud-config") || !strings.Contains(ccm, "value: "+objName+"\n") {
 			t.Errorf("the cloud controller manager does not read cloud-config:\n%s", ccm)
 		}
 		res := w.crsResources(ctx, ns, objName)
-		wantRes := []string{objName + "-cloud-config-addon", objName + "-addon-calico", objName + "-addon-openstack-cloud-controller-manager",
-			objName + "-addon-cinder-csi", objName + "-addon-k8s-keystone-auth", "magnetite-addon-metrics-server-v0.8.0", objName + "-addon-config"}
+		var calicoParts []string
+		for _, name := range slices.Sorted(maps.Keys(cms)) {
+			if strings.HasPrefix(name, objName+"-addon-calico") {
+				calicoParts = append(calicoParts, name)
+			}
+		}
+		wantRes := append(append([]string{objName + "-cloud-config-addon"}, calicoParts...), objName+"-addon-openstack-cloud-controller-manager",
+			objName+"-addon-snapshot-controller", objName+"-addon-cinder-csi", objName+"-addon-k8s-keystone-auth", "magnetite-addon-metrics-server-v0.8.1", objName+"-addon-config")
 		if !slices.Equal(res, wantRes) {
 			t.Errorf("ClusterResourceSet resources\n%v\nwant\n%v", res, wantRes)
 		}
@@ -141,8 +151,18 @@ func TestServeDeliversPinnedAddons(t *testing.T) {
 			}
 		}
 		testenv.WaitFor(t, "the addons' CRDs to be served", 2*time.Minute, func() (bool, string) {
-			_, err := w.env.Mapper(t).RESTMapping(schema.GroupKind{Group: "operator.tigera.io", Kind: "Installation"}, "v1")
-			return err == nil, ""
+			m := w.env.Mapper(t)
+			for _, o := range objs {
+				if o.GetKind() != "CustomResourceDefinition" {
+					continue
+				}
+				group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+				kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+				if _, err := m.RESTMapping(schema.GroupKind{Group: group, Kind: kind}); err != nil {
+					return false, err.Error()
+				}
+			}
+			return true, ""
 		})
 		mapper = w.env.Mapper(t)
 		for _, o := range objs {
@@ -161,8 +181,8 @@ func TestServeDeliversPinnedAddons(t *testing.T) {
 			t.Fatalf("upgrade: %d %s", res.StatusCode, body)
 		}
 		// The conductor writes the ConfigMaps one by one: wait for all.
-		want := map[string]string{objName + "-addon-calico": "tigera-operator v3.31.5",
-			objName + "-addon-openstack-cloud-controller-manager": "openstack-cloud-controller-manager 2.32.0",
+		want := map[string]string{objName + "-addon-calico": "tigera-operator v3.31.7",
+			objName + "-addon-openstack-cloud-controller-manager": "openstack-cloud-controller-manager 2.32.1",
 			objName + "-addon-cinder-csi":                         "openstack-cinder-csi 2.32.2"}
 		upgraded := func(m map[string]unstructured.Unstructured) bool {
 			for name, charts := range want {
@@ -177,9 +197,6 @@ func TestServeDeliversPinnedAddons(t *testing.T) {
 			if got := annotation(cms[name]); got != charts {
 				t.Errorf("after the upgrade %s holds %q, want %q", name, got, charts)
 			}
-		}
-		if !strings.Contains(data(cms[objName+"-addon-calico"]), "test.magnetite.io/kube-version: v1.32.4") {
-			t.Error("the upgraded Calico was not rendered for Kubernetes v1.32.4")
 		}
 	})
 
@@ -198,9 +215,9 @@ func TestServeDeliversPinnedAddons(t *testing.T) {
 				rows[f[2]] = strings.Join(f[3:], " ")
 			}
 		}
-		want := map[string]string{"calico": "tigera-operator v3.31.5", "openstack-cloud-controller-manager": "openstack-cloud-controller-manager 2.32.0",
-			"cinder-csi": "openstack-cinder-csi 2.32.2", "k8s-keystone-auth": "k8s-keystone-auth 1.5.1",
-			"metrics-server": "the operator's ConfigMap magnetite-addon-metrics-server-v0.8.0"}
+		want := map[string]string{"calico": "tigera-operator v3.31.7", "openstack-cloud-controller-manager": "openstack-cloud-controller-manager 2.32.1",
+			"snapshot-controller": "external-snapshotter v8.6.0", "cinder-csi": "openstack-cinder-csi 2.32.2", "k8s-keystone-auth": "k8s-keystone-auth 1.5.1",
+			"metrics-server": "the operator's ConfigMap magnetite-addon-metrics-server-v0.8.1"}
 		if !reflect.DeepEqual(rows, want) {
 			t.Errorf("addons list --clusters for the cluster: %v, want %v\n%s", rows, want, out)
 		}
@@ -236,7 +253,7 @@ func TestServeDeliversPinnedAddons(t *testing.T) {
 				t.Errorf("%s of the deleted cluster are left: %v %d", gvr.Resource, err, len(list.Items))
 			}
 		}
-		if _, err := w.dc.Resource(configMapsGVR).Namespace(ns).Get(ctx, "magnetite-addon-metrics-server-v0.8.0", metav1.GetOptions{}); err != nil {
+		if _, err := w.dc.Resource(configMapsGVR).Namespace(ns).Get(ctx, "magnetite-addon-metrics-server-v0.8.1", metav1.GetOptions{}); err != nil {
 			t.Errorf("the operator's own addon ConfigMap went with the cluster: %v", err)
 		}
 	})
@@ -324,6 +341,17 @@ func (w *credentialsWorld) crsResources(ctx context.Context, ns, objName string)
 		out = append(out, r.(map[string]any)["name"].(string))
 	}
 	return out
+}
+
+// addonData joins the data of an addon's ConfigMaps (name, name-2, ...).
+func addonData(cms map[string]unstructured.Unstructured, name string) string {
+	var b strings.Builder
+	for _, n := range slices.Sorted(maps.Keys(cms)) {
+		if n == name || strings.HasPrefix(n, name+"-") && strings.Trim(n[len(name)+1:], "0123456789") == "" {
+			b.WriteString(data(cms[n]))
+		}
+	}
+	return b.String()
 }
 
 func annotation(cm unstructured.Unstructured) string {

@@ -50,3 +50,19 @@ func TestPackSplitsAndShrinksOversizedCRDs(t *testing.T) {
 		t.Error("a ConfigMap beyond the budget was accepted")
 	}
 }
+
+// TestPackDeliversCustomResourcesAfterTheirCRDs: a resource of a CRD the
+// addon brings (Calico's Installation) goes into a ConfigMap after the one
+// holding the CRD, so the CRD is applied, and established, first.
+func TestPackDeliversCustomResourcesAfterTheirCRDs(t *testing.T) {
+	crd := "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: installations.operator.tigera.io\nspec:\n  group: operator.tigera.io\n  names:\n    kind: Installation\n"
+	inst := "apiVersion: operator.tigera.io/v1\nkind: Installation\nmetadata:\n  name: default\n"
+	sa := "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: tigera-operator\n"
+	parts, _, err := Pack(Calico, []string{crd, inst, sa}, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 2 || len(parts[0]) != 2 || parts[0][0] != crd || parts[0][1] != sa || parts[1][0] != inst {
+		t.Errorf("parts %q", parts)
+	}
+}

@@ -2,6 +2,7 @@ package addons
 
 import (
 	"fmt"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -9,14 +10,59 @@ import (
 // MaxConfigMapData is how much YAML one addon ConfigMap carries. The API
 // server refuses a ConfigMap whose data exceed 1 MiB; the rest is left for
 // its metadata.
-const MaxConfigMapData = 1000 * 1024
+const MaxConfigMapData = 850_000
 
 // Pack groups an addon's documents, in order, into parts of at most budget
 // bytes each, one ConfigMap per part. A CustomResourceDefinition too large
 // for a part on its own (Calico's Installation is about 1.4 MB) loses the
 // descriptions of its schema, which only `kubectl explain` shows; anything
-// still too large is an error.
+// still too large is an error. Custom resources of the addon's own CRDs
+// (Calico's Installation) come last, in parts of their own: the
+// ClusterResourceSet applies a ConfigMap as a whole, and a resource whose
+// CRD is not yet established fails, so it must not hold up the rest.
 func Pack(addon string, docs []string, budget int) ([][]string, []string, error) {
+	plain, custom := splitCustomResources(docs)
+	parts, warnings, err := pack(addon, plain, budget)
+	if err != nil || len(custom) == 0 {
+		return parts, warnings, err
+	}
+	crParts, _, err := pack(addon, custom, budget)
+	return append(parts, crParts...), warnings, err
+}
+
+// splitCustomResources separates the documents whose kind one of the
+// documents' CustomResourceDefinitions defines.
+func splitCustomResources(docs []string) (plain, custom []string) {
+	type head struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Spec       struct {
+			Group string `json:"group"`
+			Names struct {
+				Kind string `json:"kind"`
+			} `json:"names"`
+		} `json:"spec"`
+	}
+	heads := make([]head, len(docs))
+	defined := map[string]bool{}
+	for i, d := range docs {
+		_ = yaml.Unmarshal([]byte(d), &heads[i])
+		if heads[i].Kind == "CustomResourceDefinition" {
+			defined[heads[i].Spec.Group+"/"+heads[i].Spec.Names.Kind] = true
+		}
+	}
+	for i, d := range docs {
+		group, _, _ := strings.Cut(heads[i].APIVersion, "/")
+		if strings.Contains(heads[i].APIVersion, "/") && defined[group+"/"+heads[i].Kind] {
+			custom = append(custom, d)
+		} else {
+			plain = append(plain, d)
+		}
+	}
+	return plain, custom
+}
+
+func pack(addon string, docs []string, budget int) ([][]string, []string, error) {
 	var parts [][]string
 	var warnings []string
 	size := 0

@@ -9,7 +9,10 @@ import (
 type Cluster struct {
 	// Name is the Cluster object's name; charts use it as the cluster's
 	// name (cloud controller manager, CSI cluster IDs, Cilium).
-	Name        string
+	Name string
+	// ProjectID is the Keystone project owning the cluster, whose members
+	// k8s-keystone-auth lets in.
+	ProjectID   string
 	KubeVersion string // v1.33.1
 	// NetworkDriver is calico or cilium.
 	NetworkDriver string
@@ -42,6 +45,12 @@ type Release struct {
 	// KubeVersion is the workload cluster's version, which charts see as
 	// .Capabilities.KubeVersion.
 	KubeVersion string
+	// Registry is the cluster's container_infra_prefix (no trailing
+	// slash): the renderer points every image key of the charts there.
+	Registry string
+	// KeystoneCA is the CA of the Keystone endpoint k8s-keystone-auth calls,
+	// when it is private (WithKeystone).
+	KeystoneCA []byte
 }
 
 // Version is the software version the release installs.
@@ -80,10 +89,12 @@ func Select(c Cluster) ([]Release, []string) {
 		want = append(want, CloudControllerManager)
 	}
 	if c.CinderCSI {
-		want = append(want, CinderCSI)
+		// Cinder's csi-snapshotter needs the VolumeSnapshot API.
+		want = append(want, SnapshotController, CinderCSI)
 	}
 	if c.ManilaCSI {
-		want = append(want, ManilaCSI)
+		// Manila's node plugin hands NFS mounts to csi-driver-nfs.
+		want = append(want, NFSCSI, ManilaCSI)
 	}
 	if c.KeystoneAuth {
 		want = append(want, KeystoneAuth)
@@ -101,8 +112,8 @@ func Select(c Cluster) ([]Release, []string) {
 			problems = append(problems, err.Error())
 			continue
 		}
-		ns, vals := values(a, c)
-		out = append(out, Release{Addon: a, Pin: pin, Namespace: ns, Values: vals, KubeVersion: c.KubeVersion})
+		ns, vals := values(a, c, pin)
+		out = append(out, Release{Addon: a, Pin: pin, Namespace: ns, Values: vals, KubeVersion: c.KubeVersion, Registry: c.Registry})
 	}
 	return out, problems
 }

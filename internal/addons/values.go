@@ -1,15 +1,30 @@
 package addons
 
-// The values below use each upstream chart's own keys (its values.yaml).
-// Image repositories follow container_infra_prefix the way Magnum does: a
-// mirror holding every image under the prefix by its upstream name.
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// The values below use each upstream chart's own keys (its values.yaml);
+// TestEveryValueIsAKeyOfTheChart in addons/charts checks them against the
+// pinned chart. Images follow container_infra_prefix through
+// charts.ImageValues, which reads the chart's own image keys.
 
 const controlPlaneLabel = "node-role.kubernetes.io/control-plane"
 
 // cloudConfigSecret is the workload cluster's kube-system Secret holding
 // cloud.conf (credentials, [LoadBalancer] settings such as the Octavia
-// provider), which Magnetite delivers beside the addons.
+// provider) and ca.crt, which Magnetite delivers beside the addons.
 const cloudConfigSecret = "cloud-config"
+
+// CloudConfigDir is where cloud.conf's ca-file expects the cloud-config
+// Secret: every component that reads cloud.conf mounts it there.
+const CloudConfigDir = "/etc/config"
+
+// ciliumNameMax is the longest cluster name Cilium accepts (its values.yaml,
+// cluster.name).
+const ciliumNameMax = 32
 
 func controlPlaneOnly() (map[string]any, []any) {
 	return map[string]any{controlPlaneLabel: ""},
@@ -17,108 +32,124 @@ func controlPlaneOnly() (map[string]any, []any) {
 			map[string]any{"key": "node.cloudprovider.kubernetes.io/uninitialized", "operator": "Exists", "effect": "NoSchedule"}}
 }
 
-func image(c Cluster, name string) map[string]any {
-	return map[string]any{"repository": c.Registry + "/" + name}
+// CiliumClusterName is the cluster's name as Cilium takes it: the object
+// name when it fits, else its head and a hash of the whole name, so two
+// clusters never share one.
+func CiliumClusterName(objectName string) string {
+	if len(objectName) <= ciliumNameMax {
+		return objectName
+	}
+	sum := sha256.Sum256([]byte(objectName))
+	head := strings.TrimRight(objectName[:ciliumNameMax-9], "-")
+	return head + "-" + hex.EncodeToString(sum[:])[:8]
+}
+
+// chartMinor is the Kubernetes minor of a cloud-provider-openstack chart
+// version (2.31.8 -> 31).
+func chartMinor(version string) string {
+	parts := strings.SplitN(version, ".", 3)
+	if len(parts) < 2 {
+		return ""
+	}
+	return parts[1]
 }
 
 // values returns the namespace and values of an addon's charts.
-func values(addon string, c Cluster) (string, map[string]any) {
+func values(addon string, c Cluster, pin Pin) (string, map[string]any) {
 	sel, tol := controlPlaneOnly()
 	reg := c.Registry != ""
 	switch addon {
 	case Calico:
-		pool := map[string]any{"cidr": c.PodCIDR, "encapsulation": "VXLANCrossSubnet", "natOutgoing": "Enabled",
+		// VXLAN between every pair of nodes: Neutron's port security drops
+		// packets whose source is a pod address unless the port allows it,
+		// and CAPO's ports carry no allowed-address-pairs for the pod
+		// network (docs/addons.md).
+		pool := map[string]any{"cidr": c.PodCIDR, "encapsulation": "VXLAN", "natOutgoing": "Enabled",
 			"nodeSelector": "all()", "blockSize": int64(26)}
-		inst := map[string]any{"calicoNetwork": map[string]any{"ipPools": []any{pool}}}
+		inst := map[string]any{"calicoNetwork": map[string]any{"ipPools": []any{pool}, "bgp": "Disabled"}}
 		v := map[string]any{"installation": inst}
 		if reg {
 			inst["registry"] = c.Registry + "/"
 			v["tigeraOperator"] = map[string]any{"registry": c.Registry}
+			v["calicoctl"] = map[string]any{"image": c.Registry + "/calico/ctl"}
 		}
 		return "tigera-operator", v
 	case Cilium:
-		v := map[string]any{
-			"cluster":        map[string]any{"name": c.Name},
+		return "kube-system", map[string]any{
+			"cluster":        map[string]any{"name": CiliumClusterName(c.Name)},
 			"ipam":           map[string]any{"mode": "cluster-pool", "operator": map[string]any{"clusterPoolIPv4PodCIDRList": []any{c.PodCIDR}}},
 			"routingMode":    "tunnel",
 			"tunnelProtocol": "vxlan",
 		}
-		if reg {
-			v["image"] = map[string]any{"repository": c.Registry + "/cilium", "useDigest": false}
-			v["operator"] = map[string]any{"image": map[string]any{"repository": c.Registry + "/operator", "useDigest": false}}
-		}
-		return "kube-system", v
 	case CloudControllerManager:
-		v := map[string]any{
+		return "kube-system", map[string]any{
 			"secret":       map[string]any{"enabled": true, "create": false, "name": cloudConfigSecret},
 			"cluster":      map[string]any{"name": c.Name},
 			"nodeSelector": sel,
 			"tolerations":  tol,
 		}
-		if reg {
-			v["image"] = image(c, "openstack-cloud-controller-manager")
-		}
-		return "kube-system", v
 	case CinderCSI:
-		plugin := map[string]any{"controllerPlugin": map[string]any{"nodeSelector": sel, "tolerations": tol}}
-		csi := map[string]any{"plugin": plugin}
-		if reg {
-			plugin["image"] = image(c, "cinder-csi-plugin")
-			for key, img := range map[string]string{"attacher": "csi-attacher", "provisioner": "csi-provisioner",
-				"snapshotter": "csi-snapshotter", "resizer": "csi-resizer", "livenessprobe": "livenessprobe",
-				"nodeDriverRegistrar": "csi-node-driver-registrar"} {
-				csi[key] = map[string]any{"image": image(c, img)}
-			}
+		// Charts 2.31 and 2.32 read cloud.conf from /etc/kubernetes; the
+		// Secret is mounted there as well as at CloudConfigDir, where
+		// cloud.conf's ca-file points.
+		mounts := []any{map[string]any{"name": "cloud-config", "mountPath": CloudConfigDir, "readOnly": true}}
+		if m := chartMinor(pin.Charts[len(pin.Charts)-1].Version); m == "31" || m == "32" {
+			mounts = append(mounts, map[string]any{"name": "cloud-config", "mountPath": "/etc/kubernetes", "readOnly": true})
+		}
+		plugin := map[string]any{
+			"controllerPlugin": map[string]any{"nodeSelector": sel, "tolerations": tol},
+			// The chart's default adds the host's /etc/cacert; the CA comes
+			// with the Secret instead.
+			"volumes":      []any{},
+			"volumeMounts": mounts,
 		}
 		return "kube-system", map[string]any{
 			// cloud.conf comes from the cloud-config Secret, not the host.
 			"secret":       map[string]any{"enabled": true, "create": false, "hostMount": false, "name": cloudConfigSecret},
 			"clusterID":    c.Name,
 			"storageClass": map[string]any{"enabled": false},
-			"csi":          csi,
+			"csi":          map[string]any{"plugin": plugin},
+		}
+	case NFSCSI:
+		// Manila's node plugin forwards NFS mounts to this driver's node
+		// plugin; the controller is not needed (Manila provisions).
+		return "kube-system", map[string]any{
+			"controller":          map[string]any{"replicas": int64(0)},
+			"externalSnapshotter": map[string]any{"enabled": false, "customResourceDefinitions": map[string]any{"enabled": false}},
 		}
 	case ManilaCSI:
-		cm := map[string]any{"clusterID": c.Name}
-		if reg {
-			cm["image"] = image(c, "manila-csi-plugin")
-		}
 		return "kube-system", map[string]any{
-			"csimanila": cm,
+			"csimanila": map[string]any{"clusterID": c.Name},
 			"shareProtocols": []any{map[string]any{"protocolSelector": "NFS", "fsGroupPolicy": "None",
 				"fwdNodePluginEndpoint": map[string]any{"dir": "/var/lib/kubelet/plugins/csi-nfsplugin", "sockFile": "csi.sock"}}},
 		}
+	case SnapshotController:
+		return "kube-system", map[string]any{}
 	case KeystoneAuth:
-		v := map[string]any{"nodeSelector": sel, "tolerations": tol, "conf": map[string]any{}}
-		if reg {
-			v["image"] = image(c, "k8s-keystone-auth")
-		}
-		return "kube-system", v
+		// openstackAuthUrl comes with WithKeystone; the chart's RBAC
+		// policies grant the cluster owner's project.
+		return "kube-system", map[string]any{"nodeSelector": sel, "tolerations": tol, "projectId": c.ProjectID}
 	case MetricsServer:
 		// kubeadm's kubelets serve self-signed certificates.
-		v := map[string]any{"args": []any{"--kubelet-insecure-tls"}}
-		if reg {
-			v["image"] = image(c, "metrics-server")
-		}
-		return "kube-system", v
+		return "kube-system", map[string]any{"args": []any{"--kubelet-insecure-tls"}}
 	}
 	return "kube-system", map[string]any{}
 }
 
-// WithKeystone sets k8s-keystone-auth's Keystone endpoint and CA, which the
-// conductor knows ([cluster_credentials]); other releases are unchanged.
+// WithKeystone sets k8s-keystone-auth's Keystone endpoint and the CA that
+// signs it, which the conductor knows ([cluster_credentials]); other
+// releases are unchanged. The chart has no option for a CA: the renderer
+// adds it to the webhook (charts.Render).
 func (r Release) WithKeystone(authURL string, caCert []byte) Release {
 	if r.Addon != KeystoneAuth {
 		return r
 	}
-	conf := map[string]any{"auth_url": authURL}
-	if len(caCert) > 0 {
-		conf["ca_cert"] = string(caCert)
-	}
-	vals := make(map[string]any, len(r.Values))
+	vals := make(map[string]any, len(r.Values)+1)
 	for k, v := range r.Values {
 		vals[k] = v
 	}
-	vals["conf"] = conf
+	vals["openstackAuthUrl"] = authURL
 	r.Values = vals
+	r.KeystoneCA = caCert
 	return r
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/magnetite-io/magnetite/internal/addons"
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/model"
@@ -159,10 +160,13 @@ func (c *Conductor) cloudConfigManifests(ref driver.SecretRef, cred *model.Clust
 	if cc.RegionName != "" {
 		fmt.Fprintf(&conf, "region=%s\n", cc.RegionName)
 	}
-	fmt.Fprintf(&conf, "interface=%s\n", valueOr(cc.Interface, "public"))
+	// The key cloud-provider-openstack reads (pkg/client AuthOpts
+	// EndpointType, gcfg "os-endpoint-type"); it has no "interface".
+	fmt.Fprintf(&conf, "os-endpoint-type=%s\n", valueOr(cc.Interface, "public"))
 	data := map[string]any{}
 	if len(cc.CACert) > 0 {
-		conf.WriteString("ca-file=/etc/config/ca.crt\n")
+		// Every addon mounts the Secret at addons.CloudConfigDir.
+		conf.WriteString("ca-file=" + addons.CloudConfigDir + "/ca.crt\n")
 		data["ca.crt"] = base64.StdEncoding.EncodeToString(cc.CACert)
 	}
 	if ref.CloudConf != "" {
@@ -176,7 +180,7 @@ func (c *Conductor) cloudConfigManifests(ref driver.SecretRef, cred *model.Clust
 			"os-applicationCredentialID":     cred.ID,
 			"os-applicationCredentialSecret": cred.Secret,
 			"os-region":                      cc.RegionName,
-			"os-interface":                   valueOr(cc.Interface, "public"),
+			"os-endpointType":                valueOr(cc.Interface, "public"), // pkg/client AuthOpts's name
 		}
 		md := map[string]any{}
 		for k, v := range m {

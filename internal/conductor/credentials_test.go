@@ -89,12 +89,16 @@ func TestCredentialSecretsCarryTheActiveCredential(t *testing.T) {
 	}
 	conf := decoded(t, secrets[0].Data, "cloud.conf")
 	for _, want := range []string{"[Global]\n", "auth-url=https://keystone.example.com/v3\n", "application-credential-id=ac-1\n",
-		"application-credential-secret=s3cr3t-value\n", "region=RegionTwo\n", "ca-file=/etc/config/ca.crt\n", "[LoadBalancer]\nfloating-network-id=ext-net\n"} {
+		"application-credential-secret=s3cr3t-value\n", "region=RegionTwo\n", "ca-file=/etc/config/ca.crt\n", "os-endpoint-type=public\n", "[LoadBalancer]\nfloating-network-id=ext-net\n"} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("cloud.conf lacks %q:\n%s", want, conf)
 		}
 	}
-	if secrets[1].Metadata.Name != "manila-csi-credentials" || decoded(t, secrets[1].Data, "os-applicationCredentialSecret") != "s3cr3t-value" {
+	if strings.Contains(conf, "\ninterface=") {
+		t.Errorf("cloud.conf sets interface=, which cloud-provider-openstack does not read:\n%s", conf)
+	}
+	if secrets[1].Metadata.Name != "manila-csi-credentials" || decoded(t, secrets[1].Data, "os-applicationCredentialSecret") != "s3cr3t-value" ||
+		decoded(t, secrets[1].Data, "os-endpointType") != "public" {
 		t.Errorf("Manila credentials = %+v", secrets[1])
 	}
 

@@ -19,7 +19,8 @@ import (
 
 func cluster() addons.Cluster {
 	return addons.Cluster{Name: "demo-1b4e28ba", KubeVersion: "v1.33.1", NetworkDriver: "calico",
-		PodCIDR: "10.100.0.0/16", ServiceCIDR: "10.254.0.0/16", Registry: "registry.example.net/k8s",
+		ProjectID: "6a4e0d3b2c1f4e5a9b8c7d6e5f4a3b2c",
+		PodCIDR:   "10.100.0.0/16", ServiceCIDR: "10.254.0.0/16", Registry: "registry.example.net/k8s",
 		CloudProvider: true, CinderCSI: true, ManilaCSI: true, KeystoneAuth: true, MetricsServer: true}
 }
 
@@ -55,47 +56,49 @@ func nested(o map[string]any, path ...string) any {
 	return cur
 }
 
-// TestRendersPinnedChartsWithTheClustersValues pulls every release of a
-// cluster from a real chart repository on loopback, by the version pinned
-// for its Kubernetes minor, and renders it with the values derived from
-// the cluster.
-func TestRendersPinnedChartsWithTheClustersValues(t *testing.T) {
-	repo := testcharts.Serve(t)
-	src := testcharts.Source(t, repo.URL)
-	rels, problems := addons.Select(cluster())
+// keystoneURL is the Keystone endpoint the test clusters' credentials name.
+const keystoneURL = "https://keystone.example.net:5000/v3"
+
+// renderAll renders every release of a cluster as the conductor does
+// (WithKeystone, then Render), by addon.
+func renderAll(t *testing.T, src *charts.Source, c addons.Cluster, ca []byte) ([]addons.Release, map[string][]map[string]any) {
+	t.Helper()
+	rels, problems := addons.Select(c)
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
-	var names []string
 	all := map[string][]map[string]any{}
 	for _, rel := range rels {
-		names = append(names, rel.Addon)
-		docs, err := src.Render(t.Context(), rel)
+		docs, err := src.Render(t.Context(), rel.WithKeystone(keystoneURL, ca))
 		if err != nil {
-			t.Fatalf("%s: %v", rel.Addon, err)
+			t.Fatalf("%s %s on Kubernetes %s: %v", rel.Addon, rel.Version(), c.KubeVersion, err)
 		}
-		objs := objects(t, docs)
-		all[rel.Addon] = objs
-		for _, o := range objs {
-			l, _ := nested(o, "metadata", "labels").(map[string]any)
-			if v, ok := l["test.magnetite.io/chart-version"]; ok && v != rel.Pin.Charts[len(rel.Pin.Charts)-1].Version {
-				t.Errorf("%s: %v %v rendered from chart version %v, want the pinned %s", rel.Addon, o["kind"], nested(o, "metadata", "name"), v, rel.Pin.Charts[0].Version)
-			}
-			if v, ok := l["test.magnetite.io/kube-version"]; ok && v != "v1.33.1" {
-				t.Errorf("%s: charts saw Kubernetes %v, want the cluster's v1.33.1", rel.Addon, v)
-			}
-		}
+		all[rel.Addon] = objects(t, docs)
 	}
-	want := []string{addons.Calico, addons.CloudControllerManager, addons.CinderCSI, addons.ManilaCSI, addons.KeystoneAuth, addons.MetricsServer}
+	return rels, all
+}
+
+// TestRendersPinnedChartsWithTheClustersValues pulls every release of a
+// cluster from a chart repository on loopback holding the real upstream
+// charts, by the version pinned for its Kubernetes minor, and renders it
+// with the values derived from the cluster.
+func TestRendersPinnedChartsWithTheClustersValues(t *testing.T) {
+	repo := testcharts.Serve(t)
+	src := testcharts.Source(t, repo.URL)
+	rels, all := renderAll(t, src, cluster(), []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"))
+	var names []string
+	for _, rel := range rels {
+		names = append(names, rel.Addon)
+	}
+	want := []string{addons.Calico, addons.CloudControllerManager, addons.SnapshotController, addons.CinderCSI, addons.NFSCSI, addons.ManilaCSI, addons.KeystoneAuth, addons.MetricsServer}
 	if !slices.Equal(names, want) {
 		t.Fatalf("releases %v, want %v", names, want)
 	}
-	for _, c := range []string{"tigera-operator-v3.31.5.tgz", "openstack-cloud-controller-manager-2.33.1.tgz", "openstack-cinder-csi-2.33.1.tgz"} {
+	for _, c := range []string{"tigera-operator-v3.31.7.tgz", "openstack-cloud-controller-manager-2.33.1.tgz", "openstack-cinder-csi-2.33.1.tgz", "external-snapshotter-v8.6.0.tgz", "csi-driver-nfs-4.13.4.tgz"} {
 		if !slices.Contains(repo.Requests(), "/"+c) {
 			t.Errorf("the repository was never asked for %s (asked: %v)", c, repo.Requests())
 		}
 	}
-
 	calico := all[addons.Calico]
 	if calico[0]["kind"] != "Namespace" || nested(calico[0], "metadata", "name") != "tigera-operator" {
 		t.Errorf("the Calico release does not start with its namespace: %v", calico[0])
@@ -108,22 +111,23 @@ func TestRendersPinnedChartsWithTheClustersValues(t *testing.T) {
 	if len(pool) != 1 || nested(pool[0].(map[string]any), "cidr") != "10.100.0.0/16" || nested(inst, "spec", "registry") != "registry.example.net/k8s/" {
 		t.Errorf("Installation does not carry the pod CIDR and registry mirror: %v", inst)
 	}
+	if enc := nested(pool[0].(map[string]any), "encapsulation"); enc != "VXLAN" {
+		t.Errorf("Calico encapsulates %v between nodes; Neutron's port security drops unencapsulated pod traffic", enc)
+	}
 	if nested(inst, "metadata", "namespace") != nil {
 		t.Errorf("the cluster-scoped Installation got a namespace: %v", inst["metadata"])
 	}
 	if find(calico, "Job", "tigera-operator-uninstall") != nil {
 		t.Error("the pre-delete hook was rendered as an object to create")
 	}
-	if d := find(calico, "Deployment", "tigera-operator"); nested(d, "metadata", "namespace") != "tigera-operator" ||
-		!strings.HasPrefix(nested(d, "spec", "template", "spec", "containers").([]any)[0].(map[string]any)["image"].(string), "registry.example.net/k8s/") {
-		t.Errorf("operator Deployment namespace or image: %v", d)
+	if d := find(calico, "Deployment", "tigera-operator"); nested(d, "metadata", "namespace") != "tigera-operator" {
+		t.Errorf("operator Deployment namespace: %v", d)
 	}
-
 	ccm := find(all[addons.CloudControllerManager], "DaemonSet", "openstack-cloud-controller-manager")
-	spec := nested(ccm, "spec", "template", "spec").(map[string]any)
-	if nested(ccm, "metadata", "namespace") != "kube-system" || !strings.Contains(toYAML(t, spec), "secretName: cloud-config") ||
-		!strings.Contains(toYAML(t, spec), "--cluster-name=demo-1b4e28ba") || !strings.Contains(toYAML(t, spec), "node-role.kubernetes.io/control-plane") {
-		t.Errorf("cloud controller manager does not read the cloud-config Secret on the control plane:\n%s", toYAML(t, ccm))
+	spec := toYAML(t, nested(ccm, "spec", "template", "spec"))
+	if nested(ccm, "metadata", "namespace") != "kube-system" || !strings.Contains(spec, "secretName: cloud-config") ||
+		!strings.Contains(spec, "name: CLUSTER_NAME\n    value: demo-1b4e28ba") || !strings.Contains(spec, "node-role.kubernetes.io/control-plane") {
+		t.Errorf("cloud controller manager does not read the cloud-config Secret on the control plane:\n%s", spec)
 	}
 	cinder := all[addons.CinderCSI]
 	if find(cinder, "StorageClass", "csi-cinder-sc-delete") != nil {
@@ -132,8 +136,33 @@ func TestRendersPinnedChartsWithTheClustersValues(t *testing.T) {
 	if d := find(cinder, "CSIDriver", "cinder.csi.openstack.org"); d == nil || nested(d, "metadata", "namespace") != nil {
 		t.Errorf("CSIDriver missing or namespaced: %v", d)
 	}
+	snap := all[addons.SnapshotController]
+	for _, crd := range []string{"volumesnapshots.snapshot.storage.k8s.io", "volumesnapshotcontents.snapshot.storage.k8s.io", "volumesnapshotclasses.snapshot.storage.k8s.io"} {
+		if find(snap, "CustomResourceDefinition", crd) == nil {
+			t.Errorf("Cinder CSI comes without the CRD %s", crd)
+		}
+	}
+	if d := find(snap, "Deployment", "snapshot-controller"); !strings.Contains(toYAML(t, d), "image: registry.example.net/k8s/snapshot-controller:") {
+		t.Errorf("snapshot controller Deployment missing or not from the mirror:\n%s", toYAML(t, d))
+	}
+	if ds := find(all[addons.NFSCSI], "DaemonSet", "csi-nfs-node"); ds == nil || !strings.Contains(toYAML(t, ds), "/var/lib/kubelet/plugins/csi-nfsplugin") {
+		t.Errorf("csi-driver-nfs's node plugin does not serve the socket Manila forwards to:\n%s", toYAML(t, ds))
+	}
 	if ms := find(all[addons.MetricsServer], "Deployment", "metrics-server"); !strings.Contains(toYAML(t, ms), "--kubelet-insecure-tls") {
 		t.Errorf("metrics-server args:\n%s", toYAML(t, ms))
+	}
+	ks := all[addons.KeystoneAuth]
+	ds := toYAML(t, find(ks, "DaemonSet", "k8s-keystone-auth"))
+	for _, s := range []string{"- " + keystoneURL, "- --keystone-ca-file\n", "- /etc/magnetite/keystone/ca.crt", "mountPath: /etc/magnetite/keystone", "name: k8s-keystone-auth-ca"} {
+		if !strings.Contains(ds, s) {
+			t.Errorf("the webhook lacks %q:\n%s", s, ds)
+		}
+	}
+	if ca := find(ks, "ConfigMap", "k8s-keystone-auth-ca"); !strings.Contains(toYAML(t, ca), "BEGIN CERTIFICATE") {
+		t.Errorf("no CA ConfigMap for the webhook: %v", ca)
+	}
+	if pol := find(ks, "ConfigMap", "k8s-keystone-auth-policy"); !strings.Contains(toYAML(t, pol), "6a4e0d3b2c1f4e5a9b8c7d6e5f4a3b2c") {
+		t.Errorf("the RBAC policies do not name the cluster's project:\n%s", toYAML(t, pol))
 	}
 }
 
@@ -193,10 +222,10 @@ func TestMirrorFillsAnAirGappedDirectory(t *testing.T) {
 // TestMissingChartIsNotFound: a source without the pinned version says
 // which versions it has.
 func TestMissingChartIsNotFound(t *testing.T) {
-	missing := addons.Chart{Repo: addons.RepoCalico, Name: "tigera-operator", Version: "v3.31.5"}
+	missing := addons.Chart{Repo: addons.RepoCalico, Name: "tigera-operator", Version: "v3.31.7"}
 	repo := testcharts.Serve(t, missing)
 	err := testcharts.Source(t, repo.URL).Check(t.Context(), missing)
-	if !errors.Is(err, charts.ErrNotFound) || !strings.Contains(err.Error(), "not at the pinned version v3.31.5") {
+	if !errors.Is(err, charts.ErrNotFound) || !strings.Contains(err.Error(), "not at the pinned version v3.31.7") {
 		t.Fatalf("check of a missing version: %v", err)
 	}
 	if _, err := testcharts.Source(t, t.TempDir()).Pull(t.Context(), missing); !errors.Is(err, charts.ErrNotFound) || !strings.Contains(err.Error(), "magnetite addons mirror") {

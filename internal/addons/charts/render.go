@@ -64,7 +64,11 @@ func renderChart(ctx context.Context, ch *chart.Chart, rel addons.Release) ([]st
 		}
 		install.KubeVersion = kv
 	}
-	r, err := install.RunWithContext(ctx, ch, rel.Values)
+	vals := rel.Values
+	if rel.Registry != "" {
+		vals = chartutil.CoalesceTables(copyValues(rel.Values), ImageValues(ch.Values, rel.Registry))
+	}
+	r, err := install.RunWithContext(ctx, ch, vals)
 	if err != nil {
 		return nil, err
 	}
@@ -91,6 +95,12 @@ func renderChart(ctx context.Context, ch *chart.Chart, rel addons.Release) ([]st
 				continue
 			}
 			objs = append(objs, u)
+		}
+	}
+	if rel.Addon == addons.KeystoneAuth && len(rel.KeystoneCA) > 0 {
+		var err error
+		if objs, err = withKeystoneCA(objs, rel); err != nil {
+			return nil, err
 		}
 	}
 	clusterKinds := clusterScopedKinds(objs)

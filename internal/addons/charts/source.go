@@ -138,6 +138,12 @@ func (s *Source) Pull(ctx context.Context, c addons.Chart) (*Pulled, error) {
 		p, err = s.pullOCI(ctx, c)
 	case KindDir:
 		p, err = s.pullDir(c)
+	case KindUpstream:
+		if addons.ManifestFiles(c) != nil {
+			p, err = s.pullManifests(ctx, c)
+			break
+		}
+		p, err = s.pullRepo(ctx, s.Where(c), c)
 	default:
 		p, err = s.pullRepo(ctx, s.Where(c), c)
 	}
@@ -333,8 +339,7 @@ func (s *Source) pullOCI(ctx context.Context, c addons.Chart) (*Pulled, error) {
 // Check resolves a chart without downloading it where the source allows:
 // the index (or the registry's manifest) must list it.
 func (s *Source) Check(ctx context.Context, c addons.Chart) error {
-	switch s.Kind {
-	case KindOCI, KindDir:
+	if s.Kind == KindOCI || s.Kind == KindDir || (s.Kind == KindUpstream && addons.ManifestFiles(c) != nil) {
 		_, err := s.Pull(ctx, c)
 		return err
 	}

@@ -20,7 +20,7 @@ func (d *Driver) addonReleases(p *Plan) ([]addons.Release, error) {
 	}
 	tag := func(name string) addons.Tag { return addons.Tag{Label: name, Value: p.Labels.String(name)} }
 	rels, problems := addons.Select(addons.Cluster{
-		Name: p.Name, KubeVersion: p.KubeVersion, NetworkDriver: p.NetworkDriver,
+		Name: p.Name, ProjectID: p.ProjectID, KubeVersion: p.KubeVersion, NetworkDriver: p.NetworkDriver,
 		PodCIDR: p.PodCIDR, ServiceCIDR: p.ServiceCIDR, Registry: p.ImageRepository,
 		CloudProvider: d.infra.CloudControllerManager(), CinderCSI: p.CinderCSI, ManilaCSI: p.ManilaCSI,
 		KeystoneAuth: p.KeystoneAuth, MetricsServer: p.Labels.Bool(labels.MetricsServerEnabled),

@@ -60,7 +60,7 @@ func TestRenderedAddonsBecomeConfigMapsOfTheClusterResourceSet(t *testing.T) {
 		}
 	}
 	want := []string{"web-1b4e28ba-cloud-config-addon", "web-1b4e28ba-addon-calico", "web-1b4e28ba-addon-calico-2", "web-1b4e28ba-addon-calico-3",
-		"web-1b4e28ba-addon-openstack-cloud-controller-manager", "web-1b4e28ba-addon-cinder-csi", "magnetite-addon-metrics-server-v0.8.0", "web-1b4e28ba-addon-config"}
+		"web-1b4e28ba-addon-openstack-cloud-controller-manager", "web-1b4e28ba-addon-snapshot-controller", "web-1b4e28ba-addon-cinder-csi", "magnetite-addon-metrics-server-v0.8.1", "web-1b4e28ba-addon-config"}
 	if !reflect.DeepEqual(crsNames, want) {
 		t.Fatalf("ClusterResourceSet resources\n%v\nwant\n%v", crsNames, want)
 	}
@@ -69,7 +69,7 @@ func TestRenderedAddonsBecomeConfigMapsOfTheClusterResourceSet(t *testing.T) {
 			t.Errorf("ConfigMap %s carries %d bytes, above the limit", name, n)
 		}
 	}
-	if _, ok := sizes["magnetite-addon-metrics-server-v0.8.0"]; ok {
+	if _, ok := sizes["magnetite-addon-metrics-server-v0.8.1"]; ok {
 		t.Error("Magnetite wrote the operator's own ConfigMap")
 	}
 
@@ -83,7 +83,7 @@ func TestRenderedAddonsBecomeConfigMapsOfTheClusterResourceSet(t *testing.T) {
 	t.Run("a label names an unpinned version", func(t *testing.T) {
 		req := caseRequest(t, "vm-only")
 		req.Template.Labels["calico_tag"] = "v3.26.1"
-		if _, err := osDriver.Render(req); err == nil || !strings.Contains(err.Error(), "calico_tag=v3.26.1 is not a pinned calico version; pinned: v3.30.2, v3.31.5, v3.32.1") {
+		if _, err := osDriver.Render(req); err == nil || !strings.Contains(err.Error(), "calico_tag=v3.26.1 is not a pinned calico version; pinned: v3.30.7, v3.31.7, v3.32.1") {
 			t.Fatalf("render with calico_tag=v3.26.1: %v", err)
 		}
 		req.Template.Labels["calico_tag"] = "v3.32.1"
