@@ -194,3 +194,22 @@ func ValidateKubeadm(t testing.TB, version string, config []byte) error {
 	}
 	return nil
 }
+
+// NovaHostname is the host name Nova gives a server of that name, which
+// its metadata service serves and cloud-init takes as local_hostname
+// (nova/utils.py sanitize_hostname; cloud-init keeps the part before the
+// first dot of the metadata's hostname, which Nova suffixes with its
+// dhcp_domain).
+func NovaHostname(name string) string {
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	name = strings.NewReplacer(" ", "-", "_", "-", ".", "-").Replace(name)
+	name = strings.Map(func(r rune) rune {
+		if r == '-' || r == '.' || r == '_' || ('0' <= r && r <= '9') || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') {
+			return r
+		}
+		return -1
+	}, name)
+	return strings.Trim(strings.ToLower(name), ".-")
+}

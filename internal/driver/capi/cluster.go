@@ -1,6 +1,7 @@
 package capi
 
 import (
+	"encoding/base64"
 	"fmt"
 	"maps"
 	"regexp"
@@ -268,6 +269,12 @@ func files(p *Plan, controlPlane bool) []any {
 		m := map[string]any{"path": f.Path, "content": f.Content}
 		if f.Encoding != "" {
 			m["encoding"] = f.Encoding
+		} else if !p.OS.Ignition && jinjaSyntax(f.Content) {
+			// The bootstrap provider makes the whole cloud-config a jinja
+			// template (its `## template: jinja` header), which cloud-init
+			// renders on the node: a file's own {{ }} would be replaced.
+			// base64 has no braces, and cloud-init decodes it as it writes.
+			m["content"], m["encoding"] = base64.StdEncoding.EncodeToString([]byte(f.Content)), "base64"
 		}
 		if f.Permissions != "" {
 			m["permissions"] = f.Permissions
@@ -320,4 +327,10 @@ func nodeLabels(m map[string]string) string {
 		parts = append(parts, k+"="+m[k])
 	}
 	return strings.Join(parts, ",")
+}
+
+// jinjaSyntax reports text that jinja would read as a template: an
+// expression, a statement or a comment opening.
+func jinjaSyntax(s string) bool {
+	return strings.Contains(s, "{{") || strings.Contains(s, "{%") || strings.Contains(s, "{#")
 }
