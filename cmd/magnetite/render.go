@@ -38,7 +38,12 @@ func driverLabels(drivers *driver.Registry) func(*model.ClusterTemplate, map[str
 		}
 		d, err := drivers.ForTemplate(ct, "")
 		if err != nil {
-			return nil // the API's driver check says so
+			// The image's os_distro is known to the conductor only; the
+			// infrastructure, which bounds the user data, is the same for
+			// every distribution, and most images boot a cloud-config.
+			if d, err = drivers.ForTemplate(ct, "ubuntu"); err != nil {
+				return nil // the API's driver check says so
+			}
 		}
 		if lc, ok := d.(driver.LabelChecker); ok {
 			return lc.CheckLabels(ct, l)

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -246,4 +249,47 @@ func nodeRegistration(t *testing.T, config []byte, command string) (string, map[
 	}
 	t.Fatalf("the kubeadm configuration has no %s:\n%s", kind, config)
 	return "", nil
+}
+
+// TestTheAPIRefusesExtraFilesTooLargeForNova creates, through Debian's
+// openstack CLI, clusters whose extra_files would make the nodes'
+// bootstrap data larger than Nova takes as user data: the API answers 400
+// saying what to change, for the cluster and for a node group whose labels
+// bring it there, and takes the same file compressed.
+func TestTheAPIRefusesExtraFilesTooLargeForNova(t *testing.T) {
+	requireCLI(t)
+	c := newCLI(t, startMagnetite(t))
+	c.ok(t, "coe", "cluster", "template", "create", "k8s", "--coe", "kubernetes", "--image", "ubuntu-jammy",
+		"--external-network", "public", "--flavor", "m1.large", "--master-flavor", "m1.medium", "--labels", "kube_tag=v1.36.3")
+	// 40 KB of text (a label value holds at most 64 KiB): base64 of the whole
+	// list, as the CLI splits a label
+	// value at commas.
+	var text strings.Builder
+	for i := 0; text.Len() < 40_000; i++ {
+		fmt.Fprintf(&text, "line %d of a configuration file that is far too large for user data\n", i)
+	}
+	label := func(encoding, content string) string {
+		list := "- path: /etc/large.conf\n  content: " + strconv.Quote(content) + "\n"
+		if encoding != "" {
+			list += "  encoding: " + encoding + "\n"
+		}
+		return "extra_files=" + base64.StdEncoding.EncodeToString([]byte(list))
+	}
+	refused := c.fails(t, "coe", "cluster", "create", "large", "--cluster-template", "k8s", "--labels", label("", text.String()))
+	for _, want := range []string{"(HTTP 400)", "the bootstrap data of the control-plane nodes would be about",
+		fmt.Sprintf("over the %d Nova accepts as user data", openstack.NovaUserDataLimit), "make its files smaller (encoding gzip+base64 shrinks text)"} {
+		if !strings.Contains(refused, want) {
+			t.Errorf("cluster create with 40 KB of extra_files: %q lacks %q", refused, want)
+		}
+	}
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	_, _ = w.Write([]byte(text.String()))
+	_ = w.Close()
+	compressed := base64.StdEncoding.EncodeToString(gz.Bytes())
+	c.ok(t, "coe", "cluster", "create", "compressed", "--cluster-template", "k8s", "--labels", label("gzip+base64", compressed))
+	refused = c.fails(t, "coe", "nodegroup", "create", "compressed", "large", "--labels", label("", text.String()))
+	if !strings.Contains(refused, "(HTTP 400)") || !strings.Contains(refused, "extra_files label takes") {
+		t.Errorf("node group create with 40 KB of extra_files: %q", refused)
+	}
 }
