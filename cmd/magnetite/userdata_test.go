@@ -81,11 +81,17 @@ func TestAPIRefusesExtraFilesThatNovaWouldRefuse(t *testing.T) {
 		t.Errorf("files within Nova's limit: %v", err)
 	}
 	// Flatcar's Ignition carries each file as a data URL, where every
-	// newline takes three bytes: a file that fits a cloud-config may not.
+	// space and newline takes three bytes: 20 KB of words fits a
+	// cloud-config but not Ignition.
 	flatcar := "flatcar"
 	ign := &model.ClusterTemplate{TemplateSpec: model.TemplateSpec{COE: "kubernetes", ServerType: "vm", ClusterDistro: &flatcar, Labels: map[string]string{}}}
-	if err := check(ign, map[string]string{"extra_files": extraFile(fileFor(0.6))}); err == nil {
-		t.Error("Flatcar: a file that makes Ignition too large for Nova was accepted")
+	b, _ := yaml.Marshal([]map[string]string{{"path": "/etc/words", "content": strings.Repeat("a b c d e f g h\n", 20_000/16)}})
+	words := map[string]string{"extra_files": string(b)}
+	if err := check(ign, words); err == nil || !strings.Contains(err.Error(), "extra_files label takes") {
+		t.Errorf("Flatcar: 20 KB of words: %v; want Nova's limit", err)
+	}
+	if err := check(ct, words); err != nil {
+		t.Errorf("cloud-config: 20 KB of words: %v", err)
 	}
 	// A schema error is the schema's to report, in its own words.
 	if err := check(ct, map[string]string{"extra_files": "- path: relative\n  content: x\n"}); err == nil || strings.Contains(err.Error(), "Nova") {

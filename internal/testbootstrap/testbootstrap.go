@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 
+	ignition "github.com/flatcar/ignition/config/v2_3"
+	"github.com/vincent-petithory/dataurl"
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnetite-io/magnetite/internal/testenv"
@@ -212,4 +214,34 @@ func NovaHostname(name string) string {
 		return -1
 	}, name)
 	return strings.Trim(strings.ToLower(name), ".-")
+}
+
+// IgnitionFiles parses bootstrap data in Ignition's spec 2.3 (what Cluster
+// API's kubeadm bootstrap provider makes of its Container Linux Config)
+// with Flatcar's Ignition config library, failing the test on any error
+// its validation reports, and returns the files it writes by path, their
+// data URLs decoded as Ignition does.
+func IgnitionFiles(t testing.TB, data []byte) map[string][]byte {
+	t.Helper()
+	cfg, report, err := ignition.Parse(data)
+	if err != nil || report.IsFatal() {
+		t.Fatalf("Ignition refuses the bootstrap data: %v %s\n%s", err, report, data)
+	}
+	if len(report.Entries) > 0 {
+		// Its validator takes the embedded TLS of ignition.security for
+		// an unknown key "tls" and warns; Ignition boots on warnings.
+		t.Logf("Ignition warns about the bootstrap data: %s", report)
+	}
+	files := map[string][]byte{}
+	for _, f := range cfg.Storage.Files {
+		if f.Contents.Compression != "" {
+			t.Fatalf("%s: compression %q is not one this test decodes", f.Path, f.Contents.Compression)
+		}
+		u, err := dataurl.DecodeString(f.Contents.Source)
+		if err != nil {
+			t.Fatalf("%s: source is not a data URL Ignition can read: %v", f.Path, err)
+		}
+		files[f.Path] = u.Data
+	}
+	return files
 }

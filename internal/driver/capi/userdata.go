@@ -19,17 +19,19 @@ type BootstrapFile struct {
 // What Cluster API's kubeadm bootstrap provider (v1.14) writes into a
 // node's bootstrap data besides the files Magnetite asks for: the header,
 // the kubeadm configuration, its commands and, on control-plane nodes, the
-// cluster's certificate authorities and service-account keys. Measured on
-// the Secrets it wrote for Magnetite's clusters (test/cli's
-// checkNodeBootstrap compares every real Secret with UserDataSize), with
-// room for longer certificate SAN lists, OIDC and audit settings and a
-// user's SSH key.
+// cluster's certificate authorities and service-account keys. On the
+// Secrets it wrote for Magnetite's clusters it came to about 14 KiB for
+// the first control-plane node and 1.4 KiB for a worker (test/cli's
+// checkNodeBootstrap compares every real Secret with UserDataSize); the
+// rest is room for longer certificate SAN lists, OIDC and audit settings
+// and a user's SSH key.
 const (
-	bootstrapOverheadControlPlane = 16 << 10
+	bootstrapOverheadControlPlane = 18 << 10
 	bootstrapOverheadWorker       = 4 << 10
 	// Ignition carries the same content as JSON of data URLs, each
 	// character outside the URL's unreserved set escaped in three.
-	ignitionOverheadFactor = 3
+	ignitionOverheadControlPlane = 20 << 10
+	ignitionOverheadWorker       = 8 << 10
 )
 
 // UserDataSize is an upper bound of the size, base64-encoded as an
@@ -37,11 +39,13 @@ const (
 // of a node of os that carries files.
 func UserDataSize(os OSProfile, controlPlane bool, files []BootstrapFile) int {
 	n := bootstrapOverheadWorker
-	if controlPlane {
+	switch {
+	case os.Ignition && controlPlane:
+		n = ignitionOverheadControlPlane
+	case os.Ignition:
+		n = ignitionOverheadWorker
+	case controlPlane:
 		n = bootstrapOverheadControlPlane
-	}
-	if os.Ignition {
-		n *= ignitionOverheadFactor
 	}
 	for _, f := range files {
 		n += fileSize(os, f)
@@ -56,13 +60,22 @@ func UserDataSize(os OSProfile, controlPlane bool, files []BootstrapFile) int {
 func fileSize(os OSProfile, f BootstrapFile) int {
 	const fields = len("-   path: \n    encoding: \"\"\n    owner: \n    permissions: ''\n    content: |\n")
 	if os.Ignition {
-		escaped := 0
-		for i := 0; i < len(f.Content); i++ {
-			if c := f.Content[i]; !unreserved(c) {
-				escaped += 2
+		// A base64 file reaches the data URL decoded, where every byte
+		// outside the unreserved set takes three.
+		data := []byte(f.Content)
+		if f.Encoding == "base64" {
+			if b, err := base64.StdEncoding.DecodeString(f.Content); err == nil {
+				data = b
 			}
 		}
-		return 4*fields + len(f.Path) + len(f.Owner) + len(f.Permissions) + len(f.Content) + escaped
+		n := 4*fields + len(f.Path) + len(f.Owner) + len(f.Permissions)
+		for _, c := range data {
+			n++
+			if !unreserved(c) {
+				n += 2
+			}
+		}
+		return n
 	}
 	lines := strings.Count(f.Content, "\n") + 1
 	return fields + len(f.Path) + len(f.Encoding) + len(f.Owner) + len(f.Permissions) + len(f.Content) + 7*lines
