@@ -123,6 +123,13 @@ func (d *Driver) checkUserData(p *Plan) error {
 	}{{"control-plane", true, d.controlPlaneFiles(p)}, {"worker", false, files(p, false)}} {
 		files := nodeFiles(node.files)
 		size := UserDataSize(p.OS, node.controlPlane, files)
+		if node.controlPlane {
+			// Each certificate SAN is a list item of the kubeadm
+			// configuration's apiServer.certSANs.
+			for _, san := range p.CertSANs {
+				size += base64.StdEncoding.EncodedLen(len(san) + 12)
+			}
+		}
 		extra := 0
 		for _, f := range files[:min(len(p.ExtraFiles), len(files))] {
 			extra += fileSize(p.OS, f)
@@ -159,7 +166,8 @@ func (d *Driver) CheckLabels(ct *model.ClusterTemplate, l map[string]string) err
 	if err != nil {
 		return nil // the label schema says what is wrong with them
 	}
-	p := &Plan{OS: osProfiles["ubuntu"], ExtraFiles: files, KeystoneAuth: v.Bool(labels.KeystoneAuthEnabled)}
+	p := &Plan{OS: osProfiles["ubuntu"], ExtraFiles: files, KeystoneAuth: v.Bool(labels.KeystoneAuthEnabled),
+		CertSANs: v.List(labels.APIServerCertSANs)}
 	if ct != nil && ct.ClusterDistro != nil {
 		if os, ok := osProfiles[*ct.ClusterDistro]; ok {
 			p.OS = os
