@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds, from pinned Go modules, the real binaries Magnetite's tests run
-# (kube-apiserver, etcd, kubectl, the Cluster API managers and CAPD with its
-# in-memory backend) and copies the CRDs and webhook manifests they need.
+# (kube-apiserver, etcd, kubectl, kubeadm at two Kubernetes minors, the
+# Cluster API managers and CAPD with its in-memory backend) and copies the
+# CRDs and webhook manifests they need.
 #
 # Everything lands in ${MAGNETITE_TESTBIN:-<repo>/.testbin}, in one folder per
 # version, and anything already there is kept: a warm run only checks files.
@@ -14,6 +15,9 @@ set -euo pipefail
 # Keep these in step with hack/testbin/*/go.mod; the script refuses to build
 # if they disagree.
 K8S_VERSION=v1.36.3
+# kubeadm of the previous minor too: the tests read the bootstrap data of
+# clusters at both versions with the kubeadm of their own version.
+KUBEADM_PREVIOUS_VERSION=v1.35.4
 ETCD_VERSION=v3.6.16
 CAPI_VERSION=v1.14.2
 # The proxy refuses sigs.k8s.io/cluster-api/test v1.14.2; v1.14.0 is the
@@ -50,6 +54,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 modules="$repo/hack/testbin"
 testbin="${MAGNETITE_TESTBIN:-$repo/.testbin}"
 k8s_dir="$testbin/k8s-$K8S_VERSION"
+kubeadm_previous_dir="$testbin/k8s-$KUBEADM_PREVIOUS_VERSION"
 capi_dir="$testbin/capi-$CAPI_VERSION"
 
 log() { echo "build-testbin: $*" >&2; }
@@ -153,8 +158,13 @@ version_ldflags() {
 		"$pkg" "$version" "$pkg" "$major" "$pkg" "$minor" "$pkg"
 }
 
+# k8s_ldflags <version> prints the link flags of a Kubernetes command.
+k8s_ldflags() {
+	echo "-s -w $(version_ldflags k8s.io/component-base/version "$1")$(version_ldflags k8s.io/client-go/pkg/version "$1")"
+}
+
 build_k8s() {
-	local want=("$k8s_dir/kube-apiserver" "$k8s_dir/kubectl" "$k8s_dir/etcd")
+	local want=("$k8s_dir/kube-apiserver" "$k8s_dir/kubectl" "$k8s_dir/etcd" "$k8s_dir/kubeadm" "$kubeadm_previous_dir/kubeadm")
 	local f missing=""
 	for f in "${want[@]}"; do [[ -x "$f" ]] || missing=1; done
 	[[ -n "$missing" ]] || return 0
@@ -162,13 +172,15 @@ build_k8s() {
 	go_env
 	check_pin "$modules/k8s" k8s.io/kubernetes "$K8S_VERSION"
 	check_pin "$modules/etcd" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
+	check_pin "$modules/kubeadm-1.35" k8s.io/kubernetes "$KUBEADM_PREVIOUS_VERSION"
 
-	local ldflags
-	ldflags="-s -w $(version_ldflags k8s.io/component-base/version "$K8S_VERSION")$(version_ldflags k8s.io/client-go/pkg/version "$K8S_VERSION")"
 	# Quickest first, so a broken toolchain or module cache shows up early.
 	build "$modules/etcd" go.etcd.io/etcd/server/v3 "$k8s_dir/etcd" -ldflags "-s -w"
-	build "$modules/k8s" k8s.io/kubernetes/cmd/kubectl "$k8s_dir/kubectl" -ldflags "$ldflags"
-	build "$modules/k8s" k8s.io/kubernetes/cmd/kube-apiserver "$k8s_dir/kube-apiserver" -ldflags "$ldflags"
+	build "$modules/k8s" k8s.io/kubernetes/cmd/kubectl "$k8s_dir/kubectl" -ldflags "$(k8s_ldflags "$K8S_VERSION")"
+	build "$modules/k8s" k8s.io/kubernetes/cmd/kube-apiserver "$k8s_dir/kube-apiserver" -ldflags "$(k8s_ldflags "$K8S_VERSION")"
+	build "$modules/k8s" k8s.io/kubernetes/cmd/kubeadm "$k8s_dir/kubeadm" -ldflags "$(k8s_ldflags "$K8S_VERSION")"
+	build "$modules/kubeadm-1.35" k8s.io/kubernetes/cmd/kubeadm "$kubeadm_previous_dir/kubeadm" \
+		-ldflags "$(k8s_ldflags "$KUBEADM_PREVIOUS_VERSION")"
 }
 
 build_capi() {
@@ -224,7 +236,7 @@ capi) build_capi ;;
 esac
 
 case "$only" in
-k8s | "") echo "$k8s_dir" ;;
+k8s | "") printf '%s\n' "$k8s_dir" "$kubeadm_previous_dir" ;;
 esac
 case "$only" in
 capi | "") echo "$capi_dir" ;;

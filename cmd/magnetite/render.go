@@ -29,6 +29,29 @@ func validateLabels(ct *model.ClusterTemplate, l map[string]string) error {
 	return labels.Check(ct.Labels, l)
 }
 
+// driverLabels runs the label checks of the template's driver (the size of
+// the extra_files in the nodes' user data) once the schema's have passed.
+func driverLabels(drivers *driver.Registry) func(*model.ClusterTemplate, map[string]string) error {
+	return func(ct *model.ClusterTemplate, l map[string]string) error {
+		if err := validateLabels(ct, l); err != nil {
+			return err
+		}
+		d, err := drivers.ForTemplate(ct, "")
+		if err != nil {
+			// The image's os_distro is known to the conductor only; the
+			// infrastructure, which bounds the user data, is the same for
+			// every distribution, and most images boot a cloud-config.
+			if d, err = drivers.ForTemplate(ct, "ubuntu"); err != nil {
+				return nil // the API's driver check says so
+			}
+		}
+		if lc, ok := d.(driver.LabelChecker); ok {
+			return lc.CheckLabels(ct, l)
+		}
+		return nil
+	}
+}
+
 func renderCommand() *cobra.Command {
 	var templateFile, clusterFile, factsFile, driverName, namespace, kubeconfig, apiVersions string
 	var preview bool

@@ -348,7 +348,7 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 		DefaultCreateTimeout:          cfg.Int("cluster", "create_timeout"),
 		DefaultBareMetalCreateTimeout: cfg.Int("cluster", "bm_create_timeout"),
 		Drivers:                       drivers,
-		ValidateLabels:                validateLabels,
+		ValidateLabels:                driverLabels(drivers),
 		HostBackend:                   hostBackend,
 		HostActionWait:                bmSettings.ActionWait,
 		Capacity:                      planner,

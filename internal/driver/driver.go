@@ -181,6 +181,14 @@ type Driver interface {
 	Render(Request) (*Result, error)
 }
 
+// LabelChecker is implemented by drivers that refuse labels the label
+// schema accepts but their clusters cannot be built with (files too large
+// for the compute API's user data), so that the API refuses them at create
+// rather than the cloud long after.
+type LabelChecker interface {
+	CheckLabels(ct *model.ClusterTemplate, labels map[string]string) error
+}
+
 // ValidationError lists every problem found in a request.
 type ValidationError struct {
 	Problems []string

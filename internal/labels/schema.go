@@ -356,7 +356,7 @@ var schema = []Label{
 		Description: "Upper bound of the default worker node group's size, set at cluster create (other node groups have a max_node_count field).",
 		Form:        "a whole number >= 1", Check: intRange(1, 1<<20)},
 	{Name: ExtraFilesLabel, Type: TypeExtraFiles, Scope: ScopeCluster,
-		Description: "Files written on every node: a YAML/JSON list of {path, content, encoding, permissions, owner}, plain or base64.",
+		Description: "Files written on every node: a YAML/JSON list of {path, content, encoding, permissions (default 0644), owner}, plain, base64 or gzip+base64. With the rest of a node's bootstrap data they must fit Nova's 64 KiB of user data (docs/bootstrap.md); larger files are refused at create.",
 		Form:        "a list of files as YAML or JSON, optionally base64-encoded as a whole"},
 	{Name: ManagedSecurityGroups, Type: TypeEnum, Default: "auto", Scope: ScopeCluster,
 		Description: "Security groups managed for the cluster: auto = off when the network has port security disabled.",

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/testbootstrap"
 	"github.com/magnetite-io/magnetite/internal/testcapo"
 	"github.com/magnetite-io/magnetite/internal/testcharts"
 	"github.com/magnetite-io/magnetite/internal/testcloud"
@@ -125,6 +126,14 @@ source = `+testcharts.Serve(t).URL+`
 	for _, cl := range [][2]string{{"vm1", "managed"}, {"bm1", "bm"}, {"mixed1", "mixed"}, {"noflavor", "mixed"}, {"nogroup", "mixed"}, {"noportsec", "vm"}} {
 		args := []string{"coe", "cluster", "create", cl[0], "--cluster-template", cl[1], "--master-count", "1", "--node-count", "1"}
 		switch cl[0] {
+		case "vm1":
+			// A file whose text jinja would read as a template, which the
+			// node must get as written.
+			args = append(args, "--merge-labels", "--labels", "kube_tag="+testbootstrap.KubeadmVersions[0], "--labels", "extra_files="+jinjaFileLabel)
+		case "bm1":
+			args = append(args, "--merge-labels", "--labels", "kube_tag="+testbootstrap.KubeadmVersions[0])
+		case "mixed1":
+			args = append(args, "--merge-labels", "--labels", "kube_tag="+testbootstrap.KubeadmVersions[1])
 		case "noflavor":
 			args = append(args, "--keypair", "alice-key")
 		case "noportsec":
@@ -296,6 +305,10 @@ source = `+testcharts.Serve(t).URL+`
 			}
 		}
 		return true, ""
+	})
+
+	t.Run("nodes boot what the bootstrap provider wrote", func(t *testing.T) {
+		checkBootstrapOfClusters(ctx, t, dc, cloud, uuids, "vm1", "bm1", "mixed1")
 	})
 
 	t.Run("Neutron refuses to take vm1's network from under it", func(t *testing.T) {

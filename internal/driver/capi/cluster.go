@@ -1,7 +1,11 @@
 package capi
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
 	"fmt"
+	"io"
 	"maps"
 	"regexp"
 	"slices"
@@ -266,9 +270,25 @@ func files(p *Plan, controlPlane bool) []any {
 	out := []any{}
 	for _, f := range p.ExtraFiles {
 		m := map[string]any{"path": f.Path, "content": f.Content}
-		if f.Encoding != "" {
+		if f.Encoding == "gzip+base64" && p.OS.Ignition {
+			// The bootstrap provider's Container Linux Config decodes only
+			// base64 (as !!binary) and would write gzip+base64 as its
+			// text: the file goes as base64 of what it holds.
+			m["content"], m["encoding"] = gunzipBase64(f.Content), "base64"
+		} else if f.Encoding != "" {
 			m["encoding"] = f.Encoding
+		} else if !p.OS.Ignition && jinjaSyntax(f.Content) {
+			// The bootstrap provider makes the whole cloud-config a jinja
+			// template (its `## template: jinja` header), which cloud-init
+			// renders on the node: a file's own {{ }} would be replaced.
+			// base64 has no braces, and cloud-init decodes it as it writes.
+			m["content"], m["encoding"] = base64.StdEncoding.EncodeToString([]byte(f.Content)), "base64"
 		}
+		// cloud-init writes 0644 when no permissions are given; the
+		// bootstrap provider's Container Linux Config for Ignition refuses
+		// a file without a mode (its strict parse fails on the transpiler's
+		// "mode unspecified for file" warning), so the default is stated.
+		m["permissions"] = "0644"
 		if f.Permissions != "" {
 			m["permissions"] = f.Permissions
 		}
@@ -320,4 +340,29 @@ func nodeLabels(m map[string]string) string {
 		parts = append(parts, k+"="+m[k])
 	}
 	return strings.Join(parts, ",")
+}
+
+// jinjaSyntax reports text that jinja would read as a template: an
+// expression, a statement or a comment opening.
+func jinjaSyntax(s string) bool {
+	return strings.Contains(s, "{{") || strings.Contains(s, "{%") || strings.Contains(s, "{#")
+}
+
+// gunzipBase64 returns base64 of the data that gzip+base64 content holds
+// (the label schema has checked it is base64; content that is not gzip is
+// kept as it is).
+func gunzipBase64(content string) string {
+	b, err := base64.StdEncoding.DecodeString(content)
+	if err != nil {
+		return content
+	}
+	r, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return content
+	}
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return content
+	}
+	return base64.StdEncoding.EncodeToString(data)
 }

@@ -75,6 +75,9 @@ func (d *Driver) Render(req driver.Request) (*driver.Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := d.checkUserData(p); err != nil {
+		return nil, err
+	}
 	cl, err := d.class(p.OS, d.classVariant(p), v)
 	if err != nil {
 		return nil, err
