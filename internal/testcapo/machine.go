@@ -102,7 +102,7 @@ func (r *reconciler) reconcileMachine(ctx context.Context, o *unstructured.Unstr
 	// waiting for ever (reconcileMachineServer). v0.15 and main first copy
 	// the server's state onto the machine (reconcileMachineState, "to
 	// propagate any errors from the OpenStackServer").
-	copiesServerState := !r.rel.v1beta1() || r.backoff != nil
+	copiesServerState := r.copiesServerState()
 	if copiesServerState {
 		if !r.machineState(o, machine, server) {
 			write()
@@ -177,7 +177,7 @@ func (r *reconciler) machineState(o, machine, server *unstructured.Unstructured)
 		r.rel.set(o, trueCondition(instanceReady), trueCondition("Ready"))
 		return true
 	case "ERROR":
-		if r.rel.v1beta1() && r.backoff == nil {
+		if !r.copiesServerState() {
 			// A machine whose server worked once (it has a node) may
 			// recover; one that never did gets a permanent failure, whose
 			// message prints the state's pointer, as v0.14.7's

@@ -330,6 +330,12 @@ func (r reconciler) machineGaveUp(o *unstructured.Unstructured) bool {
 	return status == "False" && reason == "InstanceStateError"
 }
 
+// copiesServerState reports whether the OpenStackMachine and
+// OpenStackServer controllers are v0.15's or main's, which put the
+// server's troubles in its conditions and copy them onto the machine;
+// v0.14.7's say nothing of a server that is not ready yet.
+func (r reconciler) copiesServerState() bool { return !r.rel.v1beta1() || r.backoff != nil }
+
 // setFailure is v1beta1's OpenStackMachine.SetFailure.
 func setFailure(o *unstructured.Unstructured, reason, message string) {
 	_ = unstructured.SetNestedField(o.Object, reason, "status", "failureReason")

@@ -23,7 +23,7 @@ import (
 func (r *reconciler) reconcileServer(ctx context.Context, s *unstructured.Unstructured) {
 	tok, err := r.token(ctx, s.GetNamespace(), s)
 	if err != nil {
-		if !r.rel.v1beta1() {
+		if r.copiesServerState() {
 			r.rel.set(s, falseCondition("OpenStackAuthenticationSucceeded", "OpenStackAuthenticationFailed", severityError,
 				"Failed to create OpenStack client scope: "+err.Error()))
 			r.updateStatus(ctx, serversGVR, s)
@@ -54,7 +54,7 @@ func (r *reconciler) reconcileServer(ctx context.Context, s *unstructured.Unstru
 	if err != nil {
 		// v0.14.7 returns the error and writes what it resolved; v0.15
 		// also says so on the server.
-		if !r.rel.v1beta1() {
+		if r.copiesServerState() {
 			r.rel.set(s, falseCondition(instanceReady, reasonDependencyFailed, severityError, "Failed to resolve server spec: "+err.Error()))
 		}
 		write()
@@ -79,7 +79,7 @@ func (r *reconciler) reconcileServer(ctx context.Context, s *unstructured.Unstru
 	if err := r.ensurePorts(ctx, tok, s); err != nil {
 		// Retried: v0.14.7 only returns it (and records the event);
 		// v0.15 puts it on the server (getOrCreateServerPorts).
-		if !r.rel.v1beta1() {
+		if r.copiesServerState() {
 			r.rel.set(s, falseCondition(instanceReady, reasonPortCreateFailed, severityError, err.Error()))
 		}
 		write()

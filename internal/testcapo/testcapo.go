@@ -284,8 +284,13 @@ func (c *Controller) update(ctx context.Context, gvr schema.GroupVersionResource
 	return u, true
 }
 
+// updateStatus writes o's status; a conflict is left to the next pass,
+// anything else the API server refuses is the stand-in's bug.
 func (c *Controller) updateStatus(ctx context.Context, gvr schema.GroupVersionResource, o *unstructured.Unstructured) {
-	_, _ = c.dc.Resource(gvr).Namespace(o.GetNamespace()).UpdateStatus(ctx, o, metav1.UpdateOptions{})
+	_, err := c.dc.Resource(gvr).Namespace(o.GetNamespace()).UpdateStatus(ctx, o, metav1.UpdateOptions{})
+	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+		c.t.Errorf("testcapo: status of %s %s refused: %v", o.GetKind(), o.GetName(), err)
+	}
 }
 
 // addFinalizer adds f and writes the object, returning the written one.
@@ -342,12 +347,20 @@ func byFilter(ref map[string]any, list []map[string]any) (map[string]any, error)
 	return nil, fmt.Errorf("filter matched more than one resource")
 }
 
+// list is the items a list request answers under key (beside which
+// Glance puts links such as "first").
 func (c *Controller) list(token, path, key string) ([]map[string]any, error) {
-	var out map[string][]map[string]any
+	var out map[string]json.RawMessage
 	if err := c.cloud.Do(token, "GET", path, nil, &out); err != nil {
 		return nil, err
 	}
-	return out[key], nil
+	var items []map[string]any
+	if raw, ok := out[key]; ok {
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return nil, err
+		}
+	}
+	return items, nil
 }
 
 func str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
