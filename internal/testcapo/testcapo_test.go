@@ -133,7 +133,7 @@ func (p *plane) cluster(t *testing.T, name string, extra map[string]any) {
 	infra := "infrastructure.cluster.x-k8s.io"
 	create(t, p.dc, testcapo.Clusters, map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
 		"metadata": map[string]any{"name": name},
-		"spec": map[string]any{"infrastructureRef": map[string]any{"apiGroup": infra, "kind": "OpenStackCluster", "name": name}}})
+		"spec":     map[string]any{"infrastructureRef": map[string]any{"apiGroup": infra, "kind": "OpenStackCluster", "name": name}}})
 	spec := map[string]any{"identityRef": map[string]any{"name": "cloud", "cloudName": "openstack"},
 		"network": map[string]any{"id": testcloud.PrivateNetID}, "managedSecurityGroups": map[string]any{"allowAllInClusterTraffic": true}}
 	if p.version == "v1beta1" {
@@ -302,7 +302,9 @@ func TestReleasedCAPOGivesUpOnARefusedCreate(t *testing.T) {
 				if sc := condition(s, "Ready"); sc["reason"] != "InstanceCreateFailed" || sc["severity"] != "Error" {
 					t.Errorf("v0.14.7 server's summarised Ready %v", sc)
 				}
-			} else if mc["reason"] != "InstanceCreateFailed" || !strings.Contains(fmt.Sprint(mc["message"]), "Flavor 3 could not be found.") {
+			} else if mc["reason"] != "InstanceStateError" || !strings.Contains(fmt.Sprint(mc["message"]), "Flavor 3 could not be found.") {
+				// The server's instanceState is ERROR: v0.15 copies its
+				// message under InstanceStateError.
 				t.Errorf("v0.15 machine's Ready %v, want the server's refusal", mc)
 			}
 			testenv.WaitFor(t, "CAPO's event of the refusal", time.Minute, func() (bool, string) {

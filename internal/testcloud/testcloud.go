@@ -86,7 +86,7 @@ type Cloud struct {
 	cinderRequests  int
 	servers         map[string]*Server
 	removedFlavors  map[string]bool
-	zones           []string // Nova's availability zones
+	zones           []string        // Nova's availability zones
 	portSecurity    map[string]bool // by network, when changed
 	routers         map[string]*Router
 	// Volume types and zones an operator made (AddVolumeType,
