@@ -349,6 +349,30 @@ func TestReleasedCAPOGivesUpOnARefusedCreate(t *testing.T) {
 			if state, _, _ := unstructured.NestedString(p.get(t, serversGVR, "refused").Object, "status", "instanceState"); state != "ERROR" {
 				t.Errorf("refused server's state %q, want ERROR for good", state)
 			}
+
+			// What replacing the machine does: deleting it deletes its
+			// OpenStackServer, which takes the port it made.
+			if err := p.dc.Resource(p.gvr("openstackmachines")).Namespace(ns).Delete(context.Background(), "refused", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			testenv.WaitFor(t, "the refused machine, its OpenStackServer and its port to go", time.Minute, func() (bool, string) {
+				for _, port := range p.cloud.Ports() {
+					if port.Name == "refused-0" {
+						return false, "port refused-0 is left"
+					}
+				}
+				return p.get(t, p.gvr("openstackmachines"), "refused") == nil && p.get(t, serversGVR, "refused") == nil, "objects left"
+			})
+
+			// With two external networks and none named, CAPO cannot
+			// choose.
+			p.cloud.AddExternalNetwork("public2")
+			p.cluster(t, "c2", nil)
+			testenv.WaitFor(t, "c2 to refuse to choose an external network", time.Minute, func() (bool, string) {
+				c := condition(p.get(t, p.gvr("openstackclusters"), "c2"), "Ready")
+				return c["reason"] == "OpenStackError" &&
+					c["message"] == "failed to reconcile external network: failed to get external network: filter matched more than one resource", fmt.Sprint(c)
+			})
 		})
 	}
 }

@@ -99,6 +99,8 @@ type Cloud struct {
 	netMu sync.Mutex
 	nets  map[string]*network
 	subs  map[string]*Subnet
+	// addedNets are external networks an operator added to the cloud.
+	addedNets []network
 }
 
 // identity is whom a token speaks for.
