@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -40,23 +38,6 @@ type plane struct {
 	version string // infrastructure API version the release serves
 }
 
-// providerCRDs is the folder of a CAPO release's CRDs: the repository's
-// copies in test/crds, else the shared ones beside the checkout.
-func providerCRDs(t *testing.T, release string) string {
-	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, dir := range []string{filepath.Join(root, "test", "crds", release), filepath.Join(root, "..", "shared", "crds", release)} {
-		if _, err := os.Stat(dir); err == nil {
-			return dir
-		}
-	}
-	t.Fatalf("no CRDs of %s in test/crds or ../shared/crds", release)
-	return ""
-}
-
 func startPlane(t *testing.T, release string, opts ...testcapo.Option) *plane {
 	t.Helper()
 	ks := testkeystone.Start(t)
@@ -66,7 +47,7 @@ func startPlane(t *testing.T, release string, opts ...testcapo.Option) *plane {
 	cloud := testcloud.Start(t, ks)
 	api := testenv.Start(t)
 	api.InstallClusterAPI(t)
-	api.InstallCRDs(t, providerCRDs(t, "capo-"+release), testenv.ProviderLabels)
+	api.InstallProviders(t, "capo-"+release)
 	api.CreateNamespace(t, ns)
 	dc := api.Dynamic(t)
 
@@ -220,7 +201,7 @@ func TestReleasedCAPOGivesUpOnARefusedCreate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Keystone and a kube-apiserver")
 	}
-	for _, release := range []string{"v0.14.7", "v0.15.0-beta.0"} {
+	for _, release := range []string{strings.TrimPrefix(testenv.CAPOv014, "capo-"), strings.TrimPrefix(testenv.CAPOv015, "capo-")} {
 		t.Run(release, func(t *testing.T) {
 			p := startPlane(t, release)
 			p.cloud.SetComputeZones("az1", "az2")
