@@ -50,8 +50,9 @@ func (r *reconciler) reconcileCluster(ctx context.Context, o *unstructured.Unstr
 	if r.rel.provisioned(o) {
 		// CAPO lists the zones again on every reconcile, "in case any
 		// AZs have been removed from OpenStack".
-		if r.failureDomains(tok, o) == nil {
-			write()
+		before := fmt.Sprint(o.Object["status"].(map[string]any)["failureDomains"])
+		if r.failureDomains(tok, o) == nil && fmt.Sprint(o.Object["status"].(map[string]any)["failureDomains"]) != before {
+			write() // only a change, so that watchers see no churn
 		}
 		return
 	}

@@ -239,6 +239,14 @@ func TestReleasedCAPOGivesUpOnARefusedCreate(t *testing.T) {
 				}
 			}
 
+			// A zone an operator adds later becomes a failure domain too,
+			// not for control planes (controlPlaneAvailabilityZones).
+			p.cloud.SetComputeZones("az1", "az2", "az3")
+			testenv.WaitFor(t, "az3 among the failure domains", time.Minute, func() (bool, string) {
+				fd := p.get(t, p.gvr("openstackclusters"), "c1").Object["status"].(map[string]any)["failureDomains"]
+				return strings.Contains(fmt.Sprint(fd), "az3") && strings.Count(fmt.Sprint(fd), "controlPlane:true") == 1, fmt.Sprint(fd)
+			})
+
 			p.machine(t, "c1", "good", "2", 10)
 			p.cloud.RemoveFlavor("3", true)
 			p.machine(t, "c1", "refused", "3", 0)
