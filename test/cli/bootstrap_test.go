@@ -48,13 +48,13 @@ var jinjaFileLabel = base64.StdEncoding.EncodeToString([]byte(
 // (checkNodeBootstrap): each has a control plane that runs kubeadm init
 // and nodes that join, at the Kubernetes versions of testbootstrap, and
 // vm1's nodes get its extra file as written.
-func checkBootstrapOfClusters(ctx context.Context, t *testing.T, dc dynamic.Interface, cloud *testcloud.Cloud,
+func checkBootstrapOfClusters(ctx context.Context, t *testing.T, dc dynamic.Interface, capo *testcapo.Controller, cloud *testcloud.Cloud,
 	uuids map[string]string, clusters ...string) {
 	t.Helper()
 	versions := map[string]bool{}
 	for _, cluster := range clusters {
 		commands := map[string]int{}
-		for _, n := range checkNodeBootstrap(ctx, t, dc, cloud, uuids[cluster]) {
+		for _, n := range checkNodeBootstrap(ctx, t, dc, capo, cloud, uuids[cluster]) {
 			t.Logf("%s: %s (server %s, Kubernetes %s) runs kubeadm %s; user data %d bytes in base64, Magnetite's estimate %d",
 				cluster, n.machine, n.server, n.version, n.kubeadmCommand, n.userDataBase64, n.estimate)
 			commands[n.kubeadmCommand]++
@@ -94,10 +94,10 @@ type bootedNode struct {
 // the node under the server's host name with the provider ID the machine
 // carries. The data must also fit in Nova's user_data and within what
 // Magnetite estimates for it when it checks a cluster's extra_files.
-func checkNodeBootstrap(ctx context.Context, t *testing.T, dc dynamic.Interface, cloud *testcloud.Cloud, uuid string) []bootedNode {
+func checkNodeBootstrap(ctx context.Context, t *testing.T, dc dynamic.Interface, capo *testcapo.Controller, cloud *testcloud.Cloud, uuid string) []bootedNode {
 	t.Helper()
 	var booted []bootedNode
-	for _, om := range clusterMachines(ctx, t, dc, uuid) {
+	for _, om := range clusterMachines(ctx, t, dc, capo, uuid) {
 		machine := ownerMachine(ctx, t, dc, om)
 		version, _, _ := unstructured.NestedString(machine.Object, "spec", "version")
 		secretName, _, _ := unstructured.NestedString(machine.Object, "spec", "bootstrap", "dataSecretName")

@@ -314,7 +314,7 @@ source = `+testcharts.Serve(t).URL+`
 	})
 
 	t.Run("nodes boot what the bootstrap provider wrote", func(t *testing.T) {
-		checkBootstrapOfClusters(ctx, t, dc, cloud, uuids, "vm1", "bm1", "mixed1")
+		checkBootstrapOfClusters(ctx, t, dc, capo, cloud, uuids, "vm1", "bm1", "mixed1")
 	})
 
 	t.Run("Neutron refuses to take vm1's network from under it", func(t *testing.T) {
