@@ -89,7 +89,9 @@ func Summarize(obs Observed, groupOf func(labels map[string]string) string) Snap
 	observedGen, _ := nestedInt(c, "status", "observedGeneration")
 	topo, hasTopo := findCondition(c, conditionTopology)
 	s.ObservedGeneration = int64(observedGen)
-	s.TopologyCurrent = observedGen >= gen && (!hasTopo || (topo.Status == "True"))
+	// TopologyReconciled computed for an older generation says nothing of
+	// the templates of the newest one.
+	s.TopologyCurrent = observedGen >= gen && (!hasTopo || (topo.Status == "True" && (topo.ObservedGeneration == 0 || topo.ObservedGeneration >= int64(gen))))
 	if host := nestedString(c, "spec", "controlPlaneEndpoint", "host"); host != "" {
 		port, _ := nestedInt(c, "spec", "controlPlaneEndpoint", "port")
 		if port == 0 {
@@ -141,6 +143,9 @@ func Summarize(obs Observed, groupOf func(labels map[string]string) string) Snap
 		labels := labelsOf(m)
 		addrs := machineAddresses(m)
 		problem := machineProblem(m)
+		if text, failed := obs.ServerFailures[name(m)]; failed {
+			problem = text + retryHint
+		}
 		if c, ok := findCondition(m, conditionNodeHealthy); ok && c.Status == "False" {
 			unhealthy++
 		}
