@@ -183,7 +183,7 @@ func TestResourcesAreCheckedAsMagnumChecksThem(t *testing.T) {
 // refused request's error text quotes, in each service's envelope.
 func TestRefusalMessageFindsTheServicesWords(t *testing.T) {
 	cases := map[string]string{
-		`Expected HTTP response code [202] when accessing [POST http://nova/v2.1/servers], but got 400 instead: {"badRequest": {"code": 400, "message": "Invalid key_name provided."}}`: "Invalid key_name provided.",
+		`Expected HTTP response code [202] when accessing [POST http://nova/v2.1/servers], but got 400 instead: {"badRequest": {"code": 400, "message": "Invalid key_name provided."}}`:                                       "Invalid key_name provided.",
 		`create port: Bad request with: [POST http://neutron/v2.0/ports], error message: {"NeutronError": {"type": "PortSecurityAndIPRequiredForSecurityGroups", "message": "Port security must be enabled.", "detail": ""}}`: "PortSecurityAndIPRequiredForSecurityGroups: Port security must be enabled.",
 		`  context deadline exceeded  `: "context deadline exceeded",
 		`unexpected {brace} then {"itemNotFound": {"message": "Volume type with name fast could not be found."}}`: "Volume type with name fast could not be found.",

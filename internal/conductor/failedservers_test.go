@@ -90,9 +90,9 @@ func TestFailedServersAreReadAsReleasedCAPOWritesThem(t *testing.T) {
 			refs: cloud.ServerRefs{Flavor: "m1.medium", Image: "ubuntu", ServerGroup: "sg-1", Keypair: "alice-key", VolumeType: "fast", VolumeZone: "az2"},
 		},
 		{
-			name: "v0.14.7: server building (instanceID on the OpenStackServer only)",
-			osm:  openStackMachine("infrastructure.cluster.x-k8s.io/v1beta1", true, v1beta1Spec, waiting),
-			oss:  openStackServer(map[string]any{"ready": false, "instanceID": "srv-2", "instanceState": "BUILD"}),
+			name:     "v0.14.7: server building (instanceID on the OpenStackServer only)",
+			osm:      openStackMachine("infrastructure.cluster.x-k8s.io/v1beta1", true, v1beta1Spec, waiting),
+			oss:      openStackServer(map[string]any{"ready": false, "instanceID": "srv-2", "instanceState": "BUILD"}),
 			serverID: "srv-2",
 			refs:     cloud.ServerRefs{Flavor: "m1.medium", Image: "ubuntu", ServerGroup: "sg-1", Keypair: "alice-key", VolumeType: "fast", VolumeZone: "az2"},
 		},
