@@ -432,17 +432,28 @@ func approvedMachine(obs Observed, machineName string) bool {
 	return false
 }
 
+// controlPlaneReplacement is this conductor's last replacement of one of a
+// cluster's control-plane machines: when, and which control-plane machines
+// existed then.
+type controlPlaneReplacement struct {
+	At    time.Time
+	Known []string
+}
+
 // replacementsDue picks, among machines allowed to be replaced (approved),
 // those to delete now: every worker, and one control-plane machine at a
 // time, only while no other control-plane machine is on its way (being
-// deleted, or being built). lastControlPlane is when this conductor last
-// replaced one of the cluster's control-plane machines and newestControlPlane
-// when the newest control-plane Machine was made: until a machine newer
-// than the last replacement exists (or the grace has passed), the control
-// plane is still making it.
-func replacementsDue(ms []machineServer, approved map[string]bool, lastControlPlane, newestControlPlane, now time.Time) []machineServer {
+// deleted, or being built). After the last replacement (last), until a
+// control-plane machine it did not know exists (or the grace has passed),
+// the control plane is still making the new one.
+func replacementsDue(ms []machineServer, approved map[string]bool, last controlPlaneReplacement, now time.Time) []machineServer {
 	var due []machineServer
-	cpBusy := !lastControlPlane.IsZero() && newestControlPlane.Before(lastControlPlane) && now.Sub(lastControlPlane) < controlPlaneReplaceGrace
+	cpBusy := !last.At.IsZero() && now.Sub(last.At) < controlPlaneReplaceGrace
+	for _, m := range ms {
+		if m.ControlPlane && !slices.Contains(last.Known, m.Machine) {
+			cpBusy = false // the replacement exists: it is judged below
+		}
+	}
 	var cpCandidates []machineServer
 	for _, m := range ms {
 		replaceable := approved[m.Machine] && !m.Deleting && (m.Failed || (m.ServerID == "" && !m.Provisioned))
@@ -474,23 +485,17 @@ func (c *Conductor) replaceFailedMachines(ctx context.Context, clusterUUID strin
 		return
 	}
 	approved := map[string]bool{}
-	var newestCP time.Time
 	for _, m := range obs.Machines {
-		if _, ok := labelsOf(m)[labelControlPlane]; ok {
-			if t, err := time.Parse(time.RFC3339, nestedString(m, "metadata", "creationTimestamp")); err == nil && t.After(newestCP) {
-				newestCP = t
-			}
-		}
 		if approvedMachine(Observed{Machines: []map[string]any{m}}, name(m)) {
 			approved[name(m)] = true
 		}
 	}
-	var lastCP time.Time
+	var last controlPlaneReplacement
 	if v, ok := c.cpReplaced.Load(clusterUUID); ok {
-		lastCP = v.(time.Time)
+		last = v.(controlPlaneReplacement)
 	}
 	namespace := nestedString(obs.Cluster, "metadata", "namespace")
-	for _, m := range replacementsDue(ms, approved, lastCP, newestCP, c.now()) {
+	for _, m := range replacementsDue(ms, approved, last, c.now()) {
 		deleted, err := c.mc.Delete(ctx, "Machine", namespace, m.Machine)
 		if err != nil {
 			c.log.Warn("replace a machine whose server failed", "cluster", clusterUUID, "machine", m.Machine, "error", err)
@@ -502,9 +507,13 @@ func (c *Conductor) replaceFailedMachines(ctx context.Context, clusterUUID strin
 		role := "worker"
 		if m.ControlPlane {
 			role = "control-plane"
-			// Cluster API's clock: the new machine's creationTimestamp is
-			// compared with it (second precision).
-			c.cpReplaced.Store(clusterUUID, c.now().Truncate(time.Second))
+			known := []string{}
+			for _, other := range ms {
+				if other.ControlPlane {
+					known = append(known, other.Machine)
+				}
+			}
+			c.cpReplaced.Store(clusterUUID, controlPlaneReplacement{At: c.now(), Known: known})
 		}
 		msg := fmt.Sprintf("replaced the %s machine %s, whose server had failed", role, m.Machine)
 		if text := obs.ServerFailures[m.Machine]; text != "" {

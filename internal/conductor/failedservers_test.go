@@ -180,34 +180,36 @@ func TestReplacementsDueReplaceOneControlPlaneMachineAtATime(t *testing.T) {
 		}
 		return strings.Join(out, ",")
 	}
+	none := controlPlaneReplacement{}
+	recent := controlPlaneReplacement{At: now.Add(-30 * time.Second), Known: []string{"cp-a", "cp-b"}}
 	cases := []struct {
-		name             string
-		ms               []machineServer
-		lastCP, newestCP time.Time
-		want             string
+		name string
+		ms   []machineServer
+		last controlPlaneReplacement
+		want string
 	}{
 		{"every approved worker, the first control-plane machine",
-			[]machineServer{failedCP("cp-b"), failedCP("cp-a"), failedWorker("w-1"), failedWorker("w-2")}, time.Time{}, now.Add(-time.Hour), "w-1,cp-a"},
+			[]machineServer{failedCP("cp-b"), failedCP("cp-a"), failedWorker("w-1"), failedWorker("w-2")}, none, "w-1,cp-a"},
 		{"not while a control-plane machine is being deleted",
-			[]machineServer{failedCP("cp-b"), {Machine: "cp-a", ControlPlane: true, Failed: true, Deleting: true}, failedWorker("w-1")}, time.Time{}, now.Add(-time.Hour), "w-1"},
+			[]machineServer{failedCP("cp-b"), {Machine: "cp-a", ControlPlane: true, Failed: true, Deleting: true}, failedWorker("w-1")}, none, "w-1"},
 		{"not while a new control-plane machine is being built",
-			[]machineServer{failedCP("cp-b"), {Machine: "cp-new", ControlPlane: true}}, time.Time{}, now.Add(-time.Hour), ""},
+			[]machineServer{failedCP("cp-b"), {Machine: "cp-new", ControlPlane: true}}, none, ""},
 		{"a provisioned control-plane machine does not hold the next",
-			[]machineServer{failedCP("cp-b"), {Machine: "cp-ok", ControlPlane: true, Provisioned: true, ServerID: "s"}}, time.Time{}, now.Add(-time.Hour), "cp-b"},
+			[]machineServer{failedCP("cp-b"), {Machine: "cp-ok", ControlPlane: true, Provisioned: true, ServerID: "s"}}, none, "cp-b"},
 		{"not until the control plane made the machine that replaces the last",
-			[]machineServer{failedCP("cp-b")}, now.Add(-30 * time.Second), now.Add(-time.Hour), ""},
-		{"the next once it has",
-			[]machineServer{failedCP("cp-b"), {Machine: "cp-new", ControlPlane: true, Provisioned: true, ServerID: "s"}}, now.Add(-30 * time.Second), now.Add(-10 * time.Second), "cp-b"},
+			[]machineServer{failedCP("cp-b")}, recent, ""},
+		{"the next once it has and it is up",
+			[]machineServer{failedCP("cp-b"), {Machine: "cp-new", ControlPlane: true, Provisioned: true, ServerID: "s"}}, recent, "cp-b"},
 		{"nor for longer than the grace",
-			[]machineServer{failedCP("cp-b")}, now.Add(-controlPlaneReplaceGrace - time.Second), now.Add(-time.Hour), "cp-b"},
+			[]machineServer{failedCP("cp-b")}, controlPlaneReplacement{At: now.Add(-controlPlaneReplaceGrace - time.Second), Known: recent.Known}, "cp-b"},
 		{"a stranded control-plane machine without a server, once approved",
-			[]machineServer{{Machine: "stranded", ControlPlane: true, ServerGroup: "gone"}}, time.Time{}, now.Add(-time.Hour), "stranded"},
+			[]machineServer{{Machine: "stranded", ControlPlane: true, ServerGroup: "gone"}}, none, "stranded"},
 		{"nothing failed and not approved",
-			[]machineServer{failedWorker("w-2"), {Machine: "cp-a", ControlPlane: true, Provisioned: true, ServerID: "s"}}, time.Time{}, now.Add(-time.Hour), ""},
+			[]machineServer{failedWorker("w-2"), {Machine: "cp-a", ControlPlane: true, Provisioned: true, ServerID: "s"}}, none, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := names(replacementsDue(tc.ms, approved, tc.lastCP, tc.newestCP, now)); got != tc.want {
+			if got := names(replacementsDue(tc.ms, approved, tc.last, now)); got != tc.want {
 				t.Errorf("due %q, want %q", got, tc.want)
 			}
 		})
