@@ -3,77 +3,79 @@ package testcapo
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // reconcileCluster does what CAPO's OpenStackCluster controller does for
-// the fields Magnetite renders: the external network, the cluster network
-// and subnets by ID or filter, the API load balancer (listener and pool on
-// the API port) with its floating IP, the control plane endpoint, and
-// provisioned; at delete, the load balancer and floating IP go.
-func (c *Controller) reconcileCluster(ctx context.Context, o *unstructured.Unstructured) {
+// the fields Magnetite renders (controllers/openstackcluster_controller.go
+// at v0.14.7 and v0.15.0-beta.0): the external network, the cluster
+// network and subnets by ID or filter, the API load balancer (listener and
+// pool on the API port) with its floating IP, the control plane endpoint,
+// Nova's availability zones as failure domains, and provisioned; at
+// delete, the load balancer and floating IP go.
+func (r *reconciler) reconcileCluster(ctx context.Context, o *unstructured.Unstructured) {
+	gvr := r.rel.gvr("openstackclusters")
 	if o.GetLabels()[labelCluster] == "" {
 		return // Cluster API has not adopted it yet
 	}
-	tok, err := c.token(ctx, o.GetNamespace(), o)
+	write := func() { r.updateStatus(ctx, gvr, o) }
+	tok, err := r.token(ctx, o.GetNamespace(), o)
 	if err != nil {
-		setConditions(o, condition("Ready", false, "OpenStackAuthenticationFailed", "Failed to create OpenStack client scope: "+err.Error()))
-		c.updateStatus(ctx, clustersGVR, o)
+		r.rel.set(o, falseCondition("Ready", "OpenStackAuthenticationFailed", severityError, "Failed to create OpenStack client scope: "+err.Error()))
+		write()
 		return
 	}
 	lbName := "k8s-clusterapi-cluster-" + resourceName(o) + "-kubeapi"
 	if o.GetDeletionTimestamp() != nil {
-		if err := c.deleteAPILoadBalancer(tok, o, lbName); err != nil {
+		if err := r.deleteAPILoadBalancer(tok, o, lbName); err != nil {
 			return // retried next pass
 		}
-		if err := c.deleteNetworkComponents(tok, o); err != nil {
-			setConditions(o, condition("Ready", false, "DeletionFailed", err.Error()))
-			c.updateStatus(ctx, clustersGVR, o)
+		if err := r.deleteNetworkComponents(tok, o); err != nil {
+			r.rel.set(o, falseCondition("Ready", "DeletionFailed", severityError, err.Error()))
+			write()
 			return
 		}
-		if w := c.workloadsOf(); w != nil {
+		if w := r.workloadsOf(); w != nil {
 			w.close(o.GetNamespace() + "/" + o.GetName())
 		}
-		c.removeFinalizer(ctx, clustersGVR, o, clusterFinal)
+		r.removeFinalizer(ctx, gvr, o, clusterFinal)
 		return
 	}
-	o, ok := c.addFinalizer(ctx, clustersGVR, o, clusterFinal)
-	if !ok {
+	if !slices.Contains(o.GetFinalizers(), clusterFinal) {
+		r.addFinalizer(ctx, gvr, o, clusterFinal) // "Register the finalizer immediately"
 		return
 	}
-	if prov, _, _ := unstructured.NestedBool(o.Object, "status", "initialization", "provisioned"); prov {
+	if r.rel.provisioned(o) {
+		// CAPO lists the zones again on every reconcile, "in case any
+		// AZs have been removed from OpenStack".
+		if r.failureDomains(tok, o) == nil {
+			write()
+		}
 		return
 	}
 	spec, _, _ := unstructured.NestedMap(o.Object, "spec")
-	nets, err := c.list(tok, "/networking/v2.0/networks", "networks")
+	nets, err := r.list(tok, "/networking/v2.0/networks", "networks")
 	if err != nil {
 		return
 	}
-	fail := func(cond, reason string, err error) {
-		setConditions(o, condition(cond, false, reason, err.Error()), condition("Ready", false, reason, err.Error()))
-		c.updateStatus(ctx, clustersGVR, o)
+	// fail is handleUpdateOSCError for a transient error: Ready False with
+	// a Warning, after the step's own condition.
+	fail := func(err error, step ...condition) {
+		r.rel.set(o, step...)
+		r.rel.set(o, falseCondition("Ready", reasonOpenStackError, severityWarning, err.Error()))
+		write()
 	}
-	if ext, ok := spec["externalNetwork"].(map[string]any); ok {
-		// CAPO looks among external networks only (ExternalNetworksOnly).
-		var external []map[string]any
-		for _, n := range nets {
-			if n["router:external"] == true {
-				external = append(external, n)
-			}
-		}
-		n, err := byFilter(ext, external)
-		if err != nil {
-			fail("NetworkReady", "NetworkCreateFailed", fmt.Errorf("failed to get external network: %w", err))
-			return
-		}
-		_ = unstructured.SetNestedMap(o.Object, map[string]any{"id": n["id"], "name": n["name"]}, "status", "externalNetwork")
+	if err := r.reconcileExternalNetwork(o, spec, nets); err != nil {
+		fail(fmt.Errorf("failed to reconcile external network: %w", err))
+		return
 	}
 	var chosen []map[string]any
 	if managed, ok := spec["managedSubnets"].([]any); ok && len(managed) > 0 {
-		network, router, err := c.reconcileManagedNetwork(tok, o, managed)
+		network, router, err := r.reconcileManagedNetwork(tok, o, managed)
 		if err != nil {
-			fail("NetworkReady", "NetworkReconcileFailed", err)
+			fail(err, falseCondition("NetworkReady", "NetworkCreateFailed", severityError, "Failed to reconcile network: "+err.Error()))
 			return
 		}
 		_ = unstructured.SetNestedMap(o.Object, network, "status", "network")
@@ -83,75 +85,153 @@ func (c *Controller) reconcileCluster(ctx context.Context, o *unstructured.Unstr
 		for _, s := range network["subnets"].([]any) {
 			chosen = append(chosen, s.(map[string]any))
 		}
-	} else if chosen = c.preExistingNetwork(tok, o, spec, nets, fail); chosen == nil {
+	} else if chosen = r.preExistingNetwork(tok, o, spec, nets, fail); chosen == nil {
 		return
 	}
-	setConditions(o, condition("NetworkReady", true, "Ready", ""))
+	r.rel.set(o, trueCondition("NetworkReady"))
 
-	host := ""
-	port := int64(6443)
-	if p, ok, _ := unstructured.NestedInt64(spec, "apiServer", "port"); ok {
-		port = p
-	}
+	api := r.rel.apiServer(spec)
 	if managed, ok := spec["managedSecurityGroups"].(map[string]any); ok {
-		if err := c.reconcileSecurityGroups(tok, o, managed, port); err != nil {
-			fail("SecurityGroupsReady", "SecurityGroupReconcileFailed", err)
+		if err := r.reconcileSecurityGroups(tok, o, managed, api.port); err != nil {
+			fail(fmt.Errorf("failed to reconcile security groups: %w", err),
+				falseCondition("SecurityGroupsReady", "SecurityGroupCreateFailed", severityError, "Failed to reconcile security groups: "+err.Error()))
 			return
 		}
-		setConditions(o, condition("SecurityGroupsReady", true, "Ready", ""))
+		r.rel.set(o, trueCondition("SecurityGroupsReady"))
 	}
-	if enabled, _, _ := unstructured.NestedBool(spec, "apiServer", "managedLoadBalancer", "enabled"); enabled {
-		lb, err := c.ensureAPILoadBalancer(tok, o, lbName, str(chosen[0], "id"), port)
+	host, port := "", api.port
+	endpointFailed := func(err error) {
+		fail(err, falseCondition("APIEndpointReady", "APIEndpointConfigFailed", severityError, "Failed to reconcile control plane endpoint: "+err.Error()))
+	}
+	switch {
+	case api.managedLB:
+		lb, err := r.ensureAPILoadBalancer(tok, o, lbName, str(chosen[0], "id"), api)
 		if err != nil {
-			fail("APIEndpointReady", "APIEndpointConfigFailed", err)
+			endpointFailed(fmt.Errorf("failed to reconcile load balancer: %w", err))
 			return
 		}
 		host = str(lb, "ip")
 		if host == "" {
 			host = str(lb, "internalIP")
 		}
-		_ = unstructured.SetNestedMap(o.Object, lb, "status", "apiServerManagedLoadBalancer")
-	} else if fip, _, _ := unstructured.NestedString(spec, "apiServer", "floatingIP"); fip != "" {
-		host = fip
-	}
-	if host == "" {
-		fail("APIEndpointReady", "APIEndpointConfigFailed", fmt.Errorf("unable to determine control plane endpoint"))
+		_ = unstructured.SetNestedMap(o.Object, lb, "status", r.rel.loadBalancerStatus())
+	case api.floatingIP != "":
+		host = api.floatingIP
+	default:
+		endpointFailed(fmt.Errorf("unable to determine control plane endpoint"))
 		return
 	}
-	if w := c.workloadsOf(); w != nil {
+	if w := r.workloadsOf(); w != nil {
 		// The load balancer's address stands for the API server that
 		// kubeadm init will bring up behind it: the cluster's front door.
 		p, err := w.endpointPort(o.GetNamespace() + "/" + o.GetName())
 		if err != nil {
-			fail("APIEndpointReady", "APIEndpointConfigFailed", err)
+			endpointFailed(err)
 			return
 		}
 		host, port = "127.0.0.1", int64(p)
 	}
+	if err := r.failureDomains(tok, o); err != nil {
+		return
+	}
 	status := o.Object["status"]
 	_ = unstructured.SetNestedMap(o.Object, map[string]any{"host": host, "port": port}, "spec", "controlPlaneEndpoint")
-	written, ok := c.update(ctx, clustersGVR, o)
+	written, ok := r.update(ctx, gvr, o)
 	if !ok {
 		return
 	}
-	written.Object["status"] = status
-	setConditions(written, condition("APIEndpointReady", true, "Ready", ""), condition("Ready", true, "Ready", ""))
-	_ = unstructured.SetNestedField(written.Object, true, "status", "initialization", "provisioned")
-	c.updateStatus(ctx, clustersGVR, written)
+	o = written
+	o.Object["status"] = status
+	r.rel.set(o, trueCondition("APIEndpointReady"), trueCondition("Ready"))
+	r.rel.markProvisioned(o)
+	if r.rel.v1beta1() {
+		unstructured.RemoveNestedField(o.Object, "status", "failureReason")
+		unstructured.RemoveNestedField(o.Object, "status", "failureMessage")
+	}
+	write()
+}
+
+// reconcileExternalNetwork is ReconcileExternalNetwork
+// (pkg/cloud/services/networking/network.go at v0.14.7): none when
+// disabled; the one named (among external networks only); with none
+// named, the only external network there is, none when there is none, and
+// "filter matched more than one resource" when there are several.
+func (r *reconciler) reconcileExternalNetwork(o *unstructured.Unstructured, spec map[string]any, nets []map[string]any) error {
+	if r.rel.externalNetworkDisabled(spec) {
+		unstructured.RemoveNestedField(o.Object, "status", "externalNetwork")
+		return nil
+	}
+	var external []map[string]any
+	for _, n := range nets {
+		if n["router:external"] == true {
+			external = append(external, n)
+		}
+	}
+	var n map[string]any
+	if ref, ok := spec["externalNetwork"].(map[string]any); ok {
+		var err error
+		if n, err = byFilter(ref, external); err != nil {
+			return fmt.Errorf("failed to get external network: %w", err)
+		}
+	} else {
+		switch len(external) {
+		case 0:
+			unstructured.RemoveNestedField(o.Object, "status", "externalNetwork")
+			return nil
+		case 1:
+			n = external[0]
+		default:
+			return fmt.Errorf("failed to get external network: filter matched more than one resource")
+		}
+	}
+	_ = unstructured.SetNestedMap(o.Object, map[string]any{"id": n["id"], "name": n["name"]}, "status", "externalNetwork")
+	return nil
+}
+
+// failureDomains publishes Nova's available zones as the cluster's failure
+// domains, each for control planes unless controlPlaneOmitAvailabilityZone
+// says none or controlPlaneAvailabilityZones names others
+// (reconcileNormal, pkg/cloud/services/compute/availabilityzone.go).
+func (r *reconciler) failureDomains(tok string, o *unstructured.Unstructured) error {
+	var out struct {
+		Zones []struct {
+			Name  string `json:"zoneName"`
+			State struct {
+				Available bool `json:"available"`
+			} `json:"zoneState"`
+		} `json:"availabilityZoneInfo"`
+	}
+	if err := r.cloud.Do(tok, "GET", "/compute/v2.1/os-availability-zone", nil, &out); err != nil {
+		return fmt.Errorf("error extracting availability zone list: %v", err)
+	}
+	omit, _, _ := unstructured.NestedBool(o.Object, "spec", "controlPlaneOmitAvailabilityZone")
+	only, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "controlPlaneAvailabilityZones")
+	domains := map[string]bool{}
+	for _, z := range out.Zones {
+		if !z.State.Available {
+			continue
+		}
+		domains[z.Name] = !omit
+		if len(only) > 0 {
+			domains[z.Name] = slices.Contains(only, z.Name)
+		}
+	}
+	r.rel.failureDomains(o, domains)
+	return nil
 }
 
 // preExistingNetwork resolves the cluster's own network and subnets by ID
 // or filter, sets status.network and returns the subnets, or nil when it
 // failed (and said so).
-func (c *Controller) preExistingNetwork(tok string, o *unstructured.Unstructured, spec map[string]any, nets []map[string]any,
-	fail func(cond, reason string, err error)) []map[string]any {
+func (r *reconciler) preExistingNetwork(tok string, o *unstructured.Unstructured, spec map[string]any, nets []map[string]any,
+	fail func(err error, step ...condition)) []map[string]any {
 	netRef, _ := spec["network"].(map[string]any)
 	n, err := byFilter(netRef, nets)
 	if err != nil {
-		fail("NetworkReady", "NetworkCreateFailed", fmt.Errorf("error fetching cluster network: %w", err))
+		fail(fmt.Errorf("failed to find network: %w", err), falseCondition("NetworkReady", reasonOpenStackError, severityError, "Failed to find network: "+err.Error()))
 		return nil
 	}
-	subs, err := c.list(tok, "/networking/v2.0/subnets?network_id="+str(n, "id"), "subnets")
+	subs, err := r.list(tok, "/networking/v2.0/subnets?network_id="+str(n, "id"), "subnets")
 	if err != nil {
 		return nil
 	}
@@ -160,7 +240,7 @@ func (c *Controller) preExistingNetwork(tok string, o *unstructured.Unstructured
 		for _, r := range refs {
 			s, err := byFilter(r.(map[string]any), subs)
 			if err != nil {
-				fail("NetworkReady", "SubnetCreateFailed", fmt.Errorf("failed to find subnet: %w", err))
+				fail(err, falseCondition("NetworkReady", reasonOpenStackError, severityError, "Failed to get cluster subnets: "+err.Error()))
 				return nil
 			}
 			chosen = append(chosen, s)
@@ -169,7 +249,8 @@ func (c *Controller) preExistingNetwork(tok string, o *unstructured.Unstructured
 		chosen = subs
 	}
 	if len(chosen) == 0 {
-		fail("NetworkReady", "SubnetCreateFailed", fmt.Errorf("no subnets found for network %s", str(n, "id")))
+		err := fmt.Errorf("no subnets found for network %s", str(n, "id"))
+		fail(err, falseCondition("NetworkReady", reasonOpenStackError, severityError, "Failed to get cluster subnets: "+err.Error()))
 		return nil
 	}
 	var statusSubs []any
@@ -183,7 +264,8 @@ func (c *Controller) preExistingNetwork(tok string, o *unstructured.Unstructured
 // ensureAPILoadBalancer gets or creates the API load balancer, its
 // listener and pool, and its floating IP (unless disabled), returning
 // status.apiServerManagedLoadBalancer.
-func (c *Controller) ensureAPILoadBalancer(tok string, o *unstructured.Unstructured, name, subnetID string, port int64) (map[string]any, error) {
+func (c *Controller) ensureAPILoadBalancer(tok string, o *unstructured.Unstructured, name, subnetID string, api apiServer) (map[string]any, error) {
+	port := api.port
 	lb, _, err := c.firstOrCreate(tok, "/load-balancer/v2.0/lbaas/loadbalancers", "name="+name, "loadbalancer", map[string]any{
 		"name": name, "vip_subnet_id": subnetID, "description": "Created by cluster-api-provider-openstack cluster " + resourceName(o)})
 	if err != nil {
@@ -212,7 +294,7 @@ func (c *Controller) ensureAPILoadBalancer(tok string, o *unstructured.Unstructu
 		}
 	}
 	status := map[string]any{"name": name, "id": id, "internalIP": str(lb, "vip_address")}
-	if enabled, ok, _ := unstructured.NestedBool(o.Object, "spec", "apiServer", "enableFloatingIP"); ok && !enabled {
+	if api.floatingIPDisabled {
 		return status, nil
 	}
 	ext, _, _ := unstructured.NestedString(o.Object, "status", "externalNetwork", "id")

@@ -25,6 +25,26 @@ type Server struct {
 	KeyName      string
 	Metadata     map[string]string
 	Fault        string
+	// AvailabilityZone is the zone Nova scheduled the server to.
+	AvailabilityZone string
+	// settlesTo is the status a BUILD server takes once Nova has been
+	// asked about it buildReads times: a server is never ACTIVE (or in
+	// ERROR) in the answer to its create, nor in the first reads after.
+	settlesTo string
+	reads     int
+}
+
+// buildReads is how many reads a new server stays in BUILD.
+const buildReads = 2
+
+// progress moves a building server on by one read of it.
+func (s *Server) progress() {
+	if s.Status != "BUILD" {
+		return
+	}
+	if s.reads++; s.reads >= buildReads {
+		s.Status = s.settlesTo
+	}
 }
 
 // bareMetal reports whether a flavor schedules onto Ironic nodes: it asks
@@ -64,9 +84,9 @@ func (c *Cloud) serverView(s *Server) map[string]any {
 	v := map[string]any{"id": s.ID, "name": s.Name, "status": s.Status, "tenant_id": s.ProjectID,
 		"flavor": map[string]any{"id": s.FlavorID}, "image": image, "addresses": addrs, "metadata": s.Metadata,
 		"config_drive": map[bool]string{true: "True", false: ""}[s.ConfigDrive], "key_name": s.KeyName,
-		"os-extended-volumes:volumes_attached": volumes, "OS-EXT-AZ:availability_zone": "nova",
+		"os-extended-volumes:volumes_attached": volumes, "OS-EXT-AZ:availability_zone": s.AvailabilityZone,
 		"created": "2024-05-02T10:00:00Z", "updated": "2024-05-02T10:00:00Z", "tags": []string{}}
-	if s.Fault != "" {
+	if s.Fault != "" && s.Status == "ERROR" {
 		v["fault"] = map[string]any{"code": 500, "message": s.Fault, "created": "2024-05-02T10:00:00Z"}
 	}
 	return v
@@ -92,12 +112,14 @@ func (c *Cloud) serverRoutes(mux *http.ServeMux) {
 		for _, id := range slices.Sorted(maps.Keys(c.servers)) {
 			s := c.servers[id]
 			if s.ProjectID == r.Header.Get("X-Project-Id") && (name == "" || s.Name == name) {
+				s.progress()
 				list = append(list, c.serverView(s))
 			}
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"servers": list})
 	})
 	mux.HandleFunc("GET "+base+"/{id}", servers.onOwned(func(w http.ResponseWriter, _ *http.Request, s *Server) {
+		s.progress()
 		writeJSON(w, http.StatusOK, map[string]any{"server": c.serverView(s)})
 	}))
 	mux.HandleFunc("DELETE "+base+"/{id}", servers.onOwned(func(w http.ResponseWriter, _ *http.Request, s *Server) {
@@ -122,6 +144,7 @@ func (c *Cloud) serverRoutes(mux *http.ServeMux) {
 				ImageRef    string `json:"imageRef"`
 				ConfigDrive *bool  `json:"config_drive"`
 				KeyName     string `json:"key_name"`
+				Zone        string `json:"availability_zone"`
 				Networks    []struct {
 					Port string `json:"port"`
 				} `json:"networks"`
@@ -153,8 +176,16 @@ func (c *Cloud) serverRoutes(mux *http.ServeMux) {
 			novaBadRequest(w, "Invalid key_name provided.")
 			return
 		}
-		s := &Server{ID: uuid.NewString(), Name: in.Name, ProjectID: project, Status: "ACTIVE", FlavorID: in.FlavorRef,
-			ImageID: in.ImageRef, ConfigDrive: in.ConfigDrive != nil && *in.ConfigDrive, KeyName: in.KeyName, Metadata: in.Metadata}
+		zone := in.Zone
+		if zone == "" {
+			zone = c.zones[0] // the scheduler's choice: the default zone
+		} else if !slices.Contains(c.zones, zone) {
+			novaBadRequest(w, "The requested availability zone is not available")
+			return
+		}
+		s := &Server{ID: uuid.NewString(), Name: in.Name, ProjectID: project, Status: "BUILD", settlesTo: "ACTIVE", FlavorID: in.FlavorRef,
+			ImageID: in.ImageRef, ConfigDrive: in.ConfigDrive != nil && *in.ConfigDrive, KeyName: in.KeyName, Metadata: in.Metadata,
+			AvailabilityZone: zone}
 		for _, b := range in.BDM {
 			if b.BootIndex == 0 && b.SourceType == "volume" && b.DestinationType == "volume" {
 				v, ok := c.volumes[b.UUID]
@@ -194,7 +225,7 @@ func (c *Cloud) serverRoutes(mux *http.ServeMux) {
 			// The Ironic driver validates the node's interfaces before it
 			// deploys; a node with the noop storage interface cannot
 			// boot from a Cinder volume.
-			s.Status = "ERROR"
+			s.settlesTo = "ERROR"
 			s.Fault = fmt.Sprintf("Ironic node: %s failed to validate. (deploy: None, power: None, storage: Volume target/connector information is not supported by the noop storage interface)", uuid.NewString())
 		}
 		for _, pid := range s.Ports {
@@ -207,6 +238,15 @@ func (c *Cloud) serverRoutes(mux *http.ServeMux) {
 		c.servers[s.ID] = s
 		writeJSON(w, http.StatusAccepted, map[string]any{"server": map[string]any{"id": s.ID, "links": []any{}}})
 	})
+}
+
+// SetComputeZones replaces Nova's availability zones (the first is where
+// a server that names none goes): what an operator's host aggregates
+// make.
+func (c *Cloud) SetComputeZones(zones ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.zones = slices.Clone(zones)
 }
 
 // Servers returns the servers the stand-in holds, of every project.

@@ -86,6 +86,7 @@ type Cloud struct {
 	cinderRequests  int
 	servers         map[string]*Server
 	removedFlavors  map[string]bool
+	zones           []string // Nova's availability zones
 	portSecurity    map[string]bool // by network, when changed
 	routers         map[string]*Router
 	// Volume types and zones an operator made (AddVolumeType,
@@ -167,7 +168,7 @@ func Start(t *testing.T, ks *testkeystone.Keystone) *Cloud {
 		floatingIPs: map[string]*FloatingIP{}, nextAddress: map[string]int{}, volumes: map[string]*Volume{},
 		snapshots: map[string]*Snapshot{}, securityGroups: map[string]*SecurityGroup{},
 		servers: map[string]*Server{}, removedFlavors: map[string]bool{}, portSecurity: map[string]bool{},
-		routers: map[string]*Router{}, addedVolumeTypes: map[string]bool{}, addedVolumeZones: map[string]bool{}, nets: map[string]*network{}, subs: map[string]*Subnet{}}
+		routers: map[string]*Router{}, zones: []string{"nova"}, addedVolumeTypes: map[string]bool{}, addedVolumeZones: map[string]bool{}, nets: map[string]*network{}, subs: map[string]*Subnet{}}
 	mux := http.NewServeMux()
 	c.novaRoutes(mux)
 	c.glanceRoutes(mux)
@@ -370,10 +371,13 @@ func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 		w.WriteHeader(http.StatusAccepted)
 	})
 	mux.HandleFunc("POST /compute/v2.1/os-keypairs", c.createKeypair)
-	mux.HandleFunc("GET /compute/v2.1/os-availability-zone", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"availabilityZoneInfo": []any{
-			map[string]any{"zoneName": "nova", "zoneState": map[string]bool{"available": true}, "hosts": nil}}})
-	})
+	mux.HandleFunc("GET /compute/v2.1/os-availability-zone", c.locked(func(w http.ResponseWriter, r *http.Request) {
+		zones := []any{}
+		for _, z := range c.zones {
+			zones = append(zones, map[string]any{"zoneName": z, "zoneState": map[string]bool{"available": true}, "hosts": nil})
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"availabilityZoneInfo": zones})
+	}))
 	c.serverGroupRoutes(mux)
 	c.serverRoutes(mux)
 }
