@@ -2,19 +2,24 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
+	"github.com/magnetite-io/magnetite/internal/kinds"
 	"github.com/magnetite-io/magnetite/internal/labels"
+	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -25,7 +30,7 @@ func validateLabels(ct *model.ClusterTemplate, l map[string]string) error {
 }
 
 func renderCommand() *cobra.Command {
-	var templateFile, clusterFile, factsFile, driverName, namespace string
+	var templateFile, clusterFile, factsFile, driverName, namespace, kubeconfig, apiVersions string
 	var preview bool
 	var bootVolume int
 	cmd := &cobra.Command{
@@ -40,9 +45,17 @@ as YAML, or every reason the cluster cannot be built.
 The cluster file takes create-time fields too: master_count, node_count and
 a "nodegroups" list; labels merge over the template's unless merge_labels is
 false. The header lists the Secrets and server groups the conductor
-provides; warnings also go to standard error.`,
+provides; warnings also go to standard error.
+
+Objects are written at the API versions a management cluster serves, as the
+conductor writes them: --kubeconfig asks that cluster (CAPO v0.12-v0.14 serve
+infrastructure v1beta1, v0.15 and newer v1beta2), --api-versions names them
+without one, by API group or by kind, and overrides what discovery found.
+Without either, every kind is written at its newest version (v1beta2).`,
 		Example: `  magnetite render --template k8s-bm.yaml --cluster metal.yaml --facts cloud.yaml
-  magnetite render --template k8s.yaml --cluster c.yaml --facts cloud.yaml --preview | kubectl apply --dry-run=server -f -`,
+  magnetite render --template k8s.yaml --cluster c.yaml --facts cloud.yaml --preview | kubectl apply --dry-run=server -f -
+  magnetite render --template k8s.yaml --cluster c.yaml --facts cloud.yaml --kubeconfig mgmt.kubeconfig | kubectl apply --dry-run=server -f -
+  magnetite render --template k8s.yaml --cluster c.yaml --facts cloud.yaml --api-versions infrastructure.cluster.x-k8s.io/v1beta1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			read := func(path string) ([]byte, error) {
@@ -71,6 +84,11 @@ provides; warnings also go to standard error.`,
 				return err
 			}
 			req.Namespace = namespace
+			var versionsFrom string
+			req.APIVersions, versionsFrom, err = renderAPIVersions(cmd.Context(), kubeconfig, apiVersions)
+			if err != nil {
+				return err
+			}
 			reg, err := builtin.Registry(capi.Options{DefaultBootVolumeSize: bootVolume}, "openstack")
 			if err != nil {
 				return err
@@ -94,7 +112,7 @@ provides; warnings also go to standard error.`,
 				}
 				return err
 			}
-			out, err := renderDocument(drv.Name(), res, preview)
+			out, err := renderDocument(drv.Name(), versionsFrom, res, preview)
 			if err != nil {
 				return err
 			}
@@ -113,16 +131,99 @@ provides; warnings also go to standard error.`,
 	f.StringVar(&namespace, "namespace", "magnetite-system", "management-cluster namespace of the objects")
 	f.IntVar(&bootVolume, "boot-volume-size", 0, "default root volume size in GiB for VM node groups without a boot_volume_size label")
 	f.BoolVar(&preview, "preview", false, "also print the templates Cluster API derives for each machine group")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "management cluster whose served API versions the objects are written at")
+	f.StringVar(&apiVersions, "api-versions", "", "API versions to write, comma-separated: group/version for every kind of a group, Kind=group/version for one kind (these win over --kubeconfig's)")
 	_ = cmd.MarkFlagRequired("template")
 	_ = cmd.MarkFlagRequired("cluster")
 	return cmd
 }
 
+// renderAPIVersions are the versions render writes each kind at, as the
+// conductor would: those the management cluster at kubeconfig serves (when
+// one is named), with the --api-versions entries over them. It also says
+// where they came from, for the header.
+func renderAPIVersions(ctx context.Context, kubeconfig, flag string) (map[string]string, string, error) {
+	table, err := kinds.NewTable(mgmt.BaseKinds, builtin.Kinds())
+	if err != nil {
+		return nil, "", err
+	}
+	overrides, err := parseAPIVersions(flag, table)
+	if err != nil {
+		return nil, "", err
+	}
+	served := map[string]string{}
+	from := "the newest of each kind (no --kubeconfig or --api-versions)"
+	if kubeconfig != "" {
+		mc, err := mgmt.New(mgmt.Options{Kubeconfig: kubeconfig, Kinds: builtin.Kinds()})
+		if err != nil {
+			return nil, "", err
+		}
+		if served, err = mc.APIVersions(ctx); err != nil {
+			return nil, "", err
+		}
+		from = "served by the management cluster of " + kubeconfig
+	}
+	for kind, gv := range overrides {
+		served[kind] = gv.String()
+	}
+	if len(overrides) > 0 {
+		if kubeconfig != "" {
+			from += ", "
+		} else {
+			from = ""
+		}
+		from += "--api-versions " + flag
+	}
+	return served, from, nil
+}
+
+// parseAPIVersions reads --api-versions: comma-separated group/version
+// entries, each for every kind Magnetite writes in that group, and
+// Kind=group/version entries (the syntax of [management] api_resources),
+// which win over their group's.
+func parseAPIVersions(flag string, table kinds.Table) (map[string]schema.GroupVersion, error) {
+	var groups []schema.GroupVersion
+	var perKind []string
+	for _, item := range strings.Split(flag, ",") {
+		item = strings.TrimSpace(item)
+		switch {
+		case item == "":
+		case strings.Contains(item, "="):
+			perKind = append(perKind, item)
+		default:
+			gv, err := schema.ParseGroupVersion(item)
+			if err != nil || gv.Group == "" || gv.Version == "" {
+				return nil, fmt.Errorf("--api-versions entry %q is neither group/version nor Kind=group/version", item)
+			}
+			groups = append(groups, gv)
+		}
+	}
+	out := map[string]schema.GroupVersion{}
+	for _, gv := range groups {
+		found := false
+		for _, name := range table.Names() {
+			if table[name].Group == gv.Group {
+				out[name], found = gv, true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("--api-versions names API group %q, of which Magnetite writes no kind", gv.Group)
+		}
+	}
+	kindVersions, err := mgmt.ParseAPIResources(strings.Join(perKind, ","), table)
+	if err != nil {
+		return nil, fmt.Errorf("--api-versions: %w", err)
+	}
+	maps.Copy(out, kindVersions)
+	return out, nil
+}
+
 // renderDocument writes a render as YAML documents behind a comment header
-// saying what the conductor provides.
-func renderDocument(driverName string, res *driver.Result, preview bool) ([]byte, error) {
+// saying where the API versions came from and what the conductor provides.
+func renderDocument(driverName, versionsFrom string, res *driver.Result, preview bool) ([]byte, error) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# rendered by %s\n", driverName)
+	fmt.Fprintf(&b, "# API versions: %s\n", versionsFrom)
 	b.WriteString(res.Summary())
 	objs := res.Objects
 	if preview {

@@ -62,26 +62,107 @@ func TestRenderPrintsWhatTheDriverRenders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(out, "# rendered by capi-openstack\n# secret mixed-1b4e28ba-cloud-config: ") {
+	if !strings.HasPrefix(out, "# rendered by capi-openstack\n# API versions: the newest of each kind (no --kubeconfig or --api-versions)\n# secret mixed-1b4e28ba-cloud-config: ") {
 		t.Errorf("header: %.200s", out)
 	}
+	sameAsGolden(t, out, filepath.Join(renderCases, "golden", "v1beta2", "mixed.yaml"))
+}
+
+// sameAsGolden checks that a render printed the objects of a golden file.
+func sameAsGolden(t *testing.T, out, golden string) {
+	t.Helper()
 	got, err := testenv.DecodeObjects(strings.NewReader(out))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := testenv.ReadObjects(filepath.Join(renderCases, "golden", "mixed.yaml"))
+	want, err := testenv.ReadObjects(golden)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != len(want) {
-		t.Fatalf("rendered %d objects, the golden file has %d", len(got), len(want))
+		t.Fatalf("rendered %d objects, %s has %d", len(got), golden, len(want))
 	}
 	for i := range got {
 		a, _ := yaml.Marshal(got[i].Object)
 		b, _ := yaml.Marshal(want[i].Object)
 		if !bytes.Equal(a, b) {
-			t.Errorf("object %d (%s %s) differs from the golden render", i, got[i].GetKind(), got[i].GetName())
+			t.Errorf("object %d (%s %s) differs from %s", i, got[i].GetKind(), got[i].GetName(), golden)
 		}
+	}
+}
+
+// TestRenderAtNamedAPIVersions: --api-versions names the versions of a
+// management cluster without one, for a whole API group or for one kind;
+// what it names is checked.
+func TestRenderAtNamedAPIVersions(t *testing.T) {
+	tmpl, cluster := splitCase(t, "mixed", nil)
+	facts := filepath.Join(renderCases, "facts.yaml")
+	golden := filepath.Join(renderCases, "golden", "v1beta1", "mixed.yaml")
+	for _, flag := range []string{"infrastructure.cluster.x-k8s.io/v1beta1", "OpenStackClusterTemplate=infrastructure.cluster.x-k8s.io/v1beta1",
+		"cluster.x-k8s.io/v1beta2, infrastructure.cluster.x-k8s.io/v1beta2, OpenStackClusterTemplate=infrastructure.cluster.x-k8s.io/v1beta1"} {
+		out, _, err := runRender(t, "--template", tmpl, "--cluster", cluster, "--facts", facts, "--boot-volume-size", "20", "--api-versions", flag)
+		if err != nil {
+			t.Fatalf("--api-versions %s: %v", flag, err)
+		}
+		if !strings.Contains(out, "\n# API versions: --api-versions "+flag+"\n") {
+			t.Errorf("--api-versions %s: header %.200s", flag, out)
+		}
+		sameAsGolden(t, out, golden)
+	}
+	for flag, says := range map[string]string{
+		"infrastructure.cluster.x-k8s.io/v1alpha7":  "infrastructure.cluster.x-k8s.io/v1alpha7 is not supported: Magnetite writes this infrastructure's kinds at v1beta2 or v1beta1 (CAPO v0.12 to v0.14 serve v1beta1",
+		"cluster.x-k8s.io/v1beta1":                  "cluster.x-k8s.io/v1beta1 is not supported: Magnetite writes Cluster API's own kinds at v1beta2 (Cluster API v1.11 or newer)",
+		"example.com/v1":                            `API group "example.com", of which Magnetite writes no kind`,
+		"OpenStackCluster=cluster.x-k8s.io/v1beta2": `OpenStackCluster belongs to API group "infrastructure.cluster.x-k8s.io"`,
+		"v1beta1": `"v1beta1" is neither group/version nor Kind=group/version`,
+	} {
+		_, _, err := runRender(t, "--template", tmpl, "--cluster", cluster, "--facts", facts, "--api-versions", flag)
+		if err == nil || !strings.Contains(err.Error(), says) {
+			t.Errorf("--api-versions %s: err = %v, want %q", flag, err, says)
+		}
+	}
+}
+
+// TestRenderAtTheVersionsAManagementClusterServes renders the VM, the
+// all-bare-metal and the mixed case with --kubeconfig against a real
+// kube-apiserver serving Cluster API v1.14's CRDs and CAPO v0.14.7's, which
+// serves its kinds at v1beta1 only, and server-side dry-runs what it
+// printed there, as an operator previewing a cluster would.
+func TestRenderAtTheVersionsAManagementClusterServes(t *testing.T) {
+	env, dc, mapper := testenv.StartGolden(t, []string{testenv.CAPOv014})
+	kubeconfig := testenv.WriteKubeconfig(t, filepath.Join(t.TempDir(), "kubeconfig"), env.Config, "", 0o600)
+	ctx := context.Background()
+	for _, name := range []string{"vm-only", "bm-only", "mixed"} {
+		t.Run(name, func(t *testing.T) {
+			tmpl, cluster := splitCase(t, name, nil)
+			out, _, err := runRender(t, "--template", tmpl, "--cluster", cluster, "--facts", filepath.Join(renderCases, "facts.yaml"),
+				"--boot-volume-size", "20", "--kubeconfig", kubeconfig, "--preview")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out, "\n# API versions: served by the management cluster of "+kubeconfig+"\n") {
+				t.Errorf("header: %.200s", out)
+			}
+			objs, err := testenv.DecodeObjects(strings.NewReader(out))
+			if err != nil {
+				t.Fatal(err)
+			}
+			infra := 0
+			for _, o := range objs {
+				if strings.HasPrefix(o.GetKind(), "OpenStack") {
+					infra++
+					if o.GetAPIVersion() != "infrastructure.cluster.x-k8s.io/v1beta1" {
+						t.Errorf("%s %s written at %s; CAPO v0.14.7 serves v1beta1 only", o.GetKind(), o.GetName(), o.GetAPIVersion())
+					}
+				}
+				if err := testenv.DryRunApply(ctx, dc, mapper, o); err != nil {
+					t.Errorf("%s %s: %v", o.GetKind(), o.GetName(), err)
+				}
+			}
+			if infra == 0 {
+				t.Error("no OpenStack object rendered")
+			}
+		})
 	}
 }
 

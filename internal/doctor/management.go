@@ -210,7 +210,7 @@ func supported(group, version string) bool {
 	if vs, ok := metal3Versions[group]; ok {
 		return slices.Contains(vs, version)
 	}
-	return capi.RendersAPIVersion(version)
+	return capi.RendersCoreAPIVersion(version)
 }
 
 // ServedKinds reports, for Cluster API core, kubeadm bootstrap and control

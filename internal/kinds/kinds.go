@@ -53,6 +53,16 @@ type Kind struct {
 	// Optional: the infrastructure works without the kind being served
 	// (only some clusters need it), so doctor does not require it.
 	Optional bool
+	// Versions are the versions Magnetite writes the kind at, preferred
+	// first; empty means any version the group serves it at. Discovery
+	// picks the first of them the management cluster serves, rather than
+	// the group's preferred version: a group that several providers share
+	// may prefer a version one of them does not write, or a newer one
+	// Magnetite does not know yet.
+	Versions []string
+	// Releases names the provider releases that serve the kind at one of
+	// Versions, for doctor to tell an operator what to install.
+	Releases string
 }
 
 // Table is a set of kinds by name.
@@ -72,6 +82,9 @@ func NewTable(lists ...[]Kind) (Table, error) {
 			if dup {
 				k.Watched = k.Watched || have.Watched
 				k.Cleanup = k.Cleanup || have.Cleanup
+				if len(k.Versions) == 0 {
+					k.Versions, k.Releases = have.Versions, have.Releases
+				}
 			}
 			t[k.Kind] = k
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -103,9 +104,10 @@ type servedKind struct {
 	namespaced bool
 }
 
-// resolveKinds picks a version for every kind Magnetite uses. The group's
-// preferred version wins when it serves the kind; otherwise the first version
-// in the group's priority order that does. This matters for groups several
+// resolveKinds picks a version for every kind Magnetite uses: the first of
+// the kind's own Versions (those Magnetite writes it at) that is served,
+// else the group's preferred version when it serves the kind, else the
+// first version in the group's priority order that does. This matters for groups several
 // providers share (infrastructure.cluster.x-k8s.io): the group may prefer
 // v1beta2 because one provider serves it while another provider's kinds are
 // only served at v1beta1.
@@ -167,7 +169,11 @@ func resolveKinds(groups []*metav1.APIGroup, lists []*metav1.APIResourceList, ta
 			out[kind] = r
 			continue
 		}
-		for _, v := range order[group] {
+		// The versions Magnetite writes the kind at come first, so that a
+		// provider serving both v1beta1 and v1beta2 gets v1beta2 whatever
+		// the group prefers; a kind served at none of them resolves at the
+		// group's order, for doctor to name and refuse.
+		for _, v := range append(slices.Clone(k.Versions), order[group]...) {
 			if sk, ok := versions[v]; ok {
 				out[kind] = Resource{Kind: kind, GroupVersion: schema.GroupVersion{Group: group, Version: v},
 					Resource: sk.resource, Namespaced: sk.namespaced, Source: "discovery"}

@@ -76,3 +76,18 @@ func (c Case) Request(t testing.TB) driver.Request {
 	req.Namespace = "magnetite-system"
 	return req
 }
+
+// InfrastructureDriver is a driver that names its infrastructure's kinds
+// and the versions it writes them at (*capi.Driver).
+type InfrastructureDriver interface {
+	InfrastructureKind() string
+	InfrastructureVersions() []string
+}
+
+// ServedAt is req as the conductor hands it over when the management
+// cluster serves d's infrastructure kinds at version (Cluster API's own at
+// their default).
+func ServedAt(req driver.Request, d InfrastructureDriver, version string) driver.Request {
+	req.APIVersions = map[string]string{d.InfrastructureKind(): "infrastructure.cluster.x-k8s.io/" + version}
+	return req
+}

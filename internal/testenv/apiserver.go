@@ -36,6 +36,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
@@ -93,11 +94,65 @@ func ClusterAPICRDs(t testing.TB) string {
 	return filepath.Join(bin, "capi-"+ClusterAPIVersion, "crds")
 }
 
+// Provider releases whose CRDs test/crds keeps (SOURCES.txt names each
+// tag and commit), for InstallProviders and StartGolden.
+const (
+	// CAPOv014 is CAPO v0.14.7, the newest stable release: it serves its
+	// kinds at infrastructure v1beta1 only, as every release from v0.12.
+	CAPOv014 = "capo-v0.14.7"
+	// CAPOv015 is CAPO v0.15.0-beta.0, the first to serve v1beta2 (and
+	// v1beta1).
+	CAPOv015 = "capo-v0.15.0-beta.0"
+	// CAPM3v112 is CAPM3 v1.12.7: v1beta1 only.
+	CAPM3v112 = "capm3-v1.12.7"
+	// CAPM3v113 is CAPM3 v1.13.2: v1beta1 and v1beta2.
+	CAPM3v113 = "capm3-v1.13.2"
+)
+
+// defaultRelease is the release a test that names only the provider
+// ("capo", "capm3") gets: what operators run.
+var defaultRelease = map[string]string{"capo": CAPOv014, "capm3": CAPM3v112}
+
+// providerLabels are the Cluster API contract labels each release's own
+// config/crd/kustomization.yaml puts on its CRDs: which of its versions
+// implements which contract. Cluster API reads templates and infrastructure
+// objects at the version its contract label names.
+var providerLabels = map[string]map[string]string{
+	// CAPO tag v0.14.7, config/crd/kustomization.yaml.
+	CAPOv014: {"cluster.x-k8s.io/v1beta1": "v1beta1"},
+	// CAPO tag v0.15.0-beta.0, config/crd/kustomization.yaml.
+	CAPOv015: {"cluster.x-k8s.io/v1beta1": "v1beta1", "cluster.x-k8s.io/v1beta2": "v1beta2"},
+	// CAPM3 tag v1.12.7, config/crd/kustomization.yaml.
+	CAPM3v112: {"cluster.x-k8s.io/v1beta1": "v1beta1"},
+	// CAPM3 tag v1.13.2, config/crd/kustomization.yaml.
+	CAPM3v113: {"cluster.x-k8s.io/v1beta1": "v1beta1", "cluster.x-k8s.io/v1beta2": "v1beta2"},
+}
+
+// clusterAPILabels are the contract labels of Cluster API's own providers
+// (kubeadm bootstrap and control plane, CAPD), all v1beta2 in v1.14.
+var clusterAPILabels = map[string]string{"cluster.x-k8s.io/v1beta2": "v1beta2"}
+
+// ProviderRelease is the release of CRDs name stands for: a release itself
+// (CAPOv015), or a provider ("capo", "capm3") for its default release.
+func ProviderRelease(name string) string {
+	if r, ok := defaultRelease[name]; ok {
+		return r
+	}
+	return name
+}
+
+// ProviderLabels are the contract labels Cluster API reads on the CRDs of
+// the release name stands for (ProviderRelease); none for providers whose
+// kinds Cluster API does not read (bmo, ipam-metal3).
+func ProviderLabels(name string) map[string]string { return providerLabels[ProviderRelease(name)] }
+
 // ProviderCRDs is the folder of CRDs of a provider whose Go module cannot
-// be fetched (capo, capm3, bmo, ipam-metal3): $MAGNETITE_PROVIDER_CRDS/name
+// be fetched: a release (CAPOv014, CAPOv015, CAPM3v112, CAPM3v113), a
+// provider for its default release ("capo" is CAPO v0.14.7, "capm3" CAPM3
+// v1.12.7), bmo or ipam-metal3. It is $MAGNETITE_PROVIDER_CRDS/<release>
 // when set, else the copies kept in the repository's test/crds (their
-// upstream commits are in test/crds/SOURCES.txt), so that a fresh clone
-// anywhere runs the suite.
+// upstream tags and commits are in test/crds/SOURCES.txt), so that a fresh
+// clone anywhere runs the suite.
 func ProviderCRDs(t testing.TB, name string) string {
 	t.Helper()
 	base := os.Getenv("MAGNETITE_PROVIDER_CRDS")
@@ -108,16 +163,12 @@ func ProviderCRDs(t testing.TB, name string) string {
 		}
 		base = filepath.Join(root, "test", "crds")
 	}
-	dir := filepath.Join(base, name)
+	dir := filepath.Join(base, ProviderRelease(name))
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("testenv: provider CRDs %s are missing (%v); set MAGNETITE_PROVIDER_CRDS", dir, err)
 	}
 	return dir
 }
-
-// ProviderLabels are the contract labels Cluster API reads on provider
-// CRDs to learn which of their versions implements its contract.
-var ProviderLabels = map[string]string{"cluster.x-k8s.io/v1beta2": "v1beta2"}
 
 // APIServer is a running kube-apiserver and its etcd.
 type APIServer struct {
@@ -593,15 +644,26 @@ func servingCert(ca *x509.Certificate, caKey *ecdsa.PrivateKey, cn string) (cert
 }
 
 // DryRunApply server-side applies obj with dryRun=All as field manager
-// "magnetite" (forcing conflicts), the way Magnetite applies for real.
+// "magnetite" (forcing conflicts), the way Magnetite applies for real, and
+// with strict field validation, as kubectl apply --dry-run=server checks:
+// a field the served version's schema does not know fails rather than
+// being dropped silently.
 func DryRunApply(ctx context.Context, dc dynamic.Interface, mapper meta.RESTMapper, obj *unstructured.Unstructured) error {
-	_, err := ServerSideApply(ctx, dc, mapper, obj, true)
+	_, err := serverSideApply(ctx, dc, mapper, obj, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: "Strict"})
 	return err
 }
 
 // ServerSideApply applies obj as field manager "magnetite", forcing
 // conflicts, with dryRun=All when dryRun is set.
 func ServerSideApply(ctx context.Context, dc dynamic.Interface, mapper meta.RESTMapper, obj *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
+	var opts metav1.PatchOptions
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	return serverSideApply(ctx, dc, mapper, obj, opts)
+}
+
+func serverSideApply(ctx context.Context, dc dynamic.Interface, mapper meta.RESTMapper, obj *unstructured.Unstructured, opts metav1.PatchOptions) (*unstructured.Unstructured, error) {
 	gvk := obj.GroupVersionKind()
 	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
@@ -611,9 +673,11 @@ func ServerSideApply(ctx context.Context, dc dynamic.Interface, mapper meta.REST
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		ri = dc.Resource(m.Resource).Namespace(obj.GetNamespace())
 	}
-	opts := metav1.ApplyOptions{FieldManager: "magnetite", Force: true}
-	if dryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
+	body, err := obj.MarshalJSON()
+	if err != nil {
+		return nil, err
 	}
-	return ri.Apply(ctx, obj.GetName(), obj, opts)
+	force := true
+	opts.FieldManager, opts.Force = "magnetite", &force
+	return ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, body, opts)
 }

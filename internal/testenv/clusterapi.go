@@ -43,22 +43,18 @@ func (s *APIServer) InstallClusterAPI(t testing.TB) {
 	crds := ClusterAPICRDs(t)
 	s.InstallCRDs(t, filepath.Join(crds, "core"), nil)
 	for _, p := range []string{"kubeadm-bootstrap", "kubeadm-control-plane", "capd"} {
-		s.InstallCRDs(t, filepath.Join(crds, p), ProviderLabels)
+		s.InstallCRDs(t, filepath.Join(crds, p), clusterAPILabels)
 	}
 }
 
 // InstallProviders installs the CRDs of the named providers (ProviderCRDs:
-// capo, capm3, ipam-metal3, bmo), with the contract labels on the
-// infrastructure providers' (capo, capm3), whose templates Cluster API
-// reads.
+// a release such as CAPOv015, "capo" or "capm3" for their default release,
+// "bmo", "ipam-metal3"), each with the contract labels its release's own
+// kustomization sets (ProviderLabels).
 func (s *APIServer) InstallProviders(t testing.TB, names ...string) {
 	t.Helper()
 	for _, name := range names {
-		var labels map[string]string
-		if name == "capo" || name == "capm3" {
-			labels = ProviderLabels
-		}
-		s.InstallCRDs(t, ProviderCRDs(t, name), labels)
+		s.InstallCRDs(t, ProviderCRDs(t, name), ProviderLabels(name))
 	}
 }
 

@@ -300,7 +300,7 @@ func TestChartRBACCoversEveryRenderedKind(t *testing.T) {
 	granted := grants(t, objs["ClusterRole/magnetite"])
 	var golden []string
 	for _, dir := range []string{"internal/driver/capi/testdata/golden", "internal/driver/capi/metal3/testdata/golden"} {
-		files, err := filepath.Glob(filepath.Join(moduleRoot(t), dir, "*.yaml"))
+		files, err := filepath.Glob(filepath.Join(moduleRoot(t), dir, "*", "*.yaml"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no golden files in %s: %v", dir, err)
 		}

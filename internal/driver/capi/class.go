@@ -48,7 +48,10 @@ func (n classNames) workerBootstrap() string { return n.base + "-worker-bootstra
 // system. Its name ends with a hash of its content, so any change to it
 // yields a new class and live clusters keep theirs until moved.
 func (d *Driver) buildClass(os OSProfile, variant string, v APIVersions) (*class, error) {
-	tmpl := d.classTemplates(os, v, variant)
+	tmpl, err := d.convertTemplates(d.classTemplates(os, v, variant), v.Infrastructure)
+	if err != nil {
+		return nil, err
+	}
 	refs := ClassRefs{Versions: v, InfraClusterKind: tmpl.ClusterKind, InfraMachineKind: tmpl.MachineKind}
 	for _, st := range workerClasses {
 		refs.WorkerClasses = append(refs.WorkerClasses, string(st))

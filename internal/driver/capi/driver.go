@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
-	"github.com/magnetite-io/magnetite/internal/kinds"
 )
 
 // Driver is Magnetite's Cluster API driver for one infrastructure.
@@ -21,6 +20,11 @@ type Driver struct {
 	// (OpenStackClusterTemplate, ...): the kind whose served version the
 	// infrastructure's objects are rendered at.
 	infraKind string
+	// infraVersions are the versions the infrastructure's kinds are
+	// written at, preferred first, and releases the provider releases
+	// serving them (Versioned).
+	infraVersions []string
+	releases      string
 	// classes caches the ClusterClass per operating system, variant and
 	// API versions: it depends on nothing else.
 	classes sync.Map // classKey -> *class
@@ -35,16 +39,14 @@ type classKey struct {
 // New returns the driver rendering onto infra.
 func New(infra Infrastructure, opts Options) *Driver {
 	opts = opts.withDefaults()
+	versions, releases := infraVersions(infra)
 	return &Driver{infra: infra, opts: opts, planner: planner{opts: opts, infra: infra},
-		infraKind: infra.ClassTemplates(osProfiles[SupportedOS()[0]], DefaultAPIVersions).ClusterKind}
+		infraKind:     infra.ClassTemplates(osProfiles[SupportedOS()[0]], DefaultAPIVersions).ClusterKind,
+		infraVersions: versions, releases: releases}
 }
 
 // Name is "capi-" and the infrastructure's name.
 func (d *Driver) Name() string { return "capi-" + d.infra.Name() }
-
-// Kinds are the infrastructure's kinds; the Cluster API kinds the driver
-// renders besides are the management client's own (mgmt.BaseKinds).
-func (d *Driver) Kinds() []kinds.Kind { return d.infra.Kinds() }
 
 // Provides lists vm and bm for every supported operating system.
 func (d *Driver) Provides() []driver.Key {
@@ -61,10 +63,12 @@ func (d *Driver) Provides() []driver.Key {
 // order: the ClusterClass's templates and the ClusterClass, the addons,
 // the infrastructure's own objects (ClusterExtras), the Cluster, then the
 // cluster autoscaler when autoscaling is on. The objects are rendered at
-// the request's served API versions and carry its labels.
+// the request's served API versions and carry its labels: Cluster API's own
+// kinds at v1beta2, the infrastructure's at the version the management
+// cluster serves its cluster template kind at (Versioned).
 func (d *Driver) Render(req driver.Request) (*driver.Result, error) {
-	v := servedVersions(req.APIVersions, d.infraKind)
-	if err := v.check(); err != nil {
+	v := d.servedVersions(req)
+	if err := v.check(d.infraVersions, d.releases); err != nil {
 		return nil, err
 	}
 	p, err := d.planner.plan(req, v)
@@ -87,6 +91,9 @@ func (d *Driver) Render(req driver.Request) (*driver.Result, error) {
 	// The autoscaler mounts the kubeconfig Cluster API writes for the
 	// Cluster, so it comes after it.
 	raw = append(raw, d.autoscalerObjects(p)...)
+	if err := d.convertObjects(raw, v); err != nil {
+		return nil, err
+	}
 	res := &driver.Result{Warnings: append(p.Warnings, addonWarnings...), Secrets: d.secrets(p), Addons: rels}
 	for _, o := range cl.encoded {
 		o = o.DeepCopy()
@@ -172,7 +179,7 @@ func toUnstructured(m map[string]any, namespace string) (*unstructured.Unstructu
 // ServerTypes reports each node group's server type in a rendered request,
 // keyed by node group name; `magnetite render` prints it.
 func (d *Driver) ServerTypes(req driver.Request) (map[string]string, error) {
-	p, err := d.planner.plan(req, servedVersions(req.APIVersions, d.infraKind))
+	p, err := d.planner.plan(req, d.servedVersions(req))
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +188,11 @@ func (d *Driver) ServerTypes(req driver.Request) (map[string]string, error) {
 		out[g.NodeGroup.Name] = string(g.ServerType) + " (" + g.ServerTypeReason + ")"
 	}
 	return out, nil
+}
+
+// servedVersions are the versions the request's objects are rendered at.
+func (d *Driver) servedVersions(req driver.Request) APIVersions {
+	return servedVersions(req.APIVersions, d.infraKind, d.infraVersions[0])
 }
 
 var _ driver.Driver = (*Driver)(nil)

@@ -26,11 +26,14 @@ func driverFor(name string) *capi.Driver {
 	return openstack.New(capi.Options{DefaultBootVolumeSize: 20})
 }
 
-func render(t testing.TB, c testdriver.Case) *driver.Result {
+// render is a case's render with the management cluster serving the
+// infrastructure's kinds at version.
+func render(t testing.TB, c testdriver.Case, version string) *driver.Result {
 	t.Helper()
-	res, err := driverFor(c.Driver).Render(c.Request(t))
+	d := driverFor(c.Driver)
+	res, err := d.Render(testdriver.ServedAt(c.Request(t), d, version))
 	if err != nil {
-		t.Fatalf("%s: %v", c.Name, err)
+		t.Fatalf("%s at %s: %v", c.Name, version, err)
 	}
 	return res
 }
@@ -42,12 +45,16 @@ func document(t testing.TB, res *driver.Result) []byte {
 	return testgolden.Document(t, res.Summary(), res.Objects)
 }
 
+// TestGoldenRenders renders every case at each infrastructure version its
+// driver writes (CAPO's v1beta1 and v1beta2) into testdata/golden/<version>.
 func TestGoldenRenders(t *testing.T) {
 	for _, c := range loadCases(t) {
-		t.Run(c.Name, func(t *testing.T) {
-			testgolden.File(t, filepath.Join("testdata", "golden", c.Name+".yaml"), document(t, render(t, c)),
-				"go test ./internal/driver/capi/ -update")
-		})
+		for _, v := range driverFor(c.Driver).InfrastructureVersions() {
+			t.Run(v+"/"+c.Name, func(t *testing.T) {
+				testgolden.File(t, filepath.Join("testdata", "golden", v, c.Name+".yaml"), document(t, render(t, c, v)),
+					"go test ./internal/driver/capi/ -update")
+			})
+		}
 	}
 }
 

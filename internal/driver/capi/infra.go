@@ -137,6 +137,12 @@ func (s Specs) Variables() []Variable {
 	}
 }
 
+// SpecVariables map the two variables to the templates they are patched
+// into (Versioned.SpecVariables).
+func (s Specs) SpecVariables() map[string]string {
+	return map[string]string{s.ClusterVariable: s.KindPrefix + "ClusterTemplate", s.MachineVariable: s.KindPrefix + "MachineTemplate"}
+}
+
 // Patches write the variables as the spec of the infrastructure cluster
 // template and of the control plane's and workers' machine templates.
 func (s Specs) Patches(refs ClassRefs) []Patch {

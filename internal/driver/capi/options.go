@@ -1,7 +1,9 @@
 package capi
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,32 +18,36 @@ type APIVersions struct {
 	Bootstrap      string // bootstrap.cluster.x-k8s.io
 	ControlPlane   string // controlplane.cluster.x-k8s.io
 	Addons         string // addons.cluster.x-k8s.io
-	Infrastructure string // infrastructure.cluster.x-k8s.io
+	Infrastructure string // infrastructure.cluster.x-k8s.io, the infrastructure's own kinds
 }
 
-// DefaultAPIVersions are Cluster API v1.14's (contract v1beta2) and the
-// providers' v1beta2 kinds: what a request that names no served version
-// renders.
+// CoreAPIVersion is the one version of Cluster API's own groups (core,
+// bootstrap, control plane, addons) the renderer writes: the v1beta2
+// contract of Cluster API v1.11 and newer.
+const CoreAPIVersion = "v1beta2"
+
+// DefaultAPIVersions are Cluster API v1.14's (contract v1beta2) and an
+// infrastructure's preferred version: what a request that names no served
+// version renders.
 var DefaultAPIVersions = APIVersions{
-	Cluster: "v1beta2", Bootstrap: "v1beta2", ControlPlane: "v1beta2", Addons: "v1beta2", Infrastructure: "v1beta2",
+	Cluster: CoreAPIVersion, Bootstrap: CoreAPIVersion, ControlPlane: CoreAPIVersion, Addons: CoreAPIVersion, Infrastructure: CoreAPIVersion,
 }
 
-// supported lists the versions whose shape this renderer writes.
-var supported = map[string]bool{"v1beta2": true}
-
-// RendersAPIVersion reports whether the renderer writes objects of the
-// Cluster API groups (core, bootstrap, control plane, addons and
-// infrastructure) at version, so that doctor refuses the management
-// clusters every create would fail on.
-func RendersAPIVersion(version string) bool { return supported[version] }
+// RendersCoreAPIVersion reports whether the renderer writes objects of
+// Cluster API's own groups (core, bootstrap, control plane, addons) at
+// version, so that doctor refuses the management clusters every create
+// would fail on. Infrastructure kinds declare their versions themselves
+// (kinds.Kind.Versions).
+func RendersCoreAPIVersion(version string) bool { return version == CoreAPIVersion }
 
 // servedVersions picks the version of each group from the apiVersion the
 // management cluster serves a kind of it at: the infrastructure group's is
 // the one of the infrastructure's own cluster template kind (infraKind),
 // since several providers of that group may be installed at different
 // versions.
-func servedVersions(served map[string]string, infraKind string) APIVersions {
+func servedVersions(served map[string]string, infraKind, infraDefault string) APIVersions {
 	v := DefaultAPIVersions
+	v.Infrastructure = infraDefault
 	pick := func(kind string, dst *string) {
 		if av, ok := served[kind]; ok {
 			if i := strings.LastIndex(av, "/"); i >= 0 {
@@ -57,15 +63,25 @@ func servedVersions(served map[string]string, infraKind string) APIVersions {
 	return v
 }
 
-func (v APIVersions) check() error {
+// check refuses versions the renderer does not write: Cluster API's own
+// groups at anything but v1beta2, the infrastructure's kinds at a version
+// it does not convert to (infra lists those, preferred first).
+func (v APIVersions) check(infra []string, releases string) error {
 	for _, g := range []struct{ group, version string }{
 		{"cluster.x-k8s.io", v.Cluster}, {"bootstrap.cluster.x-k8s.io", v.Bootstrap},
 		{"controlplane.cluster.x-k8s.io", v.ControlPlane}, {"addons.cluster.x-k8s.io", v.Addons},
-		{"infrastructure.cluster.x-k8s.io", v.Infrastructure},
 	} {
-		if !supported[g.version] {
-			return fmt.Errorf("capi: %s/%s is not supported: Magnetite renders v1beta2 objects (Cluster API v1.11 or newer)", g.group, g.version)
+		if !RendersCoreAPIVersion(g.version) {
+			return fmt.Errorf("capi: %s/%s is not supported: Magnetite writes Cluster API's own kinds at %s (Cluster API v1.11 or newer)", g.group, g.version, CoreAPIVersion)
 		}
+	}
+	if !slices.Contains(infra, v.Infrastructure) {
+		msg := fmt.Sprintf("capi: infrastructure.cluster.x-k8s.io/%s is not supported: Magnetite writes this infrastructure's kinds at %s",
+			v.Infrastructure, strings.Join(infra, " or "))
+		if releases != "" {
+			msg += " (" + releases + ")"
+		}
+		return errors.New(msg)
 	}
 	return nil
 }

@@ -453,9 +453,11 @@ func TestClusterClassIsNamedByItsContent(t *testing.T) {
 
 func TestRenderIsDeterministic(t *testing.T) {
 	for _, c := range loadCases(t) {
-		a, b := document(t, render(t, c)), document(t, render(t, c))
-		if string(a) != string(b) {
-			t.Errorf("%s renders differently twice", c.Name)
+		for _, v := range driverFor(c.Driver).InfrastructureVersions() {
+			a, b := document(t, render(t, c, v)), document(t, render(t, c, v))
+			if string(a) != string(b) {
+				t.Errorf("%s renders differently twice at %s", c.Name, v)
+			}
 		}
 	}
 }

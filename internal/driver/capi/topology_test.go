@@ -23,11 +23,19 @@ import (
 // their webhooks) and checks that Cluster API accepts the ClusterClasses
 // and Clusters, runs the ClusterClass patches with the clusters'
 // variables, and creates the control plane and infrastructure objects that
-// capi.Preview predicts.
+// capi.Preview predicts: the v1beta1 renders with CAPO v0.14.7's CRDs
+// (a provider of Cluster API's v1beta1 contract, by its CRDs' labels), the
+// v1beta2 renders with CAPO v0.15.0-beta.0's.
 func TestClusterAPIBuildsTheRenderedTopology(t *testing.T) {
-	_, dc, mapper := testenv.StartGolden(t, []string{"capo"}, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
+	for _, at := range []struct{ release, version string }{{testenv.CAPOv014, "v1beta1"}, {testenv.CAPOv015, "v1beta2"}} {
+		t.Run(at.release, func(t *testing.T) { buildsTopology(t, at.release, at.version) })
+	}
+}
+
+func buildsTopology(t *testing.T, release, version string) {
+	_, dc, mapper := testenv.StartGolden(t, []string{release}, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
 	ctx := context.Background()
-	files, err := filepath.Glob("testdata/golden/*.yaml")
+	files, err := filepath.Glob(filepath.Join("testdata", "golden", version, "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatal(files, err)
 	}

@@ -24,17 +24,21 @@ func goldenCases(t testing.TB) map[string]driver.Request {
 
 func newDriver() *capi.Driver { return metal3.New(capi.Options{}, metal3.Options{}) }
 
-// render is a case's render.
-func render(t testing.TB, req driver.Request) *driver.Result {
+// render is a case's render with the management cluster serving CAPM3's
+// kinds at version.
+func render(t testing.TB, req driver.Request, version string) *driver.Result {
 	t.Helper()
-	res, err := newDriver().Render(req)
+	d := newDriver()
+	res, err := d.Render(testdriver.ServedAt(req, d, version))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res
 }
 
-// TestGoldenRenders compares every case's render with its golden file;
+// TestGoldenRenders compares every case's render, at each version CAPM3's
+// kinds are written at (v1beta1 up to CAPM3 v1.12, v1beta2 from v1.13),
+// with its golden file in testdata/golden/<version>;
 // go test ./internal/driver/capi/metal3 -update rewrites them after review.
 func TestGoldenRenders(t *testing.T) {
 	cases := goldenCases(t)
@@ -44,10 +48,12 @@ func TestGoldenRenders(t *testing.T) {
 		}
 	}
 	for name, req := range cases {
-		t.Run(name, func(t *testing.T) {
-			res := render(t, req)
-			testgolden.File(t, filepath.Join("testdata", "golden", name+".yaml"), testgolden.Document(t, res.Summary(), res.Objects),
-				"go test ./internal/driver/capi/metal3 -update")
-		})
+		for _, v := range newDriver().InfrastructureVersions() {
+			t.Run(v+"/"+name, func(t *testing.T) {
+				res := render(t, req, v)
+				testgolden.File(t, filepath.Join("testdata", "golden", v, name+".yaml"), testgolden.Document(t, res.Summary(), res.Objects),
+					"go test ./internal/driver/capi/metal3 -update")
+			})
+		}
 	}
 }

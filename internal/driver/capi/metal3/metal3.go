@@ -46,6 +46,10 @@ const ipamAPIVersion = "ipam.metal3.io/v1alpha1"
 // every cluster's variables set; the CRD requires a URL there.
 const placeholderImage = "https://image.set-by-magnetite.invalid/"
 
+// placeholder stands for the other values every cluster's variables set
+// where the CRDs require one.
+const placeholder = "set-by-magnetite"
+
 // Remediation: reboot through the BMC, and wait this long for the node to
 // come back (a server's firmware alone can take minutes) before retrying.
 const (
@@ -140,7 +144,7 @@ func (in Infrastructure) Validate(p *capi.Plan) []string {
 	img, err := image(p)
 	if err != nil {
 		problems = append(problems, err.Error())
-	} else if img["checksum"] == nil && img["diskFormat"] != "live-iso" {
+	} else if img["checksum"] == "" && img["diskFormat"] != "live-iso" {
 		problems = append(problems, "image_checksum is required: baremetal-operator verifies every image but a live ISO")
 	}
 	n, netProblems := in.network(p)
@@ -178,7 +182,10 @@ func image(p *capi.Plan) (map[string]any, error) {
 	if url == "" {
 		return nil, fmt.Errorf("Metal3 writes an image from a URL: set the image_url label (and image_checksum), or the template's image_id to an http(s) URL")
 	}
-	img := map[string]any{"url": url}
+	// Every CAPM3 release requires the checksum field (v1.12.7's v1beta1
+	// and v1.13.2's v1beta2 CRDs), empty for a live ISO, as CAPM3's own
+	// v1beta1 Go type always writes it.
+	img := map[string]any{"url": url, "checksum": ""}
 	if c := p.Labels.String(labels.ImageChecksum); c != "" {
 		img["checksum"] = c
 		img["checksumType"] = p.Labels.String(labels.ImageChecksumType)
@@ -204,7 +211,9 @@ func (Infrastructure) ClassVariant(p *capi.Plan) string {
 
 // VariantTemplates implements capi.ClassVariants.
 func (Infrastructure) VariantTemplates(_ capi.OSProfile, _ capi.APIVersions, variant string) capi.ClassTemplates {
-	machine := func() map[string]any { return map[string]any{"image": map[string]any{"url": placeholderImage}} }
+	machine := func() map[string]any {
+		return map[string]any{"image": map[string]any{"url": placeholderImage, "checksum": placeholder}}
+	}
 	return capi.ClassTemplates{
 		ClusterKind: "Metal3ClusterTemplate",
 		// kubelet sets each node's provider ID from Metal3's metadata, so

@@ -2,6 +2,7 @@ package metal3_test
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,9 +23,16 @@ import (
 // the KubeadmControlPlane writes the kube-vip static pod, and the control
 // plane's MachineHealthCheck remediates with the Metal3 reboot template
 // when auto-healing is on. (Machine deployments follow once a control
-// plane machine runs, which needs CAPM3 and hosts.)
+// plane machine runs, which needs CAPM3 and hosts.) The v1beta1 renders
+// run with CAPM3 v1.12.7's CRDs, the v1beta2 renders with v1.13.2's.
 func TestClusterAPIBuildsTheMetal3Topology(t *testing.T) {
-	ctx, dc, mapper := managementCluster(t)
+	for _, at := range capm3Releases {
+		t.Run(at.release, func(t *testing.T) { buildsMetal3Topology(t, at.release, at.version) })
+	}
+}
+
+func buildsMetal3Topology(t *testing.T, release, version string) {
+	ctx, dc, mapper := managementCluster(t, release)
 	list := func(group, kind, cluster string) []unstructured.Unstructured {
 		m, err := mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind})
 		if err != nil {
@@ -63,7 +71,7 @@ func TestClusterAPIBuildsTheMetal3Topology(t *testing.T) {
 		{"control-plane-and-workers", "edge-6a1e28ba", "192.168.111.5", false, false},
 	}
 	for _, c := range cases {
-		objs, err := testenv.ReadObjects("testdata/golden/" + c.golden + ".yaml")
+		objs, err := testenv.ReadObjects(filepath.Join("testdata", "golden", version, c.golden+".yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
