@@ -87,9 +87,9 @@ type Conductor struct {
 	faults       sync.Map
 	failureNoted sync.Map
 	cpReplaced   sync.Map
-	// autoHealed is when auto-healing last allowed a cluster's failed
-	// machines to be replaced.
-	autoHealed sync.Map
+	// autoHealNext is when auto-healing may next look at a cluster's
+	// failed machines.
+	autoHealNext sync.Map
 }
 
 // New builds a conductor.

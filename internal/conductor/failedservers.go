@@ -52,8 +52,10 @@ const (
 	controlPlaneReplaceGrace = 2 * time.Minute
 
 	// autoHealEvery bounds how often auto-healing replaces a cluster's
-	// failed machines by itself.
-	autoHealEvery = 3 * time.Minute
+	// failed machines by itself, and autoHealRecheck how often it asks the
+	// cloud whether their cause is gone.
+	autoHealEvery   = 3 * time.Minute
+	autoHealRecheck = 30 * time.Second
 )
 
 // machineServer is one machine of a cluster on OpenStack, read from its
@@ -370,7 +372,9 @@ func (c *Conductor) allowReplacement(ctx context.Context, owner mgmt.Owner, name
 // server asks for (flavor, image, server group, keypair, root volume type
 // and zone) exists again. A failure no missing resource explains (no
 // valid host, a quota) is tried again too, at most once per autoHealEvery
-// per cluster, as a user's retry would.
+// per cluster, as a user's retry would. The cloud is asked at most every
+// autoHealRecheck per cluster, and again after that even when nothing in the
+// management cluster changes.
 func (c *Conductor) autoHeal(ctx context.Context, clusterUUID string, obs Observed, ms []machineServer) {
 	var waiting []machineServer
 	for _, m := range ms {
@@ -382,15 +386,25 @@ func (c *Conductor) autoHeal(ctx context.Context, clusterUUID string, obs Observ
 	if len(waiting) == 0 || !ok {
 		return
 	}
-	if last, ok := c.autoHealed.Load(clusterUUID); ok && c.now().Sub(last.(time.Time)) < autoHealEvery {
+	if next, ok := c.autoHealNext.Load(clusterUUID); ok && c.now().Before(next.(time.Time)) {
 		return
 	}
+	// Nothing in the management cluster changes when the cloud does: look
+	// again later whatever this look finds.
+	wait, again := autoHealRecheck, true
+	defer func() {
+		c.autoHealNext.Store(clusterUUID, c.now().Add(wait))
+		if again {
+			c.queue.AddAfter(clusterUUID, wait)
+		}
+	}()
 	cl, err := c.st.GetClusterByUUID(ctx, clusterUUID)
 	if err != nil || cl.Status == model.DeleteInProgress {
 		return
 	}
 	ct, err := c.st.GetClusterTemplateByUUID(ctx, cl.ClusterTemplateID)
 	if err != nil || !driver.ClusterLabels(ct, cl).Bool(labels.AutoHealingEnabled) {
+		again = false // its users retry; their operation looks again
 		return
 	}
 	owner := mgmt.Owner{ClusterUUID: cl.UUID, ProjectID: cl.ProjectID}
@@ -415,7 +429,7 @@ func (c *Conductor) autoHeal(ctx context.Context, clusterUUID string, obs Observ
 		}
 	}
 	if len(allowed) > 0 {
-		c.autoHealed.Store(clusterUUID, c.now())
+		wait = autoHealEvery
 		c.event(ctx, clusterUUID, model.EventCondition, "", "auto-healing",
 			"what the failed servers asked of the cloud exists now: replacing their machines "+strings.Join(allowed, ", "))
 	}
