@@ -495,7 +495,7 @@ func replacementsDue(ms []machineServer, approved map[string]bool, last controlP
 // otherwise the next status pass, which every change of the cluster's
 // objects brings, looks again.
 func (c *Conductor) replaceFailedMachines(ctx context.Context, clusterUUID string, obs Observed, s Snapshot, ms []machineServer, appliedGeneration int64, pending bool) {
-	if len(ms) == 0 || pending || !s.Exists || s.Deleting || !s.TopologyCurrent || s.ObservedGeneration < appliedGeneration {
+	if len(ms) == 0 || pending || !s.Exists || s.Deleting || !s.TopologyApplied || s.ObservedGeneration < appliedGeneration {
 		return
 	}
 	approved := map[string]bool{}

@@ -123,7 +123,7 @@ func TestFailedMachinesAreReplacedOnlyOnceAllowedAndOneControlPlaneMachineAtATim
 		}
 		return obs
 	}
-	current := Snapshot{Exists: true, TopologyCurrent: true, ObservedGeneration: 2}
+	current := Snapshot{Exists: true, TopologyCurrent: true, TopologyApplied: true, ObservedGeneration: 2}
 	remaining := func() []string {
 		var out []string
 		for _, m := range observed().Machines {

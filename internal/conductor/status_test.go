@@ -260,3 +260,34 @@ func TestSummarizeUpgradeNotConvergedUntilControlPlaneRunsTheNewVersion(t *testi
 		t.Errorf("converged=%v version=%s; the control plane still runs v1.31.2", s.Converged(), s.Version)
 	}
 }
+
+// TestSummarizeTellsTheTemplatesInPlaceFromTheRolloutDone: a
+// TopologyReconciled condition computed for the newest generation but
+// False while machine deployments wait for the control plane means the
+// templates are in place; one computed for an older generation does not.
+func TestSummarizeTellsTheTemplatesInPlaceFromTheRolloutDone(t *testing.T) {
+	topo := func(status, reason string, observed int64) map[string]any {
+		c := cond("TopologyReconciled", status, reason, "")
+		c["observedGeneration"] = observed
+		return c
+	}
+	cases := []struct {
+		name             string
+		topo             map[string]any
+		current, applied bool
+	}{
+		{"reconciled", topo("True", "ReconcileSucceeded", 3), true, true},
+		{"deployments pending", topo("False", "MachineDeploymentsCreatePending", 3), false, true},
+		{"computed for the generation before", topo("True", "ReconcileSucceeded", 2), false, false},
+		{"reconcile failed", topo("False", "ReconcileFailed", 3), false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := Observed{Cluster: clusterObj("cluster.x-k8s.io/v1beta2", 3, 3, tc.topo)}
+			s := Summarize(obs, identityGroup)
+			if s.TopologyCurrent != tc.current || s.TopologyApplied != tc.applied {
+				t.Errorf("current %v applied %v, want %v %v", s.TopologyCurrent, s.TopologyApplied, tc.current, tc.applied)
+			}
+		})
+	}
+}
