@@ -51,6 +51,10 @@ const (
 	// machine of it has no node).
 	controlPlaneReplaceGrace = 2 * time.Minute
 
+	// serverCheckEvery is how often the servers of machines on their way
+	// are looked at again.
+	serverCheckEvery = 10 * time.Second
+
 	// autoHealEvery bounds how often auto-healing replaces a cluster's
 	// failed machines by itself, and autoHealRecheck how often it asks the
 	// cloud whether their cause is gone.
@@ -290,6 +294,16 @@ func (c *Conductor) lookAtServers(ctx context.Context, clusterUUID string, obs *
 		return nil
 	}
 	obs.ServerFailures = c.serverFailures(ctx, clusterUUID, ms)
+	// Nothing Magnetite watches changes when CAPO gives a server up: at
+	// v0.14.7 only the OpenStackServer says so, and it carries none of
+	// Magnetite's labels. While a machine's server may still fail, look
+	// again after a while.
+	for _, m := range ms {
+		if !m.Failed && !m.Provisioned && !m.Deleting {
+			c.queue.AddAfter(clusterUUID, serverCheckEvery)
+			break
+		}
+	}
 	for _, m := range ms {
 		text, failed := obs.ServerFailures[m.Machine]
 		if !failed || m.UID == "" {
