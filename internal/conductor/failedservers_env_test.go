@@ -21,16 +21,69 @@ import (
 )
 
 var (
-	machinesGVR          = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machines"}
-	openStackMachinesGVR = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Resource: "openstackmachines"}
-	openStackServersGVR  = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1alpha1", Resource: "openstackservers"}
+	machinesGVR         = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machines"}
+	openStackServersGVR = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1alpha1", Resource: "openstackservers"}
 )
+
+// capoRelease is how one CAPO release writes an OpenStackMachine
+// (controllers/openstackmachine_controller.go at its tag) and its
+// conditions (OpenStackServer at v1alpha1 in both).
+type capoRelease struct {
+	crds, machineVersion string
+	spec                 map[string]any
+	// waiting is the machine's status while its server is not ACTIVE
+	// (v0.14.7 leaves what it said before; v0.15 copies the server's
+	// refusal), provisioned once it is.
+	waiting     func(refusal string) map[string]any
+	provisioned func(id string) map[string]any
+	cond        func(typ, status, reason, msg string) map[string]any
+}
+
+var capoReleases = []capoRelease{
+	{crds: testenv.CAPOv014, machineVersion: "v1beta1",
+		spec: map[string]any{"flavor": "m1.medium", "image": map[string]any{"filter": map[string]any{"name": "ubuntu"}}},
+		waiting: func(string) map[string]any {
+			return map[string]any{"ready": false, "conditions": []any{v1beta1Cond("InstanceReady", "False", "Info", "WaitingForBootstrapData", ""),
+				v1beta1Cond("Ready", "False", "Info", "WaitingForBootstrapData", "")}}
+		},
+		provisioned: func(id string) map[string]any {
+			return map[string]any{"ready": true, "instanceID": id, "initialization": map[string]any{"provisioned": true}}
+		},
+		cond: func(typ, status, reason, msg string) map[string]any {
+			return v1beta1Cond(typ, status, "Error", reason, msg)
+		},
+	},
+	{crds: testenv.CAPOv015, machineVersion: "v1beta2",
+		spec: map[string]any{"flavor": map[string]any{"filter": map[string]any{"name": "m1.medium"}}, "image": map[string]any{"filter": map[string]any{"name": "ubuntu"}}},
+		waiting: func(refusal string) map[string]any {
+			if refusal == "" {
+				return map[string]any{"conditions": []any{withTime(cond("Ready", "False", "InstanceNotReady", "Waiting for instance to be created"))}}
+			}
+			return map[string]any{"conditions": []any{withTime(cond("InstanceReady", "False", "InstanceStateError", refusal)),
+				withTime(cond("Ready", "False", "InstanceStateError", refusal))}}
+		},
+		provisioned: func(id string) map[string]any {
+			return map[string]any{"instanceID": id, "initialization": map[string]any{"provisioned": true},
+				"conditions": []any{withTime(cond("Ready", "True", "Ready", ""))}}
+		},
+		cond: func(typ, status, reason, msg string) map[string]any { return withTime(cond(typ, status, reason, msg)) },
+	},
+}
+
+func withTime(c map[string]any) map[string]any {
+	c["lastTransitionTime"] = "2026-11-27T09:00:00Z"
+	return c
+}
+
+func (r capoRelease) machines() schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: r.machineVersion, Resource: "openstackmachines"}
+}
 
 // capoMachine makes, on the API server, a Machine of cluster with its
 // OpenStackMachine and OpenStackServer in the state CAPO v0.14.7 leaves
 // them: serverStatus is the OpenStackServer's status (nil for none yet),
 // provisioned says whether the OpenStackMachine's server is ACTIVE.
-func capoMachine(ctx context.Context, t *testing.T, dc dynamic.Interface, ns, cluster, name string, cp bool, serverStatus map[string]any, provisioned bool) {
+func capoMachine(ctx context.Context, t *testing.T, dc dynamic.Interface, rel capoRelease, ns, cluster, name string, cp bool, serverStatus map[string]any, provisioned bool) {
 	t.Helper()
 	labels := map[string]any{labelClusterName: cluster, mgmt.LabelManagedBy: mgmt.ManagedByValue}
 	if cp {
@@ -53,22 +106,25 @@ func capoMachine(ctx context.Context, t *testing.T, dc dynamic.Interface, ns, cl
 		"metadata": map[string]any{"name": name, "labels": labels},
 		"spec": map[string]any{"clusterName": cluster, "bootstrap": map[string]any{"dataSecretName": name},
 			"infrastructureRef": map[string]any{"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "OpenStackMachine", "name": name}}})
-	osm := create(openStackMachinesGVR, map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "OpenStackMachine",
+	osm := create(rel.machines(), map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/" + rel.machineVersion, "kind": "OpenStackMachine",
 		"metadata": map[string]any{"name": name, "labels": labels, "ownerReferences": []any{map[string]any{
 			"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "name": name, "uid": string(m.GetUID())}}},
-		"spec": map[string]any{"flavor": "m1.medium", "image": map[string]any{"filter": map[string]any{"name": "ubuntu"}}}})
-	osmStatus := map[string]any{"ready": false, "conditions": []any{v1beta1Cond("InstanceReady", "False", "Info", "WaitingForBootstrapData", ""),
-		v1beta1Cond("Ready", "False", "Info", "WaitingForBootstrapData", "")}}
-	if provisioned {
-		osmStatus = map[string]any{"ready": true, "instanceID": "srv-" + name, "initialization": map[string]any{"provisioned": true}}
+		"spec": rel.spec})
+	refusal := ""
+	if serverStatus != nil && serverStatus["instanceState"] == "ERROR" {
+		refusal = novaRefusal
 	}
-	setStatus(openStackMachinesGVR, osm, osmStatus)
+	osmStatus := rel.waiting(refusal)
+	if provisioned {
+		osmStatus = rel.provisioned("srv-" + name)
+	}
+	setStatus(rel.machines(), osm, osmStatus)
 	if serverStatus == nil {
 		return
 	}
 	oss := create(openStackServersGVR, map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1", "kind": "OpenStackServer",
 		"metadata": map[string]any{"name": name, "labels": map[string]any{labelClusterName: cluster}, "ownerReferences": []any{map[string]any{
-			"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "OpenStackMachine", "name": name, "uid": string(osm.GetUID())}}},
+			"apiVersion": "infrastructure.cluster.x-k8s.io/" + rel.machineVersion, "kind": "OpenStackMachine", "name": name, "uid": string(osm.GetUID())}}},
 		"spec": map[string]any{"identityRef": map[string]any{"cloudName": "openstack", "name": "demo-cloud-config"},
 			"image": map[string]any{"filter": map[string]any{"name": "ubuntu"}}, "flavor": "m1.medium", "ports": []any{map[string]any{}}, "sshKeyName": ""}})
 	setStatus(openStackServersGVR, oss, serverStatus)
@@ -76,12 +132,21 @@ func capoMachine(ctx context.Context, t *testing.T, dc dynamic.Interface, ns, cl
 
 // TestFailedMachinesAreReplacedOnlyOnceAllowedAndOneControlPlaneMachineAtATime
 // runs the conductor's reading, the retry's marks and the replacements
-// against CAPO v0.14.7-shaped objects on a real API server: two
+// against objects shaped as CAPO v0.14.7 and v0.15.0-beta.0 write them,
+// on a real API server with each release's CRDs: two
 // control-plane machines and a worker whose servers Nova refused, a
 // control-plane machine whose server is building and a healthy worker.
 func TestFailedMachinesAreReplacedOnlyOnceAllowedAndOneControlPlaneMachineAtATime(t *testing.T) {
+	for _, rel := range capoReleases {
+		t.Run(rel.crds, func(t *testing.T) { failedMachinesAreReplaced(t, rel) })
+	}
+}
+
+func failedMachinesAreReplaced(t *testing.T, rel capoRelease) {
 	ctx := context.Background()
-	env := startPlaneWithCAPO(t)
+	env := testenv.Start(t)
+	env.InstallClusterAPI(t)
+	env.InstallProviders(t, rel.crds)
 	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds()})
 	if err != nil {
 		t.Fatal(err)
@@ -96,12 +161,12 @@ func TestFailedMachinesAreReplacedOnlyOnceAllowedAndOneControlPlaneMachineAtATim
 
 	demo := clusterObjectName(cluster)
 	refused := map[string]any{"ready": false, "instanceState": "ERROR", "conditions": []any{
-		v1beta1Cond("InstanceReady", "False", "Error", "InstanceCreateFailed", novaRefusal),
-		v1beta1Cond("Ready", "False", "Error", "InstanceCreateFailed", novaRefusal)}}
-	capoMachine(ctx, t, dc, ns, demo, "demo-cp-a", true, refused, false)
-	capoMachine(ctx, t, dc, ns, demo, "demo-cp-b", true, refused, false)
-	capoMachine(ctx, t, dc, ns, demo, "demo-md-a", false, refused, false)
-	capoMachine(ctx, t, dc, ns, demo, "demo-md-ok", false, map[string]any{"ready": true, "instanceID": "srv-demo-md-ok", "instanceState": "ACTIVE"}, true)
+		rel.cond("InstanceReady", "False", "InstanceCreateFailed", novaRefusal),
+		rel.cond("Ready", "False", "InstanceCreateFailed", novaRefusal)}}
+	capoMachine(ctx, t, dc, rel, ns, demo, "demo-cp-a", true, refused, false)
+	capoMachine(ctx, t, dc, rel, ns, demo, "demo-cp-b", true, refused, false)
+	capoMachine(ctx, t, dc, rel, ns, demo, "demo-md-a", false, refused, false)
+	capoMachine(ctx, t, dc, rel, ns, demo, "demo-md-ok", false, map[string]any{"ready": true, "instanceID": "srv-demo-md-ok", "instanceState": "ACTIVE"}, true)
 
 	ms, err := c.machineServers(ctx, ns, demo)
 	if err != nil {
@@ -170,18 +235,18 @@ func TestFailedMachinesAreReplacedOnlyOnceAllowedAndOneControlPlaneMachineAtATim
 	}
 	// The control plane makes the first again; its server builds: still
 	// one at a time.
-	capoMachine(ctx, t, dc, ns, demo, "demo-cp-c", true, map[string]any{"ready": false, "instanceID": "srv-c", "instanceState": "BUILD"}, false)
+	capoMachine(ctx, t, dc, rel, ns, demo, "demo-cp-c", true, map[string]any{"ready": false, "instanceID": "srv-c", "instanceState": "BUILD"}, false)
 	replace()
 	if got := strings.Join(remaining(), ","); got != "demo-cp-b,demo-cp-c,demo-md-ok" {
 		t.Fatalf("a control-plane machine went while another was being built: %s left", got)
 	}
 	// Once it is up, the next goes.
-	osm, err := dc.Resource(openStackMachinesGVR).Namespace(ns).Get(ctx, "demo-cp-c", metav1.GetOptions{})
+	osm, err := dc.Resource(rel.machines()).Namespace(ns).Get(ctx, "demo-cp-c", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	osm.Object["status"] = map[string]any{"ready": true, "instanceID": "srv-c", "initialization": map[string]any{"provisioned": true}}
-	if _, err := dc.Resource(openStackMachinesGVR).Namespace(ns).UpdateStatus(ctx, osm, metav1.UpdateOptions{}); err != nil {
+	osm.Object["status"] = rel.provisioned("srv-c")
+	if _, err := dc.Resource(rel.machines()).Namespace(ns).UpdateStatus(ctx, osm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	replace()
@@ -201,13 +266,4 @@ func TestFailedMachinesAreReplacedOnlyOnceAllowedAndOneControlPlaneMachineAtATim
 	if len(replaced) != 3 || !strings.Contains(strings.Join(replaced, "\n"), "Flavor 3 could not be found.") {
 		t.Errorf("replacement events %q, want one per machine with OpenStack's message", replaced)
 	}
-}
-
-// startPlaneWithCAPO is an API server with Cluster API's and CAPO's CRDs.
-func startPlaneWithCAPO(t *testing.T) *testenv.APIServer {
-	t.Helper()
-	env := testenv.Start(t)
-	env.InstallClusterAPI(t)
-	env.InstallProviders(t, "capo")
-	return env
 }
