@@ -65,9 +65,10 @@ const (
 // machineServer is one machine of a cluster on OpenStack, read from its
 // OpenStackMachine and (CAPO v0.11+) OpenStackServer.
 type machineServer struct {
-	// Machine is the Cluster API Machine that owns the OpenStackMachine.
-	Machine      string
-	ControlPlane bool
+	// Machine is the Cluster API Machine that owns the OpenStackMachine;
+	// Name is the OpenStackMachine's (and its OpenStackServer's).
+	Machine, Name string
+	ControlPlane  bool
 	// ServerGroup is the server group ID the machine asks for.
 	ServerGroup string
 	// ServerID is Nova's ID of the machine's server; "" when it has none
@@ -89,6 +90,7 @@ type machineServer struct {
 // OpenStackServer (nil when there is none).
 func readMachineServer(osm, oss map[string]any) machineServer {
 	ms := machineServer{
+		Name:        name(osm),
 		ServerGroup: nestedString(osm, "spec", "serverGroup", "id"),
 		Deleting:    nestedString(osm, "metadata", "deletionTimestamp") != "",
 		UID:         nestedString(osm, "metadata", "uid"),
@@ -262,6 +264,40 @@ func (c *Conductor) serverFailures(ctx context.Context, clusterUUID string, ms [
 	return out
 }
 
+// serverRetries says, by Machine name, why CAPO is still trying to make
+// the server of a machine that has none yet, from the Warning events it
+// records on the OpenStackServer: v0.14.7 says a refused port nowhere
+// else (pkg/cloud/services/networking/port.go, FailedCreatePort), and
+// retries it.
+func (c *Conductor) serverRetries(ctx context.Context, namespace string, ms []machineServer) map[string]string {
+	waiting := map[string]string{} // OpenStackServer name -> Machine
+	for _, m := range ms {
+		if !m.Failed && !m.Provisioned && !m.Deleting && m.ServerID == "" {
+			waiting[m.Name] = m.Machine
+		}
+	}
+	if _, ok := c.mc.Kinds()["Event"]; !ok || len(waiting) == 0 {
+		return nil
+	}
+	events, err := c.mc.ListFields(ctx, "Event", namespace, "involvedObject.kind=OpenStackServer,type=Warning")
+	if err != nil {
+		c.log.Warn("read CAPO's events of the cluster's servers", "namespace", namespace, "error", err)
+		return nil
+	}
+	out := map[string]string{}
+	newest := map[string]string{}
+	for _, e := range events {
+		machine, ok := waiting[nestedString(e.Object, "involvedObject", "name")]
+		at := nestedString(e.Object, "lastTimestamp")
+		if !ok || at < newest[machine] {
+			continue
+		}
+		newest[machine] = at
+		out[machine] = "CAPO keeps trying to make its server: " + oneLine(cloud.RefusalMessage(nestedString(e.Object, "message")))
+	}
+	return out
+}
+
 // needsServerCheck reports whether some machine of the cluster waits for
 // its infrastructure: only then can a server have failed on the way.
 func needsServerCheck(obs Observed) bool {
@@ -294,6 +330,7 @@ func (c *Conductor) lookAtServers(ctx context.Context, clusterUUID string, obs *
 		return nil
 	}
 	obs.ServerFailures = c.serverFailures(ctx, clusterUUID, ms)
+	obs.ServerRetries = c.serverRetries(ctx, nestedString(obs.Cluster, "metadata", "namespace"), ms)
 	// Nothing Magnetite watches changes when CAPO gives a server up: at
 	// v0.14.7 only the OpenStackServer says so, and it carries none of
 	// Magnetite's labels. While a machine's server may still fail, look

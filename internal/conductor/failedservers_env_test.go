@@ -2,6 +2,7 @@ package conductor
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -253,6 +254,30 @@ func failedMachinesAreReplaced(t *testing.T, rel capoRelease) {
 	if got := strings.Join(remaining(), ","); got != "demo-cp-c,demo-md-ok" {
 		t.Fatalf("after the new control-plane machine came up: %s left", got)
 	}
+	// A port Neutron refuses is retried: CAPO v0.14.7 says why only in a
+	// Warning event on the OpenStackServer.
+	capoMachine(ctx, t, dc, rel, ns, demo, "demo-md-port", false, map[string]any{"ready": false}, false)
+	portRefusal := `Failed to create port demo-md-port-0: Expected HTTP response code [201] when accessing [POST http://neutron/v2.0/ports], but got 400 instead: {"NeutronError": {"type": "PortSecurityAndIPRequiredForSecurityGroups", "message": "Port security must be enabled and port must have an IP address in order to use security groups.", "detail": ""}}`
+	for i, msg := range []string{"Failed to create port demo-md-port-0: an older refusal", portRefusal} {
+		ev := map[string]any{"apiVersion": "v1", "kind": "Event",
+			"metadata":       map[string]any{"name": fmt.Sprintf("demo-md-port.%d", i)},
+			"involvedObject": map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1", "kind": "OpenStackServer", "name": "demo-md-port", "namespace": ns},
+			"type":           "Warning", "reason": "Failedcreateport", "message": msg, "count": int64(1),
+			"firstTimestamp": fmt.Sprintf("2026-11-27T10:0%d:00Z", i), "lastTimestamp": fmt.Sprintf("2026-11-27T10:0%d:00Z", i),
+			"source": map[string]any{"component": "openstack-controller"}}
+		if _, err := dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "events"}).Namespace(ns).Create(ctx, &unstructured.Unstructured{Object: ev}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms, err = c.machineServers(ctx, ns, demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	retries := c.serverRetries(ctx, ns, ms)
+	if len(retries) != 1 || retries["demo-md-port"] != "CAPO keeps trying to make its server: PortSecurityAndIPRequiredForSecurityGroups: Port security must be enabled and port must have an IP address in order to use security groups." {
+		t.Errorf("retries %v, want Neutron's refusal of demo-md-port's port only", retries)
+	}
+
 	events, err := st.ListEvents(ctx, cluster.UUID, store.EventQuery{})
 	if err != nil {
 		t.Fatal(err)

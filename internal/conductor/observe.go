@@ -36,6 +36,9 @@ type Observed struct {
 	// for good, in OpenStack's words (read beside the watch caches: the
 	// provider's server objects carry no Magnetite label).
 	ServerFailures map[string]string
+	// ServerRetries says, by Machine name, why CAPO is still trying to make
+	// a machine's server, in OpenStack's words.
+	ServerRetries map[string]string
 }
 
 // condition is a Cluster API condition in either v1beta2 (metav1.Condition)

@@ -152,6 +152,8 @@ func Summarize(obs Observed, groupOf func(labels map[string]string) string) Snap
 		problem := machineProblem(m)
 		if text, failed := obs.ServerFailures[name(m)]; failed {
 			problem = text + retryHint
+		} else if text, retried := obs.ServerRetries[name(m)]; retried {
+			problem = text
 		}
 		if c, ok := findCondition(m, conditionNodeHealthy); ok && c.Status == "False" {
 			unhealthy++
