@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -173,11 +174,15 @@ func managementChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
 			return rs
 		}
 	}
-	rs = append(rs, doctor.ServedKinds(ctx, client, builtin.KindsByDriver())...)
 	cs, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
 		return append(rs, doctor.Result{Check: "controllers", Status: doctor.Fail, Detail: err.Error(), Fix: "see management kubeconfig"})
 	}
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return append(rs, doctor.Result{Check: "controllers", Status: doctor.Fail, Detail: err.Error(), Fix: "see management kubeconfig"})
+	}
+	rs = append(rs, doctor.ServedKinds(ctx, client, builtin.KindsByDriver(), doctor.FindProviders(ctx, cs, dyn))...)
 	return append(rs, doctor.ProviderControllers(ctx, cs)...)
 }
 

@@ -66,6 +66,11 @@ func TestCleanupRemovesTheInfrastructuresOwnObjects(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Namespace = ns
+		// At the versions CAPM3 v1.12.7 serves (v1beta1), as the
+		// conductor renders.
+		if req.APIVersions, err = mc.APIVersions(ctx); err != nil {
+			t.Fatal(err)
+		}
 		res, err := drv.Render(req)
 		if err != nil {
 			t.Fatal(err)

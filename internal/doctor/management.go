@@ -159,17 +159,30 @@ type KindResolver interface {
 // kindSet is a provider's kinds, checked together.
 type kindSet struct {
 	name  string
-	kinds []string
+	kinds []kinds.Kind
 }
+
+// coreKinds are kinds of Cluster API's own groups, which Magnetite writes
+// at v1beta2 only.
+func coreKinds(group string, names ...string) []kinds.Kind {
+	var out []kinds.Kind
+	for _, n := range names {
+		out = append(out, kinds.Kind{Kind: n, Group: group, Versions: []string{capi.CoreAPIVersion}, Releases: coreReleases})
+	}
+	return out
+}
+
+// coreReleases are the Cluster API releases serving the v1beta2 contract.
+const coreReleases = "Cluster API v1.11 or newer serves v1beta2"
 
 var (
 	requiredKindSets = []kindSet{
-		{"Cluster API core", []string{"Cluster", "ClusterClass", "MachineDeployment", "MachineSet", "Machine", "MachineHealthCheck"}},
-		{"kubeadm bootstrap", []string{"KubeadmConfig", "KubeadmConfigTemplate"}},
-		{"kubeadm control plane", []string{"KubeadmControlPlane", "KubeadmControlPlaneTemplate"}},
+		{"Cluster API core", coreKinds(kinds.GroupCluster, "Cluster", "ClusterClass", "MachineDeployment", "MachineSet", "Machine", "MachineHealthCheck")},
+		{"kubeadm bootstrap", coreKinds(kinds.GroupBootstrap, "KubeadmConfig", "KubeadmConfigTemplate")},
+		{"kubeadm control plane", coreKinds(kinds.GroupControlPlane, "KubeadmControlPlane", "KubeadmControlPlaneTemplate")},
 	}
 	// metal3Versions are the versions of the Metal3 groups Magnetite reads
-	// and writes; the Cluster API groups' are the renderer's.
+	// and writes; the Cluster API groups' are declared on their kinds.
 	metal3Versions = map[string][]string{
 		kinds.GroupMetal3:     {"v1alpha1"},
 		kinds.GroupMetal3IPAM: {"v1alpha1"},
@@ -181,48 +194,68 @@ type servedSet struct {
 	versions    []string // "Kind group/version (override)"
 	missing     []string
 	unsupported []string
+	// releases names the releases that serve versions Magnetite writes.
+	releases string
 }
 
 func resolveSet(ctx context.Context, r KindResolver, set kindSet) (servedSet, error) {
 	var s servedSet
-	for _, kind := range set.kinds {
-		res, err := r.Resource(ctx, kind)
+	for _, k := range set.kinds {
+		if k.Releases != "" && s.releases == "" {
+			s.releases = k.Releases
+		}
+		res, err := r.Resource(ctx, k.Kind)
 		if errors.Is(err, mgmt.ErrKindNotServed) {
-			s.missing = append(s.missing, kind)
+			s.missing = append(s.missing, k.Kind)
 			continue
 		}
 		if err != nil {
 			return s, err
 		}
-		desc := kind + " " + res.APIVersion()
+		desc := k.Kind + " " + res.APIVersion()
 		if res.Source == "override" {
 			desc += " (override)"
 		}
 		s.versions = append(s.versions, desc)
-		if !supported(res.GroupVersion.Group, res.GroupVersion.Version) {
+		if !supported(k, res.GroupVersion.Version) {
 			s.unsupported = append(s.unsupported, desc)
 		}
 	}
 	return s, nil
 }
 
-func supported(group, version string) bool {
-	if vs, ok := metal3Versions[group]; ok {
+// supported reports whether Magnetite writes k at version.
+func supported(k kinds.Kind, version string) bool {
+	if len(k.Versions) > 0 {
+		return slices.Contains(k.Versions, version)
+	}
+	if vs, ok := metal3Versions[k.Group]; ok {
 		return slices.Contains(vs, version)
 	}
-	return capi.RendersCoreAPIVersion(version)
+	return true
+}
+
+func (s servedSet) names() []string {
+	var out []string
+	for _, d := range s.versions {
+		out = append(out, strings.Fields(d)[0])
+	}
+	return out
 }
 
 // ServedKinds reports, for Cluster API core, kubeadm bootstrap and control
 // plane, and the infrastructure providers, the version at which the
 // management cluster serves each kind Magnetite uses (or the configured
-// override), refusing kinds that are missing or served only at versions
-// Magnetite does not speak, and overrides the cluster does not serve.
+// override), which is the version Magnetite writes it at, and the release
+// found (providers: the image tags of provider Deployments, or the CRDs'
+// contract labels). It refuses kinds that are missing or served only at
+// versions Magnetite does not write, naming the releases that serve one,
+// and overrides the cluster does not serve.
 //
 // infrastructures are the drivers' kinds by driver name
 // (driver.Registry.KindsByDriver): at least one driver's must be served in
 // full, optional kinds aside.
-func ServedKinds(ctx context.Context, r KindResolver, infrastructures map[string][]kinds.Kind) []Result {
+func ServedKinds(ctx context.Context, r KindResolver, infrastructures map[string][]kinds.Kind, providers Providers) []Result {
 	var out []Result
 	for _, set := range requiredKindSets {
 		check := "CRDs " + set.name
@@ -231,19 +264,26 @@ func ServedKinds(ctx context.Context, r KindResolver, infrastructures map[string
 		case err != nil:
 			out = append(out, fail(check, "see management API reachable and authenticated", "discovery failed: %v", err))
 		case len(s.unsupported) > 0:
-			detail := "served only at versions Magnetite does not speak: " + strings.Join(s.unsupported, ", ")
+			detail := "served only at versions Magnetite does not write: " + strings.Join(s.unsupported, ", ")
 			if len(s.missing) > 0 {
 				detail += "; not served: " + strings.Join(s.missing, ", ")
+			}
+			if from := providers.describe(s.names()); from != "" {
+				detail += "; found " + from
 			}
 			out = append(out, fail(check, unsupportedFix(set), "%s", detail))
 		case len(s.missing) > 0:
 			out = append(out, fail(check, "install the provider's CRDs (clusterctl init), or start the local management plane",
 				"not served: %s", strings.Join(s.missing, ", ")))
 		default:
-			out = append(out, pass(check, "%s", strings.Join(s.versions, ", ")))
+			detail := strings.Join(s.versions, ", ") + "; Magnetite writes " + writtenVersions(s.versions) + " (" + s.releases + ")"
+			if from := providers.describe(s.names()); from != "" {
+				detail += "; found " + from
+			}
+			out = append(out, pass(check, "%s", detail))
 		}
 	}
-	out = append(out, infrastructureKinds(ctx, r, infrastructures))
+	out = append(out, infrastructureKinds(ctx, r, infrastructures, providers))
 	for _, f := range r.Findings() {
 		if f.Check == "api-resources" {
 			out = append(out, fail("CRDs api_resources override", "correct or remove that entry of [management] api_resources; without it the served version is discovered",
@@ -253,17 +293,21 @@ func ServedKinds(ctx context.Context, r KindResolver, infrastructures map[string
 	return out
 }
 
-func infrastructureKinds(ctx context.Context, r KindResolver, infrastructures map[string][]kinds.Kind) Result {
+func infrastructureKinds(ctx context.Context, r KindResolver, infrastructures map[string][]kinds.Kind, providers Providers) Result {
 	const check = "CRDs infrastructure"
-	var served, partial, absent []string
+	var served, partial, absent, releases []string
 	for _, name := range slices.Sorted(maps.Keys(infrastructures)) {
 		set := kindSet{name: name}
 		for _, k := range infrastructures[name] {
 			if !k.Optional {
-				set.kinds = append(set.kinds, k.Kind)
+				set.kinds = append(set.kinds, k)
 			}
 		}
 		s, err := resolveSet(ctx, r, set)
+		from := providers.describe(s.names())
+		if from != "" {
+			from = "; found " + from
+		}
 		switch {
 		case err != nil:
 			return fail(check, "see management API reachable and authenticated", "discovery failed: %v", err)
@@ -272,9 +316,12 @@ func infrastructureKinds(ctx context.Context, r KindResolver, infrastructures ma
 		case len(s.missing) > 0:
 			partial = append(partial, fmt.Sprintf("%s lacks %s", set.name, strings.Join(s.missing, ", ")))
 		case len(s.unsupported) > 0:
-			partial = append(partial, fmt.Sprintf("%s served only at unsupported versions: %s", set.name, strings.Join(s.unsupported, ", ")))
+			partial = append(partial, fmt.Sprintf("%s served only at versions Magnetite does not write: %s%s", set.name, strings.Join(s.unsupported, ", "), from))
+			if s.releases != "" {
+				releases = append(releases, s.releases)
+			}
 		default:
-			served = append(served, fmt.Sprintf("%s: %s", set.name, strings.Join(s.versions, ", ")))
+			served = append(served, fmt.Sprintf("%s: %s; Magnetite writes %s%s", set.name, strings.Join(s.versions, ", "), writtenVersions(s.versions), from))
 		}
 	}
 	sort.Strings(absent)
@@ -284,8 +331,11 @@ func infrastructureKinds(ctx context.Context, r KindResolver, infrastructures ma
 	}
 	switch {
 	case len(partial) > 0:
-		return fail(check, "install the provider's complete CRD set at a release serving v1beta2",
-			"%s%s", strings.Join(partial, "; "), notInstalled)
+		fix := "install the provider's complete CRD set"
+		if len(releases) > 0 {
+			fix = "install a provider release Magnetite writes for (" + strings.Join(releases, "; ") + ")"
+		}
+		return fail(check, fix, "%s%s", strings.Join(partial, "; "), notInstalled)
 	case len(served) == 0:
 		return fail(check, "install an infrastructure provider: CAPO for OpenStack, CAPM3 and BMO for Metal3 bare metal",
 			"no infrastructure provider's kinds are served%s", notInstalled)
@@ -294,5 +344,5 @@ func infrastructureKinds(ctx context.Context, r KindResolver, infrastructures ma
 }
 
 func unsupportedFix(set kindSet) string {
-	return fmt.Sprintf("upgrade %s to a release serving v1beta2 (Cluster API v1.11 or newer, and its providers' matching releases): Magnetite renders v1beta2 objects", set.name)
+	return fmt.Sprintf("upgrade %s to a release serving v1beta2 (Cluster API v1.11 or newer, and its providers' matching releases): Magnetite writes Cluster API's own kinds at v1beta2 only", set.name)
 }

@@ -2,12 +2,16 @@ package doctor_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -83,21 +87,26 @@ func TestManagementChecksAgainstARealAPIServer(t *testing.T) {
 		return c
 	}
 
-	// Nothing installed: every set of kinds fails, naming what is missing.
-	got := results(doctor.ServedKinds(ctx, client(""), builtin.KindsByDriver()))
-	expect(t, got["CRDs Cluster API core"], doctor.Fail, "not served", "Cluster", "MachineDeployment")
-	expect(t, got["CRDs infrastructure"], doctor.Fail, "no infrastructure provider")
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
+	servedKinds := func(c *mgmt.Client) map[string]doctor.Result {
+		return results(doctor.ServedKinds(ctx, c, builtin.KindsByDriver(), doctor.FindProviders(ctx, cs, env.Dynamic(t))))
+	}
+
+	// Nothing installed: every set of kinds fails, naming what is missing.
+	got := servedKinds(client(""))
+	expect(t, got["CRDs Cluster API core"], doctor.Fail, "not served", "Cluster", "MachineDeployment")
+	expect(t, got["CRDs infrastructure"], doctor.Fail, "no infrastructure provider")
 	got = results(doctor.ProviderControllers(ctx, cs))
 	expect(t, got["controllers"], doctor.Fail, "no Cluster API controller found")
 
 	// Cluster API and the in-memory infrastructure installed.
 	env.InstallClusterAPI(t)
-	got = results(doctor.ServedKinds(ctx, client(""), builtin.KindsByDriver()))
-	expect(t, got["CRDs Cluster API core"], doctor.Pass, "Cluster cluster.x-k8s.io/v1beta2", "MachineHealthCheck")
+	got = servedKinds(client(""))
+	expect(t, got["CRDs Cluster API core"], doctor.Pass, "Cluster cluster.x-k8s.io/v1beta2", "MachineHealthCheck",
+		"Magnetite writes cluster.x-k8s.io/v1beta2 (Cluster API v1.11 or newer serves v1beta2)")
 	expect(t, got["CRDs kubeadm bootstrap"], doctor.Pass, "KubeadmConfigTemplate bootstrap.cluster.x-k8s.io/")
 	expect(t, got["CRDs kubeadm control plane"], doctor.Pass, "KubeadmControlPlane controlplane.cluster.x-k8s.io/")
 	expect(t, got["CRDs infrastructure"], doctor.Pass, "capi-inmemory: DevCluster", "not installed: capi-metal3, capi-openstack")
@@ -106,14 +115,14 @@ func TestManagementChecksAgainstARealAPIServer(t *testing.T) {
 	}
 
 	// An override that agrees with what is served passes and says so.
-	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta2"), builtin.KindsByDriver()))
+	got = servedKinds(client("Cluster=cluster.x-k8s.io/v1beta2"))
 	expect(t, got["CRDs Cluster API core"], doctor.Pass, "Cluster cluster.x-k8s.io/v1beta2 (override)")
 	// One the cluster serves but the renderer does not write fails: every
 	// create would.
-	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta1"), builtin.KindsByDriver()))
-	expect(t, got["CRDs Cluster API core"], doctor.Fail, "Cluster cluster.x-k8s.io/v1beta1 (override)", "does not speak", "v1beta2")
+	got = servedKinds(client("Cluster=cluster.x-k8s.io/v1beta1"))
+	expect(t, got["CRDs Cluster API core"], doctor.Fail, "Cluster cluster.x-k8s.io/v1beta1 (override)", "does not write", "v1beta2")
 	// One the cluster does not serve fails, as seed 003's driver did silently.
-	got = results(doctor.ServedKinds(ctx, client("Cluster=cluster.x-k8s.io/v1beta3"), builtin.KindsByDriver()))
+	got = servedKinds(client("Cluster=cluster.x-k8s.io/v1beta3"))
 	expect(t, got["CRDs api_resources override"], doctor.Fail, "Cluster", "v1beta3", "api_resources")
 	expect(t, got["CRDs Cluster API core"], doctor.Fail, "Cluster cluster.x-k8s.io/v1beta3 (override)")
 
@@ -185,11 +194,108 @@ func TestCRDServedOnlyAtAnUnexpectedVersionFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := results(doctor.ServedKinds(ctx, c, builtin.KindsByDriver()))
-	expect(t, got["CRDs Cluster API core"], doctor.Fail, "Cluster cluster.x-k8s.io/v1alpha3", "does not speak", "upgrade")
+	got := results(doctor.ServedKinds(ctx, c, builtin.KindsByDriver(), doctor.Providers{}))
+	expect(t, got["CRDs Cluster API core"], doctor.Fail, "Cluster cluster.x-k8s.io/v1alpha3", "does not write", "upgrade")
 	// v1beta1 alone is what every create would then fail on: the
-	// renderer writes v1beta2 objects.
-	expect(t, got["CRDs kubeadm control plane"], doctor.Fail, "KubeadmControlPlane controlplane.cluster.x-k8s.io/v1beta1", "does not speak", "v1beta2", "Cluster API v1.11")
+	// renderer writes Cluster API's own kinds at v1beta2.
+	expect(t, got["CRDs kubeadm control plane"], doctor.Fail, "KubeadmControlPlane controlplane.cluster.x-k8s.io/v1beta1", "does not write", "v1beta2", "Cluster API v1.11")
+}
+
+// TestServedKindsNameTheProviderReleases: with CAPO v0.14.7's CRDs (its
+// kinds served at v1beta1 only) the infrastructure check passes, says
+// Magnetite writes v1beta1 for the OpenStack kinds, and names the release:
+// from the CRDs' contract labels, then from the provider Deployment's image
+// tag once clusterctl's provider label ties the CRDs to it.
+func TestServedKindsNameTheProviderReleases(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	env.InstallClusterAPI(t)
+	env.InstallProviders(t, testenv.CAPOv014)
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := results(doctor.ServedKinds(ctx, c, builtin.KindsByDriver(), doctor.FindProviders(ctx, cs, env.Dynamic(t))))
+	expect(t, got["CRDs Cluster API core"], doctor.Pass, "Magnetite writes cluster.x-k8s.io/v1beta2", "Cluster API v1.11 or newer")
+	expect(t, got["CRDs infrastructure"], doctor.Pass, "capi-openstack: OpenStackCluster infrastructure.cluster.x-k8s.io/v1beta1",
+		"OpenStackMachineTemplate infrastructure.cluster.x-k8s.io/v1beta1", "Magnetite writes infrastructure.cluster.x-k8s.io/v1beta1",
+		"CRDs labelled for Cluster API contract v1beta1 at v1beta1")
+
+	const provider = "infrastructure-openstack"
+	labels := map[string]string{"cluster.x-k8s.io/provider": provider}
+	maps.Copy(labels, testenv.ProviderLabels(testenv.CAPOv014))
+	env.InstallCRDs(t, testenv.ProviderCRDs(t, testenv.CAPOv014), labels)
+	image := "registry.k8s.io/capi-openstack/capi-openstack-controller:v0.14.7"
+	env.CreateNamespace(t, "capo-system")
+	sel := map[string]string{"control-plane": "capo-controller-manager"}
+	_, err = cs.AppsV1().Deployments("capo-system").Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "capo-controller-manager", Labels: map[string]string{"cluster.x-k8s.io/provider": provider}},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: sel}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: sel},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: image}}},
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = results(doctor.ServedKinds(ctx, c, builtin.KindsByDriver(), doctor.FindProviders(ctx, cs, env.Dynamic(t))))
+	expect(t, got["CRDs infrastructure"], doctor.Pass, "Magnetite writes infrastructure.cluster.x-k8s.io/v1beta1",
+		"release v0.14.7 (image "+image+" of deployment capo-system/capo-controller-manager)")
+}
+
+// openStackV1alpha7CRDs are CAPO's contract kinds served at v1alpha7 only,
+// as CAPO v0.8 and v0.9 served them.
+func openStackV1alpha7CRDs() string {
+	var b strings.Builder
+	for _, kind := range []string{"OpenStackCluster", "OpenStackClusterTemplate", "OpenStackMachine", "OpenStackMachineTemplate"} {
+		plural := strings.ToLower(kind) + "s"
+		fmt.Fprintf(&b, `---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: %s.infrastructure.cluster.x-k8s.io
+spec:
+  group: infrastructure.cluster.x-k8s.io
+  names: {kind: %s, listKind: %sList, plural: %s, singular: %s}
+  scope: Namespaced
+  versions:
+  - name: v1alpha7
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`, plural, kind, kind, plural, strings.ToLower(kind))
+	}
+	return b.String()
+}
+
+// TestProviderServedOnlyAtAVersionMagnetiteDoesNotWriteFails: CAPO kinds
+// served at v1alpha7 only fail the infrastructure check, which names the
+// releases Magnetite writes for.
+func TestProviderServedOnlyAtAVersionMagnetiteDoesNotWriteFails(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	env.InstallClusterAPI(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "capo.yaml"), openStackV1alpha7CRDs(), 0o644)
+	env.InstallCRDs(t, dir, map[string]string{"cluster.x-k8s.io/v1beta1": "v1alpha7"})
+	c, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := results(doctor.ServedKinds(ctx, c, builtin.KindsByDriver(), doctor.FindProviders(ctx, cs, env.Dynamic(t))))
+	expect(t, got["CRDs infrastructure"], doctor.Fail,
+		"capi-openstack served only at versions Magnetite does not write: OpenStackCluster infrastructure.cluster.x-k8s.io/v1alpha7",
+		"contract v1beta1 at v1alpha7",
+		"install a provider release Magnetite writes for (CAPO v0.12 to v0.14 serve v1beta1, v0.15 and newer serve v1beta2)")
 }
 
 func TestProviderControllersPassWhenTheManagersRun(t *testing.T) {

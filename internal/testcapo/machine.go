@@ -60,7 +60,15 @@ func (r *reconciler) reconcileMachine(ctx context.Context, o *unstructured.Unstr
 	}
 	tok, err := r.token(ctx, ns, ident)
 	if err != nil {
+		if r.copiesServerState() {
+			r.rel.set(o, falseCondition("OpenStackAuthenticationSucceeded", "OpenStackAuthenticationFailed", severityError,
+				"Failed to create OpenStack client scope: "+err.Error()))
+			r.updateStatus(ctx, r.rel.gvr("openstackmachines"), o)
+		}
 		return
+	}
+	if r.copiesServerState() {
+		r.rel.set(o, trueCondition("OpenStackAuthenticationSucceeded"))
 	}
 	if o.GetDeletionTimestamp() != nil {
 		r.deleteMachine(ctx, o, osc)
@@ -168,7 +176,6 @@ func (r *reconciler) machineState(o, machine, server *unstructured.Unstructured)
 		}
 		return false
 	}
-	_ = unstructured.SetNestedField(o.Object, state, "status", "instanceState")
 	switch state {
 	case "ACTIVE":
 		id, _, _ := unstructured.NestedString(server.Object, "status", "instanceID")

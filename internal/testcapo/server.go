@@ -30,6 +30,9 @@ func (r *reconciler) reconcileServer(ctx context.Context, s *unstructured.Unstru
 		}
 		return
 	}
+	if r.copiesServerState() {
+		r.rel.set(s, trueCondition("OpenStackAuthenticationSucceeded"))
+	}
 	if s.GetDeletionTimestamp() != nil {
 		if err := r.deleteServer(tok, s); err != nil {
 			r.t.Logf("testcapo: delete OpenStackServer %s: %v", s.GetName(), err)

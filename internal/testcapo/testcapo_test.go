@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -40,23 +38,6 @@ type plane struct {
 	version string // infrastructure API version the release serves
 }
 
-// providerCRDs is the folder of a CAPO release's CRDs: the repository's
-// copies in test/crds, else the shared ones beside the checkout.
-func providerCRDs(t *testing.T, release string) string {
-	t.Helper()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, dir := range []string{filepath.Join(root, "test", "crds", release), filepath.Join(root, "..", "shared", "crds", release)} {
-		if _, err := os.Stat(dir); err == nil {
-			return dir
-		}
-	}
-	t.Fatalf("no CRDs of %s in test/crds or ../shared/crds", release)
-	return ""
-}
-
 func startPlane(t *testing.T, release string, opts ...testcapo.Option) *plane {
 	t.Helper()
 	ks := testkeystone.Start(t)
@@ -66,7 +47,7 @@ func startPlane(t *testing.T, release string, opts ...testcapo.Option) *plane {
 	cloud := testcloud.Start(t, ks)
 	api := testenv.Start(t)
 	api.InstallClusterAPI(t)
-	api.InstallCRDs(t, providerCRDs(t, "capo-"+release), testenv.ProviderLabels)
+	api.InstallProviders(t, "capo-"+release)
 	api.CreateNamespace(t, ns)
 	dc := api.Dynamic(t)
 
@@ -133,7 +114,7 @@ func (p *plane) cluster(t *testing.T, name string, extra map[string]any) {
 	infra := "infrastructure.cluster.x-k8s.io"
 	create(t, p.dc, testcapo.Clusters, map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
 		"metadata": map[string]any{"name": name},
-		"spec": map[string]any{"infrastructureRef": map[string]any{"apiGroup": infra, "kind": "OpenStackCluster", "name": name}}})
+		"spec":     map[string]any{"infrastructureRef": map[string]any{"apiGroup": infra, "kind": "OpenStackCluster", "name": name}}})
 	spec := map[string]any{"identityRef": map[string]any{"name": "cloud", "cloudName": "openstack"},
 		"network": map[string]any{"id": testcloud.PrivateNetID}, "managedSecurityGroups": map[string]any{"allowAllInClusterTraffic": true}}
 	if p.version == "v1beta1" {
@@ -220,7 +201,7 @@ func TestReleasedCAPOGivesUpOnARefusedCreate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Keystone and a kube-apiserver")
 	}
-	for _, release := range []string{"v0.14.7", "v0.15.0-beta.0"} {
+	for _, release := range []string{strings.TrimPrefix(testenv.CAPOv014, "capo-"), strings.TrimPrefix(testenv.CAPOv015, "capo-")} {
 		t.Run(release, func(t *testing.T) {
 			p := startPlane(t, release)
 			p.cloud.SetComputeZones("az1", "az2")
@@ -302,7 +283,9 @@ func TestReleasedCAPOGivesUpOnARefusedCreate(t *testing.T) {
 				if sc := condition(s, "Ready"); sc["reason"] != "InstanceCreateFailed" || sc["severity"] != "Error" {
 					t.Errorf("v0.14.7 server's summarised Ready %v", sc)
 				}
-			} else if mc["reason"] != "InstanceCreateFailed" || !strings.Contains(fmt.Sprint(mc["message"]), "Flavor 3 could not be found.") {
+			} else if mc["reason"] != "InstanceStateError" || !strings.Contains(fmt.Sprint(mc["message"]), "Flavor 3 could not be found.") {
+				// The server's instanceState is ERROR: v0.15 copies its
+				// message under InstanceStateError.
 				t.Errorf("v0.15 machine's Ready %v, want the server's refusal", mc)
 			}
 			testenv.WaitFor(t, "CAPO's event of the refusal", time.Minute, func() (bool, string) {
@@ -347,6 +330,30 @@ func TestReleasedCAPOGivesUpOnARefusedCreate(t *testing.T) {
 			if state, _, _ := unstructured.NestedString(p.get(t, serversGVR, "refused").Object, "status", "instanceState"); state != "ERROR" {
 				t.Errorf("refused server's state %q, want ERROR for good", state)
 			}
+
+			// What replacing the machine does: deleting it deletes its
+			// OpenStackServer, which takes the port it made.
+			if err := p.dc.Resource(p.gvr("openstackmachines")).Namespace(ns).Delete(context.Background(), "refused", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			testenv.WaitFor(t, "the refused machine, its OpenStackServer and its port to go", time.Minute, func() (bool, string) {
+				for _, port := range p.cloud.Ports() {
+					if port.Name == "refused-0" {
+						return false, "port refused-0 is left"
+					}
+				}
+				return p.get(t, p.gvr("openstackmachines"), "refused") == nil && p.get(t, serversGVR, "refused") == nil, "objects left"
+			})
+
+			// With two external networks and none named, CAPO cannot
+			// choose.
+			p.cloud.AddExternalNetwork("public2")
+			p.cluster(t, "c2", nil)
+			testenv.WaitFor(t, "c2 to refuse to choose an external network", time.Minute, func() (bool, string) {
+				c := condition(p.get(t, p.gvr("openstackclusters"), "c2"), "Ready")
+				return c["reason"] == "OpenStackError" &&
+					c["message"] == "failed to reconcile external network: failed to get external network: filter matched more than one resource", fmt.Sprint(c)
+			})
 		})
 	}
 }

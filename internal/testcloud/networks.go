@@ -30,8 +30,9 @@ func (c *Cloud) Routers() []Router { return snapshot(&c.mu, c.routers) }
 
 // networkByID finds one of the cloud's networks or of a project's.
 func (c *Cloud) networkByID(id string) (network, bool) {
-	if i := slices.IndexFunc(networks, func(n network) bool { return n.ID == id }); i >= 0 {
-		return networks[i], true
+	own := c.cloudNetworks()
+	if i := slices.IndexFunc(own, func(n network) bool { return n.ID == id }); i >= 0 {
+		return own[i], true
 	}
 	c.netMu.Lock()
 	defer c.netMu.Unlock()
@@ -54,7 +55,25 @@ func (c *Cloud) usableNetwork(w http.ResponseWriter, r *http.Request, id string)
 
 // visibleNetworks are the cloud's networks and the project's own.
 func (c *Cloud) visibleNetworks(project string) []network {
-	return visible(c, networks, c.nets, func(n *network) string { return n.ProjectID }, project)
+	return visible(c, c.cloudNetworks(), c.nets, func(n *network) string { return n.ProjectID }, project)
+}
+
+// cloudNetworks are the networks of the cloud itself: the fixed ones and
+// those an operator added (AddExternalNetwork).
+func (c *Cloud) cloudNetworks() []network {
+	c.netMu.Lock()
+	defer c.netMu.Unlock()
+	return append(slices.Clone(networks), c.addedNets...)
+}
+
+// AddExternalNetwork adds an external network every project sees, as an
+// operator adding a second provider network does, and returns its ID.
+func (c *Cloud) AddExternalNetwork(name string) string {
+	c.netMu.Lock()
+	defer c.netMu.Unlock()
+	id := uuid.NewString()
+	c.addedNets = append(c.addedNets, network{ID: id, Name: name, External: true})
+	return id
 }
 
 // visibleSubnets are the cloud's subnets and the project's own.

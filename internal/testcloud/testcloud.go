@@ -86,7 +86,7 @@ type Cloud struct {
 	cinderRequests  int
 	servers         map[string]*Server
 	removedFlavors  map[string]bool
-	zones           []string // Nova's availability zones
+	zones           []string        // Nova's availability zones
 	portSecurity    map[string]bool // by network, when changed
 	routers         map[string]*Router
 	// Volume types and zones an operator made (AddVolumeType,
@@ -99,6 +99,8 @@ type Cloud struct {
 	netMu sync.Mutex
 	nets  map[string]*network
 	subs  map[string]*Subnet
+	// addedNets are external networks an operator added to the cloud.
+	addedNets []network
 }
 
 // identity is whom a token speaks for.

@@ -1,7 +1,8 @@
 // Package openstack renders the infrastructure of Magnetite clusters with
 // Cluster API Provider OpenStack: virtual machines through Nova, and bare
 // metal through Nova flavors backed by Ironic. Its kinds are written as
-// unstructured objects against CAPO's v1beta2 CRDs.
+// unstructured objects, rendered in the shape of CAPO's v1beta2 CRDs and
+// converted to v1beta1 for releases older than v0.15 (versions.go).
 package openstack
 
 import (
