@@ -123,6 +123,40 @@ func TestResolveKindsPerKindNotPerGroup(t *testing.T) {
 	}
 }
 
+// TestResolveKindsPrefersTheVersionsMagnetiteWrites: a kind declaring the
+// versions Magnetite writes it at resolves at the first of them served,
+// whatever the group prefers (a newer version Magnetite does not know, or
+// an older one listed first); at none of them, at the group's order, for
+// doctor to refuse.
+func TestResolveKindsPrefersTheVersionsMagnetiteWrites(t *testing.T) {
+	written := []string{"v1beta2", "v1beta1"}
+	table, err := kinds.NewTable([]kinds.Kind{
+		{Kind: "OpenStackCluster", Group: kinds.GroupInfrastructure, Versions: written},
+		{Kind: "Metal3Cluster", Group: kinds.GroupInfrastructure, Versions: written},
+		{Kind: "DevCluster", Group: kinds.GroupInfrastructure, Versions: written},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := []*metav1.APIGroup{group(kinds.GroupInfrastructure, "v1beta3", "v1beta3", "v1beta2", "v1beta1", "v1alpha7")}
+	lists := []*metav1.APIResourceList{
+		served(kinds.GroupInfrastructure+"/v1beta3", "DevCluster"),
+		served(kinds.GroupInfrastructure+"/v1beta2", "DevCluster", "Metal3Cluster"),
+		served(kinds.GroupInfrastructure+"/v1beta1", "DevCluster", "Metal3Cluster"),
+		served(kinds.GroupInfrastructure+"/v1alpha7", "OpenStackCluster"),
+	}
+	got, _ := resolveKinds(groups, lists, table, nil)
+	for kind, want := range map[string]string{
+		"DevCluster":       "infrastructure.cluster.x-k8s.io/v1beta2",
+		"Metal3Cluster":    "infrastructure.cluster.x-k8s.io/v1beta2",
+		"OpenStackCluster": "infrastructure.cluster.x-k8s.io/v1alpha7",
+	} {
+		if got[kind].APIVersion() != want {
+			t.Errorf("%s resolved to %q, want %q", kind, got[kind].APIVersion(), want)
+		}
+	}
+}
+
 func TestOverrideOfUnservedVersionIsAFinding(t *testing.T) {
 	groups := []*metav1.APIGroup{group(kinds.GroupCluster, "v1beta2", "v1beta2")}
 	lists := []*metav1.APIResourceList{served(kinds.GroupCluster+"/v1beta2", "Cluster")}

@@ -16,6 +16,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/inmemory"
+	"github.com/magnetite-io/magnetite/internal/driver/capi/metal3"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
 	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/model"
@@ -633,5 +634,31 @@ func TestNodeGroupTaintsAndLabelsReachKubeadm(t *testing.T) {
 	cp, _ := capi.ValueOf(cl, "", "nodeRegistration")
 	if !strings.Contains(toJSON(cp), "node-role.kubernetes.io/control-plane") {
 		t.Errorf("control plane lost its taint: %s", toJSON(cp))
+	}
+}
+
+// TestKindsDeclareTheVersionsTheDriverWrites: discovery prefers, and doctor
+// requires, the versions each infrastructure writes its kinds at; Metal3's
+// per-cluster kinds follow its cluster template's version, and a kind an
+// infrastructure only reads keeps whatever it declares.
+func TestKindsDeclareTheVersionsTheDriverWrites(t *testing.T) {
+	versions := map[string][]string{}
+	for _, d := range []*capi.Driver{openstack.New(capi.Options{}), metal3.New(capi.Options{}, metal3.Options{})} {
+		for _, k := range d.Kinds() {
+			versions[k.Kind] = k.Versions
+			if len(k.Versions) > 0 && !strings.Contains(k.Releases, "v1beta1") {
+				t.Errorf("%s names no releases: %q", k.Kind, k.Releases)
+			}
+		}
+	}
+	for _, kind := range []string{"OpenStackClusterTemplate", "OpenStackMachine", "Metal3MachineTemplate", "Metal3DataTemplate", "Metal3RemediationTemplate"} {
+		if got := strings.Join(versions[kind], ","); got != "v1beta2,v1beta1" {
+			t.Errorf("%s is written at %q, want v1beta2 then v1beta1", kind, got)
+		}
+	}
+	for _, kind := range []string{"BareMetalHost", "IPPool"} {
+		if len(versions[kind]) != 0 {
+			t.Errorf("%s, of another group, got the infrastructure's versions %v", kind, versions[kind])
+		}
 	}
 }

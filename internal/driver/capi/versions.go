@@ -55,14 +55,23 @@ func (d *Driver) InfrastructureVersions() []string { return slices.Clone(d.infra
 // of every infrastructure object the driver renders: its cluster template.
 func (d *Driver) InfrastructureKind() string { return d.infraKind }
 
-// Kinds are the infrastructure's kinds, those of the infrastructure group
-// marked with the versions the driver writes them at (so that discovery
-// prefers them) and the releases that serve them; the Cluster API kinds the
-// driver renders besides are the management client's own (mgmt.BaseKinds).
+// Kinds are the infrastructure's kinds. Those whose objects follow the
+// version of the infrastructure's cluster template (its contract kinds,
+// which the ClusterClass's templates stamp out, and the per-cluster kinds
+// it renders, marked Cleanup) are marked with the versions the driver
+// writes them at, so that discovery prefers those, and with the releases
+// serving them; a kind the infrastructure only reads (CAPO's
+// OpenStackServer, v1alpha1 in every release) keeps its own. The Cluster
+// API kinds the driver renders besides are the management client's own
+// (mgmt.BaseKinds).
 func (d *Driver) Kinds() []kinds.Kind {
 	out := d.infra.Kinds()
+	contract := map[string]bool{}
+	for _, k := range ContractKinds(strings.TrimSuffix(d.infraKind, "ClusterTemplate")) {
+		contract[k.Kind] = true
+	}
 	for i, k := range out {
-		if k.Group == kinds.GroupInfrastructure && len(k.Versions) == 0 {
+		if k.Group == kinds.GroupInfrastructure && len(k.Versions) == 0 && (contract[k.Kind] || k.Cleanup) {
 			out[i].Versions = slices.Clone(d.infraVersions)
 			out[i].Releases = d.releases
 		}
