@@ -16,8 +16,6 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/pagination"
-
-	"github.com/magnetite-io/magnetite/internal/auth"
 )
 
 // How a workload cluster's OpenStack components mark what they make, with
@@ -155,11 +153,7 @@ func (rs *Resources) CleanWorkloadLeftovers(ctx context.Context, token, cluster 
 	if policy.KeepVolumes {
 		return out, nil
 	}
-	volumeType := "block-storage"
-	if _, err := rs.Catalog.Endpoint(ctx, volumeType, "public"); errors.Is(err, auth.ErrNoEndpoint) {
-		volumeType = "volumev3"
-	}
-	err = rs.with(ctx, token, volumeType, newBlockStorage, func(sc *gophercloud.ServiceClient) error {
+	err = rs.with(ctx, token, rs.blockStorageService(ctx), newBlockStorage, func(sc *gophercloud.ServiceClient) error {
 		// Cinder refuses to delete a volume that has snapshots: the
 		// snapshots go first, the volumes once none is left.
 		pending := len(out.Remaining) + len(out.Refused)

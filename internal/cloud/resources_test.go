@@ -112,6 +112,35 @@ func openstack(t *testing.T) *httptest.Server {
 		write(w, 200, map[string]any{"subnets": []any{map[string]any{"id": "5b000000-0000-4000-8000-000000000001", "name": "private-subnet",
 			"network_id": "aa000000-0000-4000-8000-000000000002", "cidr": "10.0.0.0/24", "ip_version": 4}}})
 	})
+	// A server Nova put in ERROR, with the fault Nova shows its project
+	// (compute API reference, "Show Server Details").
+	mux.HandleFunc("GET /compute/v2.1/servers/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("id") != "9168b536-cd40-4630-b43f-b259807c6e87" {
+			write(w, 404, map[string]any{"itemNotFound": map[string]any{"code": 404, "message": "Instance could not be found."}})
+			return
+		}
+		write(w, 200, map[string]any{"server": map[string]any{"id": r.PathValue("id"), "name": "demo-cp-x", "status": "ERROR",
+			"tenant_id": "p", "user_id": "u", "created": "2024-05-02T10:00:00Z", "updated": "2024-05-02T10:00:05Z",
+			"fault": map[string]any{"code": 500, "created": "2024-05-02T10:00:04Z",
+				"message": "No valid host was found. There are not enough hosts available."}}})
+	})
+	mux.HandleFunc("GET /compute/v2.1/os-server-groups/{id}", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("id") != "5bbcc3c4-1da2-4437-a48a-66f15b1b13f9" {
+			write(w, 404, map[string]any{"itemNotFound": map[string]any{"code": 404, "message": "Instance group " + r.PathValue("id") + " could not be found."}})
+			return
+		}
+		write(w, 200, map[string]any{"server_group": map[string]any{"id": r.PathValue("id"), "name": "demo-default-master",
+			"policy": "soft-anti-affinity", "members": []any{}, "rules": map[string]any{}}})
+	})
+	mux.HandleFunc("GET /volume/v3/types", func(w http.ResponseWriter, r *http.Request) {
+		write(w, 200, map[string]any{"volume_types": []any{map[string]any{"id": "6685584b-1eac-4da6-b5c3-555430cf68ff",
+			"name": "__DEFAULT__", "is_public": true, "extra_specs": map[string]any{}}}})
+	})
+	mux.HandleFunc("GET /volume/v3/os-availability-zone", func(w http.ResponseWriter, r *http.Request) {
+		write(w, 200, map[string]any{"availabilityZoneInfo": []any{
+			map[string]any{"zoneName": "nova", "zoneState": map[string]any{"available": true}},
+			map[string]any{"zoneName": "az-down", "zoneState": map[string]any{"available": false}}}})
+	})
 	mux.HandleFunc("/broken/", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusInternalServerError)
 	})
@@ -176,5 +205,59 @@ func TestResourcesAreCheckedAsMagnumChecksThem(t *testing.T) {
 				t.Errorf("os_distro %q, want %q", found.OSDistro, tc.distro)
 			}
 		})
+	}
+}
+
+// TestRefusalMessageFindsTheServicesWords: the message inside the body a
+// refused request's error text quotes, in each service's envelope.
+func TestRefusalMessageFindsTheServicesWords(t *testing.T) {
+	cases := map[string]string{
+		`Expected HTTP response code [202] when accessing [POST http://nova/v2.1/servers], but got 400 instead: {"badRequest": {"code": 400, "message": "Invalid key_name provided."}}`:                                       "Invalid key_name provided.",
+		`create port: Bad request with: [POST http://neutron/v2.0/ports], error message: {"NeutronError": {"type": "PortSecurityAndIPRequiredForSecurityGroups", "message": "Port security must be enabled.", "detail": ""}}`: "PortSecurityAndIPRequiredForSecurityGroups: Port security must be enabled.",
+		`  context deadline exceeded  `: "context deadline exceeded",
+		`unexpected {brace} then {"itemNotFound": {"message": "Volume type with name fast could not be found."}}`: "Volume type with name fast could not be found.",
+	}
+	for in, want := range cases {
+		if got := cloud.RefusalMessage(in); got != want {
+			t.Errorf("RefusalMessage(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestFailedServersAreExplainedAndTheirCauseLookedFor: Nova's fault of a
+// server in ERROR, and which of what a server asks for the project cannot
+// use, as the cluster's token sees them.
+func TestFailedServersAreExplainedAndTheirCauseLookedFor(t *testing.T) {
+	srv := openstack(t)
+	rs := &cloud.Resources{Catalog: catalog{"image": srv.URL + "/image", "compute": srv.URL + "/compute/v2.1",
+		"block-storage": srv.URL + "/volume/v3"}}
+	ctx := context.Background()
+	msg, err := rs.ServerFault(ctx, token, "9168b536-cd40-4630-b43f-b259807c6e87")
+	if err != nil || msg != "No valid host was found. There are not enough hosts available." {
+		t.Errorf("fault %q, %v", msg, err)
+	}
+	if msg, err := rs.ServerFault(ctx, token, "0000"); err != nil || msg != "" {
+		t.Errorf("a server that is gone: fault %q, %v", msg, err)
+	}
+
+	cases := []struct {
+		refs    cloud.ServerRefs
+		missing string
+	}{
+		{cloud.ServerRefs{Flavor: "m1.small", Image: "ubuntu-2204-kube-v1.30.4", ServerGroup: "5bbcc3c4-1da2-4437-a48a-66f15b1b13f9",
+			Keypair: "mine", VolumeType: "__DEFAULT__", VolumeZone: "nova"}, ""},
+		{cloud.ServerRefs{Flavor: "3", Image: "gone", ServerGroup: "5bbcc3c4-0000-4437-a48a-66f15b1b13f9", Keypair: "alice-key",
+			VolumeType: "fast", VolumeZone: "az-down"},
+			"image gone, flavor 3, server group 5bbcc3c4-0000-4437-a48a-66f15b1b13f9, keypair alice-key, volume type fast, volume availability zone az-down"},
+	}
+	for _, tc := range cases {
+		missing, err := rs.MissingServerRefs(ctx, token, tc.refs)
+		if err != nil || strings.Join(missing, ", ") != tc.missing {
+			t.Errorf("MissingServerRefs(%+v) = %q, %v; want %q", tc.refs, missing, err, tc.missing)
+		}
+	}
+	broken := &cloud.Resources{Catalog: catalog{"block-storage": srv.URL + "/broken"}}
+	if _, err := broken.MissingServerRefs(ctx, token, cloud.ServerRefs{VolumeType: "fast"}); !errors.Is(err, cloud.ErrUnavailable) {
+		t.Errorf("Cinder answering 500: %v, want ErrUnavailable (the cause cannot be told)", err)
 	}
 }

@@ -80,6 +80,16 @@ type Conductor struct {
 	// remediated holds the UIDs of the machines whose health check failure
 	// was recorded as an event.
 	remediated sync.Map
+	// faults holds Nova's fault message by server ID (a server in ERROR
+	// stays so), failureNoted the UIDs of the OpenStackMachines whose
+	// failure was recorded as an event, and cpReplaced when a control-plane
+	// machine of a cluster was last replaced.
+	faults       sync.Map
+	failureNoted sync.Map
+	cpReplaced   sync.Map
+	// autoHealNext is when auto-healing may next look at a cluster's
+	// failed machines.
+	autoHealNext sync.Map
 }
 
 // New builds a conductor.

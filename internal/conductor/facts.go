@@ -41,6 +41,8 @@ type FactsReader interface {
 	EnsureServerGroups(ctx context.Context, token string, groups []driver.ServerGroup) (map[string]string, error)
 	DeleteServerGroups(ctx context.Context, token string, ids []string) error
 	CleanWorkloadLeftovers(ctx context.Context, token, cluster string, policy cloud.LeftoverPolicy) (cloud.Cleanup, error)
+	ServerFault(ctx context.Context, token, id string) (string, error)
+	MissingServerRefs(ctx context.Context, token string, refs cloud.ServerRefs) ([]string, error)
 }
 
 // ServerGroups makes and deletes a cluster's Nova server groups as the
@@ -56,6 +58,16 @@ type ServerGroups interface {
 // a facts source without it (no cloud) has nothing to clean.
 type WorkloadLeftovers interface {
 	CleanWorkloadLeftovers(ctx context.Context, c *model.Cluster, name string, policy cloud.LeftoverPolicy) (cloud.Cleanup, error)
+}
+
+// ServerFaults reads, as the cluster itself, why Nova put one of its
+// servers in ERROR (CloudFacts); a facts source without it (no cloud) knows
+// only what the infrastructure provider recorded.
+type ServerFaults interface {
+	ServerFault(ctx context.Context, c *model.Cluster, serverID string) (string, error)
+	// MissingServerRefs lists what a server asks for that the cluster's
+	// project cannot use now (cloud.Resources.MissingServerRefs).
+	MissingServerRefs(ctx context.Context, c *model.Cluster, refs cloud.ServerRefs) ([]string, error)
 }
 
 // CloudFacts reads an OpenStack cluster's facts from Nova, Glance and
@@ -130,6 +142,32 @@ func (f *CloudFacts) CleanWorkloadLeftovers(ctx context.Context, c *model.Cluste
 		f.forget(cred)
 	}
 	return res, err
+}
+
+// ServerFault implements ServerFaults.
+func (f *CloudFacts) ServerFault(ctx context.Context, c *model.Cluster, serverID string) (string, error) {
+	tok, cred, err := f.asCluster(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	msg, err := f.Reader.ServerFault(ctx, tok, serverID)
+	if err != nil {
+		f.forget(cred)
+	}
+	return msg, err
+}
+
+// MissingServerRefs implements ServerFaults.
+func (f *CloudFacts) MissingServerRefs(ctx context.Context, c *model.Cluster, refs cloud.ServerRefs) ([]string, error) {
+	tok, cred, err := f.asCluster(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	missing, err := f.Reader.MissingServerRefs(ctx, tok, refs)
+	if err != nil {
+		f.forget(cred)
+	}
+	return missing, err
 }
 
 // Facts implements FactsSource.

@@ -32,12 +32,22 @@ type Observed struct {
 	Machines           []map[string]any
 	// Addons is the cluster's ClusterResourceSet, nil when it has none.
 	Addons map[string]any
+	// ServerFailures says, by Machine name, why a machine's server failed
+	// for good, in OpenStack's words (read beside the watch caches: the
+	// provider's server objects carry no Magnetite label).
+	ServerFailures map[string]string
+	// ServerRetries says, by Machine name, why CAPO is still trying to make
+	// a machine's server, in OpenStack's words.
+	ServerRetries map[string]string
 }
 
 // condition is a Cluster API condition in either v1beta2 (metav1.Condition)
 // or v1beta1 shape; both carry type, status, reason and message.
 type condition struct {
 	Type, Status, Reason, Message string
+	// ObservedGeneration is the object generation the condition was
+	// computed for (v1beta2 conditions); 0 when not said.
+	ObservedGeneration int64
 }
 
 func (c condition) String() string {
@@ -129,6 +139,9 @@ func conditions(obj map[string]any) []condition {
 		c.Status, _ = m["status"].(string)
 		c.Reason, _ = m["reason"].(string)
 		c.Message, _ = m["message"].(string)
+		if g, ok := nestedInt(m, "observedGeneration"); ok {
+			c.ObservedGeneration = int64(g)
+		}
 		out = append(out, c)
 	}
 	return out

@@ -104,7 +104,7 @@ func (c *Conductor) reconcile(ctx context.Context, op *model.Operation) error {
 			}
 		}
 	}
-	if err := c.replaceStrandedMachines(ctx, sc, sc.serverGroups); err != nil {
+	if err := c.approveReplacements(ctx, sc, sc.serverGroups); err != nil {
 		return err
 	}
 	if err := c.pruneAddonConfigMaps(ctx, sc, res); err != nil {

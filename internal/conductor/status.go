@@ -37,6 +37,10 @@ type Snapshot struct {
 	// TopologyCurrent is true when Cluster API has reconciled the latest
 	// generation of the Cluster's topology.
 	TopologyCurrent bool
+	// TopologyApplied is true when Cluster API has rolled the latest
+	// generation into the machine templates, even if rolling the machines
+	// out is still pending.
+	TopologyApplied bool
 	// ObservedGeneration is the Cluster generation Cluster API last acted on.
 	ObservedGeneration int64
 	APIAddress         string
@@ -89,7 +93,12 @@ func Summarize(obs Observed, groupOf func(labels map[string]string) string) Snap
 	observedGen, _ := nestedInt(c, "status", "observedGeneration")
 	topo, hasTopo := findCondition(c, conditionTopology)
 	s.ObservedGeneration = int64(observedGen)
-	s.TopologyCurrent = observedGen >= gen && (!hasTopo || (topo.Status == "True"))
+	// TopologyReconciled computed for an older generation says nothing of
+	// the templates of the newest one.
+	s.TopologyCurrent = observedGen >= gen && (!hasTopo || (topo.Status == "True" && (topo.ObservedGeneration == 0 || topo.ObservedGeneration >= int64(gen))))
+	// Pending upgrades or machine deployments leave TopologyReconciled
+	// False, but the machine templates of that generation are in place.
+	s.TopologyApplied = s.TopologyCurrent || observedGen >= gen && hasTopo && topo.ObservedGeneration >= int64(gen) && topo.Reason != "ReconcileFailed"
 	if host := nestedString(c, "spec", "controlPlaneEndpoint", "host"); host != "" {
 		port, _ := nestedInt(c, "spec", "controlPlaneEndpoint", "port")
 		if port == 0 {
@@ -141,6 +150,11 @@ func Summarize(obs Observed, groupOf func(labels map[string]string) string) Snap
 		labels := labelsOf(m)
 		addrs := machineAddresses(m)
 		problem := machineProblem(m)
+		if text, failed := obs.ServerFailures[name(m)]; failed {
+			problem = text + retryHint
+		} else if text, retried := obs.ServerRetries[name(m)]; retried {
+			problem = text
+		}
 		if c, ok := findCondition(m, conditionNodeHealthy); ok && c.Status == "False" {
 			unhealthy++
 		}

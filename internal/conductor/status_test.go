@@ -104,20 +104,33 @@ func TestSummarizeReadsConvergedClusterAtEitherServedVersion(t *testing.T) {
 	}
 }
 
+// TestSummarizeQuotesMachineInfrastructureFailure: what Cluster API mirrors
+// from the infrastructure machine is quoted; where Magnetite read why the
+// server failed (OpenStack's own words), that is what users read instead of
+// CAPO's "Instance is in ERROR state".
 func TestSummarizeQuotesMachineInfrastructureFailure(t *testing.T) {
 	obs := availableCluster("cluster.x-k8s.io/v1beta2")
 	obs.MachineDeployments = []map[string]any{md("gpu", 1, 0, 1)}
+	// CAPO v0.15's OpenStackMachine copies the server's condition, and a
+	// server in ERROR says no more than this (controllers/openstackmachine_controller.go).
 	obs.Machines = append(obs.Machines, machine("gpu-0", false, "gpu", "10.0.0.20",
-		cond("InfrastructureReady", "False", "InstanceCreateFailed", "No valid host was found. There are not enough hosts available.")))
+		cond("InfrastructureReady", "False", "InstanceStateError", "Instance is in ERROR state")))
 	s := Summarize(obs, identityGroup)
 	if s.Converged() {
 		t.Fatal("a node group with 0/1 ready must not be converged")
 	}
-	if !strings.Contains(s.Problem, "InstanceCreateFailed") || !strings.Contains(s.Problem, "No valid host") || !strings.Contains(s.Problem, "gpu") {
+	if !strings.Contains(s.Problem, "InstanceStateError") || !strings.Contains(s.Problem, "gpu-0") || !strings.Contains(s.Problem, "gpu") {
 		t.Errorf("problem %q does not quote the Cluster API reason", s.Problem)
 	}
 	if s.Health != model.Unhealthy {
 		t.Errorf("health = %s", s.Health)
+	}
+
+	obs.ServerFailures = map[string]string{"gpu-0": failureText(machineServer{ServerID: "5c1e"}, "No valid host was found. There are not enough hosts available.")}
+	s = Summarize(obs, identityGroup)
+	if !strings.Contains(s.Problem, "node group gpu: machine gpu-0: its server 5c1e is in ERROR: No valid host was found.") ||
+		strings.Contains(s.Problem, "Instance is in ERROR state") || !strings.Contains(s.Problem, "retry") {
+		t.Errorf("problem %q does not say Nova's fault and how to recover", s.Problem)
 	}
 }
 
@@ -177,19 +190,22 @@ func TestDecideEnforcesCreateTimeoutWithLastReason(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	obs := availableCluster("cluster.x-k8s.io/v1beta2")
 	obs.MachineDeployments = []map[string]any{md("default-worker", 2, 0, 2)}
+	// Released CAPO's machine says only that it waits; the conductor read
+	// what OpenStack said of the refused server.
 	obs.Machines = append(obs.Machines[:1], machine("w-0", false, "default-worker", "10.0.0.11",
-		cond("InfrastructureReady", "False", "InstanceCreateFailed", "flavor bm.large has no free Ironic node")))
+		cond("InfrastructureReady", "False", "WaitingForBootstrapData", "")))
+	obs.ServerFailures = map[string]string{"w-0": failureText(machineServer{Recorded: `Expected HTTP response code [202] when accessing [POST http://nova/v2.1/servers], but got 400 instead: {"badRequest": {"code": 400, "message": "Flavor 3 could not be found."}}`}, "")}
 	snap := Summarize(obs, identityGroup)
 	c, ngs := testCluster(model.CreateInProgress, now.Add(-61*time.Minute))
 	d := Decide(c, ngs, snap, false, now)
 	if d.Cluster.Status != model.CreateFailed {
 		t.Fatalf("status = %s", d.Cluster.Status)
 	}
-	if r := *d.Cluster.StatusReason; !strings.Contains(r, "Timed out after 60 minutes") || !strings.Contains(r, "InstanceCreateFailed") {
+	if r := *d.Cluster.StatusReason; !strings.Contains(r, "Timed out after 60 minutes") || !strings.Contains(r, "OpenStack refused to create its server: Flavor 3 could not be found.") {
 		t.Errorf("reason %q", r)
 	}
 	c2, ngs2 := testCluster(model.CreateInProgress, now.Add(-59*time.Minute))
-	if d := Decide(c2, ngs2, snap, false, now); d.Cluster.Status != model.CreateInProgress || !strings.Contains(*d.Cluster.StatusReason, "InstanceCreateFailed") {
+	if d := Decide(c2, ngs2, snap, false, now); d.Cluster.Status != model.CreateInProgress || !strings.Contains(*d.Cluster.StatusReason, "Flavor 3 could not be found.") {
 		t.Errorf("before the timeout: status %s reason %q", d.Cluster.Status, *d.Cluster.StatusReason)
 	}
 }
@@ -242,5 +258,36 @@ func TestSummarizeUpgradeNotConvergedUntilControlPlaneRunsTheNewVersion(t *testi
 	obs.Cluster["spec"].(map[string]any)["topology"] = map[string]any{"version": "v1.32.0"}
 	if s := Summarize(obs, identityGroup); s.Converged() || s.Version != "v1.31.2" {
 		t.Errorf("converged=%v version=%s; the control plane still runs v1.31.2", s.Converged(), s.Version)
+	}
+}
+
+// TestSummarizeTellsTheTemplatesInPlaceFromTheRolloutDone: a
+// TopologyReconciled condition computed for the newest generation but
+// False while machine deployments wait for the control plane means the
+// templates are in place; one computed for an older generation does not.
+func TestSummarizeTellsTheTemplatesInPlaceFromTheRolloutDone(t *testing.T) {
+	topo := func(status, reason string, observed int64) map[string]any {
+		c := cond("TopologyReconciled", status, reason, "")
+		c["observedGeneration"] = observed
+		return c
+	}
+	cases := []struct {
+		name             string
+		topo             map[string]any
+		current, applied bool
+	}{
+		{"reconciled", topo("True", "ReconcileSucceeded", 3), true, true},
+		{"deployments pending", topo("False", "MachineDeploymentsCreatePending", 3), false, true},
+		{"computed for the generation before", topo("True", "ReconcileSucceeded", 2), false, false},
+		{"reconcile failed", topo("False", "ReconcileFailed", 3), false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := Observed{Cluster: clusterObj("cluster.x-k8s.io/v1beta2", 3, 3, tc.topo)}
+			s := Summarize(obs, identityGroup)
+			if s.TopologyCurrent != tc.current || s.TopologyApplied != tc.applied {
+				t.Errorf("current %v applied %v, want %v %v", s.TopologyCurrent, s.TopologyApplied, tc.current, tc.applied)
+			}
+		})
 	}
 }

@@ -86,6 +86,7 @@ func (c *Conductor) syncStatus(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	servers := c.lookAtServers(ctx, id, &obs)
 	pending, err := c.st.PendingOperations(ctx, id)
 	if err != nil {
 		return err
@@ -94,6 +95,7 @@ func (c *Conductor) syncStatus(ctx context.Context, id string) error {
 	var before, after model.Cluster
 	var followed []string
 	var groups []*model.NodeGroup
+	var snap Snapshot
 	cl, err := c.st.UpdateClusterStatus(ctx, id, func(cl *model.Cluster, ngs []*model.NodeGroup) ([]*model.NodeGroup, bool) {
 		before, groups = *cl, ngs
 		if cl.Status == model.DeleteInProgress {
@@ -105,7 +107,8 @@ func (c *Conductor) syncStatus(ctx context.Context, id string) error {
 			// While an operation runs, sizes are its own to set.
 			ngs, moved, followed = followAutoscaler(ngs, obs)
 		}
-		d := Decide(cl, ngs, Summarize(obs, groupOf(ngs)), pending > 0, now)
+		snap = Summarize(obs, groupOf(ngs))
+		d := Decide(cl, ngs, snap, pending > 0, now)
 		withMoved(&d, moved)
 		if d.Changed {
 			t := now.UTC()
@@ -132,6 +135,10 @@ func (c *Conductor) syncStatus(ctx context.Context, id string) error {
 		c.event(ctx, id, model.EventStatus, after.Status, string(before.Status)+" -> "+string(after.Status), derefOr(after.StatusReason, ""))
 	case derefOr(before.StatusReason, "") != derefOr(after.StatusReason, "") && after.StatusReason != nil:
 		c.event(ctx, id, model.EventCondition, after.Status, "status reason", *after.StatusReason)
+	}
+	if after.Status != model.DeleteInProgress {
+		c.autoHeal(ctx, id, obs, servers)
+		c.replaceFailedMachines(ctx, id, obs, snap, servers, after.AppliedGeneration, pending > 0)
 	}
 	if cl.Status == model.CreateInProgress && cl.CreateTimeout > 0 {
 		deadline := cl.CreatedAt.Add(time.Duration(cl.CreateTimeout) * time.Minute)

@@ -284,6 +284,20 @@ func (c *Client) List(ctx context.Context, kind, namespace, selector string) ([]
 	return l.Items, nil
 }
 
+// ListFields reads the objects of kind in namespace that match a field
+// selector (events by their involved object, which carry no labels).
+func (c *Client) ListFields(ctx context.Context, kind, namespace, fieldSelector string) ([]unstructured.Unstructured, error) {
+	r, err := c.Resource(ctx, kind)
+	if err != nil {
+		return nil, err
+	}
+	l, err := c.resourceClient(r, namespace).List(ctx, metav1.ListOptions{FieldSelector: fieldSelector})
+	if err != nil {
+		return nil, fmt.Errorf("mgmt: list %s: %w", kind, err)
+	}
+	return l.Items, nil
+}
+
 // Delete asks the management cluster to delete an object (its dependents are
 // collected in the background). It reports whether the object still existed;
 // deleting what is already gone is not an error.

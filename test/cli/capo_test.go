@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +24,10 @@ import (
 	"github.com/magnetite-io/magnetite/internal/testkeystone"
 	"github.com/magnetite-io/magnetite/internal/testmagnetite"
 )
+
+// nokeyTimeout is nokey's create_timeout, in minutes: long enough for CAPO
+// to meet its missing keypair first.
+const nokeyTimeout = 5
 
 // TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn drives Debian's
 // `openstack coe` CLI, logged in to a real Keystone, against `magnetite
@@ -47,14 +53,22 @@ import (
 // router (gateway on the external network), and its managed security
 // groups, whose IDs its ports carry.
 //
-// A flavor and a keypair removed and a network's port security turned off
-// behind Magnetite's back, and a volume type and zone Cinder lacks, show
-// Nova's, Neutron's and Cinder's refusals in status_reason and the
-// clusters come up once they are restored. Server groups removed behind
-// its back show Nova's refusal, and the user's retry (a resize to the same
-// size) makes them again: the control-plane machine that waited for its
-// group is replaced, and the workers' MachineDeployment rolls its machine
-// to the new group. Deleting every cluster leaves no server, port, server
+// The stand-in is released CAPO v0.14.7, which gives a server up for good
+// once Nova or Cinder refused to make it. A flavor and a keypair removed
+// and a network's port security turned off behind Magnetite's back, and a
+// volume type and zone Cinder lacks, show Nova's, Neutron's and Cinder's
+// own messages in status_reason (Magnetite reads them from what CAPO
+// recorded; CAPO retries only the port). Once an operator restores each,
+// the user's retry (a resize to the same size, as Magnum users re-run a
+// failed stack) replaces the failed control-plane machine, and the next
+// refusal shows, until the cluster comes up; vm1 and mixed1, whose control
+// planes met the removed flavor too, are healed by auto-healing once it is
+// back. Server groups removed behind its back show Nova's refusal, and the
+// retry makes them again: the control-plane machine refused for its group
+// is replaced from the template naming the new one, and the workers'
+// MachineDeployment rolls its machine to the new group. nokey, whose
+// keypair is never restored, fails at its create_timeout with Nova's
+// message. Deleting every cluster leaves no server, port, server
 // group, load balancer, volume, floating IP, security group, network,
 // subnet or router, including those the test made the way the cloud
 // controller manager and the Cinder CSI driver would.
@@ -73,13 +87,8 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 	plane.InstallProviders(t, "capo")
 	plane.StartManagers(t, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
 	dc := plane.Dynamic(t)
-	// Released CAPO (v0.14.7, v0.15.0-beta.0) never retries a server whose
-	// create Nova or Cinder refused, so the recoveries below (the flavor
-	// and keypair restored, the volume type and zone made, the server
-	// groups made again) need CAPO main's retries until the conductor
-	// replaces such machines itself: this test runs on main's backoff,
-	// kept short.
-	capo := testcapo.Start(t, dc, cloud, ks.AuthURL(), testcapo.MainBackoff(testcapo.Backoff{Base: 200 * time.Millisecond, Max: 3 * time.Second}))
+	// Released semantics: a refused server create is never tried again.
+	capo := testcapo.Start(t, dc, cloud, ks.AuthURL())
 	// The clusters' API servers, which the stand-in's kubeadm init brings
 	// up behind each control plane endpoint.
 	capo.ServeWorkloads(t, testenv.Start(t))
@@ -129,7 +138,8 @@ source = `+testcharts.Serve(t).URL+`
 	c.ok(t, append([]string{"coe", "cluster", "template", "create", "mixed", "--fixed-network", testcloud.ProvisioningNet,
 		"--flavor", testcloud.BareMetalFlavor, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}, common...)...)
 	c.ok(t, "keypair", "create", "alice-key")
-	for _, cl := range [][2]string{{"vm1", "managed"}, {"bm1", "bm"}, {"mixed1", "mixed"}, {"noflavor", "mixed"}, {"nogroup", "mixed"}, {"noportsec", "vm"}} {
+	c.ok(t, "keypair", "create", "bob-key")
+	for _, cl := range [][2]string{{"vm1", "managed"}, {"bm1", "bm"}, {"mixed1", "mixed"}, {"noflavor", "mixed"}, {"nogroup", "mixed"}, {"noportsec", "vm"}, {"nokey", "managed"}} {
 		args := []string{"coe", "cluster", "create", cl[0], "--cluster-template", cl[1], "--master-count", "1", "--node-count", "1"}
 		switch cl[0] {
 		case "vm1":
@@ -143,8 +153,15 @@ source = `+testcharts.Serve(t).URL+`
 		case "noflavor":
 			args = append(args, "--keypair", "alice-key")
 		case "noportsec":
-			// A volume type and zone the cloud does not have yet.
-			args = append(args, "--merge-labels", "--labels", "boot_volume_type=fast,boot_volume_availability_zone=az2")
+			// A volume type and zone the cloud does not have yet, and
+			// the flavor noflavor loses left alone.
+			args = append(args, "--master-flavor", testcloud.FlavorName,
+				"--merge-labels", "--labels", "boot_volume_type=fast,boot_volume_availability_zone=az2")
+		case "nogroup":
+			args = append(args, "--master-flavor", testcloud.FlavorName)
+		case "nokey":
+			// Its keypair goes for good: it fails at create_timeout.
+			args = append(args, "--master-flavor", testcloud.FlavorName, "--keypair", "bob-key", "--timeout", strconv.Itoa(nokeyTimeout))
 		}
 		c.ok(t, args...)
 	}
@@ -152,7 +169,7 @@ source = `+testcharts.Serve(t).URL+`
 
 	ctx := t.Context()
 	uuids := map[string]string{}
-	for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec"} {
+	for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec", "nokey"} {
 		uuids[cl] = field(t, cl, "uuid")
 		// Magnetite has read the cloud and rendered the cluster once its
 		// Cluster object exists: the changes below come after.
@@ -173,58 +190,77 @@ source = `+testcharts.Serve(t).URL+`
 	// The refusals: each change is made once Magnetite has rendered the
 	// clusters and before CAPO makes their servers. noflavor and nogroup
 	// are on the provisioning network, which the port-security change
-	// does not touch; Nova checks the flavor before the group, so nogroup
-	// shows its refusal once the flavor is back.
-	var deletedGroups []string
+	// does not touch; nogroup, noportsec and nokey ask for another
+	// control-plane flavor than the one noflavor loses.
+	retry := func(t *testing.T, cluster string) {
+		c.ok(t, "coe", "cluster", "resize", cluster, "1")
+	}
+	showsNext := func(t *testing.T, cluster, what, message string) {
+		testenv.WaitFor(t, cluster+"'s status_reason to show "+what, 3*time.Minute, func() (bool, string) {
+			r := field(t, cluster, "status_reason")
+			return strings.Contains(r, message), r
+		})
+	}
+	var deletedGroups, noflavorFailed []string
 	t.Run("refusals", func(t *testing.T) {
 		refusal := func(cluster, message string, breakIt func(), fixIt func(t *testing.T)) {
 			breakIt()
 			t.Run(cluster, func(t *testing.T) {
 				t.Parallel()
 				capo.Pause(false)
-				testenv.WaitFor(t, cluster+"'s status_reason to show the refusal", 3*time.Minute, func() (bool, string) {
-					r := field(t, cluster, "status_reason")
-					return strings.Contains(r, message), r
-				})
+				showsNext(t, cluster, "the refusal", message)
 				fixIt(t)
 			})
 		}
 		// noflavor's keypair goes too: Nova checks the flavor first, so
-		// its refusal shows once the flavor is back, until the user makes
-		// the keypair again.
+		// its refusal shows once the flavor is back and the user retried,
+		// until the user makes the keypair again and retries.
 		refusal("noflavor", "Flavor 3 could not be found.", func() {
 			cloud.RemoveFlavor("3", true)
 			c.ok(t, "keypair", "delete", "alice-key")
 		}, func(t *testing.T) {
+			for _, m := range machines(t, "noflavor") {
+				if _, cp := m.GetLabels()["cluster.x-k8s.io/control-plane"]; cp {
+					noflavorFailed = append(noflavorFailed, m.GetName())
+				}
+			}
 			cloud.RemoveFlavor("3", false)
-			testenv.WaitFor(t, "noflavor's status_reason to show Nova's keypair refusal", 3*time.Minute, func() (bool, string) {
-				r := field(t, "noflavor", "status_reason")
-				return strings.Contains(r, "Invalid key_name provided."), r
-			})
+			retry(t, "noflavor")
+			showsNext(t, "noflavor", "Nova's keypair refusal", "Invalid key_name provided.")
 			c.ok(t, "keypair", "create", "alice-key")
+			retry(t, "noflavor")
 		})
 		// noportsec asks for a volume type and zone Cinder does not have:
-		// CAPO makes the port before the root volume, so Cinder's refusals
-		// show once port security is back, one after the other (Cinder
-		// checks the type first), until an operator makes each.
+		// CAPO makes the port before the root volume (and retries a
+		// refused port), so Cinder's refusals show once port security is
+		// back, one after the other (Cinder checks the type first), each
+		// until an operator makes what it lacks and the user retries.
 		refusal("noportsec", "Port security must be enabled and port must have an IP address in order to use security groups.",
 			func() { cloud.SetPortSecurity(testcloud.PrivateNetID, false) }, func(t *testing.T) {
 				cloud.SetPortSecurity(testcloud.PrivateNetID, true)
-				testenv.WaitFor(t, "noportsec's status_reason to show Cinder's volume type refusal", 3*time.Minute, func() (bool, string) {
-					r := field(t, "noportsec", "status_reason")
-					return strings.Contains(r, "Volume type with name fast could not be found."), r
-				})
+				showsNext(t, "noportsec", "Cinder's volume type refusal", "Volume type with name fast could not be found.")
 				cloud.AddVolumeType("fast")
-				testenv.WaitFor(t, "noportsec's status_reason to show Cinder's availability zone refusal", 3*time.Minute, func() (bool, string) {
-					r := field(t, "noportsec", "status_reason")
-					return strings.Contains(r, "Invalid input received: Availability zone 'az2' is invalid."), r
-				})
+				retry(t, "noportsec")
+				showsNext(t, "noportsec", "Cinder's availability zone refusal", "Invalid input received: Availability zone 'az2' is invalid.")
 				cloud.AddVolumeAvailabilityZone("az2")
+				retry(t, "noportsec")
 			})
-		// CAPO main retries a server in a deleted group for ever; the user's
-		// retry (a resize to the same size, as Magnum users re-run a
-		// failed stack) makes the groups again and replaces the control
-		// plane's machine; the workers' MachineDeployment rolls to the
+		// nokey's keypair never comes back: without a retry that could
+		// help, it fails at its create_timeout with Nova's message.
+		refusal("nokey", "Invalid key_name provided.", func() { c.ok(t, "keypair", "delete", "bob-key") }, func(t *testing.T) {
+			testenv.WaitFor(t, "nokey to fail at its create_timeout", time.Duration(nokeyTimeout+2)*time.Minute, func() (bool, string) {
+				st, r := field(t, "nokey", "status"), field(t, "nokey", "status_reason")
+				return st == "CREATE_FAILED", st + ": " + r
+			})
+			want := fmt.Sprintf("Timed out after %d minutes; last reported problem: ", nokeyTimeout)
+			if r := field(t, "nokey", "status_reason"); !strings.HasPrefix(r, want) || !strings.Contains(r, "Invalid key_name provided.") {
+				t.Errorf("nokey's status_reason %q, want %q and Nova's message", r, want)
+			}
+		})
+		// The server groups go: Nova refuses the control plane's server
+		// for its group; the user's retry makes the groups again and
+		// replaces the control plane's machine from the template naming
+		// the new group; the workers' MachineDeployment rolls to the
 		// template naming the new worker group.
 		refusal("nogroup", "Instance group ", func() {
 			for _, g := range cloud.ServerGroups() {
@@ -262,8 +298,8 @@ source = `+testcharts.Serve(t).URL+`
 		{"bm1", "default-master", "4", testcloud.ProvisioningNetID, false, true},
 		{"mixed1", "default-master", "3", testcloud.ProvisioningNetID, true, false},
 		{"noflavor", "default-master", "3", testcloud.ProvisioningNetID, true, false},
-		{"noportsec", "default-master", "3", testcloud.PrivateNetID, true, false},
-		{"nogroup", "default-master", "3", testcloud.ProvisioningNetID, true, false},
+		{"noportsec", "default-master", "2", testcloud.PrivateNetID, true, false},
+		{"nogroup", "default-master", "2", testcloud.ProvisioningNetID, true, false},
 		{"vm1", "default-worker", "2", managedNet, true, false},
 		{"bm1", "default-worker", "4", testcloud.ProvisioningNetID, false, true},
 		{"mixed1", "default-worker", "4", testcloud.ProvisioningNetID, false, true},
@@ -317,6 +353,14 @@ source = `+testcharts.Serve(t).URL+`
 		checkBootstrapOfClusters(ctx, t, dc, capo, cloud, uuids, "vm1", "bm1", "mixed1")
 	})
 
+	// noflavor's control plane runs on a machine made after the retries:
+	// the one refused was replaced.
+	for _, m := range machines(t, "noflavor") {
+		if id, _, _ := unstructured.NestedString(m.Object, "status", "instanceID"); id != "" && slices.Contains(noflavorFailed, m.GetName()) {
+			t.Errorf("noflavor's server %s is on machine %s, which Nova refused a server before the retry", id, m.GetName())
+		}
+	}
+
 	t.Run("Neutron refuses to take vm1's network from under it", func(t *testing.T) {
 		tok := ks.Token("alice", "alice-password", "demo")
 		name := clusterObjectName(ctx, t, dc, uuids["vm1"])
@@ -357,7 +401,7 @@ source = `+testcharts.Serve(t).URL+`
 		if _, err := cloud.MakeWorkload(ks.Token("alice", "alice-password", "demo"), name, "default", "web"); err != nil {
 			t.Fatal(err)
 		}
-		for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec"} {
+		for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec", "nokey"} {
 			c.ok(t, "coe", "cluster", "delete", cl)
 		}
 		testenv.WaitFor(t, "every cluster to be gone", 5*time.Minute, func() (bool, string) {

@@ -32,10 +32,16 @@ func New(opts capi.Options) *capi.Driver { return capi.New(Infrastructure{}, opt
 
 func (Infrastructure) Name() string { return "openstack" }
 
-// Kinds are CAPO's: its cluster and machine kinds and their templates.
-func (Infrastructure) Kinds() []kinds.Kind { return capi.ContractKinds("OpenStack") }
-func (Infrastructure) NeedsCloud() bool    { return true }
-func (Infrastructure) Addons() bool        { return true }
+// Kinds are CAPO's: its cluster and machine kinds and their templates,
+// the OpenStackServer (v1alpha1 in every release) that CAPO makes per
+// machine, where it records that a server failed for good, and the Events
+// where it says why it retries one (a refused port).
+func (Infrastructure) Kinds() []kinds.Kind {
+	return capi.ContractKinds("OpenStack", kinds.Kind{Kind: "OpenStackServer", Group: kinds.GroupInfrastructure, Optional: true},
+		kinds.Kind{Kind: "Event", Group: kinds.GroupCore, Optional: true})
+}
+func (Infrastructure) NeedsCloud() bool { return true }
+func (Infrastructure) Addons() bool     { return true }
 
 // Validate has nothing to add: flavors, images and networks were checked
 // against the facts by the shared planner.
