@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,11 +17,8 @@ import (
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testbootstrap"
 	"github.com/magnetite-io/magnetite/internal/testcapo"
-	"github.com/magnetite-io/magnetite/internal/testcharts"
 	"github.com/magnetite-io/magnetite/internal/testcloud"
 	"github.com/magnetite-io/magnetite/internal/testenv"
-	"github.com/magnetite-io/magnetite/internal/testkeystone"
-	"github.com/magnetite-io/magnetite/internal/testmagnetite"
 )
 
 // nokeyTimeout is nokey's create_timeout, in minutes: long enough for CAPO
@@ -74,69 +70,13 @@ const nokeyTimeout = 5
 // controller manager and the Cinder CSI driver would.
 func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 	requireCLI(t) // skips under -short
-	ks := testkeystone.Start(t)
-	const servicePassword = "magnetite-capo-test-password"
-	svc := ks.ServiceUser("magnetite", servicePassword)
-	ks.Grant(svc, ks.ProjectID("service"), "admin")
-	project := ks.CreateProject("demo")
-	ks.Grant(ks.CreateUser("alice", "alice-password"), project, "member")
-	cloud := testcloud.Start(t, ks)
-
-	plane := testenv.Start(t)
-	plane.InstallClusterAPI(t)
-	plane.InstallProviders(t, "capo")
-	plane.StartManagers(t, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
-	dc := plane.Dynamic(t)
-	// Released semantics: a refused server create is never tried again.
-	capo := testcapo.Start(t, dc, cloud, ks.AuthURL())
-	// The clusters' API servers, which the stand-in's kubeadm init brings
-	// up behind each control plane endpoint.
-	capo.ServeWorkloads(t, testenv.Start(t))
+	e := startCAPOCloud(t, testenv.CAPOv014)
+	ks, cloud, dc, capo, c := e.ks, e.cloud, e.dc, e.capo, e.c
 	// CAPO acts only once the cloud has been changed behind Magnetite's
 	// back (below), so that every cluster meets the same cloud.
 	capo.Pause(true)
-
-	addr := testmagnetite.FreeAddr(t)
-	ks.RegisterService("container-infra", "magnum", "http://"+addr+"/v1")
-	testmagnetite.Serve(t, addr, `[auth]
-strategy = keystone
-[keystone_authtoken]
-auth_url = `+ks.AuthURL()+`
-username = magnetite
-password = `+servicePassword+`
-project_name = service
-user_domain_name = Default
-project_domain_name = Default
-region_name = `+testkeystone.Region+`
-[management]
-kubeconfig = `+plane.KubeconfigFile(t)+`
-[conductor]
-infrastructure = openstack
-[addons]
-source = `+testcharts.Serve(t).URL+`
-`)
-	c := &cli{env: []string{"HOME=" + t.TempDir(), "SHELL=/bin/bash", "PATH=/usr/bin:/bin",
-		"OS_AUTH_URL=" + ks.AuthURL(), "OS_IDENTITY_API_VERSION=3", "OS_INTERFACE=public",
-		"OS_USERNAME=alice", "OS_PASSWORD=alice-password", "OS_PROJECT_NAME=demo",
-		"OS_USER_DOMAIN_NAME=Default", "OS_PROJECT_DOMAIN_NAME=Default", "OS_REGION_NAME=" + testkeystone.Region}}
-	if v := os.Getenv("TMPDIR"); v != "" {
-		c.env = append(c.env, "TMPDIR="+v)
-	}
-	field := func(t *testing.T, cluster, name string) string {
-		return strings.TrimSpace(c.ok(t, "coe", "cluster", "show", cluster, "-f", "value", "-c", name))
-	}
-
-	common := []string{"--coe", "kubernetes", "--image", testcloud.ImageName, "--external-network", testcloud.ExternalNet, "--master-lb-enabled"}
-	c.ok(t, append([]string{"coe", "cluster", "template", "create", "vm", "--fixed-network", testcloud.PrivateNet,
-		"--flavor", testcloud.FlavorName, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}, common...)...)
-	// Without a fixed network CAPO makes the cluster's network, subnet and
-	// router (gateway on the external network).
-	c.ok(t, append([]string{"coe", "cluster", "template", "create", "managed",
-		"--flavor", testcloud.FlavorName, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}, common...)...)
-	c.ok(t, append([]string{"coe", "cluster", "template", "create", "bm", "--server-type", "bm", "--fixed-network", testcloud.ProvisioningNet,
-		"--flavor", testcloud.BareMetalFlavor, "--master-flavor", testcloud.BareMetalFlavor, "--labels", "kube_tag=" + testcloud.KubeTag}, common...)...)
-	c.ok(t, append([]string{"coe", "cluster", "template", "create", "mixed", "--fixed-network", testcloud.ProvisioningNet,
-		"--flavor", testcloud.BareMetalFlavor, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}, common...)...)
+	field := e.field
+	e.createTemplates(t)
 	c.ok(t, "keypair", "create", "alice-key")
 	c.ok(t, "keypair", "create", "bob-key")
 	for _, cl := range [][2]string{{"vm1", "managed"}, {"bm1", "bm"}, {"mixed1", "mixed"}, {"noflavor", "mixed"}, {"nogroup", "mixed"}, {"noportsec", "vm"}, {"nokey", "managed"}} {
@@ -349,6 +289,14 @@ source = `+testcharts.Serve(t).URL+`
 		return true, ""
 	})
 
+	// CAPO v0.14.7 serves its kinds at v1beta1 only: Magnetite wrote them so.
+	for _, cl := range []string{"vm1", "bm1", "mixed1"} {
+		e.checkWrittenAt(t, uuids[cl], "v1beta1")
+	}
+	if r := capo.Release(); r != "v0.14.7" {
+		t.Errorf("the CAPO stand-in imitated %q, want v0.14.7", r)
+	}
+
 	t.Run("nodes boot what the bootstrap provider wrote", func(t *testing.T) {
 		checkBootstrapOfClusters(ctx, t, dc, capo, cloud, uuids, "vm1", "bm1", "mixed1")
 	})
@@ -408,15 +356,7 @@ source = `+testcharts.Serve(t).URL+`
 			out := c.ok(t, "coe", "cluster", "list", "-f", "value", "-c", "name", "-c", "status", "-c", "status_reason")
 			return strings.TrimSpace(out) == "", out
 		})
-		if s, p, g, l, v, f := cloud.Servers(), cloud.Ports(), cloud.ServerGroups(), cloud.LoadBalancers(), cloud.Volumes(), cloud.FloatingIPs(); len(s)+len(p)+len(g)+len(l)+len(v)+len(f) > 0 {
-			t.Errorf("left in the cloud: servers %+v ports %+v server groups %+v load balancers %+v volumes %+v floating IPs %+v", s, p, g, l, v, f)
-		}
-		if sg, snap := cloud.SecurityGroups(), cloud.Snapshots(); len(sg)+len(snap) > 0 {
-			t.Errorf("left in the cloud: security groups %+v snapshots %+v", sg, snap)
-		}
-		if n, s, r := cloud.Networks(), cloud.Subnets(), cloud.Routers(); len(n)+len(s)+len(r) > 0 {
-			t.Errorf("left in the cloud: networks %+v subnets %+v routers %+v", n, s, r)
-		}
+		checkNothingLeft(t, cloud)
 	})
 }
 

@@ -1,0 +1,212 @@
+package cli
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/testcapo"
+	"github.com/magnetite-io/magnetite/internal/testcharts"
+	"github.com/magnetite-io/magnetite/internal/testcloud"
+	"github.com/magnetite-io/magnetite/internal/testenv"
+	"github.com/magnetite-io/magnetite/internal/testkeystone"
+	"github.com/magnetite-io/magnetite/internal/testmagnetite"
+)
+
+// capoCloud is what the OpenStack CLI tests run against: a real Keystone,
+// the OpenStack stand-ins, a real kube-apiserver with Cluster API's core
+// and kubeadm managers and one CAPO release's CRDs, the CAPO stand-in
+// imitating that release, and `magnetite serve` (Keystone auth, the
+// OpenStack infrastructure, the real addon charts) driven by Debian's
+// openstack CLI as alice of project demo.
+type capoCloud struct {
+	ks    *testkeystone.Keystone
+	cloud *testcloud.Cloud
+	dc    dynamic.Interface
+	capo  *testcapo.Controller
+	c     *cli
+}
+
+func startCAPOCloud(t *testing.T, release string, opts ...testcapo.Option) *capoCloud {
+	t.Helper()
+	ks := testkeystone.Start(t)
+	const servicePassword = "magnetite-capo-test-password"
+	svc := ks.ServiceUser("magnetite", servicePassword)
+	ks.Grant(svc, ks.ProjectID("service"), "admin")
+	project := ks.CreateProject("demo")
+	ks.Grant(ks.CreateUser("alice", "alice-password"), project, "member")
+	cloud := testcloud.Start(t, ks)
+
+	plane := testenv.Start(t)
+	plane.InstallClusterAPI(t)
+	plane.InstallProviders(t, release)
+	plane.StartManagers(t, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
+	dc := plane.Dynamic(t)
+	// Released semantics unless opts say otherwise: a refused server
+	// create is never tried again.
+	capo := testcapo.Start(t, dc, cloud, ks.AuthURL(), opts...)
+	// The clusters' API servers, which the stand-in's kubeadm init brings
+	// up behind each control plane endpoint.
+	capo.ServeWorkloads(t, testenv.Start(t))
+
+	addr := testmagnetite.FreeAddr(t)
+	ks.RegisterService("container-infra", "magnum", "http://"+addr+"/v1")
+	testmagnetite.Serve(t, addr, `[auth]
+strategy = keystone
+[keystone_authtoken]
+auth_url = `+ks.AuthURL()+`
+username = magnetite
+password = `+servicePassword+`
+project_name = service
+user_domain_name = Default
+project_domain_name = Default
+region_name = `+testkeystone.Region+`
+[management]
+kubeconfig = `+plane.KubeconfigFile(t)+`
+[conductor]
+infrastructure = openstack
+[addons]
+source = `+testcharts.Serve(t).URL+`
+`)
+	c := &cli{env: []string{"HOME=" + t.TempDir(), "SHELL=/bin/bash", "PATH=/usr/bin:/bin",
+		"OS_AUTH_URL=" + ks.AuthURL(), "OS_IDENTITY_API_VERSION=3", "OS_INTERFACE=public",
+		"OS_USERNAME=alice", "OS_PASSWORD=alice-password", "OS_PROJECT_NAME=demo",
+		"OS_USER_DOMAIN_NAME=Default", "OS_PROJECT_DOMAIN_NAME=Default", "OS_REGION_NAME=" + testkeystone.Region}}
+	if v := os.Getenv("TMPDIR"); v != "" {
+		c.env = append(c.env, "TMPDIR="+v)
+	}
+	return &capoCloud{ks: ks, cloud: cloud, dc: dc, capo: capo, c: c}
+}
+
+// field is one field of a cluster as `openstack coe cluster show` prints it.
+func (e *capoCloud) field(t *testing.T, cluster, name string) string {
+	t.Helper()
+	return strings.TrimSpace(e.c.ok(t, "coe", "cluster", "show", cluster, "-f", "value", "-c", name))
+}
+
+// createTemplates makes the four templates the tests' clusters use: vm
+// (VMs on the private network), managed (VMs on a network CAPO makes), bm
+// (all bare metal on the provisioning network) and mixed (a VM control
+// plane and bare-metal workers on the provisioning network).
+func (e *capoCloud) createTemplates(t *testing.T) {
+	t.Helper()
+	c := e.c
+	common := []string{"--coe", "kubernetes", "--image", testcloud.ImageName, "--external-network", testcloud.ExternalNet, "--master-lb-enabled"}
+	c.ok(t, append([]string{"coe", "cluster", "template", "create", "vm", "--fixed-network", testcloud.PrivateNet,
+		"--flavor", testcloud.FlavorName, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}, common...)...)
+	// Without a fixed network CAPO makes the cluster's network, subnet and
+	// router (gateway on the external network).
+	c.ok(t, append([]string{"coe", "cluster", "template", "create", "managed",
+		"--flavor", testcloud.FlavorName, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}, common...)...)
+	c.ok(t, append([]string{"coe", "cluster", "template", "create", "bm", "--server-type", "bm", "--fixed-network", testcloud.ProvisioningNet,
+		"--flavor", testcloud.BareMetalFlavor, "--master-flavor", testcloud.BareMetalFlavor, "--labels", "kube_tag=" + testcloud.KubeTag}, common...)...)
+	c.ok(t, append([]string{"coe", "cluster", "template", "create", "mixed", "--fixed-network", testcloud.ProvisioningNet,
+		"--flavor", testcloud.BareMetalFlavor, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}, common...)...)
+}
+
+// checkWrittenAt fails unless Magnetite applied the cluster's OpenStack
+// objects (its OpenStackCluster template and its machine templates) at
+// infrastructure version: the version a management cluster's CAPO release
+// serves, read from the managed fields Magnetite's applies own.
+func (e *capoCloud) checkWrittenAt(t *testing.T, uuid, version string) {
+	t.Helper()
+	ctx := t.Context()
+	list, err := e.dc.Resource(testcapo.Clusters).List(ctx, metav1.ListOptions{LabelSelector: mgmt.ClusterSelector(uuid)})
+	if err != nil || len(list.Items) != 1 {
+		t.Fatalf("the Cluster object of %s: %v (%d found)", uuid, err, len(list.Items))
+	}
+	ns := list.Items[0].GetNamespace()
+	want := "infrastructure.cluster.x-k8s.io/" + version
+	seen := 0
+	for _, resource := range []string{"openstackclustertemplates", "openstackmachinetemplates"} {
+		gvr := schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: version, Resource: resource}
+		list, err := e.dc.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("%s at %s: %v", resource, version, err)
+		}
+		for _, o := range list.Items {
+			for _, mf := range o.GetManagedFields() {
+				if mf.Manager != mgmt.FieldManager {
+					continue
+				}
+				seen++
+				if mf.APIVersion != want {
+					t.Errorf("%s %s/%s was applied at %s, want %s", o.GetKind(), ns, o.GetName(), mf.APIVersion, want)
+				}
+			}
+		}
+	}
+	if seen == 0 {
+		t.Errorf("no OpenStack template in namespace %s was applied by Magnetite", ns)
+	}
+}
+
+// TestOpenStackClustersOnCAPOv015ThroughTheCLI is the released-provider
+// check for CAPO's first v1beta2 release: with CAPO v0.15.0-beta.0's CRDs
+// (v1beta1 and v1beta2 served) and the stand-in imitating it, a VM
+// cluster on a network CAPO makes, an all-bare-metal cluster and a mixed
+// one are created through Debian's openstack CLI, Magnetite writes their
+// OpenStack objects at v1beta2, every node group's machine gets its server
+// and node, and deleting them leaves nothing in the cloud. The refusals
+// and recoveries run on v0.14.7 in
+// TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn.
+func TestOpenStackClustersOnCAPOv015ThroughTheCLI(t *testing.T) {
+	requireCLI(t) // skips under -short
+	e := startCAPOCloud(t, testenv.CAPOv015)
+	e.createTemplates(t)
+	clusters := [][2]string{{"vm2", "managed"}, {"bm2", "bm"}, {"mixed2", "mixed"}}
+	for _, cl := range clusters {
+		e.c.ok(t, "coe", "cluster", "create", cl[0], "--cluster-template", cl[1], "--master-count", "1", "--node-count", "1")
+	}
+	ctx := t.Context()
+	for _, cl := range clusters {
+		uuid := e.field(t, cl[0], "uuid")
+		testenv.WaitFor(t, cl[0]+"'s machines to have servers and nodes", 6*time.Minute, func() (bool, string) {
+			ms := clusterMachines(ctx, t, e.dc, e.capo, uuid)
+			if len(ms) < 2 {
+				return false, e.field(t, cl[0], "status_reason")
+			}
+			for _, m := range ms {
+				if id, _, _ := unstructured.NestedString(m.Object, "status", "instanceID"); id == "" || !hasNode(ctx, t, e.dc, m) {
+					return false, m.GetName() + " has no server and node yet; " + e.field(t, cl[0], "status_reason")
+				}
+			}
+			return true, ""
+		})
+		e.checkWrittenAt(t, uuid, "v1beta2")
+	}
+	if r := e.capo.Release(); r != "v0.15.0-beta.0" {
+		t.Errorf("the CAPO stand-in imitated %q, want v0.15.0-beta.0", r)
+	}
+	for _, cl := range clusters {
+		e.c.ok(t, "coe", "cluster", "delete", cl[0])
+	}
+	testenv.WaitFor(t, "every cluster to be gone", 5*time.Minute, func() (bool, string) {
+		out := e.c.ok(t, "coe", "cluster", "list", "-f", "value", "-c", "name", "-c", "status", "-c", "status_reason")
+		return strings.TrimSpace(out) == "", out
+	})
+	checkNothingLeft(t, e.cloud)
+}
+
+// checkNothingLeft fails for anything left in the cloud once every cluster
+// is gone: what CAPO made and what the workloads' cloud controller manager
+// and Cinder CSI driver made as the clusters.
+func checkNothingLeft(t *testing.T, cloud *testcloud.Cloud) {
+	t.Helper()
+	if s, p, g, l, v, f := cloud.Servers(), cloud.Ports(), cloud.ServerGroups(), cloud.LoadBalancers(), cloud.Volumes(), cloud.FloatingIPs(); len(s)+len(p)+len(g)+len(l)+len(v)+len(f) > 0 {
+		t.Errorf("left in the cloud: servers %+v ports %+v server groups %+v load balancers %+v volumes %+v floating IPs %+v", s, p, g, l, v, f)
+	}
+	if sg, snap := cloud.SecurityGroups(), cloud.Snapshots(); len(sg)+len(snap) > 0 {
+		t.Errorf("left in the cloud: security groups %+v snapshots %+v", sg, snap)
+	}
+	if n, s, r := cloud.Networks(), cloud.Subnets(), cloud.Routers(); len(n)+len(s)+len(r) > 0 {
+		t.Errorf("left in the cloud: networks %+v subnets %+v routers %+v", n, s, r)
+	}
+}
