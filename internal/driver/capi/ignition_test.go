@@ -16,8 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
+	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testbootstrap"
 	"github.com/magnetite-io/magnetite/internal/testenv"
 )
@@ -35,8 +37,17 @@ import (
 // the server's host name with the provider ID CAPO gives the machine, and
 // the data must fit within Magnetite's estimate of it.
 func TestFlatcarControlPlaneBootsTheIgnitionClusterAPIWrites(t *testing.T) {
-	_, dc, mapper := testenv.StartGolden(t, []string{"capo"}, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
+	env, dc, mapper := testenv.StartGolden(t, []string{"capo"}, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
 	ctx := context.Background()
+	// Rendered at the versions the plane serves, as the conductor renders.
+	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, err := mc.APIVersions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	resource := func(group, kind string) schema.GroupVersionResource {
 		m, err := mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind})
 		if err != nil {
@@ -53,6 +64,7 @@ func TestFlatcarControlPlaneBootsTheIgnitionClusterAPIWrites(t *testing.T) {
 	gzipped := base64.StdEncoding.EncodeToString(gz.Bytes())
 	for i, version := range testbootstrap.KubeadmVersions {
 		req := caseRequest(t, "os-flatcar")
+		req.APIVersions = served
 		name := "flatcar-" + strings.ReplaceAll(version, ".", "-")
 		req.Cluster.Name, req.Cluster.StackID = name, &name
 		req.Cluster.UUID = req.Cluster.UUID[:len(req.Cluster.UUID)-1] + string(rune('a'+i))
@@ -90,7 +102,13 @@ func TestFlatcarControlPlaneBootsTheIgnitionClusterAPIWrites(t *testing.T) {
 			if o, err = osc.Update(ctx, o, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			_ = unstructured.SetNestedField(o.Object, true, "status", "initialization", "provisioned")
+			// Cluster API's v1beta1 contract (CAPO v0.14) reads status.ready,
+			// its v1beta2 contract status.initialization.provisioned.
+			if strings.HasSuffix(o.GetAPIVersion(), "/v1beta1") {
+				_ = unstructured.SetNestedField(o.Object, true, "status", "ready")
+			} else {
+				_ = unstructured.SetNestedField(o.Object, true, "status", "initialization", "provisioned")
+			}
 			if _, err := osc.UpdateStatus(ctx, o, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
