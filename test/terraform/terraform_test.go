@@ -312,8 +312,26 @@ func testLifecycle(t *testing.T, w *workspace, st *teststack.Stack) {
 		if after == before || after == "" {
 			t.Errorf("node group id %q -> %q, want a new group", before, after)
 		}
-		if code := st.Get(t, "/clusters/"+clusterID+"/nodegroups/"+before, nil); code != 404 {
+		// The provider's node group id is "<cluster>/<node group>".
+		cluster, group, _ := strings.Cut(before, "/")
+		if code := st.Get(t, "/clusters/"+cluster+"/nodegroups/"+group, nil); code != 404 {
 			t.Errorf("replaced node group %s: HTTP %d, want 404", before, code)
+		}
+	})
+
+	step("existing resources import without drift", func(t *testing.T) {
+		vars := []string{"-var", "node_count=2", "-var", "extra_group=true", "-var", "node_role=gpu"}
+		var groupID string
+		w.output(t, "extra_group_id", &groupID)
+		w.ok(t, "state", "rm", "openstack_containerinfra_cluster_v1.demo", "openstack_containerinfra_clustertemplate_v1.mem",
+			"openstack_containerinfra_nodegroup_v1.extra[0]")
+		w.ok(t, append([]string{"import"}, append(vars, "openstack_containerinfra_clustertemplate_v1.mem", templateID)...)...)
+		w.ok(t, append([]string{"import"}, append(vars, "openstack_containerinfra_cluster_v1.demo", clusterID)...)...)
+		w.ok(t, append([]string{"import"}, append(vars, "openstack_containerinfra_nodegroup_v1.extra[0]", groupID)...)...)
+		// Exit code 0 is "no changes"; 2 would be a diff.
+		out, code := w.run(t, append([]string{"plan", "-detailed-exitcode", "-no-color"}, vars...)...)
+		if code != 0 {
+			t.Fatalf("plan after import exited %d (want 0, no changes):\n%s", code, out)
 		}
 	})
 
@@ -330,17 +348,6 @@ func testLifecycle(t *testing.T, w *workspace, st *teststack.Stack) {
 			if g.Name == "extra" {
 				t.Errorf("node group extra is still listed: %+v", groups)
 			}
-		}
-	})
-
-	step("an existing cluster and template import without drift", func(t *testing.T) {
-		w.ok(t, "state", "rm", "openstack_containerinfra_cluster_v1.demo", "openstack_containerinfra_clustertemplate_v1.mem")
-		w.ok(t, "import", "-var", "node_count=2", "openstack_containerinfra_clustertemplate_v1.mem", templateID)
-		w.ok(t, "import", "-var", "node_count=2", "openstack_containerinfra_cluster_v1.demo", clusterID)
-		// Exit code 0 is "no changes"; 2 would be a diff.
-		out, code := w.run(t, "plan", "-detailed-exitcode", "-no-color", "-var", "node_count=2")
-		if code != 0 {
-			t.Fatalf("plan after import exited %d (want 0, no changes):\n%s", code, out)
 		}
 	})
 
