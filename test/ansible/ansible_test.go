@@ -23,8 +23,39 @@ import (
 // Debian's binaries; another python or ansible may be first on PATH.
 const (
 	ansiblePlaybook = "/usr/bin/ansible-playbook"
-	collection      = "/usr/lib/python3/dist-packages/ansible_collections/openstack/cloud/plugins/modules/coe_cluster.py"
+	collection      = "/usr/lib/python3/dist-packages/ansible_collections/openstack/cloud"
+	sdkGuard        = "plugins/module_utils/openstack.py"
 )
+
+// cappedSDK is the version guard of Debian bookworm's openstack.cloud
+// 1.10.0 (in ansible 7.7.0), which refuses bookworm's own openstacksdk
+// 0.101.0 before any module runs: every openstack.cloud task fails with
+// "Incompatible openstacksdk library found".
+const cappedSDK = "MAXIMUM_SDK_VERSION = '0.98.999'"
+
+// collectionsPath returns a collections folder holding a copy of Debian's
+// openstack.cloud whose only change is that the upper bound on the SDK
+// version is lifted (the coe modules call cloud-layer functions that
+// openstacksdk 0.101 still has), as an operator on Debian bookworm must do.
+// Once Debian ships a collection that accepts its SDK, the copy is
+// unchanged.
+func collectionsPath(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	dst := filepath.Join(root, "ansible_collections", "openstack", "cloud")
+	if err := os.CopyFS(dst, os.DirFS(collection)); err != nil {
+		t.Fatalf("copy the openstack.cloud collection: %v", err)
+	}
+	guard := filepath.Join(dst, sdkGuard)
+	b, err := os.ReadFile(guard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(guard, []byte(strings.Replace(string(b), cappedSDK, "MAXIMUM_SDK_VERSION = None", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
 
 // playbook keeps one template and one cluster of node_count workers
 // present, or removes both (state=absent). The collection's coe_cluster
@@ -184,7 +215,7 @@ func TestAnsibleOpenStackCloudCollection(t *testing.T) {
 	home := t.TempDir()
 	r := &runner{dir: dir, env: []string{"HOME=" + home, "PATH=/usr/bin:/bin", "LANG=C.UTF-8",
 		"OS_CLIENT_CONFIG_FILE=" + filepath.Join(dir, "clouds.yaml"),
-		"ANSIBLE_LOCAL_TEMP=" + filepath.Join(home, "tmp"), "ANSIBLE_NOCOLOR=1", "ANSIBLE_RETRY_FILES_ENABLED=0"}}
+		"ANSIBLE_COLLECTIONS_PATH=" + collectionsPath(t), "ANSIBLE_LOCAL_TEMP=" + filepath.Join(home, "tmp"), "ANSIBLE_NOCOLOR=1", "ANSIBLE_RETRY_FILES_ENABLED=0"}}
 	if v := os.Getenv("TMPDIR"); v != "" {
 		r.env = append(r.env, "TMPDIR="+v)
 	}
