@@ -99,7 +99,8 @@ const playbook = `
 
     - name: resize
       ansible.builtin.command: openstack coe cluster resize ansible-demo {{ node_count }}
-      when: state == "present" and cluster.cluster.node_count | int != node_count | int
+      # A cluster just created is answered with its uuid only, at the size asked.
+      when: state == "present" and cluster.cluster.node_count | default(node_count) | int != node_count | int
 
     - name: wait until the cluster is up
       ansible.builtin.command: openstack coe cluster show ansible-demo -f value -c status
