@@ -249,7 +249,8 @@ build_iac() {
 		copy="$(mktemp -d)"
 		cp -R "$src/." "$copy"
 		chmod -R u+w "$copy"
-		build "$copy" ./cmd/tofu "$tofu_dir/tofu" -ldflags "-s -w"
+		# As OpenTofu's release build links it, so it reports v1.12.x, not -dev.
+		build "$copy" ./cmd/tofu "$tofu_dir/tofu" -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no"
 		rm -rf "$copy"
 	fi
 	local provider="$provider_dir/terraform-provider-openstack"
