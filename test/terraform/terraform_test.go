@@ -370,13 +370,15 @@ func testFailingCluster(t *testing.T, w *workspace, st *teststack.Stack) {
 	if code == 0 {
 		t.Fatalf("apply of a cluster that cannot come up succeeded:\n%s", out)
 	}
-	var failed *teststack.Cluster
+	// The list's summary has no status_reason (as Magnum's); the
+	// cluster's own document has.
+	var failed teststack.Cluster
 	for _, c := range st.Clusters(t) {
 		if c.Name == "tf-doomed" {
-			failed = &c
+			st.Get(t, "/clusters/"+c.UUID, &failed)
 		}
 	}
-	if failed == nil || failed.Status != "CREATE_FAILED" || failed.StatusReason == "" {
+	if failed.Status != "CREATE_FAILED" || failed.StatusReason == "" {
 		t.Fatalf("want tf-doomed CREATE_FAILED with a reason, got %+v; apply said:\n%s", failed, out)
 	}
 	// OpenTofu wraps long lines of diagnostics; the reason is compared with
