@@ -165,7 +165,11 @@ resource "openstack_containerinfra_nodegroup_v1" "extra" {
   name       = "extra"
   cluster_id = openstack_containerinfra_cluster_v1.demo.id
   node_count = 1
-  labels     = { node_role = var.node_role }
+  # Magnetite merges a node group's labels over its cluster's unless told
+  # otherwise; saying so lets the provider tell the declared labels apart
+  # from the inherited ones (without it every plan would replace the group).
+  merge_labels = true
+  labels       = { node_role = var.node_role }
 }
 
 output "cluster_id" { value = openstack_containerinfra_cluster_v1.demo.id }
