@@ -326,15 +326,14 @@ func testLifecycle(t *testing.T, w *workspace, st *teststack.Stack) {
 		}
 	})
 
-	step("existing resources import without drift", func(t *testing.T) {
+	step("an existing cluster and template import without drift", func(t *testing.T) {
 		vars := []string{"-var", "node_count=2", "-var", "extra_group=true", "-var", "node_role=gpu"}
-		var groupID string
-		w.output(t, "extra_group_id", &groupID)
-		w.ok(t, "state", "rm", "openstack_containerinfra_cluster_v1.demo", "openstack_containerinfra_clustertemplate_v1.mem",
-			"openstack_containerinfra_nodegroup_v1.extra[0]")
+		// The node group stays in the state: the provider's import cannot
+		// recover merge_labels (its read never sets it, on Magnum too), so
+		// an imported group that declares it always plans a replacement.
+		w.ok(t, "state", "rm", "openstack_containerinfra_cluster_v1.demo", "openstack_containerinfra_clustertemplate_v1.mem")
 		w.ok(t, append([]string{"import"}, append(vars, "openstack_containerinfra_clustertemplate_v1.mem", templateID)...)...)
 		w.ok(t, append([]string{"import"}, append(vars, "openstack_containerinfra_cluster_v1.demo", clusterID)...)...)
-		w.ok(t, append([]string{"import"}, append(vars, "openstack_containerinfra_nodegroup_v1.extra[0]", groupID)...)...)
 		// Exit code 0 is "no changes"; 2 would be a diff.
 		out, code := w.run(t, append([]string{"plan", "-detailed-exitcode", "-no-color"}, vars...)...)
 		if code != 0 {
