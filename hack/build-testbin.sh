@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Builds, from pinned Go modules, the real binaries Magnetite's tests run
 # (kube-apiserver, etcd, kubectl, kubeadm at two Kubernetes minors, the
-# Cluster API managers and CAPD with its in-memory backend) and copies the
-# CRDs and webhook manifests they need.
+# Cluster API managers and CAPD with its in-memory backend, OpenTofu and the
+# OpenStack provider it drives Magnetite with) and copies the CRDs and webhook
+# manifests they need.
 #
 # Everything lands in ${MAGNETITE_TESTBIN:-<repo>/.testbin}, in one folder per
 # version, and anything already there is kept: a warm run only checks files.
 # The module definitions live in hack/testbin/<name>/ (go.mod, go.sum,
 # tools.go); see hack/testbin/README.md.
 #
-# Usage: hack/build-testbin.sh [--only k8s|capi]
+# Usage: hack/build-testbin.sh [--only k8s|capi|iac]
 set -euo pipefail
 
 # Keep these in step with hack/testbin/*/go.mod; the script refuses to build
@@ -23,9 +24,13 @@ CAPI_VERSION=v1.14.2
 # The proxy refuses sigs.k8s.io/cluster-api/test v1.14.2; v1.14.0 is the
 # newest it serves, and CAPD is built from it against cluster-api v1.14.2.
 CAPI_TEST_VERSION=v1.14.0
+# The infrastructure-as-code clients test/terraform runs: OpenTofu and the
+# OpenStack provider it loads through a dev_overrides CLI configuration.
+TOFU_VERSION=v1.12.6
+OPENSTACK_PROVIDER_VERSION=v3.4.0
 
 usage() {
-	echo "usage: $0 [--only k8s|capi]" >&2
+	echo "usage: $0 [--only k8s|capi|iac]" >&2
 	exit 2
 }
 
@@ -46,7 +51,7 @@ while [[ $# -gt 0 ]]; do
 	esac
 done
 case "$only" in
-"" | k8s | capi) ;;
+"" | k8s | capi | iac) ;;
 *) usage ;;
 esac
 
@@ -56,6 +61,8 @@ testbin="${MAGNETITE_TESTBIN:-$repo/.testbin}"
 k8s_dir="$testbin/k8s-$K8S_VERSION"
 kubeadm_previous_dir="$testbin/k8s-$KUBEADM_PREVIOUS_VERSION"
 capi_dir="$testbin/capi-$CAPI_VERSION"
+tofu_dir="$testbin/opentofu-$TOFU_VERSION"
+provider_dir="$testbin/terraform-provider-openstack-$OPENSTACK_PROVIDER_VERSION"
 
 log() { echo "build-testbin: $*" >&2; }
 
@@ -226,12 +233,50 @@ build_capi() {
 	build "$modules/capi" sigs.k8s.io/cluster-api/test/infrastructure/docker "$capi_dir/capd-manager" -ldflags "$ldflags"
 }
 
+# build_iac builds OpenTofu and the OpenStack provider. Neither has a module
+# definition in hack/testbin: each is built at its own pinned release with
+# the dependencies its own go.mod and go.sum pin.
+build_iac() {
+	if [[ ! -x "$tofu_dir/tofu" ]]; then
+		go_env
+		# OpenTofu's go.mod has replace directives, which go install
+		# refuses, so it is built as the main module of a copy of its source.
+		local src
+		src="$(GOFLAGS= go mod download -json "github.com/opentofu/opentofu@$TOFU_VERSION" |
+			sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+		need -d "$src"
+		local copy
+		copy="$(mktemp -d)"
+		cp -R "$src/." "$copy"
+		chmod -R u+w "$copy"
+		# As OpenTofu's release build links it, so it reports v1.12.x, not -dev.
+		build "$copy" ./cmd/tofu "$tofu_dir/tofu" -ldflags "-s -w -X github.com/opentofu/opentofu/version.dev=no"
+		rm -rf "$copy"
+	fi
+	local provider="$provider_dir/terraform-provider-openstack"
+	if [[ ! -x "$provider" ]]; then
+		go_env
+		log "building terraform-provider-openstack $OPENSTACK_PROVIDER_VERSION"
+		local start=$SECONDS gobin
+		gobin="$(mktemp -d)"
+		# go install of a module at a version takes no -mod flag.
+		GOFLAGS="-p=${MAGNETITE_TESTBIN_JOBS:-2}" GOBIN="$gobin" go install -trimpath -ldflags "-s -w" \
+			"github.com/terraform-provider-openstack/terraform-provider-openstack/v3@$OPENSTACK_PROVIDER_VERSION"
+		mkdir -p "$provider_dir"
+		mv -f "$gobin/terraform-provider-openstack" "$provider"
+		rm -rf "$gobin"
+		log "built terraform-provider-openstack in $((SECONDS - start))s"
+	fi
+}
+
 case "$only" in
 k8s) build_k8s ;;
 capi) build_capi ;;
+iac) build_iac ;;
 *)
 	build_k8s
 	build_capi
+	build_iac
 	;;
 esac
 
@@ -240,4 +285,7 @@ k8s | "") printf '%s\n' "$k8s_dir" "$kubeadm_previous_dir" ;;
 esac
 case "$only" in
 capi | "") echo "$capi_dir" ;;
+esac
+case "$only" in
+iac | "") printf '%s\n' "$tofu_dir" "$provider_dir" ;;
 esac
