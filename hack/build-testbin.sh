@@ -10,7 +10,8 @@
 # The module definitions live in hack/testbin/<name>/ (go.mod, go.sum,
 # tools.go); see hack/testbin/README.md.
 #
-# Usage: hack/build-testbin.sh [--only k8s|capi|iac]
+# Usage: hack/build-testbin.sh [--only mgmt|k8s|capi|iac]
+# (mgmt: only what a local management plane runs, for hack/local-mgmt.sh)
 set -euo pipefail
 
 # Keep these in step with hack/testbin/*/go.mod; the script refuses to build
@@ -30,7 +31,7 @@ TOFU_VERSION=v1.12.6
 OPENSTACK_PROVIDER_VERSION=v3.4.0
 
 usage() {
-	echo "usage: $0 [--only k8s|capi|iac]" >&2
+	echo "usage: $0 [--only mgmt|k8s|capi|iac]" >&2
 	exit 2
 }
 
@@ -51,7 +52,7 @@ while [[ $# -gt 0 ]]; do
 	esac
 done
 case "$only" in
-"" | k8s | capi | iac) ;;
+"" | mgmt | k8s | capi | iac) ;;
 *) usage ;;
 esac
 
@@ -170,8 +171,10 @@ k8s_ldflags() {
 	echo "-s -w $(version_ldflags k8s.io/component-base/version "$1")$(version_ldflags k8s.io/client-go/pkg/version "$1")"
 }
 
-build_k8s() {
-	local want=("$k8s_dir/kube-apiserver" "$k8s_dir/kubectl" "$k8s_dir/etcd" "$k8s_dir/kubeadm" "$kubeadm_previous_dir/kubeadm")
+# build_plane_k8s builds what a management plane runs: etcd, kube-apiserver
+# and kubectl.
+build_plane_k8s() {
+	local want=("$k8s_dir/kube-apiserver" "$k8s_dir/kubectl" "$k8s_dir/etcd")
 	local f missing=""
 	for f in "${want[@]}"; do [[ -x "$f" ]] || missing=1; done
 	[[ -n "$missing" ]] || return 0
@@ -179,15 +182,26 @@ build_k8s() {
 	go_env
 	check_pin "$modules/k8s" k8s.io/kubernetes "$K8S_VERSION"
 	check_pin "$modules/etcd" go.etcd.io/etcd/server/v3 "$ETCD_VERSION"
-	check_pin "$modules/kubeadm-1.35" k8s.io/kubernetes "$KUBEADM_PREVIOUS_VERSION"
-
 	# Quickest first, so a broken toolchain or module cache shows up early.
 	build "$modules/etcd" go.etcd.io/etcd/server/v3 "$k8s_dir/etcd" -ldflags "-s -w"
 	build "$modules/k8s" k8s.io/kubernetes/cmd/kubectl "$k8s_dir/kubectl" -ldflags "$(k8s_ldflags "$K8S_VERSION")"
 	build "$modules/k8s" k8s.io/kubernetes/cmd/kube-apiserver "$k8s_dir/kube-apiserver" -ldflags "$(k8s_ldflags "$K8S_VERSION")"
-	build "$modules/k8s" k8s.io/kubernetes/cmd/kubeadm "$k8s_dir/kubeadm" -ldflags "$(k8s_ldflags "$K8S_VERSION")"
-	build "$modules/kubeadm-1.35" k8s.io/kubernetes/cmd/kubeadm "$kubeadm_previous_dir/kubeadm" \
-		-ldflags "$(k8s_ldflags "$KUBEADM_PREVIOUS_VERSION")"
+}
+
+# build_k8s adds kubeadm at two Kubernetes minors, which the tests read
+# nodes' bootstrap data with.
+build_k8s() {
+	build_plane_k8s
+	if [[ ! -x "$k8s_dir/kubeadm" ]]; then
+		go_env
+		build "$modules/k8s" k8s.io/kubernetes/cmd/kubeadm "$k8s_dir/kubeadm" -ldflags "$(k8s_ldflags "$K8S_VERSION")"
+	fi
+	if [[ ! -x "$kubeadm_previous_dir/kubeadm" ]]; then
+		go_env
+		check_pin "$modules/kubeadm-1.35" k8s.io/kubernetes "$KUBEADM_PREVIOUS_VERSION"
+		build "$modules/kubeadm-1.35" k8s.io/kubernetes/cmd/kubeadm "$kubeadm_previous_dir/kubeadm" \
+			-ldflags "$(k8s_ldflags "$KUBEADM_PREVIOUS_VERSION")"
+	fi
 }
 
 build_capi() {
@@ -270,6 +284,10 @@ build_iac() {
 }
 
 case "$only" in
+mgmt)
+	build_plane_k8s
+	build_capi
+	;;
 k8s) build_k8s ;;
 capi) build_capi ;;
 iac) build_iac ;;
@@ -281,10 +299,11 @@ iac) build_iac ;;
 esac
 
 case "$only" in
+mgmt) echo "$k8s_dir" ;;
 k8s | "") printf '%s\n' "$k8s_dir" "$kubeadm_previous_dir" ;;
 esac
 case "$only" in
-capi | "") echo "$capi_dir" ;;
+mgmt | capi | "") echo "$capi_dir" ;;
 esac
 case "$only" in
 iac | "") printf '%s\n' "$tofu_dir" "$provider_dir" ;;

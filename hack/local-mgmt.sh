@@ -165,7 +165,7 @@ start() {
 	command -v openssl >/dev/null || die "openssl is needed to make certificates"
 	command -v flock >/dev/null || die "flock (util-linux) is needed"
 	local dirs
-	dirs="$(bash "$repo/hack/build-testbin.sh")"
+	dirs="$(bash "$repo/hack/build-testbin.sh" --only mgmt)"
 	k8s_dir="$(grep '/k8s-' <<<"$dirs")"
 	capi_dir="$(grep '/capi-' <<<"$dirs")"
 	mkdir -p "$dir/logs" "$dir/run"
