@@ -157,6 +157,15 @@ func (rs *Resources) Check(ctx context.Context, token string, refs Refs) (Found,
 			return found, err
 		}
 	}
+	var nets []string
+	for _, n := range []string{refs.FixedNetwork, refs.ExternalNetwork} {
+		if n != "" {
+			nets = append(nets, n)
+		}
+	}
+	if err := rs.cloudFacts(ctx, token, &found.Facts, nets); err != nil {
+		return found, err
+	}
 	return found, nil
 }
 
