@@ -87,6 +87,7 @@ type Cloud struct {
 	listeners       map[string]*Listener
 	pools           map[string]*Pool
 	members         map[string]*Member
+	monitors        map[string]*HealthMonitor
 	heldLBs         map[string]bool
 	octaviaRequests int
 	ports           map[string]*Port
@@ -201,7 +202,7 @@ func Start(t *testing.T, ks *testkeystone.Keystone, missing ...Missing) *Cloud {
 	t.Helper()
 	c := &Cloud{t: t, ks: ks, reads: map[string]int{}, users: map[string]identity{}, keypairs: map[string]map[string]keypair{},
 		serverGroups: map[string]*ServerGroup{}, loadBalancers: map[string]*LoadBalancer{}, listeners: map[string]*Listener{},
-		pools: map[string]*Pool{}, members: map[string]*Member{}, heldLBs: map[string]bool{}, ports: map[string]*Port{},
+		pools: map[string]*Pool{}, members: map[string]*Member{}, monitors: map[string]*HealthMonitor{}, heldLBs: map[string]bool{}, ports: map[string]*Port{},
 		floatingIPs: map[string]*FloatingIP{}, nextAddress: map[string]int{}, volumes: map[string]*Volume{},
 		snapshots: map[string]*Snapshot{}, securityGroups: map[string]*SecurityGroup{},
 		servers: map[string]*Server{}, removedFlavors: map[string]bool{}, portSecurity: map[string]bool{},
