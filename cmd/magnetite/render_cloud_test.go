@@ -105,9 +105,9 @@ func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 			}, facts: func(f map[string]any) { editFlavor(f, "bm.standard", "disk", 0) }},
 			rendered: "sizeGiB: 50"},
 		{name: "hard anti-affinity over more Ironic machines than nova-compute hosts", base: "bm-only",
-			refused: variant{edit: func(tmpl, _ map[string]any) { labels(tmpl)["server_group_policies"] = "anti-affinity" }},
-			want:    []string{"server_group_policies=anti-affinity needs a nova-compute host per machine", "behind 1 nova-compute host(s)", "up to 3 machines", "soft-anti-affinity"},
-			fixed: variant{edit: func(tmpl, _ map[string]any) { labels(tmpl)["server_group_policies"] = "soft-anti-affinity" }},
+			refused:  variant{edit: func(tmpl, _ map[string]any) { labels(tmpl)["server_group_policies"] = "anti-affinity" }},
+			want:     []string{"server_group_policies=anti-affinity needs a nova-compute host per machine", "behind 1 nova-compute host(s)", "up to 3 machines", "soft-anti-affinity"},
+			fixed:    variant{edit: func(tmpl, _ map[string]any) { labels(tmpl)["server_group_policies"] = "soft-anti-affinity" }},
 			rendered: "soft-anti-affinity"},
 		{name: "a floating IP on a network without a router to the external network", base: "mixed",
 			refused: variant{facts: func(f map[string]any) {
@@ -121,7 +121,9 @@ func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 			rendered: "enableFloatingIP: true"},
 		{name: "a floating IP asked for on a cloud without routers", base: "mixed",
 			refused: variant{edit: func(tmpl, _ map[string]any) { labels(tmpl)["master_lb_floating_ip_enabled"] = "true" },
-				facts: func(f map[string]any) { f["services"] = map[string]any{"floating_ips": false, "load_balancers": true, "block_storage": true} }},
+				facts: func(f map[string]any) {
+					f["services"] = map[string]any{"floating_ips": false, "load_balancers": true, "block_storage": true}
+				}},
 			want: []string{"Neutron has no L3 extension (no routers or floating IPs), so the API cannot get a floating IP"},
 			fixed: variant{facts: func(f map[string]any) {
 				f["services"] = map[string]any{"floating_ips": false, "load_balancers": true, "block_storage": true}
