@@ -118,6 +118,19 @@ func TestCreateRefusesWhatNovaOrNeutronWouldRefuse(t *testing.T) {
 		w.refusedThenAccepted(t, cluster("apart", "metal", 2, map[string]string{"server_group_policies": "anti-affinity"}),
 			cluster("apart", "metal", 2, map[string]string{"server_group_policies": "soft-anti-affinity"}),
 			"server_group_policies=anti-affinity needs a nova-compute host per machine", "use server_group_policies=soft-anti-affinity")
+		// One machine fits; a resize to two is refused the same way, and
+		// the group keeps its size.
+		if status, out := w.do("POST", "/v1/clusters", cluster("single", "metal", 1, map[string]string{"server_group_policies": "anti-affinity"})); status != http.StatusAccepted {
+			t.Fatalf("one bare-metal worker under anti-affinity: %d %s", status, out)
+		}
+		status, out := w.do("POST", "/v1/clusters/single/actions/resize", map[string]any{"node_count": 2})
+		if status != http.StatusBadRequest || !strings.Contains(out, "The resized node group cannot be built as asked") ||
+			!strings.Contains(out, "up to 2 machines") {
+			t.Errorf("resize to two: %d %s, want 400 naming the anti-affinity policy", status, out)
+		}
+		if _, out := w.do("GET", "/v1/clusters/single", nil); !strings.Contains(out, `"node_count": 1`) && !strings.Contains(out, `"node_count":1`) {
+			t.Errorf("after the refused resize: %s", out)
+		}
 	})
 	t.Run("a floating IP on a network without a router to the external network", func(t *testing.T) {
 		w.refusedThenAccepted(t, cluster("routed", "private", 1, nil), nil,
