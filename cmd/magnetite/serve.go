@@ -347,6 +347,7 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 		ReplaceLabelsByDefault:        !cfg.Bool("api", "merge_labels_by_default"),
 		DefaultCreateTimeout:          cfg.Int("cluster", "create_timeout"),
 		DefaultBareMetalCreateTimeout: cfg.Int("cluster", "bm_create_timeout"),
+		IronicComputeHosts:            cfg.Int("driver", "ironic_compute_hosts"),
 		Drivers:                       drivers,
 		ValidateLabels:                driverLabels(drivers),
 		HostBackend:                   hostBackend,
@@ -422,6 +423,7 @@ func reportAlive(ctx context.Context, st *store.DB, log *slog.Logger, host, bina
 func driverOptions(cfg *config.Config) capi.Options {
 	return capi.Options{
 		DefaultBootVolumeSize:  cfg.Int("driver", "boot_volume_size"),
+		IronicComputeHosts:     cfg.Int("driver", "ironic_compute_hosts"),
 		VMNodeStartupTimeout:   cfg.Duration("driver", "vm_node_startup_timeout"),
 		BMNodeStartupTimeout:   cfg.Duration("driver", "bm_node_startup_timeout"),
 		VMNodeUnhealthyTimeout: cfg.Duration("driver", "vm_node_unhealthy_timeout"),

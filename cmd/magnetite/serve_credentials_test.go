@@ -245,7 +245,11 @@ func (w *credentialsWorld) createTemplate(name string) {
 var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
 // startCredentialsWorld skips under -short, as testkeystone.Start does.
-func startCredentialsWorld(t *testing.T) *credentialsWorld {
+func startCredentialsWorld(t *testing.T) *credentialsWorld { return startCredentialsWorldWithout(t) }
+
+// startCredentialsWorldWithout is the world on a cloud that lacks what
+// missing names (Neutron's L3 extension, Octavia, Cinder).
+func startCredentialsWorldWithout(t *testing.T, missing ...testcloud.Missing) *credentialsWorld {
 	ks := testkeystone.Start(t)
 	const servicePassword = "magnetite-service-password-31"
 	svc := ks.ServiceUser("magnetite", servicePassword)
@@ -261,7 +265,7 @@ func startCredentialsWorld(t *testing.T) *credentialsWorld {
 	env := testenv.Start(t)
 	env.InstallClusterAPI(t)
 	env.InstallProviders(t, "capo")
-	w.cloud = testcloud.Start(t, ks)
+	w.cloud = testcloud.Start(t, ks, missing...)
 	w.dc = env.Dynamic(t)
 	w.env = env
 	ccm136, _ := addons.Pinned(addons.CloudControllerManager, "1.36")

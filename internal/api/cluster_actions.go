@@ -63,6 +63,9 @@ func (s *Server) resizeCluster(w http.ResponseWriter, r *http.Request) error {
 	if err := s.checkClusterSize(r, c, ng, n); err != nil {
 		return err
 	}
+	if err := s.checkResizedShape(r, c, ng, n); err != nil {
+		return err
+	}
 	remove, _ := vals["nodes_to_remove"].([]string)
 	if len(remove) > 0 && ng.Role == model.RoleMaster {
 		return badRequest("nodes_to_remove is not supported for the control plane; Cluster API replaces control plane machines itself.")
@@ -200,6 +203,37 @@ func rebaseLabels(own, oldTemplate, newTemplate map[string]string) map[string]st
 		out["kube_tag"] = tag
 	}
 	return out
+}
+
+// checkResizedShape refuses a resize to a size the renderer would refuse
+// for the node group (more bare-metal machines under hard anti-affinity
+// than nova-compute hosts, say), when the cloud can be asked about its
+// flavor.
+func (s *Server) checkResizedShape(r *http.Request, c *model.Cluster, ng *model.NodeGroup, n int) error {
+	if s.opts.Resources == nil || n <= ng.NodeCount {
+		return nil
+	}
+	ct, err := s.lookupTemplate(r, c.ClusterTemplateID)
+	if err != nil {
+		return err
+	}
+	ngs, err := s.st.NodeGroupsOf(r.Context(), []string{c.UUID})
+	if err != nil {
+		return err
+	}
+	resized := *ng
+	resized.NodeCount = n
+	groups := []*model.NodeGroup{&resized}
+	for _, g := range ngs[c.UUID] {
+		if g.UUID != ng.UUID && g.Status != model.DeleteInProgress {
+			groups = append(groups, g)
+		}
+	}
+	found, err := s.checkResources(r, cloud.Refs{Flavors: []string{driver.FlavorOf(ct, c, ng)}})
+	if err != nil {
+		return err
+	}
+	return s.refuseUnbuildable("The resized node group", s.resolveShape(ct, c, groups, found).Groups[0].Problems)
 }
 
 // checkUpgradedShape refuses an upgrade to a template the cluster could not

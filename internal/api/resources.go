@@ -33,7 +33,8 @@ func (s *Server) checkResources(r *http.Request, refs cloud.Refs) (cloud.Found, 
 // cloud told checkResources about its flavors and images.
 func (s *Server) resolveShape(ct *model.ClusterTemplate, c *model.Cluster, ngs []*model.NodeGroup, found cloud.Found) *driver.Shape {
 	return driver.Resolve(driver.ShapeInput{Template: ct, Cluster: c, NodeGroups: ngs, Facts: &found.Facts,
-		Defaults: driver.ShapeDefaults{CreateTimeout: s.opts.DefaultCreateTimeout, BareMetalCreateTimeout: s.opts.DefaultBareMetalCreateTimeout}})
+		Defaults: driver.ShapeDefaults{CreateTimeout: s.opts.DefaultCreateTimeout, BareMetalCreateTimeout: s.opts.DefaultBareMetalCreateTimeout,
+			IronicComputeHosts: s.opts.IronicComputeHosts}})
 }
 
 // refuseUnbuildable answers 400 with what the renderer would refuse of a

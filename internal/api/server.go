@@ -55,6 +55,9 @@ type Options struct {
 	// when a cluster create does not set create_timeout.
 	DefaultCreateTimeout          int
 	DefaultBareMetalCreateTimeout int
+	// IronicComputeHosts is [driver] ironic_compute_hosts: how many
+	// nova-compute hosts the cloud's Ironic nodes sit behind.
+	IronicComputeHosts int
 	// OnQueued is called after a request queued an operation, to wake a
 	// conductor running in the same process.
 	OnQueued func()

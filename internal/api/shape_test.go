@@ -16,9 +16,9 @@ import (
 // shapeCloud is a cloud with virtual flavors and an Ironic-backed one.
 func shapeCloud() *cloudAnswers {
 	return &cloudAnswers{flavors: map[string]facts.Flavor{
-		"m1.small":  {ID: "2", Name: "m1.small"},
-		"m1.medium": {ID: "3", Name: "m1.medium"},
-		"bm.gold":   {ID: "4", Name: "bm.gold", ExtraSpecs: map[string]string{"resources:CUSTOM_BAREMETAL_GOLD": "1"}},
+		"m1.small":  {ID: "2", Name: "m1.small", Disk: 20},
+		"m1.medium": {ID: "3", Name: "m1.medium", Disk: 40},
+		"bm.gold":   {ID: "4", Name: "bm.gold", Disk: 480, ExtraSpecs: map[string]string{"resources:CUSTOM_BAREMETAL_GOLD": "1"}},
 	}}
 }
 

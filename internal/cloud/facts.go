@@ -65,37 +65,8 @@ func (rs *Resources) Facts(ctx context.Context, token string, refs FactRefs) (*f
 			return nil, err
 		}
 	}
-	if len(refs.Networks) > 0 {
-		err := rs.with(ctx, token, "network", openstack.NewNetworkV2, func(sc *gophercloud.ServiceClient) error {
-			// port_security_enabled is absent without Neutron's
-			// port-security extension: unknown, not false.
-			type network struct {
-				ID                  string `json:"id"`
-				Name                string `json:"name"`
-				External            bool   `json:"router:external"`
-				PortSecurityEnabled *bool  `json:"port_security_enabled"`
-			}
-			all, err := listAll(ctx, networks.List(sc, networks.ListOpts{}), func(p pagination.Page) ([]network, error) {
-				var all []network
-				err := networks.ExtractNetworksInto(p, &all)
-				return all, err
-			})
-			if err != nil {
-				return unavailable(err, "Neutron", "list networks")
-			}
-			for _, ref := range refs.Networks {
-				for _, n := range all {
-					if n.ID == ref || n.Name == ref {
-						out.Networks = append(out.Networks, facts.Network{ID: n.ID, Name: n.Name,
-							External: n.External, PortSecurityEnabled: n.PortSecurityEnabled})
-					}
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+	if err := rs.cloudFacts(ctx, token, out, refs.Networks); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -114,4 +85,62 @@ func FactRefsOf(images, flavors, networks []*string) FactRefs {
 		return out
 	}
 	return FactRefs{Images: collect(images), Flavors: collect(flavors), Networks: collect(networks)}
+}
+
+// cloudFacts adds to out what a cluster's shape is checked against beyond
+// its flavors and images: the optional services the cloud has, Nova's
+// availability zones, and the networks named (with the external networks
+// their routers reach).
+func (rs *Resources) cloudFacts(ctx context.Context, token string, out *facts.Facts, networkRefs []string) error {
+	services, err := rs.Services(ctx, token)
+	if err != nil {
+		return err
+	}
+	out.Services = &services
+	err = rs.with(ctx, token, "compute", openstack.NewComputeV2, func(sc *gophercloud.ServiceClient) error {
+		out.Zones, err = zones(ctx, sc)
+		return err
+	})
+	if err != nil || len(networkRefs) == 0 {
+		return err
+	}
+	return rs.with(ctx, token, "network", openstack.NewNetworkV2, func(sc *gophercloud.ServiceClient) error {
+		// port_security_enabled is absent without Neutron's
+		// port-security extension: unknown, not false.
+		type network struct {
+			ID                  string `json:"id"`
+			Name                string `json:"name"`
+			External            bool   `json:"router:external"`
+			Shared              bool   `json:"shared"`
+			PortSecurityEnabled *bool  `json:"port_security_enabled"`
+		}
+		all, err := listAll(ctx, networks.List(sc, networks.ListOpts{}), func(p pagination.Page) ([]network, error) {
+			var all []network
+			err := networks.ExtractNetworksInto(p, &all)
+			return all, err
+		})
+		if err != nil {
+			return unavailable(err, "Neutron", "list networks")
+		}
+		for _, ref := range networkRefs {
+			for _, n := range all {
+				if n.ID != ref && n.Name != ref {
+					continue
+				}
+				fn := facts.Network{ID: n.ID, Name: n.Name, External: n.External, Shared: n.Shared,
+					PortSecurityEnabled: n.PortSecurityEnabled}
+				// A shared network's routers are usually another
+				// project's, which the user cannot see: its routes stay
+				// unknown rather than wrongly missing.
+				if services.FloatingIPs && !n.External && !n.Shared {
+					if fn.ExternalRoutes, err = externalRoutes(ctx, sc, n.ID); err != nil {
+						return err
+					}
+					fn.RoutesKnown = true
+				}
+				out.Networks = append(out.Networks, fn)
+			}
+		}
+		return nil
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -121,16 +122,22 @@ type LeftoverPolicy struct {
 // IPs, security groups, volume snapshots and volumes of the token's project that the workload cluster named
 // cluster made for its Services and persistent volumes (found as those
 // components name and mark them), and asks the cloud to delete each that
-// can be deleted now. A service the catalog does not list is skipped;
-// a service that does not answer is ErrUnavailable.
+// can be deleted now. A service the catalog does not list is skipped, and
+// so are floating IPs when Neutron lists no L3 extension; a service that
+// does not answer is ErrUnavailable.
 func (rs *Resources) CleanWorkloadLeftovers(ctx context.Context, token, cluster string, policy LeftoverPolicy) (Cleanup, error) {
 	var out Cleanup
 	if cluster == "" {
 		return out, errors.New("cloud: no cluster name to find leftovers by")
 	}
 	// Floating IPs first: a load balancer's VIP port goes with it, its
-	// floating IP does not.
+	// floating IP does not. A Neutron without its L3 extension has none
+	// (and answers 404 to the list, which is no reason to retry).
 	err := rs.with(ctx, token, "network", openstack.NewNetworkV2, func(sc *gophercloud.ServiceClient) error {
+		aliases, err := neutronExtensions(ctx, sc)
+		if err != nil || !slices.Contains(aliases, l3Alias) {
+			return err
+		}
 		return cleanFloatingIPs(ctx, sc, cluster, &out)
 	})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -103,7 +104,9 @@ func (rs *Resources) Check(ctx context.Context, token string, refs Refs) (Found,
 	}
 	var flavorRefs []string
 	for _, f := range refs.Flavors {
-		if f != "" {
+		// Once each: the facts find a flavor by a name only when it is
+		// unique.
+		if f != "" && !slices.Contains(flavorRefs, f) {
 			flavorRefs = append(flavorRefs, f)
 		}
 	}
@@ -156,6 +159,15 @@ func (rs *Resources) Check(ctx context.Context, token string, refs Refs) (Found,
 		if err != nil {
 			return found, err
 		}
+	}
+	var nets []string
+	for _, n := range []string{refs.FixedNetwork, refs.ExternalNetwork} {
+		if n != "" {
+			nets = append(nets, n)
+		}
+	}
+	if err := rs.cloudFacts(ctx, token, &found.Facts, nets); err != nil {
+		return found, err
 	}
 	return found, nil
 }

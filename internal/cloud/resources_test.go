@@ -141,6 +141,15 @@ func openstack(t *testing.T) *httptest.Server {
 			map[string]any{"zoneName": "nova", "zoneState": map[string]any{"available": true}},
 			map[string]any{"zoneName": "az-down", "zoneState": map[string]any{"available": false}}}})
 	})
+	// A Neutron without routers (its L3 extension not loaded), a Nova of
+	// one zone.
+	mux.HandleFunc("GET /networking/v2.0/extensions", func(w http.ResponseWriter, r *http.Request) {
+		write(w, 200, map[string]any{"extensions": []any{map[string]any{"alias": "external-net", "name": "Neutron external network",
+			"description": "Adds external network attribute to network resource.", "updated": "2013-01-14T10:00:00-00:00", "links": []any{}}}})
+	})
+	mux.HandleFunc("GET /compute/v2.1/os-availability-zone", func(w http.ResponseWriter, r *http.Request) {
+		write(w, 200, map[string]any{"availabilityZoneInfo": []any{map[string]any{"zoneName": "nova", "zoneState": map[string]any{"available": true}, "hosts": nil}}})
+	})
 	mux.HandleFunc("/broken/", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusInternalServerError)
 	})

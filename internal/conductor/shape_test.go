@@ -63,7 +63,7 @@ func TestUnbuildableClusterFailsWithTheRenderersReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	facts := &facts.Facts{
-		Flavors:  []facts.Flavor{{ID: "3", Name: "m1.medium"}, {ID: "4", Name: "bm.gold", ExtraSpecs: map[string]string{"resources:CUSTOM_BAREMETAL_GOLD": "1"}}},
+		Flavors:  []facts.Flavor{{ID: "3", Name: "m1.medium", Disk: 40}, {ID: "4", Name: "bm.gold", Disk: 480, ExtraSpecs: map[string]string{"resources:CUSTOM_BAREMETAL_GOLD": "1"}}},
 		Images:   []facts.Image{{ID: "i", Name: "ubuntu-2404", Properties: map[string]string{"os_distro": "ubuntu", "kube_version": "v1.33.1"}}},
 		Networks: []facts.Network{{ID: "n", Name: "public", External: true}},
 	}

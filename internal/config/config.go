@@ -117,7 +117,7 @@ func (c *Config) readFile(path string) error {
 }
 
 func (c *Config) validate() error {
-	for _, k := range []string{"api.max_limit", "api.max_body_bytes", "api.page_cache_bytes", "api.key_pool_size", "quotas.max_clusters_per_project", "cluster.create_timeout", "cluster.bm_create_timeout", "driver.boot_volume_size", "keystone_authtoken.token_cache_size", "conductor.workers"} {
+	for _, k := range []string{"api.max_limit", "api.max_body_bytes", "api.page_cache_bytes", "api.key_pool_size", "quotas.max_clusters_per_project", "cluster.create_timeout", "cluster.bm_create_timeout", "driver.boot_volume_size", "driver.ironic_compute_hosts", "keystone_authtoken.token_cache_size", "conductor.workers"} {
 		if _, err := strconv.Atoi(c.values[k].Value); err != nil {
 			v := c.values[k]
 			return fmt.Errorf("config: [%s] %s = %q (from %s) is not a whole number", v.Section, v.Name, v.Value, v.Source)

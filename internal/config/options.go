@@ -43,6 +43,7 @@ var Options = []Option{
 	{"cluster", "create_timeout", "60", "Default create_timeout (minutes) for virtual-machine clusters.", false},
 	{"cluster", "bm_create_timeout", "180", "Default create_timeout (minutes) for clusters with bare metal: a server_type bm template, or a node group on an Ironic-backed flavor (a mixed cluster); bare metal boots slowly.", false},
 	{"driver", "boot_volume_size", "0", "Size (GiB) of the Cinder root volume of virtual-machine node groups without a boot_volume_size label; 0 boots them from the flavor's disk. Bare-metal node groups get a root volume only from their own label.", false},
+	{"driver", "ironic_compute_hosts", "1", "How many nova-compute service hosts the cloud's Ironic nodes sit behind. Nova's hard anti-affinity counts these hosts, not the nodes, so a bare-metal node group with server_group_policies=anti-affinity may have at most this many machines; a user without the admin role cannot ask Nova, so the operator says it here.", false},
 	{"driver", "vm_node_startup_timeout", "10m", "How long a virtual machine may take to become a Ready node before its machine health check replaces it (node_startup_timeout label).", false},
 	{"driver", "bm_node_startup_timeout", "45m", "The same for bare metal: POST, deploy and reboot of a physical server commonly take 15-30 minutes.", false},
 	{"driver", "vm_node_unhealthy_timeout", "5m", "How long a virtual machine's node may be NotReady or Unknown before it is replaced (node_unhealthy_timeout label).", false},

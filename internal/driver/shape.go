@@ -27,6 +27,10 @@ type ShapeDefaults struct {
 	// create_timeout when the create does not set one ([cluster]
 	// create_timeout, bm_create_timeout).
 	CreateTimeout, BareMetalCreateTimeout int
+	// IronicComputeHosts is how many nova-compute hosts the cloud's Ironic
+	// nodes sit behind ([driver] ironic_compute_hosts), when the facts do
+	// not say; 0 means one.
+	IronicComputeHosts int
 }
 
 // ShapeInput is what a cluster's shape is resolved from.
@@ -65,6 +69,9 @@ type Shape struct {
 	CreateTimeout int
 	// AutoScaling is the cluster's auto_scaling_enabled label.
 	AutoScaling bool
+	// APIFloatingIP says the API gets a floating IP on the external
+	// network: asked for, and the cloud has floating IPs.
+	APIFloatingIP bool
 	// UnknownLabels are labels the schema does not know (kept, no effect).
 	UnknownLabels []string
 
@@ -194,6 +201,8 @@ func Resolve(in ShapeInput) *Shape {
 		s.problem("master_count %d is not valid: the control plane runs etcd and needs an odd number of nodes (1, 3, 5)", n)
 	}
 	resolveOS(s, ct)
+	resolvePlacement(s, in)
+	resolveServices(s, in, ct, c)
 	s.CreateTimeout = in.Defaults.CreateTimeout
 	if ct.ServerType == model.ServerTypeBM || s.BareMetal() {
 		s.CreateTimeout = in.Defaults.BareMetalCreateTimeout
@@ -262,7 +271,7 @@ func resolveGroup(s *Shape, in ShapeInput, ct *model.ClusterTemplate, c *model.C
 	switch {
 	case set:
 		g.BootVolumeSize = n
-	case !bm:
+	case !bm && in.Facts.Has().BlockStorage:
 		g.BootVolumeSize = d.BootVolumeSize
 	}
 	g.BootVolumeType = l.String(labels.BootVolumeType)

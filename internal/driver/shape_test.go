@@ -14,10 +14,10 @@ func ptr[T any](v T) *T { return &v }
 
 var shapeFacts = &facts.Facts{
 	Flavors: []facts.Flavor{
-		{ID: "f-vm", Name: "m1.large"},
-		{ID: "f-vm2", Name: "m1.xlarge"},
-		{ID: "f-gold", Name: "bm.gold", ExtraSpecs: map[string]string{"resources:CUSTOM_BAREMETAL_GOLD": "1", "resources:VCPU": "0"}},
-		{ID: "f-old", Name: "bm.old", ExtraSpecs: map[string]string{"baremetal": "True"}},
+		{ID: "f-vm", Name: "m1.large", Disk: 40},
+		{ID: "f-vm2", Name: "m1.xlarge", Disk: 80},
+		{ID: "f-gold", Name: "bm.gold", Disk: 480, ExtraSpecs: map[string]string{"resources:CUSTOM_BAREMETAL_GOLD": "1", "resources:VCPU": "0"}},
+		{ID: "f-old", Name: "bm.old", Disk: 240, ExtraSpecs: map[string]string{"baremetal": "True"}},
 	},
 	Images: []facts.Image{
 		{ID: "i-ubuntu", Name: "ubuntu", Properties: map[string]string{"os_distro": "ubuntu"}},

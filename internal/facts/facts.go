@@ -21,6 +21,44 @@ type Facts struct {
 	// ServerGroups maps the name of each Nova server group the conductor
 	// made for the cluster (Result.ServerGroups) to its ID.
 	ServerGroups map[string]string `json:"server_groups,omitempty"`
+	// Zones are Nova's availability zones the user can boot servers in
+	// (GET /os-availability-zone, which needs no admin role); nil when
+	// Nova was not asked, and then no zone is refused.
+	Zones []string `json:"availability_zones,omitempty"`
+	// Services say which optional services and extensions the cloud has;
+	// nil when not read, and then every one is assumed.
+	Services *Services `json:"services,omitempty"`
+	// IronicComputeHosts is how many nova-compute service hosts the
+	// cloud's Ironic nodes sit behind (0: not known; the renderer then
+	// takes the operator's [driver] ironic_compute_hosts).
+	IronicComputeHosts int `json:"ironic_compute_hosts,omitempty"`
+}
+
+// Services are the optional parts of a cloud a cluster may need.
+type Services struct {
+	// FloatingIPs: Neutron has its L3 extension (alias "router"), so
+	// routers and floating IPs exist. Bare-metal clouds on provider
+	// networks often run without it.
+	FloatingIPs bool `json:"floating_ips"`
+	// LoadBalancers: the catalog lists Octavia (load-balancer).
+	LoadBalancers bool `json:"load_balancers"`
+	// BlockStorage: the catalog lists Cinder (block-storage or volumev3).
+	BlockStorage bool `json:"block_storage"`
+}
+
+// HasZone reports whether Nova offers zone; true when the zones are not
+// known.
+func (f *Facts) HasZone(zone string) bool {
+	return f == nil || f.Zones == nil || slices.Contains(f.Zones, zone)
+}
+
+// Has reports which optional services the cloud has: all of them when
+// the facts do not say.
+func (f *Facts) Has() Services {
+	if f == nil || f.Services == nil {
+		return Services{FloatingIPs: true, LoadBalancers: true, BlockStorage: true}
+	}
+	return *f.Services
 }
 
 // Flavor is a Nova flavor with its extra specs.
@@ -83,6 +121,21 @@ type Network struct {
 	// PortSecurityEnabled is nil when unknown.
 	PortSecurityEnabled *bool `json:"port_security_enabled,omitempty"`
 	External            bool  `json:"router:external,omitempty"`
+	// Shared networks belong to another project (often the cloud's own
+	// provider networks), whose routers the user cannot see.
+	Shared bool `json:"shared,omitempty"`
+	// ExternalRoutes are the external networks a router the user can see
+	// connects this network's subnets to (through its gateway), read when
+	// RoutesKnown; a floating IP on one of them reaches this network's
+	// ports, and Neutron refuses any other (ExternalGatewayForFloatingIPNotFound).
+	ExternalRoutes []string `json:"external_routes,omitempty"`
+	RoutesKnown    bool     `json:"routes_known,omitempty"`
+}
+
+// Reaches reports whether a floating IP of the external network ext can
+// be associated with a port on n: true when its routes are not known.
+func (n Network) Reaches(ext string) bool {
+	return !n.RoutesKnown || slices.Contains(n.ExternalRoutes, ext)
 }
 
 // Flavor finds a flavor by ID, else by a unique name.

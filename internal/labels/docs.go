@@ -43,6 +43,7 @@ through, and ` + "`magnetite render`" + ` reports them.
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", l.Name, typ, cell(def), l.Scope, cell(l.Description))
 	}
 	b.WriteString(autoscalingDoc)
+	b.WriteString(placementDoc)
 	return b.String()
 }
 
@@ -89,3 +90,49 @@ replacement, and the cluster's return to HEALTHY, is recorded in
 `
 
 func cell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
+
+// placementDoc explains what Magnetite checks before it builds anything
+// about where servers go and what the cloud offers.
+const placementDoc = `
+## Availability zones and bare metal
+
+Before it accepts a cluster, a node group or a resize, Magnetite asks the
+cloud with the user's token what Nova and Neutron would refuse later, and
+answers 400 saying what to change (` + "`magnetite render`" + ` gives the same reasons
+from a facts file):
+
+- ` + "`availability_zone`" + ` and every zone of ` + "`control_plane_availability_zones`" + ` must be
+  one of the zones Nova lists (` + "`GET /os-availability-zone`" + `, open to every user).
+- Without ` + "`control_plane_availability_zones`" + `, the control plane is spread over
+  every zone Nova lists, as CAPO offers them all to Cluster API as failure
+  domains. A bare-metal control plane on a cloud of several zones must name
+  the zones that hold its flavor's Ironic nodes: elsewhere Nova answers "No
+  valid host". Bare-metal workers without ` + "`availability_zone`" + ` go wherever Nova
+  finds a node.
+- A flavor whose root disk is 0 GiB boots only from a volume for users
+  without the admin role (Nova: "Only volume-backed servers are allowed for
+  flavors with zero disk."): give the node group its own ` + "`boot_volume_size`" + `, or
+  (for Ironic) a flavor whose disk is the nodes' root disk size. The
+  template's or cluster's ` + "`boot_volume_size`" + ` applies to virtual node groups only.
+- Nova's hard ` + "`anti-affinity`" + ` counts nova-compute service hosts, and Ironic nodes
+  sit behind one or a few of them. A user without the admin role cannot ask
+  Nova how many (its hypervisor and service APIs are admin-only), so the
+  operator sets ` + "`[driver] ironic_compute_hosts`" + ` (1 by default); a bare-metal node
+  group under ` + "`anti-affinity`" + ` may have at most that many machines (its
+  ` + "`max_node_count`" + ` when autoscaled). ` + "`soft-anti-affinity`" + `, the default, spreads where it can.
+- A floating IP for the API (` + "`floating_ip_enabled`" + ` with
+  ` + "`master_lb_floating_ip_enabled`" + `) on a template's own ` + "`fixed_network`" + ` needs a router
+  with its gateway on the external network and an interface on that network's
+  subnet, or Neutron refuses it (ExternalGatewayForFloatingIPNotFound). Shared
+  networks are not checked: their routers belong to another project.
+
+A cloud may lack Neutron's L3 extension (no routers or floating IPs, as bare
+metal on provider networks often runs), Octavia, or Cinder; Magnetite reads
+the catalog and Neutron's extension list. Without L3 the API gets no floating
+IP and the cluster's network is not routed to an external network
+(` + "`api_server_floating_ip`" + ` or an explicit ` + "`master_lb_floating_ip_enabled`" + ` is refused);
+without Octavia a template with ` + "`master_lb_enabled`" + ` is refused; without Cinder a
+` + "`boot_volume_size`" + ` or ` + "`cinder_csi_enabled=true`" + ` is refused, the operator's default
+root volume is not used and the Cinder CSI driver is off. Deleting a cluster
+sweeps only the kinds the cloud has.
+`

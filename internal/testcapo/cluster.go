@@ -286,8 +286,19 @@ func (c *Controller) ensureAPILoadBalancer(tok string, o *unstructured.Unstructu
 		if err := c.waitLB(tok, id); err != nil {
 			return nil, err
 		}
-		if _, err := c.cloud.Create(tok, "/load-balancer/v2.0/lbaas/pools", "pool", map[string]any{
-			"name": child, "listener_id": str(listener, "id"), "protocol": "TCP", "lb_algorithm": "ROUND_ROBIN"}); err != nil {
+		pool, err := c.cloud.Create(tok, "/load-balancer/v2.0/lbaas/pools", "pool", map[string]any{
+			"name": child, "listener_id": str(listener, "id"), "protocol": "TCP", "lb_algorithm": "ROUND_ROBIN"})
+		if err != nil {
+			return nil, err
+		}
+		if err := c.waitLB(tok, id); err != nil {
+			return nil, err
+		}
+		// ensureMonitor, with the defaults of APIServerLoadBalancerMonitor
+		// (pkg/cloud/services/loadbalancer/loadbalancer.go, v0.14.7).
+		if _, err := c.cloud.Create(tok, "/load-balancer/v2.0/lbaas/healthmonitors", "healthmonitor", map[string]any{
+			"name": child, "pool_id": str(pool, "id"), "type": "TCP", "delay": 10, "timeout": 5,
+			"max_retries": 5, "max_retries_down": 3}); err != nil {
 			return nil, err
 		}
 		if err := c.waitLB(tok, id); err != nil {
@@ -351,6 +362,81 @@ func (c *Controller) deleteAPILoadBalancer(tok string, o *unstructured.Unstructu
 	}
 	if len(lbs) > 0 {
 		return fmt.Errorf("load balancer %s is being deleted", name)
+	}
+	return nil
+}
+
+// apiPool is the API load balancer's pool of a cluster with a managed
+// one (nil when it has none or it is not there yet): named after the
+// load balancer and its listener's port, as CAPO names it.
+// It returns the listener's port too.
+func (r *reconciler) apiPool(tok string, osc *unstructured.Unstructured) (map[string]any, int64, error) {
+	spec, _ := osc.Object["spec"].(map[string]any)
+	api := r.rel.apiServer(spec)
+	lbName, _, _ := unstructured.NestedString(osc.Object, "status", r.rel.loadBalancerStatus(), "name")
+	if !api.managedLB || lbName == "" {
+		return nil, 0, nil
+	}
+	pools, err := r.list(tok, fmt.Sprintf("/load-balancer/v2.0/lbaas/pools?name=%s-%d", lbName, api.port), "pools")
+	if err != nil || len(pools) == 0 {
+		return nil, 0, err
+	}
+	return pools[0], api.port, nil
+}
+
+// reconcileLoadBalancerMember puts a control-plane machine's address in
+// the API load balancer's pool under the name CAPO gives it, replacing a
+// member of that name with another address
+// (ReconcileLoadBalancerMember, pkg/cloud/services/loadbalancer/loadbalancer.go, v0.14.7).
+func (r *reconciler) reconcileLoadBalancerMember(tok string, osc, o *unstructured.Unstructured, ip string) error {
+	pool, port, err := r.apiPool(tok, osc)
+	if err != nil || pool == nil {
+		return err
+	}
+	name := str(pool, "name") + "-" + o.GetName()
+	path := "/load-balancer/v2.0/lbaas/pools/" + str(pool, "id") + "/members"
+	members, err := r.list(tok, path+"?name="+name, "members")
+	if err != nil {
+		return err
+	}
+	lbID, _, _ := unstructured.NestedString(osc.Object, "status", r.rel.loadBalancerStatus(), "id")
+	for _, m := range members {
+		if str(m, "address") == ip {
+			return nil
+		}
+		if err := r.cloud.Do(tok, "DELETE", path+"/"+str(m, "id"), nil, nil); err != nil {
+			return err
+		}
+		if err := r.waitLB(tok, lbID); err != nil {
+			return err
+		}
+	}
+	if _, err := r.cloud.Create(tok, path, "member", map[string]any{"name": name, "address": ip, "protocol_port": port}); err != nil {
+		return err
+	}
+	return r.waitLB(tok, lbID)
+}
+
+// deleteLoadBalancerMember takes a control-plane machine out of the API
+// load balancer's pool (DeleteLoadBalancerMember, same file).
+func (r *reconciler) deleteLoadBalancerMember(tok string, osc, o *unstructured.Unstructured) error {
+	pool, _, err := r.apiPool(tok, osc)
+	if err != nil || pool == nil {
+		return err
+	}
+	path := "/load-balancer/v2.0/lbaas/pools/" + str(pool, "id") + "/members"
+	members, err := r.list(tok, path+"?name="+str(pool, "name")+"-"+o.GetName(), "members")
+	if err != nil {
+		return err
+	}
+	lbID, _, _ := unstructured.NestedString(osc.Object, "status", r.rel.loadBalancerStatus(), "id")
+	for _, m := range members {
+		if err := r.waitLB(tok, lbID); err != nil {
+			return err
+		}
+		if err := r.cloud.Do(tok, "DELETE", path+"/"+str(m, "id"), nil, nil); err != nil && !notFound(err) {
+			return err
+		}
 	}
 	return nil
 }

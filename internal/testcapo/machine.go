@@ -71,7 +71,7 @@ func (r *reconciler) reconcileMachine(ctx context.Context, o *unstructured.Unstr
 		r.rel.set(o, trueCondition("OpenStackAuthenticationSucceeded"))
 	}
 	if o.GetDeletionTimestamp() != nil {
-		r.deleteMachine(ctx, o, osc)
+		r.deleteMachine(ctx, tok, o, osc)
 		return
 	}
 	if r.machineGaveUp(o) {
@@ -135,8 +135,16 @@ func (r *reconciler) reconcileMachine(ctx context.Context, o *unstructured.Unstr
 		write()
 		return
 	}
-	_ = unstructured.SetNestedSlice(o.Object, addresses(got.Server), "status", "addresses")
+	addrs := addresses(got.Server)
+	_ = unstructured.SetNestedSlice(o.Object, addrs, "status", "addresses")
 	if _, cp := machine.GetLabels()[labelCPMember]; cp {
+		// reconcileAPIServerLoadBalancer (controllers/openstackmachine_controller.go, v0.14.7).
+		if err := r.reconcileLoadBalancerMember(tok, osc, o, str(addrs[0].(map[string]any), "address")); err != nil {
+			r.rel.set(o, falseCondition(apiServerIngressReady, "LoadBalancerMemberError", severityError,
+				"Reconciling load balancer member failed: "+err.Error()))
+			write()
+			return
+		}
 		r.rel.set(o, trueCondition(apiServerIngressReady))
 	}
 	if !copiesServerState && !r.machineState(o, machine, server) {
@@ -346,12 +354,19 @@ func instanceTags(machineSpec map[string]any, osc *unstructured.Unstructured) []
 
 // deleteMachine is reconcileDelete: nothing to do when the cluster's
 // infrastructure never came up; otherwise delete the OpenStackServer and
-// keep the finalizer until it is gone.
-func (r *reconciler) deleteMachine(ctx context.Context, o, osc *unstructured.Unstructured) {
+// keep the finalizer until it is gone, taking the machine out of the API
+// load balancer's pool first.
+func (r *reconciler) deleteMachine(ctx context.Context, tok string, o, osc *unstructured.Unstructured) {
 	gvr := r.rel.gvr("openstackmachines")
 	netID, _, _ := unstructured.NestedString(osc.Object, "status", "network", "id")
 	if !r.rel.provisioned(osc) || netID == "" {
 		r.removeFinalizer(ctx, gvr, o, machineFinal)
+		return
+	}
+	if err := r.deleteLoadBalancerMember(tok, osc, o); err != nil {
+		r.rel.set(o, falseCondition(apiServerIngressReady, "LoadBalancerMemberError", severityWarning,
+			"Machine could not be removed from load balancer: "+err.Error()))
+		r.updateStatus(ctx, gvr, o)
 		return
 	}
 	servers := r.dc.Resource(serversGVR).Namespace(o.GetNamespace())

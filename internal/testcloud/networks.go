@@ -25,8 +25,11 @@ func (c *Cloud) Networks() []network { return snapshot(&c.netMu, c.nets) }
 // Subnets returns the subnets projects made (not the cloud's own).
 func (c *Cloud) Subnets() []Subnet { return snapshot(&c.netMu, c.subs) }
 
-// Routers returns the routers the stand-in holds, of every project.
-func (c *Cloud) Routers() []Router { return snapshot(&c.mu, c.routers) }
+// Routers returns the routers the stand-in holds, of every project (not
+// the cloud's own).
+func (c *Cloud) Routers() []Router {
+	return slices.DeleteFunc(snapshot(&c.mu, c.routers), func(rt Router) bool { return rt.ProjectID == "" })
+}
 
 // networkByID finds one of the cloud's networks or of a project's.
 func (c *Cloud) networkByID(id string) (network, bool) {
@@ -209,7 +212,6 @@ func (c *Cloud) projectNetworkRoutes(mux *http.ServeMux) {
 		delete(c.subs, id)
 		w.WriteHeader(http.StatusNoContent)
 	}))
-	c.routerRoutes(mux)
 }
 
 // routerRoutes serve Neutron's routers and their interfaces.

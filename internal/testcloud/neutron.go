@@ -34,9 +34,12 @@ type Port struct {
 	Tags                                        []string
 }
 
-// FloatingIP is a Neutron floating IP as the stand-in holds it.
+// FloatingIP is a Neutron floating IP as the stand-in holds it; an
+// associated one has its port, the port's address and the router that
+// carries it.
 type FloatingIP struct {
 	ID, Description, NetworkID, ProjectID, Address, PortID string
+	FixedIPAddress, RouterID                               string
 }
 
 // neutronFault answers as Neutron does: {"NeutronError": {"type", "message",
@@ -104,7 +107,7 @@ func (c *Cloud) dropPort(id string) {
 	delete(c.ports, id)
 	for _, f := range c.floatingIPs {
 		if f.PortID == id {
-			f.PortID = ""
+			f.PortID, f.FixedIPAddress, f.RouterID = "", "", ""
 		}
 	}
 }
@@ -119,18 +122,17 @@ func portView(p *Port) map[string]any {
 
 func fipView(f *FloatingIP) map[string]any {
 	status := "DOWN"
-	var port any
+	var port, router, fixed any
 	if f.PortID != "" {
-		status, port = "ACTIVE", f.PortID
+		status, port, router, fixed = "ACTIVE", f.PortID, f.RouterID, f.FixedIPAddress
 	}
 	return map[string]any{"id": f.ID, "description": f.Description, "floating_network_id": f.NetworkID,
 		"floating_ip_address": f.Address, "port_id": port, "project_id": f.ProjectID, "tenant_id": f.ProjectID,
-		"status": status, "router_id": nil, "fixed_ip_address": nil, "tags": []string{}}
+		"status": status, "router_id": router, "fixed_ip_address": fixed, "tags": []string{}}
 }
 
-// portNeutronRoutes serve Neutron's subnets, ports and floating IPs: what
-// CAPO makes for machines and its API load balancer, and what the cloud
-// controller manager allocates for Services. Ports refuse security groups
+// portNeutronRoutes serve Neutron's subnets and ports: what CAPO makes
+// for machines and its API load balancer. Ports refuse security groups
 // without port security as Neutron does.
 func (c *Cloud) portNeutronRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /networking/v2.0/subnets", func(w http.ResponseWriter, r *http.Request) {
@@ -235,56 +237,13 @@ func (c *Cloud) portNeutronRoutes(mux *http.ServeMux) {
 		p.Tags = body.Tags
 		writeJSON(w, http.StatusOK, map[string]any{"tags": body.Tags})
 	}))
-	fips := kind[FloatingIP]{key: "floatingip", items: c.floatingIPs, view: fipView, locked: c.locked,
-		fields: func(f *FloatingIP) map[string]string {
-			return map[string]string{"project_id": f.ProjectID, "description": f.Description, "port_id": f.PortID, "floating_ip_address": f.Address}
-		},
-		notFound: neutronNotFound("FloatingIPNotFound", "Floating IP %s could not be found")}
-	mux.HandleFunc("GET /networking/v2.0/floatingips", fips.locked(fips.list))
-	mux.HandleFunc("POST /networking/v2.0/floatingips", func(w http.ResponseWriter, r *http.Request) {
-		var body struct {
-			FIP struct {
-				NetworkID   string `json:"floating_network_id"`
-				PortID      string `json:"port_id"`
-				Description string `json:"description"`
-			} `json:"floatingip"`
-		}
-		if !decoded(w, r, &body, neutronMalformed) {
-			return
-		}
-		in := body.FIP
-		n, ok := c.networkByID(in.NetworkID)
-		if !ok {
-			networkNotFound(w, in.NetworkID)
-			return
-		}
-		if !n.External {
-			neutronFault(w, http.StatusBadRequest, "BadRequest",
-				fmt.Sprintf("Bad floatingip request: Network %s is not a valid external network.", in.NetworkID))
-			return
-		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if in.PortID != "" {
-			if p, ok := c.ports[in.PortID]; !ok || p.ProjectID != r.Header.Get("X-Project-Id") {
-				portNotFound(w, in.PortID)
-				return
-			}
-		}
-		c.nextFloating++
-		f := &FloatingIP{ID: uuid.NewString(), Description: in.Description, NetworkID: in.NetworkID,
-			ProjectID: r.Header.Get("X-Project-Id"), PortID: in.PortID, Address: fmt.Sprintf("203.0.113.%d", c.nextFloating)}
-		c.floatingIPs[f.ID] = f
-		writeJSON(w, http.StatusCreated, map[string]any{"floatingip": fipView(f)})
-	})
-	mux.HandleFunc("DELETE /networking/v2.0/floatingips/{id}", fips.onOwned(func(w http.ResponseWriter, _ *http.Request, f *FloatingIP) {
-		delete(c.floatingIPs, f.ID)
-		w.WriteHeader(http.StatusNoContent)
-	}))
 }
 
-// Ports returns the ports the stand-in holds, of every project.
-func (c *Cloud) Ports() []Port { return snapshot(&c.mu, c.ports) }
+// Ports returns the ports the stand-in holds, of every project (not the
+// cloud's own router's).
+func (c *Cloud) Ports() []Port {
+	return slices.DeleteFunc(snapshot(&c.mu, c.ports), func(p Port) bool { return p.ProjectID == "" })
+}
 
 // FloatingIPs returns the floating IPs the stand-in holds, of every project.
 func (c *Cloud) FloatingIPs() []FloatingIP { return snapshot(&c.mu, c.floatingIPs) }

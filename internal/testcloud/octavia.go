@@ -38,6 +38,12 @@ type Member struct {
 	Port                                int
 }
 
+// HealthMonitor is a pool's health monitor.
+type HealthMonitor struct {
+	ID, Name, PoolID, Type                     string
+	Delay, Timeout, MaxRetries, MaxRetriesDown int
+}
+
 // octaviaFault answers as Octavia's API does (webob errors rendered by
 // WSME): {"faultcode": ..., "faultstring": ..., "debuginfo": null}.
 func octaviaFault(w http.ResponseWriter, status int, msg string) {
@@ -104,6 +110,11 @@ func (c *Cloud) dropLoadBalancer(id string) {
 					delete(c.members, mid)
 				}
 			}
+			for hid, hm := range c.monitors {
+				if hm.PoolID == pid {
+					delete(c.monitors, hid)
+				}
+			}
 		}
 	}
 	if lb != nil && lb.VIPPortID != "" {
@@ -167,7 +178,8 @@ func nonNil[T any](s []T) []T {
 // provisioning states, its immutability while PENDING_*, and its refusals.
 func (c *Cloud) octaviaRoutes(mux *http.ServeMux) {
 	const base = "/load-balancer/v2.0/lbaas/"
-	locked := c.lockedAfter(c.settle)
+	settled := c.lockedAfter(c.settle)
+	locked := func(h http.HandlerFunc) http.HandlerFunc { return octaviaPolicy(settled(h)) }
 	lbs := kind[LoadBalancer]{key: "loadbalancer", items: c.loadBalancers, view: c.lbView, locked: locked,
 		fields: func(lb *LoadBalancer) map[string]string {
 			return map[string]string{"project_id": lb.ProjectID, "name": lb.Name}
@@ -205,9 +217,28 @@ func (c *Cloud) octaviaRoutes(mux *http.ServeMux) {
 			octaviaFault(w, http.StatusBadRequest, "Validation failure: VIP must contain one of: vip_port_id, vip_network_id, vip_subnet_id.")
 			return
 		}
-		sub, ok := c.subnetFor(in.VIPSubnetID, in.VIPNetworkID)
-		if !ok {
-			octaviaFault(w, http.StatusBadRequest, fmt.Sprintf("Validation failure: Subnet %s not found.", in.VIPSubnetID+in.VIPNetworkID))
+		// octavia/common/validate.py, subnet_exists and
+		// network_exists_optionally_contains_subnet: what the caller's
+		// project cannot see in Neutron is an InvalidSubresource (400).
+		var sub Subnet
+		project := r.Header.Get("X-Project-Id")
+		if in.VIPNetworkID != "" {
+			n, ok := c.networkByID(in.VIPNetworkID)
+			if !ok || (n.ProjectID != "" && n.ProjectID != project) {
+				octaviaFault(w, http.StatusBadRequest, fmt.Sprintf("Network %s not found.", in.VIPNetworkID))
+				return
+			}
+		}
+		i := slices.IndexFunc(c.visibleSubnets(project), func(s Subnet) bool {
+			return (in.VIPSubnetID != "" && s.ID == in.VIPSubnetID) || (in.VIPSubnetID == "" && s.NetworkID == in.VIPNetworkID)
+		})
+		if i < 0 {
+			octaviaFault(w, http.StatusBadRequest, fmt.Sprintf("Subnet %s not found.", in.VIPSubnetID))
+			return
+		}
+		sub = c.visibleSubnets(project)[i]
+		if in.VIPNetworkID != "" && sub.NetworkID != in.VIPNetworkID {
+			octaviaFault(w, http.StatusBadRequest, fmt.Sprintf("Subnet %s not found.", in.VIPSubnetID))
 			return
 		}
 		lb := &LoadBalancer{ID: uuid.NewString(), Name: in.Name, Description: in.Description, ProjectID: r.Header.Get("X-Project-Id"),
@@ -294,7 +325,8 @@ func (c *Cloud) octaviaRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+base+"pools/{id}/members", locked(func(w http.ResponseWriter, r *http.Request) {
 		list := []map[string]any{}
 		for _, id := range slices.Sorted(maps.Keys(c.members)) {
-			if m := c.members[id]; m.PoolID == r.PathValue("id") {
+			q := r.URL.Query()
+			if m := c.members[id]; m.PoolID == r.PathValue("id") && (!q.Has("name") || q.Get("name") == m.Name) {
 				list = append(list, memberView(m))
 			}
 		}
@@ -331,6 +363,7 @@ func (c *Cloud) octaviaRoutes(mux *http.ServeMux) {
 		c.members[m.ID] = m
 		writeJSON(w, http.StatusCreated, map[string]any{"member": memberView(m)})
 	}))
+	c.monitorRoutes(mux, base, locked)
 	mux.HandleFunc("DELETE "+base+"pools/{pool}/members/{id}", locked(func(w http.ResponseWriter, r *http.Request) {
 		m, ok := c.members[r.PathValue("id")]
 		if !ok || m.PoolID != r.PathValue("pool") {
@@ -344,6 +377,87 @@ func (c *Cloud) octaviaRoutes(mux *http.ServeMux) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 }
+
+// octaviaPolicy applies Octavia's default policy with Keystone's default
+// roles (octavia/policies/base.py, keystone_default_roles.py): reading
+// needs the reader role (member and admin imply it), writing the member
+// role or admin; others get PolicyForbidden (403).
+func octaviaPolicy(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		allowed := hasRole(r, "member") || hasRole(r, "admin")
+		if r.Method == http.MethodGet {
+			allowed = allowed || hasRole(r, "reader")
+		}
+		if !allowed {
+			octaviaFault(w, http.StatusForbidden, "Policy does not allow this request to be performed.")
+			return
+		}
+		h(w, r)
+	}
+}
+
+// monitorRoutes serve Octavia's health monitors, one to a pool, as CAPO
+// makes for its API load balancer's pool.
+func (c *Cloud) monitorRoutes(mux *http.ServeMux, base string, locked func(http.HandlerFunc) http.HandlerFunc) {
+	monitors := kind[HealthMonitor]{key: "healthmonitor", items: c.monitors, view: monitorView, locked: locked,
+		fields: func(hm *HealthMonitor) map[string]string {
+			project := ""
+			if p := c.pools[hm.PoolID]; p != nil && c.loadBalancers[p.LoadBalancerID] != nil {
+				project = c.loadBalancers[p.LoadBalancerID].ProjectID
+			}
+			return map[string]string{"project_id": project, "name": hm.Name, "pool_id": hm.PoolID}
+		},
+		notFound: octaviaNotFound("Health Monitor %s not found.")}
+	monitors.serveReads(mux, base+"healthmonitors")
+	mux.HandleFunc("POST "+base+"healthmonitors", locked(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			HM struct {
+				Name           string `json:"name"`
+				PoolID         string `json:"pool_id"`
+				Type           string `json:"type"`
+				Delay          int    `json:"delay"`
+				Timeout        int    `json:"timeout"`
+				MaxRetries     int    `json:"max_retries"`
+				MaxRetriesDown int    `json:"max_retries_down"`
+			} `json:"healthmonitor"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.HM.PoolID == "" {
+			octaviaMissing(w, "pool_id")
+			return
+		}
+		in := body.HM
+		p, ok := c.pools[in.PoolID]
+		if !ok {
+			octaviaFault(w, http.StatusBadRequest, fmt.Sprintf("Pool %s not found.", in.PoolID))
+			return
+		}
+		for _, hm := range c.monitors {
+			if hm.PoolID == p.ID {
+				octaviaFault(w, http.StatusConflict, "This pool already has a health monitor")
+				return
+			}
+		}
+		if _, ok := c.mutableLB(w, r, p.LoadBalancerID); !ok {
+			return
+		}
+		hm := &HealthMonitor{ID: uuid.NewString(), Name: in.Name, PoolID: p.ID, Type: in.Type, Delay: in.Delay,
+			Timeout: in.Timeout, MaxRetries: in.MaxRetries, MaxRetriesDown: in.MaxRetriesDown}
+		c.monitors[hm.ID] = hm
+		writeJSON(w, http.StatusCreated, map[string]any{"healthmonitor": monitorView(hm)})
+	}))
+}
+
+func monitorView(hm *HealthMonitor) map[string]any {
+	return map[string]any{"id": hm.ID, "name": hm.Name, "type": hm.Type, "delay": hm.Delay, "timeout": hm.Timeout,
+		"max_retries": hm.MaxRetries, "max_retries_down": hm.MaxRetriesDown, "pools": []map[string]any{{"id": hm.PoolID}},
+		"provisioning_status": "ACTIVE", "operating_status": "ONLINE", "admin_state_up": true}
+}
+
+// Members returns the pool members the stand-in holds, of every project.
+func (c *Cloud) Members() []Member { return snapshot(&c.mu, c.members) }
+
+// HealthMonitors returns the health monitors the stand-in holds.
+func (c *Cloud) HealthMonitors() []HealthMonitor { return snapshot(&c.mu, c.monitors) }
 
 func listenerView(l *Listener) map[string]any {
 	return map[string]any{"id": l.ID, "name": l.Name, "protocol": l.Protocol, "protocol_port": l.Port,

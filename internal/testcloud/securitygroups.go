@@ -35,7 +35,8 @@ func securityGroupView(g *SecurityGroup) map[string]any {
 
 // securityGroupRoutes serve Neutron's security groups: create, list, show
 // and delete, refusing to delete a group a port still uses
-// (SecurityGroupInUse, 409) as Neutron does.
+// (SecurityGroupInUse, 409) and one more group than the project's quota
+// (OverQuota, 409) as Neutron does.
 func (c *Cloud) securityGroupRoutes(mux *http.ServeMux) {
 	const base = "/networking/v2.0/security-groups"
 	groups := kind[SecurityGroup]{key: "security_group", items: c.securityGroups, view: securityGroupView, locked: c.locked,
@@ -60,6 +61,17 @@ func (c *Cloud) securityGroupRoutes(mux *http.ServeMux) {
 		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		// The project's default group, which Neutron makes on its first
+		// request, counts too.
+		used := 1
+		for _, g := range c.securityGroups {
+			if g.ProjectID == r.Header.Get("X-Project-Id") {
+				used++
+			}
+		}
+		if c.overQuota(w, "security_group", used) {
+			return
+		}
 		g := &SecurityGroup{ID: uuid.NewString(), Name: body.G.Name, Description: body.G.Description, ProjectID: r.Header.Get("X-Project-Id")}
 		c.securityGroups[g.ID] = g
 		writeJSON(w, http.StatusCreated, map[string]any{"security_group": securityGroupView(g)})

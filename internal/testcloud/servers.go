@@ -1,6 +1,7 @@
 package testcloud
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -25,8 +26,11 @@ type Server struct {
 	KeyName      string
 	Metadata     map[string]string
 	Fault        string
-	// AvailabilityZone is the zone Nova scheduled the server to.
-	AvailabilityZone string
+	// AvailabilityZone is the zone Nova scheduled the server to, and
+	// Host the nova-compute service host ("" when none would take it).
+	AvailabilityZone, Host string
+	// UserData is what the server boots with (base64, as sent).
+	UserData string
 	// settlesTo is the status a BUILD server takes once Nova has been
 	// asked about it buildReads times: a server is never ACTIVE (or in
 	// ERROR) in the answer to its create, nor in the first reads after.
@@ -155,6 +159,7 @@ func (c *Cloud) serverRoutes(mux *http.ServeMux) {
 					BootIndex       int    `json:"boot_index"`
 				} `json:"block_device_mapping_v2"`
 				Metadata map[string]string `json:"metadata"`
+				UserData *string           `json:"user_data"`
 			} `json:"server"`
 			Hints map[string]any `json:"os:scheduler_hints"`
 		}
@@ -163,29 +168,38 @@ func (c *Cloud) serverRoutes(mux *http.ServeMux) {
 			return
 		}
 		in := body.Server
+		if in.UserData != nil && !validUserData(w, *in.UserData) {
+			return
+		}
 		project := r.Header.Get("X-Project-Id")
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		fi := slices.IndexFunc(flavors, func(f flavor) bool { return f.ID == in.FlavorRef })
+		// FlavorNotFound, answered 400 with its own message since Nova 14
+		// (nova/api/openstack/compute/servers.py, create; the older
+		// "Invalid flavorRef provided." went with change 2de2c99460).
+		fi := slices.IndexFunc(c.flavors, func(f flavor) bool { return f.ID == in.FlavorRef })
 		if fi < 0 || c.removedFlavors[in.FlavorRef] {
 			novaBadRequest(w, fmt.Sprintf("Flavor %s could not be found.", in.FlavorRef))
 			return
 		}
+		fl := c.flavors[fi]
 		if _, ok := c.keypairs[r.Header.Get("X-User-Id")][in.KeyName]; in.KeyName != "" && !ok {
 			// Keypairs are the user's: KeypairNotFound, answered 400.
 			novaBadRequest(w, "Invalid key_name provided.")
 			return
 		}
-		zone := in.Zone
-		if zone == "" {
-			zone = c.zones[0] // the scheduler's choice: the default zone
-		} else if !slices.Contains(c.zones, zone) {
+		// nova/compute/api.py, _validate_and_build_base_options: a zone
+		// Nova does not have is an InvalidRequest (400).
+		if in.Zone != "" && !slices.Contains(c.zones, in.Zone) {
 			novaBadRequest(w, "The requested availability zone is not available")
 			return
 		}
 		s := &Server{ID: uuid.NewString(), Name: in.Name, ProjectID: project, Status: "BUILD", settlesTo: "ACTIVE", FlavorID: in.FlavorRef,
 			ImageID: in.ImageRef, ConfigDrive: in.ConfigDrive != nil && *in.ConfigDrive, KeyName: in.KeyName, Metadata: in.Metadata,
-			AvailabilityZone: zone}
+			AvailabilityZone: in.Zone}
+		if in.UserData != nil {
+			s.UserData = *in.UserData
+		}
 		for _, b := range in.BDM {
 			if b.BootIndex == 0 && b.SourceType == "volume" && b.DestinationType == "volume" {
 				v, ok := c.volumes[b.UUID]
@@ -198,6 +212,16 @@ func (c *Cloud) serverRoutes(mux *http.ServeMux) {
 		}
 		if s.RootVolumeID == "" && !slices.ContainsFunc(images, func(i image) bool { return i.ID == in.ImageRef }) {
 			novaBadRequest(w, "Can not find requested image")
+			return
+		}
+		// nova/compute/api.py, _validate_flavor_image_nostatus: an image
+		// boot on a flavor without disk needs os_compute_api:servers:
+		// create:zero_disk_flavor, admin only by default
+		// (nova/policies/servers.py); BootFromVolumeRequiredForZeroDiskFlavor
+		// is a 403.
+		if s.RootVolumeID == "" && fl.Disk == 0 && !hasRole(r, "admin") {
+			writeJSON(w, http.StatusForbidden, map[string]any{"forbidden": map[string]any{"code": 403,
+				"message": "Only volume-backed servers are allowed for flavors with zero disk."}})
 			return
 		}
 		if g, ok := body.Hints["group"].(string); ok && g != "" {
@@ -221,7 +245,12 @@ func (c *Cloud) serverRoutes(mux *http.ServeMux) {
 			}
 			s.Ports = append(s.Ports, p.ID)
 		}
-		if flavors[fi].bareMetal() && s.RootVolumeID != "" {
+		var group *ServerGroup
+		if s.ServerGroupID != "" {
+			group = c.serverGroups[s.ServerGroupID]
+		}
+		c.schedule(s, fl, group)
+		if s.Host != "" && fl.bareMetal() && s.RootVolumeID != "" {
 			// The Ironic driver validates the node's interfaces before it
 			// deploys; a node with the noop storage interface cannot
 			// boot from a Cinder volume.
@@ -240,13 +269,136 @@ func (c *Cloud) serverRoutes(mux *http.ServeMux) {
 	})
 }
 
+// ComputeHost is a nova-compute service: a hypervisor host of VMs, or
+// an Ironic one, behind which all of its zone's bare-metal nodes sit (the
+// Ironic driver reports every node as a node of its one service host, and
+// the scheduler's server-group filters count hosts, not nodes).
+type ComputeHost struct {
+	Name, Zone string
+	Ironic     bool
+}
+
+// vmHostsPerZone is how many hypervisor hosts SetComputeZones gives each
+// zone: enough for the three control-plane machines a hard anti-affinity
+// group spreads, and some workers.
+const vmHostsPerZone = 6
+
 // SetComputeZones replaces Nova's availability zones (the first is where
-// a server that names none goes): what an operator's host aggregates
-// make.
+// a server that names none goes), each with vmHostsPerZone hypervisor
+// hosts and one Ironic host: what an operator's host aggregates make.
 func (c *Cloud) SetComputeZones(zones ...string) {
+	var hosts []ComputeHost
+	for _, z := range zones {
+		for i := range vmHostsPerZone {
+			hosts = append(hosts, ComputeHost{Name: fmt.Sprintf("%s-compute-%d", z, i), Zone: z})
+		}
+		hosts = append(hosts, ComputeHost{Name: z + "-ironic", Zone: z, Ironic: true})
+	}
+	c.SetComputeHosts(hosts...)
+}
+
+// SetComputeHosts replaces Nova's compute hosts; its zones are theirs, in
+// the order they first appear.
+func (c *Cloud) SetComputeHosts(hosts ...ComputeHost) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.zones = slices.Clone(zones)
+	c.hosts = slices.Clone(hosts)
+	c.zones = nil
+	for _, h := range hosts {
+		if !slices.Contains(c.zones, h.Zone) {
+			c.zones = append(c.zones, h.Zone)
+		}
+	}
+}
+
+// noValidHost is the fault of a server the scheduler could place nowhere
+// (nova/scheduler/manager.py, _ensure_sufficient_hosts: NoValidHost).
+const noValidHost = "No valid host was found. There are not enough hosts available."
+
+// schedule places a new server as Nova's filter scheduler does: on a
+// host of its zone (any zone when it names none) that runs its kind of
+// flavor (bare metal on an Ironic host, VMs on hypervisors), honouring
+// its server group's policy per host (ServerGroupAntiAffinityFilter,
+// ServerGroupAffinityFilter; the soft policies only weigh), least loaded
+// first. A server no host takes goes to ERROR with NoValidHost's fault.
+// It holds c.mu.
+func (c *Cloud) schedule(s *Server, fl flavor, group *ServerGroup) {
+	load := map[string]int{}
+	var groupHosts []string
+	for _, other := range c.servers {
+		if other.Host == "" {
+			continue
+		}
+		load[other.Host]++
+		if group != nil && other.ServerGroupID == group.ID {
+			groupHosts = append(groupHosts, other.Host)
+		}
+	}
+	var candidates []ComputeHost
+	for _, h := range c.hosts {
+		if (s.AvailabilityZone != "" && h.Zone != s.AvailabilityZone) || h.Ironic != fl.bareMetal() {
+			continue
+		}
+		if group != nil && group.Policy == "anti-affinity" && slices.Contains(groupHosts, h.Name) {
+			continue
+		}
+		if group != nil && group.Policy == "affinity" && len(groupHosts) > 0 && !slices.Contains(groupHosts, h.Name) {
+			continue
+		}
+		candidates = append(candidates, h)
+	}
+	if len(candidates) == 0 {
+		s.settlesTo, s.Fault = "ERROR", noValidHost
+		return
+	}
+	weight := func(h ComputeHost) int {
+		w := load[h.Name]
+		if group != nil {
+			members := 0
+			for _, g := range groupHosts {
+				if g == h.Name {
+					members++
+				}
+			}
+			switch group.Policy {
+			case "soft-anti-affinity":
+				w += 1000 * members
+			case "soft-affinity":
+				w -= 1000 * members
+			}
+		}
+		return w
+	}
+	best := slices.MinFunc(candidates, func(a, b ComputeHost) int { return weight(a) - weight(b) })
+	s.Host, s.AvailabilityZone = best.Name, best.Zone
+}
+
+// userDataMaxLength is the longest user_data Nova's schema allows
+// (nova/api/openstack/compute/schemas/servers.py: base64, maxLength
+// 65535).
+const userDataMaxLength = 65535
+
+// validUserData answers Nova's schema refusal (nova/api/validation/
+// validators.py formats jsonschema's message) unless user data is base64
+// of at most userDataMaxLength characters.
+func validUserData(w http.ResponseWriter, data string) bool {
+	refuse := func(why string) bool {
+		novaBadRequest(w, fmt.Sprintf("Invalid input for field/attribute user_data. Value: %s. %s", data, why))
+		return false
+	}
+	if len(data) > userDataMaxLength {
+		return refuse(fmt.Sprintf("'%s' is too long", data))
+	}
+	if _, err := base64.StdEncoding.DecodeString(data); err != nil {
+		return refuse(fmt.Sprintf("'%s' is not a 'base64'", data))
+	}
+	return true
+}
+
+// hasRole reports whether the caller's token carries role in its
+// project.
+func hasRole(r *http.Request, role string) bool {
+	return slices.Contains(strings.Split(r.Header.Get("X-Roles"), ","), role)
 }
 
 // Servers returns the servers the stand-in holds, of every project.

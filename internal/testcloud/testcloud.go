@@ -3,6 +3,19 @@
 // and a workload's cloud controller manager and CSI driver use: Glance,
 // Nova, Neutron, Octavia and Cinder, refusing what the real services
 // refuse, with their messages.
+//
+// Start serves a cloud with every service and extension. A test of a
+// cloud that lacks some names what it lacks:
+//
+//	testcloud.Start(t, ks, testcloud.WithoutL3, testcloud.WithoutOctavia)
+//
+// WithoutL3 is Neutron without its L3 ("router") extension, as on bare
+// metal on provider networks: its extension list does not name it, and
+// routers and floating IPs answer 404 as unknown resources do.
+// WithoutOctavia and WithoutCinder leave the load-balancer and
+// block-storage services out of Keystone's catalog (and out of the
+// stand-in). The cloud's compute hosts (SetComputeHosts) and Neutron
+// quotas (SetNeutronQuota) shape what Nova schedules and Neutron allows.
 package testcloud
 
 import (
@@ -74,6 +87,7 @@ type Cloud struct {
 	listeners       map[string]*Listener
 	pools           map[string]*Pool
 	members         map[string]*Member
+	monitors        map[string]*HealthMonitor
 	heldLBs         map[string]bool
 	octaviaRequests int
 	ports           map[string]*Port
@@ -86,7 +100,11 @@ type Cloud struct {
 	cinderRequests  int
 	servers         map[string]*Server
 	removedFlavors  map[string]bool
-	zones           []string        // Nova's availability zones
+	zones           []string      // Nova's availability zones
+	hosts           []ComputeHost // Nova's compute services
+	missing         []Missing
+	quotas          map[string]int  // Neutron's, by resource
+	flavors         []flavor        // the fixed ones and those AddFlavor made
 	portSecurity    map[string]bool // by network, when changed
 	routers         map[string]*Router
 	// Volume types and zones an operator made (AddVolumeType,
@@ -103,8 +121,26 @@ type Cloud struct {
 	addedNets []network
 }
 
-// identity is whom a token speaks for.
-type identity struct{ user, project string }
+// identity is whom a token speaks for, with its roles in the project
+// (Keystone lists implied roles too: admin implies member implies reader).
+type identity struct {
+	user, project string
+	roles         []string
+}
+
+// Missing is a service or extension a cloud lacks.
+type Missing string
+
+// What a cloud can lack.
+const (
+	// WithoutL3 is Neutron without the L3 extension: no routers, no
+	// floating IPs.
+	WithoutL3 Missing = "router"
+	// WithoutOctavia is a cloud without the load-balancer service.
+	WithoutOctavia Missing = "load-balancer"
+	// WithoutCinder is a cloud without the block-storage service.
+	WithoutCinder Missing = "block-storage"
+)
 
 // ServerGroup is a Nova server group as the stand-in holds it.
 type ServerGroup struct {
@@ -137,7 +173,7 @@ type network struct {
 }
 
 var (
-	flavors = []flavor{
+	fixedFlavors = []flavor{
 		{ID: "1", Name: "m1.tiny", VCPUs: 1, RAM: 512, Disk: 1},
 		{ID: "2", Name: FlavorName, VCPUs: 1, RAM: 2048, Disk: 20},
 		{ID: "3", Name: MasterFlavor, VCPUs: 2, RAM: 4096, Disk: 40},
@@ -162,15 +198,15 @@ var (
 
 // Start serves the fake services on loopback and registers them in
 // Keystone's catalog as compute, image and network.
-func Start(t *testing.T, ks *testkeystone.Keystone) *Cloud {
+func Start(t *testing.T, ks *testkeystone.Keystone, missing ...Missing) *Cloud {
 	t.Helper()
 	c := &Cloud{t: t, ks: ks, reads: map[string]int{}, users: map[string]identity{}, keypairs: map[string]map[string]keypair{},
 		serverGroups: map[string]*ServerGroup{}, loadBalancers: map[string]*LoadBalancer{}, listeners: map[string]*Listener{},
-		pools: map[string]*Pool{}, members: map[string]*Member{}, heldLBs: map[string]bool{}, ports: map[string]*Port{},
+		pools: map[string]*Pool{}, members: map[string]*Member{}, monitors: map[string]*HealthMonitor{}, heldLBs: map[string]bool{}, ports: map[string]*Port{},
 		floatingIPs: map[string]*FloatingIP{}, nextAddress: map[string]int{}, volumes: map[string]*Volume{},
 		snapshots: map[string]*Snapshot{}, securityGroups: map[string]*SecurityGroup{},
 		servers: map[string]*Server{}, removedFlavors: map[string]bool{}, portSecurity: map[string]bool{},
-		routers: map[string]*Router{}, zones: []string{"nova"}, addedVolumeTypes: map[string]bool{}, addedVolumeZones: map[string]bool{}, nets: map[string]*network{}, subs: map[string]*Subnet{}}
+		routers: map[string]*Router{}, missing: missing, flavors: slices.Clone(fixedFlavors), quotas: maps.Clone(neutronDefaultQuotas), addedVolumeTypes: map[string]bool{}, addedVolumeZones: map[string]bool{}, nets: map[string]*network{}, subs: map[string]*Subnet{}}
 	mux := http.NewServeMux()
 	c.novaRoutes(mux)
 	c.glanceRoutes(mux)
@@ -178,20 +214,34 @@ func Start(t *testing.T, ks *testkeystone.Keystone) *Cloud {
 	c.portNeutronRoutes(mux)
 	c.projectNetworkRoutes(mux)
 	c.securityGroupRoutes(mux)
-	c.octaviaRoutes(mux)
-	c.cinderRoutes(mux)
-	c.snapshotRoutes(mux)
+	c.l3Routes(mux)
+	if !c.lacks(WithoutOctavia) {
+		c.octaviaRoutes(mux)
+	}
+	if !c.lacks(WithoutCinder) {
+		c.cinderRoutes(mux)
+		c.snapshotRoutes(mux)
+	}
 	c.discoveryRoutes(mux)
+	c.SetComputeZones("nova")
+	c.addCloudRouter()
 	srv := httptest.NewServer(c.authenticated(c.counted(mux)))
 	t.Cleanup(srv.Close)
 	c.URL = srv.URL
 	ks.RegisterService("compute", "nova", c.URL+"/compute/v2.1")
 	ks.RegisterService("image", "glance", c.URL+"/image")
 	ks.RegisterService("network", "neutron", c.URL+"/networking")
-	ks.RegisterService("load-balancer", "octavia", c.URL+"/load-balancer")
-	ks.RegisterService("block-storage", "cinder", c.URL+"/volume/v3")
+	if !c.lacks(WithoutOctavia) {
+		ks.RegisterService("load-balancer", "octavia", c.URL+"/load-balancer")
+	}
+	if !c.lacks(WithoutCinder) {
+		ks.RegisterService("block-storage", "cinder", c.URL+"/volume/v3")
+	}
 	return c
 }
+
+// lacks reports whether the cloud was started without m.
+func (c *Cloud) lacks(m Missing) bool { return slices.Contains(c.missing, m) }
 
 // counted counts the requests Magnetite makes (its user agent names it), by
 // route.
@@ -234,6 +284,7 @@ func (c *Cloud) authenticated(next http.Handler) http.Handler {
 		}
 		r.Header.Set("X-User-Id", id.user)
 		r.Header.Set("X-Project-Id", id.project)
+		r.Header.Set("X-Roles", strings.Join(id.roles, ","))
 		next.ServeHTTP(w, r)
 	})
 }
@@ -261,14 +312,18 @@ func (c *Cloud) user(token string) (identity, bool) {
 	defer res.Body.Close()
 	var body struct {
 		Token struct {
-			User    struct{ ID string } `json:"user"`
-			Project struct{ ID string } `json:"project"`
+			User    struct{ ID string }     `json:"user"`
+			Project struct{ ID string }     `json:"project"`
+			Roles   []struct{ Name string } `json:"roles"`
 		} `json:"token"`
 	}
 	if res.StatusCode != http.StatusOK || json.NewDecoder(res.Body).Decode(&body) != nil {
 		return identity{}, false
 	}
 	id = identity{user: body.Token.User.ID, project: body.Token.Project.ID}
+	for _, role := range body.Token.Roles {
+		id.roles = append(id.roles, role.Name)
+	}
 	c.mu.Lock()
 	c.users[token] = id
 	c.mu.Unlock()
@@ -304,7 +359,7 @@ func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 	}
 	mux.HandleFunc("GET /compute/v2.1/flavors/detail", func(w http.ResponseWriter, r *http.Request) {
 		list := []any{}
-		for _, f := range flavors {
+		for _, f := range c.flavorList() {
 			if !c.flavorRemoved(f.ID) {
 				list = append(list, flavorBody(f))
 			}
@@ -312,7 +367,7 @@ func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 		writeJSON(w, http.StatusOK, map[string]any{"flavors": list})
 	})
 	mux.HandleFunc("GET /compute/v2.1/flavors/{id}", func(w http.ResponseWriter, r *http.Request) {
-		for _, f := range flavors {
+		for _, f := range c.flavorList() {
 			if f.ID == r.PathValue("id") && !c.flavorRemoved(f.ID) {
 				writeJSON(w, http.StatusOK, map[string]any{"flavor": flavorBody(f)})
 				return
@@ -321,7 +376,7 @@ func (c *Cloud) novaRoutes(mux *http.ServeMux) {
 		novaNotFound("Flavor %s could not be found.")(w, r.PathValue("id"))
 	})
 	mux.HandleFunc("GET /compute/v2.1/flavors/{id}/os-extra_specs", func(w http.ResponseWriter, r *http.Request) {
-		for _, f := range flavors {
+		for _, f := range c.flavorList() {
 			if f.ID == r.PathValue("id") && !c.flavorRemoved(f.ID) {
 				specs := map[string]string{}
 				for k, v := range f.ExtraSpecs {
@@ -546,11 +601,15 @@ func (c *Cloud) neutronRoutes(mux *http.ServeMux) {
 		ext := func(alias, name, desc string) map[string]any {
 			return map[string]any{"alias": alias, "name": name, "description": desc, "updated": "2013-01-14T10:00:00-00:00", "links": []any{}}
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"extensions": []any{
+		list := []any{
 			ext("external-net", "Neutron external network", "Adds external network attribute to network resource."),
 			ext("network-mtu", "Network MTU", "Provides MTU attribute for a network resource."),
 			ext("port-security", "Port Security", "Provides port security"),
-		}})
+		}
+		if !c.lacks(WithoutL3) {
+			list = append(list, ext("router", "Neutron L3 Router", "Router abstraction for basic L3 forwarding between L2 Neutron networks and access to external networks via a NAT gateway."))
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"extensions": list})
 	})
 }
 
@@ -672,4 +731,27 @@ func (c *Cloud) flavorRemoved(id string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.removedFlavors[id]
+}
+
+// flavorList is Nova's flavors, removed ones too.
+func (c *Cloud) flavorList() []flavor {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.flavors)
+}
+
+// AddFlavor adds a public flavor, as an operator's `openstack flavor
+// create` does, and returns its ID. A resourceClass ("BAREMETAL_SILVER")
+// makes it an Ironic flavor: it asks for one node of that class and
+// zeroes the standard resources, as Ironic's flavor guide says.
+func (c *Cloud) AddFlavor(name string, vcpus, ramMB, diskGB int, resourceClass string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := flavor{ID: fmt.Sprint(len(c.flavors) + 1), Name: name, VCPUs: vcpus, RAM: ramMB, Disk: diskGB}
+	if resourceClass != "" {
+		f.ExtraSpecs = map[string]string{"resources:CUSTOM_" + resourceClass: "1",
+			"resources:VCPU": "0", "resources:MEMORY_MB": "0", "resources:DISK_GB": "0"}
+	}
+	c.flavors = append(c.flavors, f)
+	return f.ID
 }

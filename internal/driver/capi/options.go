@@ -99,6 +99,9 @@ type Options struct {
 	// DefaultBootVolumeSize (GiB) applies to VM node groups without a
 	// boot_volume_size label; bare metal always defaults to 0.
 	DefaultBootVolumeSize int
+	// IronicComputeHosts is how many nova-compute hosts the cloud's Ironic
+	// nodes sit behind ([driver] ironic_compute_hosts; 0 means one).
+	IronicComputeHosts int
 	// Timeouts used when the node_startup_timeout / node_unhealthy_timeout
 	// labels are not set.
 	VMNodeStartupTimeout, BMNodeStartupTimeout     time.Duration
@@ -125,5 +128,6 @@ func (o Options) withDefaults() Options {
 func (o Options) shapeDefaults() driver.ShapeDefaults {
 	return driver.ShapeDefaults{BootVolumeSize: o.DefaultBootVolumeSize,
 		VMNodeStartupTimeout: o.VMNodeStartupTimeout, BMNodeStartupTimeout: o.BMNodeStartupTimeout,
-		VMNodeUnhealthyTimeout: o.VMNodeUnhealthyTimeout, BMNodeUnhealthyTimeout: o.BMNodeUnhealthyTimeout}
+		VMNodeUnhealthyTimeout: o.VMNodeUnhealthyTimeout, BMNodeUnhealthyTimeout: o.BMNodeUnhealthyTimeout,
+		IronicComputeHosts: o.IronicComputeHosts}
 }

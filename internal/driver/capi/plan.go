@@ -87,6 +87,9 @@ type Network struct {
 	LBAvailabilityZone  string
 	AllowedCIDRs        []string
 	ControlPlaneAZs     []string
+	// NoExternalNetwork: the cloud has no routers (Neutron without its L3
+	// extension), so the cluster's network is not connected to one.
+	NoExternalNetwork bool
 }
 
 // Group is one node group resolved: the control plane or a worker group.
@@ -139,7 +142,7 @@ func (pl planner) plan(req driver.Request, v APIVersions) (*Plan, error) {
 	pl.planGroups(p, shape)
 	pl.planOS(p, shape)
 	pl.planVersion(p)
-	pl.planNetwork(p)
+	pl.planNetwork(p, shape)
 	pl.planAddons(p)
 	if len(p.problems) == 0 {
 		p.problems = append(p.problems, pl.infra.Validate(p)...)
@@ -253,7 +256,7 @@ func (p *Plan) KubeMinor() string {
 	return m[1] + "." + m[2]
 }
 
-func (pl planner) planNetwork(p *Plan) {
+func (pl planner) planNetwork(p *Plan, shape *driver.Shape) {
 	ct, c, l := p.Template, p.Cluster, p.Labels
 	p.NetworkDriver = "calico"
 	if ct.NetworkDriver != nil && *ct.NetworkDriver != "" {
@@ -322,7 +325,12 @@ func (pl planner) planNetwork(p *Plan) {
 	}
 
 	n.LoadBalancer = c.MasterLBEnabled
-	n.APIFloatingIP = c.FloatingIPEnabled && l.Bool(labels.MasterLBFloatingIPEnabled) && n.ExternalNetworkID != ""
+	if !p.Facts.Has().FloatingIPs {
+		// Without Neutron's routers CAPO must not look up an external
+		// network and route the cluster's network to it.
+		n.ExternalNetworkID, n.NoExternalNetwork = "", true
+	}
+	n.APIFloatingIP = shape.APIFloatingIP && n.ExternalNetworkID != ""
 	n.APIServerFloatingIP = l.String(labels.APIServerFloatingIP)
 	n.LBProvider = l.String(labels.OctaviaProvider)
 	n.LBFlavor = l.String(labels.APIServerLBFlavor)
@@ -345,7 +353,7 @@ func (pl planner) planAddons(p *Plan) {
 		p.CinderCSI = v
 	} else {
 		// Cinder volumes attach to VMs; Ironic nodes rarely can attach them.
-		p.CinderCSI = !allBM
+		p.CinderCSI = !allBM && p.Facts.Has().BlockStorage
 	}
 	p.ManilaCSI = p.Labels.Bool(labels.ManilaCSIEnabled)
 	if allBM && p.CinderCSI && p.Labels.IsSet(labels.CinderCSIEnabled) {

@@ -310,7 +310,7 @@ func serverTypes(t *testing.T, res *driver.Result) map[string]string {
 	return out
 }
 
-func TestAutoscalerOmitsZeroEphemeralDisk(t *testing.T) {
+func TestAutoscalerEphemeralDiskIsTheRootDisk(t *testing.T) {
 	res := mustRender(t, caseRequest(t, "autoscaling"))
 	vm := machineDeployment(t, res, "default-worker")
 	metal := machineDeployment(t, res, "metal")
@@ -321,8 +321,10 @@ func TestAutoscalerOmitsZeroEphemeralDisk(t *testing.T) {
 	if ann(vm)["capacity.cluster-autoscaler.kubernetes.io/ephemeral-disk"] != "20Gi" {
 		t.Errorf("vm ephemeral-disk = %v", ann(vm)["capacity.cluster-autoscaler.kubernetes.io/ephemeral-disk"])
 	}
-	if v, ok := ann(metal)["capacity.cluster-autoscaler.kubernetes.io/ephemeral-disk"]; ok {
-		t.Errorf("bare-metal group with a zero disk has ephemeral-disk %v", v)
+	// Nova boots an image only on a flavor with a root disk, which is then
+	// the node's ephemeral storage.
+	if v := ann(metal)["capacity.cluster-autoscaler.kubernetes.io/ephemeral-disk"]; v != "480Gi" {
+		t.Errorf("bare-metal group on a 480 GiB flavor without a root volume has ephemeral-disk %v", v)
 	}
 	if ann(metal)["cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"] != "0" ||
 		ann(metal)["cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"] != "4" {

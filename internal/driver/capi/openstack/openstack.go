@@ -106,6 +106,11 @@ func (Infrastructure) ClusterVariables(p *capi.Plan) map[string]any {
 	if n.ExternalNetworkID != "" {
 		spec["externalNetwork"] = map[string]any{"id": n.ExternalNetworkID}
 	}
+	if n.NoExternalNetwork {
+		// Else CAPO looks for the cloud's one external network and makes
+		// a router to it (v1beta2 spec.enableExternalNetwork).
+		spec["enableExternalNetwork"] = false
+	}
 	if n.FixedNetworkID != "" {
 		spec["network"] = map[string]any{"id": n.FixedNetworkID}
 		if n.FixedSubnetID != "" {
