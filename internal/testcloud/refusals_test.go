@@ -132,10 +132,15 @@ func TestNeutronFloatingIPsNeedARouterAndQuota(t *testing.T) {
 	if err != nil || got.RouterID != testcloud.CloudRouterID {
 		t.Fatalf("floating IP on the private network: %+v, %v", got, err)
 	}
+	// Without router1's interface on the private subnet, it cannot.
+	cloud.SetCloudRoute(testcloud.PrivateSubnetID, false)
+	_, err = floatingips.Create(ctx, u.network, floatingips.CreateOpts{FloatingNetworkID: testcloud.ExternalNetID, PortID: private.ID}).Extract()
+	refused(t, err, 404, "is not reachable from subnet "+testcloud.PrivateSubnetID)
+	cloud.SetCloudRoute(testcloud.PrivateSubnetID, true)
 
 	// Quotas: the project's floating IPs, and its security groups
 	// counting its default group.
-	cloud.SetNeutronQuota("floatingip", 2)
+	cloud.SetNeutronQuota("floatingip", 3)
 	_, err = floatingips.Create(ctx, u.network, floatingips.CreateOpts{FloatingNetworkID: testcloud.ExternalNetID}).Extract()
 	refused(t, err, 409, `"OverQuota"`)
 	refused(t, err, 409, "Quota exceeded for resources: ['floatingip'].")
