@@ -140,7 +140,7 @@ func TestNeutronFloatingIPsNeedARouterAndQuota(t *testing.T) {
 
 	// Quotas: the project's floating IPs, and its security groups
 	// counting its default group.
-	cloud.SetNeutronQuota("floatingip", 3)
+	cloud.SetNeutronQuota("floatingip", 2)
 	_, err = floatingips.Create(ctx, u.network, floatingips.CreateOpts{FloatingNetworkID: testcloud.ExternalNetID}).Extract()
 	refused(t, err, 409, `"OverQuota"`)
 	refused(t, err, 409, "Quota exceeded for resources: ['floatingip'].")
