@@ -3,6 +3,7 @@ package testcapo_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -395,7 +396,7 @@ func TestMainCAPORetriesARefusedCreate(t *testing.T) {
 // v0.14.7 does, the API load balancer's pool gets a TCP health monitor
 // with CAPO's defaults, and a control-plane machine becomes a member of it
 // under CAPO's name, at its address, until it is deleted; a worker never
-// does.
+// does. Each server boots with the bootstrap data as user data.
 func TestCAPOPutsControlPlaneMachinesBehindTheAPILoadBalancer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Keystone and a kube-apiserver")
@@ -413,6 +414,12 @@ func TestCAPOPutsControlPlaneMachinesBehindTheAPILoadBalancer(t *testing.T) {
 		members := p.cloud.Members()
 		return len(members) == 1 && members[0].Name == pool+"-cp-0" && members[0].Address == ip && members[0].Port == 6443, fmt.Sprint(members)
 	})
+	// Nova gets the bootstrap data as user data.
+	for _, srv := range p.cloud.Servers() {
+		if srv.UserData != base64.StdEncoding.EncodeToString([]byte("#cloud-config\n")) {
+			t.Errorf("server %s's user data %q, want the bootstrap Secret's value", srv.Name, srv.UserData)
+		}
+	}
 	monitors := p.cloud.HealthMonitors()
 	if len(monitors) != 1 || monitors[0].Name != pool || monitors[0].Type != "TCP" || monitors[0].Delay != 10 ||
 		monitors[0].Timeout != 5 || monitors[0].MaxRetries != 5 || monitors[0].MaxRetriesDown != 3 {
