@@ -67,9 +67,6 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 	project := ks.CreateProject("demo")
 	ks.Grant(ks.CreateUser("alice", "alice-password"), project, "member")
 	cloud := testcloud.Start(t, ks)
-	// Six clusters of two security groups each are more than Neutron's
-	// default quota of ten a project: the operator raised demo's.
-	cloud.SetNeutronQuota("security_group", 20)
 
 	plane := testenv.Start(t)
 	plane.InstallClusterAPI(t)
