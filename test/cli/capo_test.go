@@ -206,32 +206,21 @@ source = `+testcharts.Serve(t).URL+`
 		// noportsec asks for a volume type and zone Cinder does not have:
 		// CAPO makes the port before the root volume, so Cinder's refusals
 		// show once port security is back, one after the other (Cinder
-		// checks the type first), until an operator makes each. Before
-		// all that, its API load balancer's floating IP has no router to
-		// the private subnet until the operator puts router1's interface
-		// back: CAPO makes the load balancer before any machine.
-		refusal("noportsec", "External network "+testcloud.ExternalNetID+" is not reachable from subnet "+testcloud.PrivateSubnetID+
-			".  Therefore, cannot associate Port ", func() {
-			cloud.SetPortSecurity(testcloud.PrivateNetID, false)
-			cloud.SetCloudRoute(testcloud.PrivateSubnetID, false)
-		}, func(t *testing.T) {
-			cloud.SetCloudRoute(testcloud.PrivateSubnetID, true)
-			testenv.WaitFor(t, "noportsec's status_reason to show Neutron's port security refusal", 3*time.Minute, func() (bool, string) {
-				r := field(t, "noportsec", "status_reason")
-				return strings.Contains(r, "Port security must be enabled and port must have an IP address in order to use security groups."), r
+		// checks the type first), until an operator makes each.
+		refusal("noportsec", "Port security must be enabled and port must have an IP address in order to use security groups.",
+			func() { cloud.SetPortSecurity(testcloud.PrivateNetID, false) }, func(t *testing.T) {
+				cloud.SetPortSecurity(testcloud.PrivateNetID, true)
+				testenv.WaitFor(t, "noportsec's status_reason to show Cinder's volume type refusal", 3*time.Minute, func() (bool, string) {
+					r := field(t, "noportsec", "status_reason")
+					return strings.Contains(r, "Volume type with name fast could not be found."), r
+				})
+				cloud.AddVolumeType("fast")
+				testenv.WaitFor(t, "noportsec's status_reason to show Cinder's availability zone refusal", 3*time.Minute, func() (bool, string) {
+					r := field(t, "noportsec", "status_reason")
+					return strings.Contains(r, "Invalid input received: Availability zone 'az2' is invalid."), r
+				})
+				cloud.AddVolumeAvailabilityZone("az2")
 			})
-			cloud.SetPortSecurity(testcloud.PrivateNetID, true)
-			testenv.WaitFor(t, "noportsec's status_reason to show Cinder's volume type refusal", 3*time.Minute, func() (bool, string) {
-				r := field(t, "noportsec", "status_reason")
-				return strings.Contains(r, "Volume type with name fast could not be found."), r
-			})
-			cloud.AddVolumeType("fast")
-			testenv.WaitFor(t, "noportsec's status_reason to show Cinder's availability zone refusal", 3*time.Minute, func() (bool, string) {
-				r := field(t, "noportsec", "status_reason")
-				return strings.Contains(r, "Invalid input received: Availability zone 'az2' is invalid."), r
-			})
-			cloud.AddVolumeAvailabilityZone("az2")
-		})
 		// CAPO main retries a server in a deleted group for ever; the user's
 		// retry (a resize to the same size, as Magnum users re-run a
 		// failed stack) makes the groups again and replaces the control
