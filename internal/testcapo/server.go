@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -427,6 +428,20 @@ func (r *reconciler) createServer(ctx context.Context, tok string, s *unstructur
 		return "", fmt.Errorf("portIDs cannot be empty")
 	}
 	server["networks"] = nets
+	// The bootstrap Secret's value, base64 as gophercloud sends it
+	// (getUserDataSecretValue, controllers/openstackserver_controller.go,
+	// v0.14.7): a Secret's data is that encoding already.
+	if ref, _, _ := unstructured.NestedString(spec, "userDataRef", "name"); ref != "" {
+		secret, err := r.dc.Resource(secretsGVR).Namespace(s.GetNamespace()).Get(ctx, ref, metav1.GetOptions{})
+		if err != nil {
+			return "", fmt.Errorf("get secret %s/%s: %w", s.GetNamespace(), ref, err)
+		}
+		value, ok, _ := unstructured.NestedString(secret.Object, "data", "value")
+		if !ok {
+			return "", fmt.Errorf("secret %s/%s does not contain userData", s.GetNamespace(), ref)
+		}
+		server["user_data"] = value
+	}
 	meta := map[string]any{}
 	if items, ok := spec["serverMetadata"].([]any); ok {
 		for _, it := range items {

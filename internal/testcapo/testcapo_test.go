@@ -3,6 +3,7 @@ package testcapo_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -132,9 +133,12 @@ func (p *plane) cluster(t *testing.T, name string, extra map[string]any) {
 // machine makes a worker Machine with its bootstrap data and its
 // OpenStackMachine on the flavor of that ID, and returns the latter's
 // name.
-func (p *plane) machine(t *testing.T, cluster, name, flavorID string, rootVolume int64) string {
+func (p *plane) machine(t *testing.T, cluster, name, flavorID string, rootVolume int64, extraLabels ...string) string {
 	t.Helper()
 	labels := map[string]any{"cluster.x-k8s.io/cluster-name": cluster}
+	for _, l := range extraLabels {
+		labels[l] = ""
+	}
 	m := create(t, p.dc, testcapo.Machines, map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
 		"metadata": map[string]any{"name": name, "labels": labels},
 		"spec": map[string]any{"clusterName": cluster, "bootstrap": map[string]any{"dataSecretName": "bootstrap"},
@@ -386,4 +390,45 @@ func TestMainCAPORetriesARefusedCreate(t *testing.T) {
 	})
 	p.cloud.RemoveFlavor("3", false)
 	p.waitActive(t, "refused")
+}
+
+// TestCAPOPutsControlPlaneMachinesBehindTheAPILoadBalancer: as CAPO
+// v0.14.7 does, the API load balancer's pool gets a TCP health monitor
+// with CAPO's defaults, and a control-plane machine becomes a member of it
+// under CAPO's name, at its address, until it is deleted; a worker never
+// does. Each server boots with the bootstrap data as user data.
+func TestCAPOPutsControlPlaneMachinesBehindTheAPILoadBalancer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Keystone and a kube-apiserver")
+	}
+	p := startPlane(t, strings.TrimPrefix(testenv.CAPOv014, "capo-"))
+	p.cluster(t, "c1", nil)
+	p.machine(t, "c1", "cp-0", "3", 0, "cluster.x-k8s.io/control-plane")
+	p.machine(t, "c1", "worker-0", "2", 0)
+	m := p.waitActive(t, "cp-0")
+	p.waitActive(t, "worker-0")
+	addrs, _, _ := unstructured.NestedSlice(m.Object, "status", "addresses")
+	ip := addrs[0].(map[string]any)["address"]
+	pool := "k8s-clusterapi-cluster-" + ns + "-c1-kubeapi-6443"
+	testenv.WaitFor(t, "cp-0 in the API pool", time.Minute, func() (bool, string) {
+		members := p.cloud.Members()
+		return len(members) == 1 && members[0].Name == pool+"-cp-0" && members[0].Address == ip && members[0].Port == 6443, fmt.Sprint(members)
+	})
+	// Nova gets the bootstrap data as user data.
+	for _, srv := range p.cloud.Servers() {
+		if srv.UserData != base64.StdEncoding.EncodeToString([]byte("#cloud-config\n")) {
+			t.Errorf("server %s's user data %q, want the bootstrap Secret's value", srv.Name, srv.UserData)
+		}
+	}
+	monitors := p.cloud.HealthMonitors()
+	if len(monitors) != 1 || monitors[0].Name != pool || monitors[0].Type != "TCP" || monitors[0].Delay != 10 ||
+		monitors[0].Timeout != 5 || monitors[0].MaxRetries != 5 || monitors[0].MaxRetriesDown != 3 {
+		t.Errorf("health monitors %+v, want CAPO's default TCP monitor on %s", monitors, pool)
+	}
+	if err := p.dc.Resource(p.gvr("openstackmachines")).Namespace(ns).Delete(context.Background(), "cp-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, "cp-0 out of the pool and gone", time.Minute, func() (bool, string) {
+		return len(p.cloud.Members()) == 0 && p.get(t, p.gvr("openstackmachines"), "cp-0") == nil, fmt.Sprint(p.cloud.Members())
+	})
 }

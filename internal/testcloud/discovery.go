@@ -8,7 +8,7 @@ const novaMaxMicroversion = "2.95"
 
 // discoveryRoutes serve what clients read before they call a service:
 // Nova's version documents (novaclient asks for them to choose a
-// microversion) and Glance's image schema (glanceclient validates the
+// microversion), Neutron's and Octavia's versions, and Glance's image schema (glanceclient validates the
 // images it lists against it).
 func (c *Cloud) discoveryRoutes(mux *http.ServeMux) {
 	v21 := func() map[string]any {
@@ -28,6 +28,22 @@ func (c *Cloud) discoveryRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /compute/{$}", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"versions": []any{v21()}})
 	})
+	// Neutron's and Octavia's roots list their API versions
+	// (neutron/api/versions.py; octavia/api/root_controller.py), which
+	// clients that discover versions from the catalog read.
+	version := func(service, id, status string) map[string]any {
+		return map[string]any{"id": id, "status": status, "updated": "2016-12-11T00:00:00Z",
+			"links": []any{map[string]any{"rel": "self", "href": c.URL + "/" + service + "/" + id + "/"}}}
+	}
+	mux.HandleFunc("GET /networking/{$}", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"versions": []any{version("networking", "v2.0", "CURRENT")}})
+	})
+	if !c.lacks(WithoutOctavia) {
+		mux.HandleFunc("GET /load-balancer/{$}", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]any{"versions": []any{version("load-balancer", "v2.0", "SUPPORTED"),
+				version("load-balancer", "v2", "CURRENT")}})
+		})
+	}
 	mux.HandleFunc("GET /image/v2/schemas/image", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, imageSchema())
 	})

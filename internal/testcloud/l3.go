@@ -21,12 +21,11 @@ func (c *Cloud) addCloudRouter() {
 		return
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.routers[CloudRouterID] = &Router{ID: CloudRouterID, Name: "router1", GatewayNetworkID: ExternalNetID}
+	c.mu.Unlock()
 	for _, s := range subnets {
 		if s.NetworkID == PrivateNetID || s.NetworkID == ProvisioningNetID {
-			c.addPort(&Port{NetworkID: s.NetworkID, DeviceID: CloudRouterID, DeviceOwner: routerInterface,
-				FixedIPs: []FixedIP{{SubnetID: s.ID, IPAddress: netip.MustParsePrefix(s.CIDR).Addr().Next().String()}}})
+			c.SetCloudRoute(s.ID, true)
 		}
 	}
 }
@@ -203,4 +202,26 @@ func (c *Cloud) floatingIPRoutes(mux *http.ServeMux) {
 		delete(c.floatingIPs, f.ID)
 		w.WriteHeader(http.StatusNoContent)
 	}))
+}
+
+// SetCloudRoute removes the cloud's own router's interface on one of its
+// subnets (routed false) or adds it back, as an operator rewiring router1
+// behind Magnetite's back would: without it, that subnet's ports cannot
+// hold floating IPs.
+func (c *Cloud) SetCloudRoute(subnetID string, routed bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, p := range c.ports {
+		if p.DeviceID == CloudRouterID && p.FixedIPs[0].SubnetID == subnetID {
+			if routed {
+				return
+			}
+			c.dropPort(id)
+		}
+	}
+	if routed {
+		sub, _ := c.subnetFor(subnetID, "")
+		c.addPort(&Port{NetworkID: sub.NetworkID, DeviceID: CloudRouterID, DeviceOwner: routerInterface,
+			FixedIPs: []FixedIP{{SubnetID: sub.ID, IPAddress: netip.MustParsePrefix(sub.CIDR).Addr().Next().String()}}})
+	}
 }

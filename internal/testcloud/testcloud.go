@@ -14,8 +14,17 @@
 // routers and floating IPs answer 404 as unknown resources do.
 // WithoutOctavia and WithoutCinder leave the load-balancer and
 // block-storage services out of Keystone's catalog (and out of the
-// stand-in). The cloud's compute hosts (SetComputeHosts) and Neutron
-// quotas (SetNeutronQuota) shape what Nova schedules and Neutron allows.
+// stand-in).
+//
+// What an operator changes behind a client's back is a method: Nova's
+// zones and compute hosts (SetComputeZones gives each zone six
+// hypervisors and one Ironic host, behind which all of its bare-metal
+// nodes sit; SetComputeHosts lays them out exactly), flavors (AddFlavor,
+// RemoveFlavor: a zero-disk one boots only from a volume unless the
+// caller is admin), Neutron's quotas (SetNeutronQuota; Neutron's defaults
+// otherwise), the cloud's router1 (CloudRouterID, from the external
+// network to the private and provisioning subnets; SetCloudRoute),
+// port security, volume types and zones, server groups.
 package testcloud
 
 import (
