@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/magnetite-io/magnetite/internal/kinds"
 )
 
@@ -184,13 +186,6 @@ func ObjectSpec(obj map[string]any) (kind string, spec map[string]any) {
 
 // NestedValue is the value at path in obj, nil when absent.
 func NestedValue(obj map[string]any, path ...string) any {
-	var cur any = obj
-	for _, p := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = m[p]
-	}
-	return cur
+	v, _, _ := unstructured.NestedFieldNoCopy(obj, path...)
+	return v
 }
