@@ -95,7 +95,13 @@ func TestCreateRefusesWhatNovaOrNeutronWouldRefuse(t *testing.T) {
 	w.cloud.AddFlavor(zeroDisk, 32, 131072, 0, "BAREMETAL_GOLD")
 	w.template("metal-zero", map[string]any{"server_type": "bm", "flavor_id": zeroDisk, "master_flavor_id": zeroDisk})
 	w.template("metal", map[string]any{"server_type": "bm", "flavor_id": testcloud.BareMetalFlavor, "master_flavor_id": testcloud.BareMetalFlavor})
-	w.template("private", map[string]any{"fixed_network": testcloud.PrivateNet})
+	// The project's own network: the cloud's shared networks are routed
+	// by the operator's router, which the project cannot see.
+	_, ownSubnet, err := w.cloud.MakeProjectNetwork(w.token, "own", "10.9.0.0/24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.template("private", map[string]any{"fixed_network": "own"})
 
 	t.Run("an availability zone Nova does not have", func(t *testing.T) {
 		w.cloud.SetComputeZones("az1", "az2")
@@ -144,7 +150,7 @@ func TestCreateRefusesWhatNovaOrNeutronWouldRefuse(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := w.cloud.Do(w.token, "PUT", "/networking/v2.0/routers/"+rt.Router.ID+"/add_router_interface",
-			map[string]any{"subnet_id": testcloud.PrivateSubnetID}, nil); err != nil {
+			map[string]any{"subnet_id": ownSubnet}, nil); err != nil {
 			t.Fatal(err)
 		}
 		if status, out := w.do("POST", "/v1/clusters", cluster("routed", "private", 1, nil)); status != http.StatusAccepted {

@@ -100,11 +100,15 @@ func zones(ctx context.Context, sc *gophercloud.ServiceClient) ([]string, error)
 
 // externalRoutes lists the external networks that routers the user can
 // see connect network's subnets to: their interface ports on the network,
-// and each router's gateway.
-func externalRoutes(ctx context.Context, sc *gophercloud.ServiceClient, network string) ([]string, error) {
+// and each router's gateway. known is false when a router interface is on
+// the network but its router cannot be read: Neutron shows a network's
+// owner every port on it, also those of another project's router (an
+// operator's), whose gateway the user may not see, so the route may well
+// exist.
+func externalRoutes(ctx context.Context, sc *gophercloud.ServiceClient, network string) (routes []string, known bool, err error) {
 	all, err := listAll(ctx, ports.List(sc, ports.ListOpts{NetworkID: network}), ports.ExtractPorts)
 	if err != nil {
-		return nil, unavailable(err, "Neutron", "list the ports of network "+network)
+		return nil, false, unavailable(err, "Neutron", "list the ports of network "+network)
 	}
 	var out []string
 	seen := map[string]bool{}
@@ -115,14 +119,15 @@ func externalRoutes(ctx context.Context, sc *gophercloud.ServiceClient, network 
 		seen[p.DeviceID] = true
 		rt, err := routers.Get(ctx, sc, p.DeviceID).Extract()
 		if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
-			continue // deleted meanwhile
+			// Another project's router, or one deleted meanwhile.
+			return nil, false, nil
 		}
 		if err != nil {
-			return nil, unavailable(err, "Neutron", "read router "+p.DeviceID)
+			return nil, false, unavailable(err, "Neutron", "read router "+p.DeviceID)
 		}
 		if gw := rt.GatewayInfo.NetworkID; gw != "" && !slices.Contains(out, gw) {
 			out = append(out, gw)
 		}
 	}
-	return out, nil
+	return out, true, nil
 }

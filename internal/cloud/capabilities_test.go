@@ -28,7 +28,14 @@ func standIn(t *testing.T, missing ...testcloud.Missing) (*testcloud.Cloud, *clo
 func TestFactsSayWhatTheCloudHasAndWhereItsNetworksReach(t *testing.T) {
 	oc, rs, token := standIn(t)
 	oc.SetComputeZones("az1", "az2")
-	refs := cloud.FactRefs{Networks: []string{testcloud.PrivateNet, testcloud.ExternalNet}}
+	// The cloud's shared networks are routed by the operator's router,
+	// which a project cannot see: their routes are unknown. The
+	// project's own network is routed by what the project adds.
+	_, ownSubnet, err := oc.MakeProjectNetwork(token, "own", "10.9.0.0/24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := cloud.FactRefs{Networks: []string{"own", testcloud.PrivateNet, testcloud.ExternalNet}}
 	f, err := rs.Facts(t.Context(), token, refs)
 	if err != nil {
 		t.Fatal(err)
@@ -39,9 +46,12 @@ func TestFactsSayWhatTheCloudHasAndWhereItsNetworksReach(t *testing.T) {
 	if !slices.Equal(f.Zones, []string{"az1", "az2"}) {
 		t.Errorf("zones %v, want az1, az2", f.Zones)
 	}
-	private, _ := f.Network(testcloud.PrivateNet)
-	if !private.RoutesKnown || len(private.ExternalRoutes) != 0 || private.Reaches(testcloud.ExternalNetID) {
-		t.Errorf("private network without a router: %+v", private)
+	if shared, _ := f.Network(testcloud.PrivateNet); !shared.Shared || shared.RoutesKnown {
+		t.Errorf("the cloud's shared network: %+v, want shared with its routes unknown", shared)
+	}
+	own, _ := f.Network("own")
+	if !own.RoutesKnown || len(own.ExternalRoutes) != 0 || own.Reaches(testcloud.ExternalNetID) {
+		t.Errorf("the project's network without a router: %+v", own)
 	}
 
 	var rt struct {
@@ -52,23 +62,23 @@ func TestFactsSayWhatTheCloudHasAndWhereItsNetworksReach(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := oc.Do(token, "PUT", "/networking/v2.0/routers/"+rt.Router.ID+"/add_router_interface",
-		map[string]any{"subnet_id": testcloud.PrivateSubnetID}, nil); err != nil {
+		map[string]any{"subnet_id": ownSubnet}, nil); err != nil {
 		t.Fatal(err)
 	}
 	f, err = rs.Facts(t.Context(), token, refs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	private, _ = f.Network(testcloud.PrivateNet)
-	if !private.Reaches(testcloud.ExternalNetID) || !slices.Equal(private.ExternalRoutes, []string{testcloud.ExternalNetID}) {
-		t.Errorf("private network behind a router to public: %+v", private)
+	own, _ = f.Network("own")
+	if !own.Reaches(testcloud.ExternalNetID) || !slices.Equal(own.ExternalRoutes, []string{testcloud.ExternalNetID}) {
+		t.Errorf("the project's network behind a router to public: %+v", own)
 	}
 	// The API's checks learn the same.
-	found, err := rs.Check(t.Context(), token, cloud.Refs{FixedNetwork: testcloud.PrivateNet, ExternalNetwork: testcloud.ExternalNet})
+	found, err := rs.Check(t.Context(), token, cloud.Refs{FixedNetwork: "own", ExternalNetwork: testcloud.ExternalNet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, ok := found.Facts.Network(testcloud.PrivateNet); !ok || !n.Reaches(testcloud.ExternalNetID) || found.Facts.Services == nil ||
+	if n, ok := found.Facts.Network("own"); !ok || !n.Reaches(testcloud.ExternalNetID) || found.Facts.Services == nil ||
 		!slices.Equal(found.Facts.Zones, []string{"az1", "az2"}) {
 		t.Errorf("checked facts: %+v", found.Facts)
 	}

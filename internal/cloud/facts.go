@@ -133,10 +133,9 @@ func (rs *Resources) cloudFacts(ctx context.Context, token string, out *facts.Fa
 				// project's, which the user cannot see: its routes stay
 				// unknown rather than wrongly missing.
 				if services.FloatingIPs && !n.External && !n.Shared {
-					if fn.ExternalRoutes, err = externalRoutes(ctx, sc, n.ID); err != nil {
+					if fn.ExternalRoutes, fn.RoutesKnown, err = externalRoutes(ctx, sc, n.ID); err != nil {
 						return err
 					}
-					fn.RoutesKnown = true
 				}
 				out.Networks = append(out.Networks, fn)
 			}

@@ -322,3 +322,24 @@ func subnetView(s Subnet) map[string]any {
 		"ip_version": 4, "enable_dhcp": true, "dns_nameservers": nonNil(s.DNSNameservers), "tags": []string{},
 		"gateway_ip": netip.MustParsePrefix(s.CIDR).Addr().Next().String(), "project_id": project, "tenant_id": project}
 }
+
+// MakeProjectNetwork makes a network with one subnet of cidr as the
+// token's project would (`openstack network create` and `openstack subnet
+// create`): not shared, and, unlike the cloud's own networks, routed only
+// by the routers the project adds.
+func (c *Cloud) MakeProjectNetwork(token, name, cidr string) (networkID, subnetID string, err error) {
+	var network struct {
+		Network struct{ ID string } `json:"network"`
+	}
+	if err := c.Do(token, "POST", "/networking/v2.0/networks", map[string]any{"network": map[string]any{"name": name}}, &network); err != nil {
+		return "", "", err
+	}
+	var subnet struct {
+		Subnet struct{ ID string } `json:"subnet"`
+	}
+	if err := c.Do(token, "POST", "/networking/v2.0/subnets", map[string]any{"subnet": map[string]any{
+		"name": name + "-subnet", "network_id": network.Network.ID, "cidr": cidr, "ip_version": 4}}, &subnet); err != nil {
+		return "", "", err
+	}
+	return network.Network.ID, subnet.Subnet.ID, nil
+}

@@ -576,7 +576,10 @@ func (c *Cloud) networkView(n network) map[string]any {
 		project = "admin"
 	}
 	return map[string]any{
-		"id": n.ID, "name": n.Name, "status": "ACTIVE", "admin_state_up": true, "shared": false,
+		// The cloud's own networks are visible to every project, which in
+		// Neutron only a shared (or external) network is; a project's
+		// own networks are not shared.
+		"id": n.ID, "name": n.Name, "status": "ACTIVE", "admin_state_up": true, "shared": n.ProjectID == "" && !n.External,
 		"router:external": n.External, "port_security_enabled": !c.portSecurityDisabled(n), "mtu": 1500, "subnets": []string{},
 		"tenant_id": project, "project_id": project, "availability_zones": []string{"nova"},
 		"ipv4_address_scope": nil, "ipv6_address_scope": nil, "description": "", "tags": []string{},
