@@ -304,14 +304,6 @@ func (r release) portSecurityField() string {
 	return "enablePortSecurity"
 }
 
-// portSecurityValue is the field's value for enabled.
-func (r release) portSecurityValue(enabled bool) bool {
-	if r.v1beta1() {
-		return !enabled
-	}
-	return enabled
-}
-
 // machineGaveUp reports whether a release has stopped reconciling an
 // OpenStackMachine for good: v0.14.7 once failureReason or failureMessage
 // is set, v0.15.0-beta.0 once Ready is False for InstanceStateError

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -211,9 +210,6 @@ resource "openstack_containerinfra_cluster_v1" "doomed" {
   create_timeout      = 1
 }
 `
-
-// planChanges matches the summary of a plan with changes.
-var planChanges = regexp.MustCompile(`Plan: (\d+) to add, (\d+) to change, (\d+) to destroy`)
 
 // TestOpenTofuDrivesClustersThroughTheOpenStackProvider applies, changes,
 // imports and destroys a template, a cluster and a node group with
