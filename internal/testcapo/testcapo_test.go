@@ -203,7 +203,7 @@ func (p *plane) waitActive(t *testing.T, name string) *unstructured.Unstructured
 // any object.
 func TestReleasedCAPOGivesUpOnARefusedCreate(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts Keystone and a kube-apiserver")
+		t.Skip("starts Keystone and a kube-apiserver; runs in the full suite (without -short)")
 	}
 	for _, release := range []string{strings.TrimPrefix(testenv.CAPOv014, "capo-"), strings.TrimPrefix(testenv.CAPOv015, "capo-")} {
 		t.Run(release, func(t *testing.T) {
@@ -374,7 +374,7 @@ func TestReleasedCAPOGivesUpOnARefusedCreate(t *testing.T) {
 // server is made once the flavor is back, and the machine comes up.
 func TestMainCAPORetriesARefusedCreate(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts Keystone and a kube-apiserver")
+		t.Skip("starts Keystone and a kube-apiserver; runs in the full suite (without -short)")
 	}
 	p := startPlane(t, "v0.15.0-beta.0", testcapo.MainBackoff(testcapo.Backoff{Base: 100 * time.Millisecond, Max: time.Second}))
 	p.cluster(t, "c1", nil)
@@ -399,7 +399,7 @@ func TestMainCAPORetriesARefusedCreate(t *testing.T) {
 // does. Each server boots with the bootstrap data as user data.
 func TestCAPOPutsControlPlaneMachinesBehindTheAPILoadBalancer(t *testing.T) {
 	if testing.Short() {
-		t.Skip("starts Keystone and a kube-apiserver")
+		t.Skip("starts Keystone and a kube-apiserver; runs in the full suite (without -short)")
 	}
 	p := startPlane(t, strings.TrimPrefix(testenv.CAPOv014, "capo-"))
 	p.cluster(t, "c1", nil)
