@@ -178,11 +178,14 @@ var createdClusterID = regexp.MustCompile(`Request to create cluster ([0-9a-f-]{
 func TestCapacityPreflightThroughTheOpenStackCLI(t *testing.T) {
 	requireCLI(t) // skips under -short
 	irc := testironic.StartIronic(t)
+	// The Ironic flavors carry the hosts' root disk size, as Ironic's
+	// install guide has operators set them: Nova refuses to boot an image
+	// on a zero-disk flavor for a user without the admin role.
 	nova := startNova(t,
 		novaFlavor{ID: "0f0c5d38-1a2b-4c3d-8e9f-000000000001", Name: "m1.large", VCPUs: 4, RAM: 8192, Disk: 40},
-		novaFlavor{ID: "0f0c5d38-1a2b-4c3d-8e9f-000000000002", Name: "bm.gold", VCPUs: 32, RAM: 131072, ExtraSpecs: map[string]string{
+		novaFlavor{ID: "0f0c5d38-1a2b-4c3d-8e9f-000000000002", Name: "bm.gold", VCPUs: 32, RAM: 131072, Disk: 480, ExtraSpecs: map[string]string{
 			"resources:CUSTOM_BAREMETAL_GOLD": "1", "resources:VCPU": "0", "resources:MEMORY_MB": "0", "resources:DISK_GB": "0"}},
-		novaFlavor{ID: "0f0c5d38-1a2b-4c3d-8e9f-000000000003", Name: "bm.silver", VCPUs: 16, RAM: 65536, ExtraSpecs: map[string]string{
+		novaFlavor{ID: "0f0c5d38-1a2b-4c3d-8e9f-000000000003", Name: "bm.silver", VCPUs: 16, RAM: 65536, Disk: 480, ExtraSpecs: map[string]string{
 			"resources:CUSTOM_BAREMETAL_SILVER": "1", "resources:VCPU": "0", "resources:MEMORY_MB": "0", "resources:DISK_GB": "0"}},
 	)
 	conf := func(mode string) string {
