@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/addons"
-	"github.com/magnetite-io/magnetite/internal/testcharts"
+	"github.com/magnetite-io/magnetite/internal/testing/testcharts"
 )
 
 // TestAddonsMirrorAndList: `magnetite addons mirror DIR` downloads every

@@ -14,7 +14,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/client"
 	"github.com/magnetite-io/magnetite/internal/store"
-	"github.com/magnetite-io/magnetite/internal/testapi"
+	"github.com/magnetite-io/magnetite/internal/testing/testapi"
 )
 
 // kubeconfigDoc is the part of a kubeconfig the test reads.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/auth"
-	"github.com/magnetite-io/magnetite/internal/testapi"
-	"github.com/magnetite-io/magnetite/internal/testkeystone"
+	"github.com/magnetite-io/magnetite/internal/testing/testapi"
+	"github.com/magnetite-io/magnetite/internal/testing/testkeystone"
 )
 
 // tokenLog passes requests to the Keystone validator and remembers which

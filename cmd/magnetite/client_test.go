@@ -15,8 +15,8 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
-	"github.com/magnetite-io/magnetite/internal/testapi"
-	"github.com/magnetite-io/magnetite/internal/testenv"
+	"github.com/magnetite-io/magnetite/internal/testing/testapi"
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
 
 var formats = []string{"table", "json", "yaml"}

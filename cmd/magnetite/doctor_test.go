@@ -11,8 +11,8 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/doctor"
 	"github.com/magnetite-io/magnetite/internal/store"
-	"github.com/magnetite-io/magnetite/internal/testcharts"
-	"github.com/magnetite-io/magnetite/internal/testenv"
+	"github.com/magnetite-io/magnetite/internal/testing/testcharts"
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
 
 // runDoctorCommand runs `magnetite doctor` with args and returns its output

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/config"
-	"github.com/magnetite-io/magnetite/internal/testgolden"
+	"github.com/magnetite-io/magnetite/internal/testing/testgolden"
 )
 
 // optionsTable renders every declared option as the README's reference table.

@@ -21,10 +21,10 @@ import (
 	"github.com/magnetite-io/magnetite/internal/addons"
 	"github.com/magnetite-io/magnetite/internal/logging"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
-	"github.com/magnetite-io/magnetite/internal/testcharts"
-	"github.com/magnetite-io/magnetite/internal/testcloud"
-	"github.com/magnetite-io/magnetite/internal/testenv"
-	"github.com/magnetite-io/magnetite/internal/testkeystone"
+	"github.com/magnetite-io/magnetite/internal/testing/testcharts"
+	"github.com/magnetite-io/magnetite/internal/testing/testcloud"
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
+	"github.com/magnetite-io/magnetite/internal/testing/testkeystone"
 )
 
 // credentialsWorld is magnetite serve with Keystone auth and a conductor on
@@ -51,7 +51,7 @@ type credentialsWorld struct {
 // TestServeGivesEveryClusterItsOwnApplicationCredential runs serve with
 // [auth] strategy = keystone and an OpenStack conductor against a real
 // Keystone and a real kube-apiserver with Cluster API's and CAPO's CRDs
-// (Nova, Glance and Neutron are internal/testcloud's stand-ins): a cluster
+// (Nova, Glance and Neutron are internal/testing/testcloud's stand-ins): a cluster
 // created with a user's token gets an application credential of that user
 // in Keystone, with which the conductor reads the cloud's flavors, images
 // and networks, and which it writes as a clouds.yaml Secret (that really

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/magnetite-io/magnetite/internal/testcloud"
-	"github.com/magnetite-io/magnetite/internal/testenv"
+	"github.com/magnetite-io/magnetite/internal/testing/testcloud"
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
 
 // TestServeDeletesWhatTheWorkloadLeftInTheCloud runs serve with Keystone

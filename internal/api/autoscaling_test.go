@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnetite-io/magnetite/internal/testapi"
+	"github.com/magnetite-io/magnetite/internal/testing/testapi"
 )
 
 // TestAutoscaledResizeStaysInsideItsBounds: the cluster autoscaler sizes

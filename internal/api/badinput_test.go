@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnetite-io/magnetite/internal/testapi"
+	"github.com/magnetite-io/magnetite/internal/testing/testapi"
 )
 
 // badCase is one request the API must refuse with a Magnum error document.

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/api"
-	"github.com/magnetite-io/magnetite/internal/testapi"
+	"github.com/magnetite-io/magnetite/internal/testing/testapi"
 )
 
 // bayModelBody is what magnum-tempest-plugin's datagen sends for a baymodel.

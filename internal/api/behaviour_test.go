@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/model"
-	"github.com/magnetite-io/magnetite/internal/testapi"
+	"github.com/magnetite-io/magnetite/internal/testing/testapi"
 )
 
 // client sends requests to a test server as one caller.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnetite-io/magnetite/internal/testapi"
+	"github.com/magnetite-io/magnetite/internal/testing/testapi"
 )
 
 func parsePEMCert(t *testing.T, s string) *x509.Certificate {

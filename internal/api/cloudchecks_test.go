@@ -7,9 +7,9 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/cloud"
-	"github.com/magnetite-io/magnetite/internal/testapi"
-	"github.com/magnetite-io/magnetite/internal/testcloud"
-	"github.com/magnetite-io/magnetite/internal/testkeystone"
+	"github.com/magnetite-io/magnetite/internal/testing/testapi"
+	"github.com/magnetite-io/magnetite/internal/testing/testcloud"
+	"github.com/magnetite-io/magnetite/internal/testing/testkeystone"
 )
 
 // cloudWorld is the API behind Keystone, checking requests against the

@@ -20,10 +20,10 @@ import (
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/metal3"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
-	"github.com/magnetite-io/magnetite/internal/testapi"
-	"github.com/magnetite-io/magnetite/internal/testenv"
-	"github.com/magnetite-io/magnetite/internal/testironic"
-	"github.com/magnetite-io/magnetite/internal/testmetal3"
+	"github.com/magnetite-io/magnetite/internal/testing/testapi"
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
+	"github.com/magnetite-io/magnetite/internal/testing/testironic"
+	"github.com/magnetite-io/magnetite/internal/testing/testmetal3"
 )
 
 func newMetal3Fixture(t *testing.T) (*hostsFixture, *testmetal3.Operator, *metal3.Backend) {

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/certs"
-	"github.com/magnetite-io/magnetite/internal/testapi"
+	"github.com/magnetite-io/magnetite/internal/testing/testapi"
 )
 
 // persona is who calls in the tenant-isolation matrix.

@@ -20,8 +20,8 @@ import (
 	"github.com/magnetite-io/magnetite/internal/metrics"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
-	"github.com/magnetite-io/magnetite/internal/testapi"
-	"github.com/magnetite-io/magnetite/internal/testmariadb"
+	"github.com/magnetite-io/magnetite/internal/testing/testapi"
+	"github.com/magnetite-io/magnetite/internal/testing/testmariadb"
 )
 
 // viewer is who sends a request, as noauth reads it from headers.

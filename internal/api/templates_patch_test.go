@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/magnetite-io/magnetite/internal/testapi"
+	"github.com/magnetite-io/magnetite/internal/testing/testapi"
 )
 
 // Magnum validates a PATCH body before it looks the template up, so a body

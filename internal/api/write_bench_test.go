@@ -11,7 +11,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/certs"
-	"github.com/magnetite-io/magnetite/internal/testapi"
+	"github.com/magnetite-io/magnetite/internal/testing/testapi"
 )
 
 // BenchmarkResizeBesideCreates measures what a user resizing a cluster

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/auth"
-	"github.com/magnetite-io/magnetite/internal/testgolden"
+	"github.com/magnetite-io/magnetite/internal/testing/testgolden"
 )
 
 var (

@@ -16,7 +16,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/kinds"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
-	"github.com/magnetite-io/magnetite/internal/testenv"
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
 
 // TestCleanupRemovesTheInfrastructuresOwnObjects: once Cluster API has

@@ -12,12 +12,12 @@ import (
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
-	"github.com/magnetite-io/magnetite/internal/testironic"
+	"github.com/magnetite-io/magnetite/internal/testing/testironic"
 
 	"github.com/magnetite-io/magnetite/internal/conductor"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
-	"github.com/magnetite-io/magnetite/internal/testmariadb"
+	"github.com/magnetite-io/magnetite/internal/testing/testmariadb"
 )
 
 // passLog records the host passes every replica runs against one backend,

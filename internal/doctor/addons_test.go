@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/magnetite-io/magnetite/internal/addons"
-	"github.com/magnetite-io/magnetite/internal/testcharts"
+	"github.com/magnetite-io/magnetite/internal/testing/testcharts"
 )
 
 // TestAddonChartsFailsOnAMissingPinnedChart: doctor passes on a source

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/doctor"
-	"github.com/magnetite-io/magnetite/internal/testironic"
-	"github.com/magnetite-io/magnetite/internal/testkeystone"
+	"github.com/magnetite-io/magnetite/internal/testing/testironic"
+	"github.com/magnetite-io/magnetite/internal/testing/testkeystone"
 )
 
 // fakeNova answers the two reads the doctor makes of Nova: the version

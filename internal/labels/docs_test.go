@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnetite-io/magnetite/internal/testgolden"
+	"github.com/magnetite-io/magnetite/internal/testing/testgolden"
 )
 
 const labelDoc = "../../docs/labels.md"

@@ -18,7 +18,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
-	"github.com/magnetite-io/magnetite/internal/testmariadb"
+	"github.com/magnetite-io/magnetite/internal/testing/testmariadb"
 )
 
 // backend opens fresh databases of one kind; reopen opens the database the

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/magnetite-io/magnetite/internal/model"
-	"github.com/magnetite-io/magnetite/internal/testmariadb"
+	"github.com/magnetite-io/magnetite/internal/testing/testmariadb"
 )
 
 // fakeClock replaces the store's clock for a test; safe for concurrent use.

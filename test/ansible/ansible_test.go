@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/magnetite-io/magnetite/internal/testkeystone"
-	"github.com/magnetite-io/magnetite/internal/teststack"
+	"github.com/magnetite-io/magnetite/internal/testing/testkeystone"
+	"github.com/magnetite-io/magnetite/internal/testing/teststack"
 )
 
 // Debian's binaries; another python or ansible may be first on PATH.

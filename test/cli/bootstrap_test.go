@@ -19,9 +19,9 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
-	"github.com/magnetite-io/magnetite/internal/testbootstrap"
-	"github.com/magnetite-io/magnetite/internal/testcapo"
-	"github.com/magnetite-io/magnetite/internal/testcloud"
+	"github.com/magnetite-io/magnetite/internal/testing/testbootstrap"
+	"github.com/magnetite-io/magnetite/internal/testing/testcapo"
+	"github.com/magnetite-io/magnetite/internal/testing/testcloud"
 )
 
 var (

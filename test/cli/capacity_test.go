@@ -20,8 +20,8 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
-	"github.com/magnetite-io/magnetite/internal/testironic"
-	"github.com/magnetite-io/magnetite/internal/testmariadb"
+	"github.com/magnetite-io/magnetite/internal/testing/testironic"
+	"github.com/magnetite-io/magnetite/internal/testing/testmariadb"
 )
 
 // novaFlavor is a flavor as Nova's compute API documents it.

@@ -12,12 +12,12 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/magnetite-io/magnetite/internal/mgmt"
-	"github.com/magnetite-io/magnetite/internal/testcapo"
-	"github.com/magnetite-io/magnetite/internal/testcharts"
-	"github.com/magnetite-io/magnetite/internal/testcloud"
-	"github.com/magnetite-io/magnetite/internal/testenv"
-	"github.com/magnetite-io/magnetite/internal/testkeystone"
-	"github.com/magnetite-io/magnetite/internal/testmagnetite"
+	"github.com/magnetite-io/magnetite/internal/testing/testcapo"
+	"github.com/magnetite-io/magnetite/internal/testing/testcharts"
+	"github.com/magnetite-io/magnetite/internal/testing/testcloud"
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
+	"github.com/magnetite-io/magnetite/internal/testing/testkeystone"
+	"github.com/magnetite-io/magnetite/internal/testing/testmagnetite"
 )
 
 // capoCloud is what the OpenStack CLI tests run against: a real Keystone,

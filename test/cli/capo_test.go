@@ -15,10 +15,10 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/magnetite-io/magnetite/internal/mgmt"
-	"github.com/magnetite-io/magnetite/internal/testbootstrap"
-	"github.com/magnetite-io/magnetite/internal/testcapo"
-	"github.com/magnetite-io/magnetite/internal/testcloud"
-	"github.com/magnetite-io/magnetite/internal/testenv"
+	"github.com/magnetite-io/magnetite/internal/testing/testbootstrap"
+	"github.com/magnetite-io/magnetite/internal/testing/testcapo"
+	"github.com/magnetite-io/magnetite/internal/testing/testcloud"
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
 
 // nokeyTimeout is nokey's create_timeout, in minutes: long enough for CAPO
@@ -29,8 +29,8 @@ const nokeyTimeout = 5
 // `openstack coe` CLI, logged in to a real Keystone, against `magnetite
 // serve` whose conductor builds clusters on a real kube-apiserver with
 // Cluster API's core and kubeadm managers, CAPO played by
-// internal/testcapo and Nova, Neutron, Glance, Cinder and Octavia by
-// internal/testcloud. A VM cluster, an all-bare-metal cluster and a mixed
+// internal/testing/testcapo and Nova, Neutron, Glance, Cinder and Octavia by
+// internal/testing/testcloud. A VM cluster, an all-bare-metal cluster and a mixed
 // one (VM control plane, a bare-metal node group on the Ironic flavor, a VM
 // node group) are created at once.
 //

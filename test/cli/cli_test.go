@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/magnetite-io/magnetite/internal/testmagnetite"
-	"github.com/magnetite-io/magnetite/internal/testproc"
+	"github.com/magnetite-io/magnetite/internal/testing/testmagnetite"
+	"github.com/magnetite-io/magnetite/internal/testing/testproc"
 )
 
 // openstackBin is Debian's CLI; another python may be first on PATH, so the

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/magnetite-io/magnetite/internal/testenv"
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
 
 // TestManagementClusterOutageIsVisible stops the real kube-apiserver of the

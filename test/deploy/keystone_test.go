@@ -14,7 +14,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/identity/v3/services"
 
 	"github.com/magnetite-io/magnetite/internal/client"
-	"github.com/magnetite-io/magnetite/internal/testkeystone"
+	"github.com/magnetite-io/magnetite/internal/testing/testkeystone"
 )
 
 // TestKeystoneRegisterIsIdempotent runs `magnetite keystone register` as

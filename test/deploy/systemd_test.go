@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnetite-io/magnetite/internal/testproc"
+	"github.com/magnetite-io/magnetite/internal/testing/testproc"
 )
 
 // TestSystemdUnitVerifies checks deploy/systemd/magnetite.service with

@@ -18,9 +18,9 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/client"
 	"github.com/magnetite-io/magnetite/internal/store"
-	"github.com/magnetite-io/magnetite/internal/testenv"
-	"github.com/magnetite-io/magnetite/internal/testmagnetite"
-	"github.com/magnetite-io/magnetite/internal/testmariadb"
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
+	"github.com/magnetite-io/magnetite/internal/testing/testmagnetite"
+	"github.com/magnetite-io/magnetite/internal/testing/testmariadb"
 )
 
 // nextMigration is the schema change of the "next release" the rolling

@@ -3,7 +3,7 @@
 // Magnetite, as docs/horizon.md describes: a real Keystone whose catalog
 // points container-infra at `magnetite serve`, whose conductor builds the
 // clusters on a local Cluster API plane (in-memory infrastructure). Nova,
-// Glance and Neutron are internal/testcloud's stand-ins.
+// Glance and Neutron are internal/testing/testcloud's stand-ins.
 //
 // Every step leaves a screenshot in the artifacts folder
 // ($MAGNETITE_TEST_ARTIFACTS/horizon, or test/horizon/artifacts), listed in
@@ -21,11 +21,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/magnetite-io/magnetite/internal/testbrowser"
-	"github.com/magnetite-io/magnetite/internal/testcloud"
-	"github.com/magnetite-io/magnetite/internal/testenv"
-	"github.com/magnetite-io/magnetite/internal/testkeystone"
-	"github.com/magnetite-io/magnetite/internal/testmagnetite"
+	"github.com/magnetite-io/magnetite/internal/testing/testbrowser"
+	"github.com/magnetite-io/magnetite/internal/testing/testcloud"
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
+	"github.com/magnetite-io/magnetite/internal/testing/testkeystone"
+	"github.com/magnetite-io/magnetite/internal/testing/testmagnetite"
 )
 
 const (

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/magnetite-io/magnetite/internal/testbrowser"
-	"github.com/magnetite-io/magnetite/internal/testenv"
+	"github.com/magnetite-io/magnetite/internal/testing/testbrowser"
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
 
 // session is a user's browser on the dashboard.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/magnetite-io/magnetite/internal/testbrowser"
-	"github.com/magnetite-io/magnetite/internal/testcloud"
+	"github.com/magnetite-io/magnetite/internal/testing/testbrowser"
+	"github.com/magnetite-io/magnetite/internal/testing/testcloud"
 )
 
 // chooseOption picks, in the open form, the option shown as text of the

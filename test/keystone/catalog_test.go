@@ -14,9 +14,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnetite-io/magnetite/internal/testkeystone"
-	"github.com/magnetite-io/magnetite/internal/testmagnetite"
-	"github.com/magnetite-io/magnetite/internal/testproc"
+	"github.com/magnetite-io/magnetite/internal/testing/testkeystone"
+	"github.com/magnetite-io/magnetite/internal/testing/testmagnetite"
+	"github.com/magnetite-io/magnetite/internal/testing/testproc"
 )
 
 const (

@@ -20,8 +20,8 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
-	"github.com/magnetite-io/magnetite/internal/testmagnetite"
-	"github.com/magnetite-io/magnetite/internal/testmariadb"
+	"github.com/magnetite-io/magnetite/internal/testing/testmagnetite"
+	"github.com/magnetite-io/magnetite/internal/testing/testmariadb"
 )
 
 const (

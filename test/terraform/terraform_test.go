@@ -18,8 +18,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/magnetite-io/magnetite/internal/testenv"
-	"github.com/magnetite-io/magnetite/internal/teststack"
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
+	"github.com/magnetite-io/magnetite/internal/testing/teststack"
 )
 
 // Keep in step with hack/build-testbin.sh.

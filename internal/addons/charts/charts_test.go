@@ -14,7 +14,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/addons"
 	"github.com/magnetite-io/magnetite/internal/addons/charts"
-	"github.com/magnetite-io/magnetite/internal/testcharts"
+	"github.com/magnetite-io/magnetite/internal/testing/testcharts"
 )
 
 func cluster() addons.Cluster {

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnetite-io/magnetite/internal/addons"
-	"github.com/magnetite-io/magnetite/internal/testcharts"
-	"github.com/magnetite-io/magnetite/internal/testgolden"
+	"github.com/magnetite-io/magnetite/internal/testing/testcharts"
+	"github.com/magnetite-io/magnetite/internal/testing/testgolden"
 )
 
 // TestDocsListTheImagesEachPinPulls keeps docs/addons.md's image table

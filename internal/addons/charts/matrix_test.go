@@ -22,8 +22,8 @@ import (
 	"github.com/magnetite-io/magnetite/internal/addons"
 	"github.com/magnetite-io/magnetite/internal/addons/charts"
 	"github.com/magnetite-io/magnetite/internal/driver"
-	"github.com/magnetite-io/magnetite/internal/testcharts"
-	"github.com/magnetite-io/magnetite/internal/testenv"
+	"github.com/magnetite-io/magnetite/internal/testing/testcharts"
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
 
 // longName is a Magnum cluster name of 60 characters.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/addons"
 	"github.com/magnetite-io/magnetite/internal/addons/charts"
-	"github.com/magnetite-io/magnetite/internal/testcharts"
+	"github.com/magnetite-io/magnetite/internal/testing/testcharts"
 )
 
 // unknownKeys lists the keys of a release's values that none of its

@@ -12,8 +12,8 @@ import (
 	"github.com/magnetite-io/magnetite/internal/baremetal/backend"
 	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
 	"github.com/magnetite-io/magnetite/internal/store"
-	"github.com/magnetite-io/magnetite/internal/testironic"
-	"github.com/magnetite-io/magnetite/internal/testmetal3"
+	"github.com/magnetite-io/magnetite/internal/testing/testironic"
+	"github.com/magnetite-io/magnetite/internal/testing/testmetal3"
 )
 
 // TestCapacityCountsAvailableUnclaimedAttachedHosts counts BareMetalHosts

@@ -8,8 +8,8 @@ import (
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/inmemory"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
-	"github.com/magnetite-io/magnetite/internal/testdriver"
-	"github.com/magnetite-io/magnetite/internal/testgolden"
+	"github.com/magnetite-io/magnetite/internal/testing/testdriver"
+	"github.com/magnetite-io/magnetite/internal/testing/testgolden"
 )
 
 // loadCases are the files of testdata/cases: a template, a cluster and,

@@ -20,8 +20,8 @@ import (
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
-	"github.com/magnetite-io/magnetite/internal/testbootstrap"
-	"github.com/magnetite-io/magnetite/internal/testenv"
+	"github.com/magnetite-io/magnetite/internal/testing/testbootstrap"
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
 
 // TestFlatcarControlPlaneBootsTheIgnitionClusterAPIWrites applies a Flatcar

@@ -7,8 +7,8 @@ import (
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/metal3"
-	"github.com/magnetite-io/magnetite/internal/testdriver"
-	"github.com/magnetite-io/magnetite/internal/testgolden"
+	"github.com/magnetite-io/magnetite/internal/testing/testdriver"
+	"github.com/magnetite-io/magnetite/internal/testing/testgolden"
 )
 
 // goldenCases are testdata/cases/*.yaml: a template and a cluster with its
