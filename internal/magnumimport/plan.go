@@ -19,6 +19,7 @@ type Target interface {
 	CreateClusterTemplate(ctx context.Context, ct *model.ClusterTemplate) error
 	GetClusterByUUID(ctx context.Context, uuid string) (*model.Cluster, error)
 	GetCluster(ctx context.Context, sc store.Scope, ident string) (*model.Cluster, error)
+	GetNodeGroup(ctx context.Context, clusterUUID, ident string) (*model.NodeGroup, error)
 	ApplyClusterChange(ctx context.Context, ch store.ClusterChange) error
 	ClusterCertificates(ctx context.Context, clusterUUID string) ([]*model.ClusterCertificate, error)
 	AddClusterCertificates(ctx context.Context, certs []*model.ClusterCertificate) error
@@ -187,6 +188,14 @@ func (p *plan) planCluster(ctx context.Context, src *magnumDB, dst Target, c *ma
 	switch {
 	case err == nil && existing.Imported != nil:
 		row.Outcome, row.Note = AlreadyImported, existing.ReadOnlyReason()
+		for _, g := range src.NodeGroups[c.UUID] {
+			gr := p.add(&Row{Kind: "node group", ID: g.UUID, Name: g.Name, Project: g.ProjectID, Outcome: AlreadyImported})
+			if _, err := dst.GetNodeGroup(ctx, c.UUID, g.UUID); errors.Is(err, store.ErrNotFound) {
+				gr.Outcome, gr.Reason = Refused, "Magnum made it after its cluster was imported; Magnetite adds no node groups to an imported cluster"
+			} else if err != nil {
+				return err
+			}
+		}
 		p.planMissingCerts(ctx, src, dst, c)
 		return nil
 	case err == nil:
