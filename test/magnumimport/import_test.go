@@ -32,7 +32,7 @@ type magnumObjects struct {
 	Templates []map[string]any `json:"templates"`
 	Clusters  []struct {
 		Fields     map[string]any
-		NodeGroups []map[string]any `json:"nodegroups"`
+		NodeGroups []map[string]any  `json:"nodegroups"`
 		CA         map[string]string `json:"ca"`
 	} `json:"clusters"`
 	Quotas []struct {
