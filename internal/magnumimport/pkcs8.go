@@ -62,6 +62,10 @@ type pbkdf2Params struct {
 	PRF        pkix.AlgorithmIdentifier `asn1:"optional"`
 }
 
+// maxIterations bounds the work a damaged row can ask for; OpenSSL writes
+// 2048, python-cryptography up to a few hundred thousand.
+const maxIterations = 10_000_000
+
 var errWrongPassphrase = errors.New("the passphrase Magnum stored does not open the key")
 
 // decryptPrivateKey reads a PEM private key as Magnum stores it (encrypted
@@ -102,6 +106,9 @@ func decryptPrivateKey(keyPEM []byte, passphrase string) ([]byte, error) {
 	var kdf pbkdf2Params
 	if _, err := asn1.Unmarshal(params.KeyDerivationFunc.Parameters.FullBytes, &kdf); err != nil {
 		return nil, fmt.Errorf("read the key's PBKDF2 parameters: %w", err)
+	}
+	if kdf.Iterations < 1 || kdf.Iterations > maxIterations {
+		return nil, fmt.Errorf("the key's PBKDF2 iteration count %d is out of range", kdf.Iterations)
 	}
 	prf := sha1.New // RFC 8018 A.2: hmacWithSHA1 is the default
 	if len(kdf.PRF.Algorithm) > 0 {
