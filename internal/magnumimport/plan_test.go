@@ -176,8 +176,8 @@ func TestImportRefusesWhatMagnetiteCannotTakeAndSaysWhy(t *testing.T) {
 		"certificate 22222222-0000-0000-0000-000000000003/etcd": "refused Magnum's database holds no x509keypair 55555555",
 		"cluster 22222222-0000-0000-0000-000000000004":          `refused cluster 22222222-0000-0000-0000-000000000003 of the same project has the name "twin" too`,
 		"cluster 22222222-0000-0000-0000-000000000005":          "refused its cluster template 11111111-0000-0000-0000-00000000ffff is not imported",
-		"quota p1/Cluster":                                      "refused Magnetite has its own quota for this project (hard limit 5)",
-		"quota p2/Volume":                                       "refused Magnetite has quotas for Cluster only",
+		"quota p1/Cluster": "refused Magnetite has its own quota for this project (hard limit 5)",
+		"quota p2/Volume":  "refused Magnetite has quotas for Cluster only",
 	} {
 		if !strings.HasPrefix(got[key], want) {
 			t.Errorf("%s: %q, want %q…", key, got[key], want)
