@@ -42,14 +42,14 @@ func caRefs(c *magnumCluster) []caRef {
 func caOf(src *magnumDB, c *magnumCluster, ref caRef) (*model.ClusterCertificate, error) {
 	r := strings.TrimSpace(deref(ref.ref))
 	if r == "" {
-		return nil, errors.New("Magnum recorded none for this cluster; `openstack coe cluster config` cannot sign a client certificate until it is supplied")
+		return nil, errors.New("none recorded by Magnum for this cluster; the cluster is imported without it and its CA must be supplied")
 	}
 	kp, ok := src.KeyPairs[r]
 	if !ok {
 		if strings.Contains(r, "://") {
-			return nil, fmt.Errorf("Magnum keeps it in Barbican (%s, cert_manager_type = barbican), which the import does not read; the cluster is imported without it and its CA must be supplied", r)
+			return nil, fmt.Errorf("kept in Barbican by Magnum (%s, cert_manager_type = barbican), which the import does not read; the cluster is imported without it and its CA must be supplied", r)
 		}
-		return nil, fmt.Errorf("Magnum's database holds no x509keypair %s: Magnum kept it outside its database (cert_manager_type = local, on a conductor's disk); the cluster is imported without it and its CA must be supplied", r)
+		return nil, fmt.Errorf("x509keypair %s is not in Magnum's database: Magnum kept it outside (cert_manager_type = local, on a conductor's disk); the cluster is imported without it and its CA must be supplied", r)
 	}
 	cert, err := parseCertificate(kp.Certificate)
 	if err != nil {
