@@ -12,6 +12,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/magnumimport"
+	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -20,7 +21,7 @@ func importCommand(g *globalFlags) *cobra.Command {
 }
 
 func importMagnumCommand(g *globalFlags) *cobra.Command {
-	var connection, magnumConf string
+	var connection, magnumConf, helmPrefix string
 	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "magnum (--connection URL | --magnum-config /etc/magnum/magnum.conf) [--dry-run]",
@@ -48,16 +49,17 @@ writing. Stop magnum-conductor first (docs/deploy.md, "Moving from Magnum").`,
 					return err
 				}
 			}
-			return importMagnum(cmd.Context(), cfg, connection, dryRun, cmd.OutOrStdout())
+			return importMagnum(cmd.Context(), cfg, connection, helmPrefix, dryRun, cmd.OutOrStdout())
 		}),
 	}
 	cmd.Flags().StringVar(&connection, "connection", "", "Magnum's database, as magnum.conf's [database] connection (mysql+pymysql://user:password@host/magnum)")
 	cmd.Flags().StringVar(&magnumConf, "magnum-config", "", "read Magnum's database connection from this magnum.conf")
+	cmd.Flags().StringVar(&helmPrefix, "capi-helm-namespace-prefix", magnumimport.DefaultCAPIHelmNamespacePrefix, "magnum-capi-helm's [capi_helm] namespace_prefix, where it made its clusters' namespaces")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be imported and what cannot be, and write nothing")
 	return cmd
 }
 
-func importMagnum(ctx context.Context, cfg *config.Config, connection string, dryRun bool, out io.Writer) error {
+func importMagnum(ctx context.Context, cfg *config.Config, connection, helmPrefix string, dryRun bool, out io.Writer) error {
 	log, err := newLogger(cfg)
 	if err != nil {
 		return err
@@ -77,8 +79,24 @@ func importMagnum(ctx context.Context, cfg *config.Config, connection string, dr
 		return err
 	}
 	checkLabels := driverLabels(drivers)
+	// The Cluster API objects of clusters magnum-cluster-api or
+	// magnum-capi-helm built are looked for on the management cluster
+	// Magnetite is configured with (they share it after a cut-over).
+	var management magnumimport.ClusterAPIReader
+	if cfg.String("management", "kubeconfig") != "" {
+		opts := mgmt.OptionsFromConfig(cfg)
+		opts.Kinds, opts.Log = drivers.Kinds(), log
+		mc, err := mgmt.New(opts)
+		if err != nil {
+			return fmt.Errorf("management cluster: %w", err)
+		}
+		if err := mc.Discover(ctx); err != nil {
+			return fmt.Errorf("management cluster: %w", err)
+		}
+		management = mc
+	}
 	report, err := magnumimport.Run(ctx, src, st, magnumimport.Options{
-		DryRun: dryRun,
+		DryRun: dryRun, Management: management, CAPIHelmNamespacePrefix: helmPrefix,
 		// The checks a template create gets from the API, where they need
 		// no cloud: a driver for its (server_type, os_distro, coe), and
 		// labels the schema accepts.

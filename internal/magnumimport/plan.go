@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/model"
@@ -33,6 +34,13 @@ type Options struct {
 	// a template, or "" when they can (cmd/magnetite asks its driver
 	// registry and label schema).
 	Unbuildable func(*model.ClusterTemplate) string
+	// Management, when set, is the management cluster where the import
+	// looks for the Cluster API objects of clusters that a Magnum Cluster
+	// API driver built.
+	Management ClusterAPIReader
+	// CAPIHelmNamespacePrefix is magnum-capi-helm's [capi_helm]
+	// namespace_prefix (DefaultCAPIHelmNamespacePrefix when empty).
+	CAPIHelmNamespacePrefix string
 	// DryRun plans and reports without writing.
 	DryRun bool
 	// Now stamps the import (time.Now when nil).
@@ -110,6 +118,9 @@ func Run(ctx context.Context, db *sql.DB, dst Target, opts Options) (*Report, er
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.CAPIHelmNamespacePrefix == "" {
+		opts.CAPIHelmNamespacePrefix = DefaultCAPIHelmNamespacePrefix
+	}
 	if opts.Unbuildable == nil {
 		opts.Unbuildable = func(*model.ClusterTemplate) string { return "" }
 	}
@@ -169,7 +180,7 @@ func makePlan(ctx context.Context, src *magnumDB, dst Target, opts Options) (*pl
 	// Magnetite keeps a cluster's name unique in its project; Magnum did not.
 	names := map[[2]string]string{}
 	for _, c := range src.Clusters {
-		if err := p.planCluster(ctx, src, dst, c, usable, names, at); err != nil {
+		if err := p.planCluster(ctx, src, dst, c, usable, names, at, opts); err != nil {
 			return nil, err
 		}
 	}
@@ -181,7 +192,7 @@ func makePlan(ctx context.Context, src *magnumDB, dst Target, opts Options) (*pl
 	return p, nil
 }
 
-func (p *plan) planCluster(ctx context.Context, src *magnumDB, dst Target, c *magnumCluster, usable map[string]*model.ClusterTemplate, names map[[2]string]string, at time.Time) error {
+func (p *plan) planCluster(ctx context.Context, src *magnumDB, dst Target, c *magnumCluster, usable map[string]*model.ClusterTemplate, names map[[2]string]string, at time.Time, opts Options) error {
 	name := deref(c.Name)
 	row := p.add(&Row{Kind: "cluster", ID: c.UUID, Name: name, Project: c.ProjectID})
 	existing, err := dst.GetClusterByUUID(ctx, c.UUID)
@@ -224,7 +235,13 @@ func (p *plan) planCluster(ctx context.Context, src *magnumDB, dst Target, c *ma
 	}
 	names[key] = c.UUID
 	pc := &plannedCluster{row: row, cluster: clusterOf(c)}
-	pc.cluster.Imported = &model.Imported{MagnumDriver: ct.Imported.MagnumDriver, At: at, Unsupported: readOnlyReason(ct, c)}
+	imported := &model.Imported{MagnumDriver: ct.Imported.MagnumDriver, At: at}
+	if heatDriverName(imported.MagnumDriver) {
+		imported.Unsupported = fmt.Sprintf("Imported from Magnum, read-only: Magnum's Heat driver %s built it (Heat stack %s), and Magnetite does not change Heat stacks.", imported.MagnumDriver, deref(c.StackID))
+	} else if imported.Unsupported, err = p.foreignReason(ctx, c, imported, opts); err != nil {
+		return err
+	}
+	pc.cluster.Imported = imported
 	reason := pc.cluster.Imported.Unsupported
 	if c.StatusReason != nil && *c.StatusReason != "" {
 		reason += " Magnum's last status reason: " + *c.StatusReason
@@ -253,15 +270,26 @@ func (p *plan) planCluster(ctx context.Context, src *magnumDB, dst Target, c *ma
 	return nil
 }
 
-// readOnlyReason is why Magnetite must leave an imported cluster alone:
-// every imported cluster, until adoption takes over the Cluster API
-// objects another driver made.
-func readOnlyReason(ct *model.ClusterTemplate, c *magnumCluster) string {
+// foreignReason is why a cluster a Magnum Cluster API driver built is
+// read-only, after looking for its Cluster API objects where those drivers
+// put them; a found Cluster is recorded for adoption.
+func (p *plan) foreignReason(ctx context.Context, c *magnumCluster, imported *model.Imported, opts Options) (string, error) {
 	stack := deref(c.StackID)
-	if heatDriverName(ct.Imported.MagnumDriver) {
-		return fmt.Sprintf("Imported from Magnum, read-only: Magnum's Heat driver %s built it (Heat stack %s), and Magnetite does not change Heat stacks.", ct.Imported.MagnumDriver, stack)
+	if opts.Management == nil {
+		return fmt.Sprintf("Imported from Magnum, read-only: a Magnum Cluster API driver made its Cluster API objects (%s); the import was not given the management cluster to find them ([management] kubeconfig).", stack), nil
 	}
-	return fmt.Sprintf("Imported from Magnum, read-only: a Magnum Cluster API driver (%s) made its Cluster API objects (%s), which Magnetite has not taken over.", ct.Imported.MagnumDriver, stack)
+	found, looked, err := findForeignCluster(ctx, opts.Management, c, opts.CAPIHelmNamespacePrefix)
+	if err != nil {
+		return "", err
+	}
+	if found == nil {
+		return fmt.Sprintf("Imported from Magnum, read-only: its Cluster API objects are not in the management cluster (no Cluster %s), so Magnetite cannot observe or change it.", strings.Join(looked, " or ")), nil
+	}
+	imported.ClusterAPI = found
+	if imported.MagnumDriver == clusterAPIDriver {
+		imported.MagnumDriver = found.Driver
+	}
+	return fmt.Sprintf("Imported from Magnum, read-only: %s made its Cluster API objects (Cluster %s/%s in the management cluster), which Magnetite has not taken over.", found.Driver, found.Namespace, found.Name), nil
 }
 
 func heatDriverName(name string) bool {

@@ -15,6 +15,18 @@ type Imported struct {
 	// the object describes: a template then makes no new clusters, and a
 	// cluster is read-only (shown, never changed or deleted by Magnetite).
 	Unsupported string `json:"unsupported,omitempty"`
+	// ClusterAPI is where the import found the Cluster API objects a Magnum
+	// Cluster API driver made for the cluster, for adopting them.
+	ClusterAPI *ForeignCluster `json:"cluster_api,omitempty"`
+}
+
+// ForeignCluster is a Cluster API Cluster another driver made.
+type ForeignCluster struct {
+	// Driver is "magnum-cluster-api" or "magnum-capi-helm", by where the
+	// Cluster was found.
+	Driver    string `json:"driver"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
 }
 
 // ReadOnlyReason is why Magnetite must not change the cluster, or "" when
