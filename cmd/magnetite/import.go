@@ -21,7 +21,7 @@ func importCommand(g *globalFlags) *cobra.Command {
 }
 
 func importMagnumCommand(g *globalFlags) *cobra.Command {
-	var connection, magnumConf, helmPrefix string
+	var connection, magnumConf, helmPrefix, certDir string
 	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "magnum (--connection URL | --magnum-config /etc/magnum/magnum.conf) [--dry-run]",
@@ -49,17 +49,19 @@ writing. Stop magnum-conductor first (docs/deploy.md, "Moving from Magnum").`,
 					return err
 				}
 			}
-			return importMagnum(cmd.Context(), cfg, connection, helmPrefix, dryRun, cmd.OutOrStdout())
+			return importMagnum(cmd.Context(), cfg, connection, magnumimport.Options{DryRun: dryRun,
+				CAPIHelmNamespacePrefix: helmPrefix, CertDir: certDir}, cmd.OutOrStdout())
 		}),
 	}
 	cmd.Flags().StringVar(&connection, "connection", "", "Magnum's database, as magnum.conf's [database] connection (mysql+pymysql://user:password@host/magnum)")
 	cmd.Flags().StringVar(&magnumConf, "magnum-config", "", "read Magnum's database connection from this magnum.conf")
 	cmd.Flags().StringVar(&helmPrefix, "capi-helm-namespace-prefix", magnumimport.DefaultCAPIHelmNamespacePrefix, "magnum-capi-helm's [capi_helm] namespace_prefix, where it made its clusters' namespaces")
+	cmd.Flags().StringVar(&certDir, "cert-dir", "", "CAs Magnum kept outside its database: a copy of its [certificates] storage_path (cert_manager_type = local), or Barbican containers exported as <container UUID>.crt, .key and .pass")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be imported and what cannot be, and write nothing")
 	return cmd
 }
 
-func importMagnum(ctx context.Context, cfg *config.Config, connection, helmPrefix string, dryRun bool, out io.Writer) error {
+func importMagnum(ctx context.Context, cfg *config.Config, connection string, opts magnumimport.Options, out io.Writer) error {
 	log, err := newLogger(cfg)
 	if err != nil {
 		return err
@@ -95,21 +97,20 @@ func importMagnum(ctx context.Context, cfg *config.Config, connection, helmPrefi
 		}
 		management = mc
 	}
-	report, err := magnumimport.Run(ctx, src, st, magnumimport.Options{
-		DryRun: dryRun, Management: management, CAPIHelmNamespacePrefix: helmPrefix,
-		// The checks a template create gets from the API, where they need
-		// no cloud: a driver for its (server_type, os_distro, coe), and
-		// labels the schema accepts.
-		Unbuildable: func(ct *model.ClusterTemplate) string {
-			if _, err := drivers.ForTemplate(ct, ""); err != nil {
-				return err.Error()
-			}
-			if err := checkLabels(ct, ct.Labels); err != nil {
-				return err.Error()
-			}
-			return ""
-		},
-	})
+	opts.Management = management
+	// The checks a template create gets from the API, where they need no
+	// cloud: a driver for its (server_type, os_distro, coe), and labels
+	// the schema accepts.
+	opts.Unbuildable = func(ct *model.ClusterTemplate) string {
+		if _, err := drivers.ForTemplate(ct, ""); err != nil {
+			return err.Error()
+		}
+		if err := checkLabels(ct, ct.Labels); err != nil {
+			return err.Error()
+		}
+		return ""
+	}
+	report, err := magnumimport.Run(ctx, src, st, opts)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
 	"strings"
 
 	"github.com/magnetite-io/magnetite/internal/certs"
@@ -39,17 +43,24 @@ func caRefs(c *magnumCluster) []caRef {
 // that is a URL is a Barbican container (cert_manager_type = barbican);
 // one with no row is a file on a Magnum conductor's disk
 // (cert_manager_type = local).
-func caOf(src *magnumDB, c *magnumCluster, ref caRef) (*model.ClusterCertificate, error) {
+func caOf(src *magnumDB, c *magnumCluster, ref caRef, certDir string) (*model.ClusterCertificate, error) {
 	r := strings.TrimSpace(deref(ref.ref))
 	if r == "" {
 		return nil, errors.New("none recorded by Magnum for this cluster; the cluster is imported without it and its CA must be supplied")
 	}
 	kp, ok := src.KeyPairs[r]
+	if !ok && certDir != "" {
+		var err error
+		if kp, err = keyPairFromDir(certDir, r); err != nil {
+			return nil, err
+		}
+		ok = kp != nil
+	}
 	if !ok {
 		if strings.Contains(r, "://") {
-			return nil, fmt.Errorf("kept in Barbican by Magnum (%s, cert_manager_type = barbican), which the import does not read; the cluster is imported without it and its CA must be supplied", r)
+			return nil, fmt.Errorf("kept in Barbican by Magnum (%s, cert_manager_type = barbican), which the import does not read; the cluster is imported without it: export the container's certificate, private key and passphrase as %s.crt, .key and .pass into a directory and import again with --cert-dir", r, path.Base(r))
 		}
-		return nil, fmt.Errorf("x509keypair %s is not in Magnum's database: Magnum kept it outside (cert_manager_type = local, on a conductor's disk); the cluster is imported without it and its CA must be supplied", r)
+		return nil, fmt.Errorf("x509keypair %s is not in Magnum's database: Magnum kept it outside (cert_manager_type = local, on a conductor's disk); the cluster is imported without it: import again with --cert-dir naming a copy of that conductor's [certificates] storage_path", r)
 	}
 	cert, err := parseCertificate(kp.Certificate)
 	if err != nil {
@@ -79,6 +90,37 @@ func caOf(src *magnumDB, c *magnumCluster, ref caRef) (*model.ClusterCertificate
 	}
 	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
 	return &model.ClusterCertificate{ClusterID: c.UUID, Purpose: ref.purpose, CertPEM: certPEM, KeyPEM: keyPEM}, nil
+}
+
+// keyPairFromDir reads a CA from files laid out as Magnum's local
+// certificate manager writes them into [certificates] storage_path
+// (magnum/common/cert_manager/local_cert_manager.py): <ref>.crt, <ref>.key
+// and, when the key is encrypted, <ref>.pass. A Barbican reference is a
+// URL; its last segment (the container's UUID) names the files. It returns
+// nil when there is no <ref>.crt.
+func keyPairFromDir(dir, ref string) (*magnumKeyPair, error) {
+	base := filepath.Join(dir, path.Base(ref))
+	cert, err := os.ReadFile(base + ".crt")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	key, err := os.ReadFile(base + ".key")
+	if err != nil {
+		return nil, fmt.Errorf("%s.crt has no key beside it: %w", base, err)
+	}
+	kp := &magnumKeyPair{UUID: ref, Certificate: string(cert), PrivateKey: string(key)}
+	pass, err := os.ReadFile(base + ".pass")
+	switch {
+	case err == nil:
+		p := strings.TrimRight(string(pass), "\r\n")
+		kp.Passphrase = &p
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, err
+	}
+	return kp, nil
 }
 
 func parseCertificate(text string) (*x509.Certificate, error) {

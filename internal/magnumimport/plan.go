@@ -41,6 +41,9 @@ type Options struct {
 	// CAPIHelmNamespacePrefix is magnum-capi-helm's [capi_helm]
 	// namespace_prefix (DefaultCAPIHelmNamespacePrefix when empty).
 	CAPIHelmNamespacePrefix string
+	// CertDir holds CAs Magnum kept outside its database, as its local
+	// certificate manager writes them (<ref>.crt, .key, .pass).
+	CertDir string
 	// DryRun plans and reports without writing.
 	DryRun bool
 	// Now stamps the import (time.Now when nil).
@@ -100,6 +103,7 @@ type plannedCluster struct {
 }
 
 type plan struct {
+	certDir   string
 	report    Report
 	templates []*model.ClusterTemplate
 	tplRows   []*Row
@@ -145,7 +149,7 @@ func (p *plan) add(r *Row) *Row {
 }
 
 func makePlan(ctx context.Context, src *magnumDB, dst Target, opts Options) (*plan, error) {
-	p := &plan{}
+	p := &plan{certDir: opts.CertDir}
 	at := opts.Now().UTC()
 	// Templates the clusters may use: the imported ones and the ones
 	// imported before, with whether Magnetite builds from them.
@@ -257,7 +261,7 @@ func (p *plan) planCluster(ctx context.Context, src *magnumDB, dst Target, c *ma
 	}
 	for _, ref := range caRefs(c) {
 		cr := p.add(&Row{Kind: "certificate", ID: c.UUID + "/" + ref.purpose, Name: ref.what, Project: c.ProjectID})
-		cert, err := caOf(src, c, ref)
+		cert, err := caOf(src, c, ref, p.certDir)
 		if err != nil {
 			cr.Outcome, cr.Reason = Refused, err.Error()
 			continue
@@ -316,7 +320,7 @@ func (p *plan) planMissingCerts(ctx context.Context, src *magnumDB, dst Target, 
 			cr.Outcome = AlreadyImported
 			continue
 		}
-		cert, err := caOf(src, c, ref)
+		cert, err := caOf(src, c, ref, p.certDir)
 		if err != nil {
 			cr.Outcome, cr.Reason = Refused, err.Error()
 			continue

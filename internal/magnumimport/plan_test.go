@@ -2,6 +2,7 @@ package magnumimport
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -194,6 +195,55 @@ func TestImportRefusesWhatMagnetiteCannotTakeAndSaysWhy(t *testing.T) {
 	for _, row := range r.Rows {
 		if row.ID == second.UUID+"/ca" && (row.Outcome != Refused || !strings.Contains(row.Reason, "does not belong to its certificate")) {
 			t.Errorf("a key pair whose key is not its certificate's: %s %q", row.Outcome, row.Reason)
+		}
+	}
+}
+
+// TestCAsKeptOutsideMagnumsDatabaseComeFromTheCertDir: a CA Magnum's local
+// certificate manager wrote to its storage_path, and one exported from
+// Barbican, are read from --cert-dir; a cluster imported before without
+// them gets them on the next run.
+func TestCAsKeptOutsideMagnumsDatabaseComeFromTheCertDir(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	c := cluster("22222222-0000-0000-0000-000000000001", "prod", "11111111-0000-0000-0000-000000000002")
+	m := magnumWith(c)
+	local, barbican := "77777777-0000-0000-0000-000000000001", "88888888-0000-0000-0000-000000000001"
+	c.CACertRef = ptr(local)
+	c.EtcdCACertRef = ptr("https://barbican.example.net:9311/v1/containers/" + barbican)
+	pairs, err := certs.GenerateCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for i, ref := range []string{local, barbican} {
+		if err := os.WriteFile(filepath.Join(dir, ref+".crt"), pairs[i].Cert, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, ref+".key"), pairs[i].Key, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	first := outcomes(runPlan(t, m, st, false))
+	if !strings.HasPrefix(first["certificate "+c.UUID+"/ca"], "refused") || !strings.Contains(first["certificate "+c.UUID+"/ca"], "--cert-dir") {
+		t.Errorf("without --cert-dir the local CA is %q, want refused naming --cert-dir", first["certificate "+c.UUID+"/ca"])
+	}
+	p, err := makePlan(ctx, m, st, Options{CertDir: dir, Now: time.Now, Unbuildable: func(*model.ClusterTemplate) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.apply(ctx, st)
+	second := outcomes(&p.report)
+	for _, purpose := range []string{"ca", "etcd"} {
+		if got := second["certificate "+c.UUID+"/"+purpose]; got != "import " {
+			t.Errorf("with --cert-dir the %s CA is %q, want imported", purpose, got)
+		}
+	}
+	for i, purpose := range []certs.Purpose{certs.ClusterCA, certs.EtcdCA} {
+		held, err := st.ClusterCertificate(ctx, c.UUID, string(purpose))
+		if err != nil || string(held.CertPEM) != string(pairs[i].Cert) {
+			t.Errorf("the %s CA held is %v (%v)", purpose, held, err)
 		}
 	}
 }
