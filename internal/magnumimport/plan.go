@@ -252,6 +252,12 @@ func (p *plan) planCluster(ctx context.Context, src *magnumDB, dst Target, c *ma
 	}
 	pc.cluster.StatusReason = &reason
 	row.Outcome, row.Note = Import, pc.cluster.Imported.Unsupported
+	if pc.cluster.Status.InProgress() {
+		// Nothing finishes the operation Magnum was running: Magnetite does
+		// not change the cluster, and its conductor reports the status as
+		// it finds it.
+		row.Note += fmt.Sprintf(" Magnum's operation on it had not finished (%s): let Magnum finish it and import again.", pc.cluster.Status)
+	}
 	for _, g := range src.NodeGroups[c.UUID] {
 		pc.nodeGroups = append(pc.nodeGroups, nodeGroupOf(g))
 		pc.groupRows = append(pc.groupRows, p.add(&Row{Kind: "node group", ID: g.UUID, Name: g.Name, Project: g.ProjectID, Outcome: Import}))
