@@ -63,62 +63,68 @@ func (c *Conductor) load(ctx context.Context, clusterUUID string) (*scope, error
 // reconcile renders the cluster's desired state and applies it. Applying is
 // idempotent (server-side apply), so an operation re-run after a crash
 // converges instead of duplicating anything.
-func (c *Conductor) reconcile(ctx context.Context, op *model.Operation) error {
+func (c *Conductor) reconcile(ctx context.Context, op *model.Operation) (Result, error) {
 	sc, err := c.load(ctx, op.ClusterID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil // deleted meanwhile: nothing to build
+		return Done, nil // deleted meanwhile: nothing to build
 	}
 	if err != nil {
-		return err
+		return Done, err
 	}
 	if sc.cluster.Status == model.DeleteInProgress {
-		return nil // the queued delete supersedes
+		return Done, nil // the queued delete supersedes
 	}
+	return c.apply(ctx, sc, op)
+}
+
+// apply renders and applies one cluster's desired state.
+func (c *Conductor) apply(ctx context.Context, sc *scope, op *model.Operation) (Result, error) {
 	res, err := c.render(ctx, sc)
 	if err != nil {
-		return err
+		return Done, err
 	}
 	if _, err := c.mc.EnsureNamespace(ctx, sc.cluster.ProjectID); err != nil {
-		return err
+		return Done, err
 	}
 	if err := c.applySecrets(ctx, sc, res.Secrets); err != nil {
-		return err
+		return Done, err
 	}
 	// The Secrets carry the active credential now: the retired ones can go.
 	if err := c.deleteCredentials(ctx, sc.cluster, false); err != nil {
-		return err
+		return Done, err
 	}
 	if op.Type == model.OpClusterResize {
 		if err := c.markMachinesForRemoval(ctx, sc, op); err != nil {
-			return err
+			return Done, err
 		}
 	}
 	for _, obj := range res.Objects {
 		applied, err := c.mc.Apply(ctx, sc.owner, obj)
 		if err != nil {
-			return classifyApplyError(err)
+			return Done, classifyApplyError(err)
 		}
 		if obj.GetKind() == "Cluster" {
 			if err := c.recordAppliedGeneration(ctx, sc.cluster.UUID, applied.GetGeneration()); err != nil {
-				return err
+				return Done, err
 			}
 		}
 	}
 	if err := c.approveReplacements(ctx, sc, sc.serverGroups); err != nil {
-		return err
+		return Done, err
 	}
 	if err := c.pruneAddonConfigMaps(ctx, sc, res); err != nil {
-		return err
+		return Done, err
 	}
-	if err := c.reconcileAutoscaler(ctx, sc, res, op); err != nil {
-		return err
+	wait, err := c.reconcileAutoscaler(ctx, sc, res, op)
+	if err != nil || !wait.IsDone() {
+		return wait, err
 	}
 	if len(res.Warnings) > 0 {
 		c.event(ctx, sc.cluster.UUID, model.EventOperation, "", string(op.Type), "warnings: "+strings.Join(res.Warnings, "; "))
 	}
 	c.event(ctx, sc.cluster.UUID, model.EventOperation, "", string(op.Type),
 		fmt.Sprintf("applied %d objects to the management cluster", len(res.Objects)))
-	return nil
+	return Done, nil
 }
 
 // render asks the template's driver for the cluster's complete desired

@@ -56,14 +56,14 @@ func TestReconcileLeavesClustersGoneOrBeingDeletedAlone(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.reconcile(ctx, op); err != nil {
-		t.Errorf("a cluster being deleted: %v", err)
+	if res, err := c.reconcile(ctx, op); err != nil || !res.IsDone() {
+		t.Errorf("a cluster being deleted: %v, %+v", err, res)
 	}
 	if err := st.DeleteCluster(ctx, cl.UUID); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.reconcile(ctx, op); err != nil {
-		t.Errorf("a deleted cluster: %v", err)
+	if res, err := c.reconcile(ctx, op); err != nil || !res.IsDone() {
+		t.Errorf("a deleted cluster: %v, %+v", err, res)
 	}
 }
 
@@ -110,9 +110,10 @@ func TestPermanentFailureEndsEachInProgressStateInItsFailedState(t *testing.T) {
 	} {
 		st, cl, op := clusterWithOperation(t, model.OpClusterUpdate)
 		setStatus(t, st, cl.UUID, from, "")
-		quietConductor(t, st, NoCloud{}).failCluster(ctx, op, permanentf("the flavor is gone"))
+		_, reason := Classify(permanentf("the flavor is gone"))
+		quietConductor(t, st, NoCloud{}).failCluster(ctx, op, reason)
 		got, _ := st.GetClusterByUUID(ctx, cl.UUID)
-		if got.Status != want || got.StatusReason == nil || *got.StatusReason != "permanent: the flavor is gone" {
+		if got.Status != want || got.StatusReason == nil || *got.StatusReason != "the flavor is gone" {
 			t.Errorf("%s after a permanent failure: %s, %v; want %s", from, got.Status, got.StatusReason, want)
 		}
 	}
@@ -134,7 +135,7 @@ func TestRetryReasonOnlyForClustersInProgress(t *testing.T) {
 		st, cl, op := clusterWithOperation(t, model.OpClusterUpdate)
 		setStatus(t, st, cl.UUID, tc.status, "Cluster API reports every change rolled out")
 		op.Attempts = 3
-		quietConductor(t, st, NoCloud{}).noteRetry(ctx, op, errors.New("etcd is slow"))
+		quietConductor(t, st, NoCloud{}).noteRetry(ctx, op, "etcd is slow")
 		got, _ := st.GetClusterByUUID(ctx, cl.UUID)
 		if got.Status != tc.status || got.StatusReason == nil || *got.StatusReason != tc.want {
 			t.Errorf("%s: %s, %v; want the reason %q", tc.status, got.Status, got.StatusReason, tc.want)

@@ -1,0 +1,37 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/magnetite-io/magnetite/internal/model"
+)
+
+// RequeueOperation puts op back in the queue, due at at, because it waits
+// for something outside Magnetite (Cluster API removing machines, the
+// cloud deleting load balancers) rather than because it failed: the
+// attempt is not counted, so waiting never lengthens the backoff of a
+// later failure, and the last error is left as it was. Any worker, of any
+// replica, may claim it once it is due.
+func (s *DB) RequeueOperation(ctx context.Context, op *model.Operation, at time.Time) error {
+	t := now()
+	res, err := s.db.ExecContext(ctx, `UPDATE operations SET state = 'pending', lease_owner = NULL, lease_expires = NULL,
+		next_attempt_at = ?, attempts = attempts - 1, updated_at = ? WHERE `+held,
+		formatTime(at), formatTime(t), op.ID, op.LeaseOwner, op.Attempts)
+	if err := leaseResult(res, err, op); err != nil {
+		return err
+	}
+	op.State, op.LeaseOwner, op.LeaseExpires, op.NextAttemptAt, op.UpdatedAt = model.OpPending, "", nil, &at, t
+	op.Attempts--
+	return nil
+}
+
+// WakeOperation makes a requeued operation due now: what it waits for may
+// have happened. It does nothing to an operation that is running, finished
+// or already due.
+func (s *DB) WakeOperation(ctx context.Context, uuid string) error {
+	t := formatTime(now())
+	_, err := s.db.ExecContext(ctx, `UPDATE operations SET next_attempt_at = ? WHERE uuid = ? AND state = 'pending' AND next_attempt_at > ?`,
+		t, uuid, t)
+	return err
+}
