@@ -21,27 +21,18 @@ const (
 	annotationAutoscalerMax = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
 )
 
-// reconcileAutoscaler runs after a cluster's objects were applied: the
-// autoscaler's objects were among them when autoscaling is on; otherwise
-// whatever an earlier apply left of them is removed. A resize of an
-// autoscaled node group then sets its size once, as the autoscaler would,
-// and a create starts its autoscaled node groups at their node counts.
+// reconcileAutoscaler runs after a cluster's desired state was applied:
+// the autoscaler's objects were among them when autoscaling is on (and
+// pruned with everything else the desired state no longer has when it is
+// off). A resize of an autoscaled node group then sets its size once, as
+// the autoscaler would, and a create starts its autoscaled node groups at
+// their node counts.
 func (c *Conductor) reconcileAutoscaler(ctx context.Context, sc *scope, res *driver.Result, op *model.Operation) (Result, error) {
 	rendered := false
 	for _, o := range res.Objects {
 		if o.GetLabels()[driver.LabelComponent] == driver.ComponentAutoscaler {
 			rendered = true
 			break
-		}
-	}
-	if !rendered {
-		removed, err := c.removeAutoscaler(ctx, sc.namespace, sc.cluster.UUID)
-		if err != nil {
-			return Done, err
-		}
-		if removed > 0 {
-			c.event(ctx, sc.cluster.UUID, model.EventOperation, "", string(op.Type),
-				"autoscaling is off: removed the cluster autoscaler; node groups keep their current sizes")
 		}
 	}
 	switch op.Type {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/magnetite-io/magnetite/internal/mgmt"
@@ -168,14 +169,20 @@ func holdingReason(o *unstructured.Unstructured) string {
 // cleanup deletes what Magnetite created for the cluster besides the
 // Cluster (whose dependents Cluster API removes): the objects of the kinds
 // the management client's table marks for cleanup (Secrets, addon
-// ConfigMaps, the ClusterResourceSet, and the infrastructures' per-cluster
-// objects such as Metal3's IP pool and data templates).
+// ConfigMaps, the ClusterResourceSet, the autoscaler's objects, and the
+// infrastructures' per-cluster objects such as Metal3's IP pool and data
+// templates).
 func (c *Conductor) cleanup(ctx context.Context, cl *model.Cluster, ns string) error {
 	for _, kind := range c.mc.Kinds().Cleanup() {
 		if _, err := c.mc.Resource(ctx, kind); err != nil {
 			continue // not served here (e.g. no addons API): nothing to clean
 		}
 		objs, err := c.mc.List(ctx, kind, ns, mgmt.ClusterSelector(cl.UUID))
+		if apierrors.IsForbidden(err) {
+			// An account that may not list them never made them either.
+			c.log.Warn("cannot look for objects to clean up", "kind", kind, "namespace", ns, "error", err)
+			continue
+		}
 		if err != nil {
 			return err
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/certs"
 	"github.com/magnetite-io/magnetite/internal/cloud"
+	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/fault"
@@ -47,10 +48,11 @@ type plane struct {
 }
 
 // startPlane runs a conductor with the given number of workers, rendering
-// clusters with the in-memory infrastructure and reading the cloud through
+// clusters with the in-memory infrastructure (or the first of extra, which
+// are registered beside the built-in drivers) and reading the cloud through
 // facts (NoCloud when nil), until the test ends. Transient failures are
 // retried within a second.
-func startPlane(t *testing.T, workers int, facts FactsSource) *plane {
+func startPlane(t *testing.T, workers int, facts FactsSource, extra ...driver.Driver) *plane {
 	t.Helper()
 	env := testenv.Start(t)
 	env.InstallClusterAPI(t)
@@ -64,6 +66,15 @@ func startPlane(t *testing.T, workers int, facts FactsSource) *plane {
 	drivers, err := builtin.Registry(capi.Options{}, "inmemory")
 	if err != nil {
 		t.Fatal(err)
+	}
+	driverName := "capi-inmemory"
+	for _, d := range extra {
+		if err := drivers.RegisterExplicit(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(extra) > 0 {
+		driverName = extra[0].Name()
 	}
 	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: drivers.Kinds(), Log: quiet})
 	if err != nil {
@@ -82,7 +93,7 @@ func startPlane(t *testing.T, workers int, facts FactsSource) *plane {
 		}
 		st.Close()
 	})
-	ct := &model.ClusterTemplate{UUID: uuid.NewString(), Name: "mem", ProjectID: "p", UserID: "u", Driver: strPtr("capi-inmemory"),
+	ct := &model.ClusterTemplate{UUID: uuid.NewString(), Name: "mem", ProjectID: "p", UserID: "u", Driver: strPtr(driverName),
 		TemplateSpec: model.TemplateSpec{COE: "kubernetes", ImageID: "img", ServerType: model.ServerTypeVM, ClusterDistro: strPtr("ubuntu"),
 			Labels: map[string]string{"kube_tag": "v1.34.2"}}, CreatedAt: time.Now().UTC()}
 	if err := st.CreateClusterTemplate(ctx, ct); err != nil {
