@@ -306,13 +306,18 @@ func (c *Conductor) execute(ctx context.Context, op *model.Operation) {
 	c.queue.Add(op.ClusterID)
 }
 
-// requeue puts an operation that waits back in the queue and shows what it
-// waits for. The next change of the cluster's objects makes it due at once
-// (wakeWaiting); RequeueAfter is the safety net for a missed event and for
-// waits on the cloud, which sends none.
+// requeue puts an operation that waits back in the queue. One that waits
+// on something (Waiting says what, and status_reason shows it) is made due
+// at once by the next change of the cluster's objects (wakeWaiting), with
+// RequeueAfter as the safety net for a missed event and for waits on the
+// cloud, which sends none; one that only waits for time to pass (changes
+// being coalesced) runs after RequeueAfter.
 func (c *Conductor) requeue(ctx context.Context, op *model.Operation, res Result, log *slog.Logger) {
 	if err := c.st.RequeueOperation(ctx, op, c.now().Add(res.RequeueAfter)); err != nil {
 		log.Error("requeue waiting operation", "error", err)
+		return
+	}
+	if res.Waiting == "" {
 		return
 	}
 	c.mu.Lock()
@@ -352,8 +357,9 @@ func (c *Conductor) run(ctx context.Context, op *model.Operation) (Result, error
 			return res, err
 		}
 		return c.removeNodeGroup(ctx, op)
-	case model.OpClusterCreate, model.OpClusterUpdate, model.OpClusterResize, model.OpClusterUpgrade,
-		model.OpNodeGroupCreate, model.OpNodeGroupUpdate, model.OpCredentialRotate:
+	case model.OpClusterUpdate, model.OpNodeGroupUpdate:
+		return c.reconcileChanges(ctx, op)
+	case model.OpClusterCreate, model.OpClusterResize, model.OpClusterUpgrade, model.OpNodeGroupCreate, model.OpCredentialRotate:
 		return c.reconcile(ctx, op)
 	}
 	return Done, permanentf("unknown operation type %q", op.Type)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/model"
@@ -34,4 +35,26 @@ func (s *DB) WakeOperation(ctx context.Context, uuid string) error {
 	_, err := s.db.ExecContext(ctx, `UPDATE operations SET next_attempt_at = ? WHERE uuid = ? AND state = 'pending' AND next_attempt_at > ?`,
 		t, uuid, t)
 	return err
+}
+
+// AbsorbOperations records as done, without running them, pending
+// operations whose change an operation of the same cluster has just
+// carried out: the conductor coalesces quick successive changes of a
+// cluster into one apply of its newest desired state. Only pending
+// operations are touched; one another worker claimed meanwhile is left to
+// it. It returns how many were absorbed.
+func (s *DB) AbsorbOperations(ctx context.Context, ids []int64) (int, error) {
+	t := formatTime(now())
+	n := 0
+	for _, id := range ids {
+		res, err := s.db.ExecContext(ctx, `UPDATE operations SET state = 'succeeded', next_attempt_at = NULL, last_error = NULL, updated_at = ?
+			WHERE id = ? AND state = 'pending'`, t, id)
+		if err != nil {
+			return n, fmt.Errorf("store: absorb operation %d: %w", id, err)
+		}
+		if k, err := res.RowsAffected(); err == nil {
+			n += int(k)
+		}
+	}
+	return n, nil
 }
