@@ -288,7 +288,7 @@ func (c *Conductor) execute(ctx context.Context, op *model.Operation) {
 	default:
 		class, reason := Classify(err)
 		permanent := class == Permanent
-		if ferr := c.st.FailOperation(ctx, op, err, permanent); ferr != nil {
+		if ferr := c.st.FailOperation(ctx, op, errors.New(reason), permanent); ferr != nil {
 			log.Error("record operation failure", "error", ferr)
 		}
 		if permanent {

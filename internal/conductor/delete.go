@@ -38,17 +38,21 @@ func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) (Res
 	}
 	ns := c.mc.NamespaceName(cl.ProjectID)
 	name := clusterObjectName(cl)
-	// Nothing may scale the cluster while Cluster API takes it apart.
-	if _, err := c.removeAutoscaler(ctx, ns, cl.UUID); err != nil {
-		return Done, err
-	}
-	asked := c.deletionAsked(cl.UUID)
-	deleted, err := c.mc.Delete(ctx, "Cluster", ns, name)
-	if err != nil {
-		return Done, err
-	}
-	if deleted && !asked {
-		c.event(ctx, cl.UUID, model.EventOperation, "", string(op.Type), "asked Cluster API to delete the cluster")
+	// Once Cluster API is taking the Cluster apart (Cluster API keeps it,
+	// being deleted, until its machines are gone), an attempt woken by a
+	// change only looks at what remains.
+	if !c.deletionAsked(cl.UUID) {
+		// Nothing may scale the cluster while Cluster API takes it apart.
+		if _, err := c.removeAutoscaler(ctx, ns, cl.UUID); err != nil {
+			return Done, err
+		}
+		deleted, err := c.mc.Delete(ctx, "Cluster", ns, name)
+		if err != nil {
+			return Done, err
+		}
+		if deleted {
+			c.event(ctx, cl.UUID, model.EventOperation, "", string(op.Type), "asked Cluster API to delete the cluster")
+		}
 	}
 	if holding, err := c.remaining(cl.UUID, "Cluster", "Machine"); err != nil || len(holding) > 0 {
 		return waitingFor(deleteRecheck, "Deleting: waiting for Cluster API to remove %s", describeHolding(holding)), err
