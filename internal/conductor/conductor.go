@@ -349,6 +349,9 @@ func (c *Conductor) run(ctx context.Context, op *model.Operation) (Result, error
 	c.mu.Lock()
 	delete(c.waiting, op.ClusterID)
 	c.mu.Unlock()
+	if coalescable(op) {
+		return c.reconcileChanges(ctx, op)
+	}
 	switch op.Type {
 	case model.OpClusterDelete:
 		return c.deleteCluster(ctx, op)
@@ -357,8 +360,6 @@ func (c *Conductor) run(ctx context.Context, op *model.Operation) (Result, error
 			return res, err
 		}
 		return c.removeNodeGroup(ctx, op)
-	case model.OpClusterUpdate, model.OpNodeGroupUpdate:
-		return c.reconcileChanges(ctx, op)
 	case model.OpClusterCreate, model.OpClusterResize, model.OpClusterUpgrade, model.OpNodeGroupCreate, model.OpCredentialRotate:
 		return c.reconcile(ctx, op)
 	}
