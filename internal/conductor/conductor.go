@@ -356,8 +356,12 @@ func (c *Conductor) run(ctx context.Context, op *model.Operation) (Result, error
 	case model.OpClusterDelete:
 		return c.deleteCluster(ctx, op)
 	case model.OpNodeGroupDelete:
-		if res, err := c.reconcile(ctx, op); err != nil || !res.IsDone() {
-			return res, err
+		// Once Cluster API is removing the group's machine deployment, an
+		// attempt woken by a change only looks at what remains.
+		if md, err := c.machineDeploymentOf(op.ClusterID, op.NodeGroupID); err != nil || md == nil || md.GetDeletionTimestamp() == nil {
+			if res, err := c.reconcile(ctx, op); err != nil || !res.IsDone() {
+				return res, err
+			}
 		}
 		return c.removeNodeGroup(ctx, op)
 	case model.OpClusterCreate, model.OpClusterResize, model.OpClusterUpgrade, model.OpNodeGroupCreate, model.OpCredentialRotate:
