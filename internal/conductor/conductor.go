@@ -397,12 +397,18 @@ func (c *Conductor) failCluster(ctx context.Context, op *model.Operation, msg st
 // of a cluster still in progress, so users waiting on it see what it waits
 // for; status from Cluster API replaces it as soon as there is any.
 func (c *Conductor) noteRetry(ctx context.Context, op *model.Operation, cause string) {
-	msg := fmt.Sprintf("Retrying (attempt %d failed): %s", op.Attempts, cause)
+	msg := retryReason(op, cause)
 	if st := c.Management(); st.Known && !st.Reachable {
 		// Why the attempt failed is already said, better.
 		msg = unreachableReason(st.Since, errors.New(st.Error))
 	}
 	c.showReason(ctx, op.ClusterID, msg)
+}
+
+// retryReason is the status_reason of a cluster whose operation retries a
+// failure.
+func retryReason(op *model.Operation, cause string) string {
+	return fmt.Sprintf("Retrying (attempt %d failed): %s", op.Attempts, cause)
 }
 
 // showReason writes what an operation of a cluster in progress waits for,

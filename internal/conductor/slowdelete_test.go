@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
@@ -23,12 +25,15 @@ import (
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
+	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
 	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
+
+var clusterObjectsGVR = schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
 
 // holdFinalizer stands in for what keeps a machine in the field: Cluster
 // API's own finalizer while Ironic cleans the host, which takes 10 to 60
@@ -361,4 +366,65 @@ func TestDeleteShowsTheTransientErrorItRetries(t *testing.T) {
 	if !seen["retry"] || !seen["waiting"] {
 		t.Errorf("status_reason showed the retried error: %v, what the cloud still deletes: %v", seen["retry"], seen["waiting"])
 	}
+}
+
+// flakyNova stands in for a cloud whose compute API stops answering: facts
+// are read while it answers and refused with Nova's 503 once down is set.
+type flakyNova struct {
+	NoCloud
+	down atomic.Bool
+}
+
+func (f *flakyNova) Facts(ctx context.Context, ct *model.ClusterTemplate, cl *model.Cluster, ngs []*model.NodeGroup) (*facts.Facts, error) {
+	if f.down.Load() {
+		return nil, fault.New(cloud.ErrUnavailable, "could not read flavor m1.large: Nova answered 503")
+	}
+	return f.NoCloud.Facts(ctx, ct, cl, ngs)
+}
+
+// TestChangeShowsTheTransientErrorItRetries: while a change of a built
+// cluster retries a failure, status_reason keeps showing the failure, even
+// as the status pass writes what Cluster API reports.
+func TestChangeShowsTheTransientErrorItRetries(t *testing.T) {
+	ctx := context.Background()
+	nova := &flakyNova{}
+	p := startPlane(t, 1, nova)
+	cl := p.create(t, "resized")
+	testenv.WaitFor(t, "create applied", time.Minute, func() (bool, string) {
+		n, err := p.st.PendingOperations(ctx, cl.UUID)
+		return err == nil && n == 0, "operations pending"
+	})
+	nova.down.Store(true)
+	got, _ := p.cluster(t, cl.UUID)
+	got.Status = model.UpdateInProgress
+	op := &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterUpdate, ClusterID: cl.UUID, ProjectID: "p",
+		Payload: &model.ClusterUpdatePayload{NodeCount: 2}}
+	if err := p.st.ApplyClusterChange(ctx, store.ClusterChange{Cluster: got, Operation: op}); err != nil {
+		t.Fatal(err)
+	}
+	p.c.Notify()
+	retrying := func() (bool, string) {
+		got, _ := p.cluster(t, cl.UUID)
+		reason := derefOr(got.StatusReason, "")
+		return strings.HasPrefix(reason, "Retrying (attempt ") && strings.HasSuffix(reason, " failed): read cloud facts: could not read flavor m1.large: Nova answered 503"), reason
+	}
+	testenv.WaitFor(t, "status_reason shows the retried failure", time.Minute, retrying)
+	// Cluster API reports something new: the status pass writes it, and
+	// the failure stays the reason.
+	patch := []byte(`{"spec":{"controlPlaneEndpoint":{"host":"10.9.8.7","port":6443}}}`)
+	if _, err := p.dc.Resource(clusterObjectsGVR).Namespace(p.namespace).Patch(ctx, clusterObjectName(cl), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, "the status pass saw the change", time.Minute, func() (bool, string) {
+		got, _ := p.cluster(t, cl.UUID)
+		return derefOr(got.APIAddress, "") == "https://10.9.8.7:6443", derefOr(got.APIAddress, "")
+	})
+	if ok, reason := retrying(); !ok {
+		t.Errorf("the status pass replaced the retried failure with %q", reason)
+	}
+	nova.down.Store(false)
+	testenv.WaitFor(t, "the change applied once Nova answers", time.Minute, func() (bool, string) {
+		n, err := p.st.PendingOperations(ctx, cl.UUID)
+		return err == nil && n == 0, "operations pending"
+	})
 }

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,17 +14,17 @@ import (
 // for something outside Magnetite (Cluster API removing machines, the
 // cloud deleting load balancers) rather than because it failed: the
 // attempt is not counted, so waiting never lengthens the backoff of a
-// later failure, and the last error is left as it was. Any worker, of any
-// replica, may claim it once it is due.
+// later failure, and no error is recorded: what it waits for is not one.
+// Any worker, of any replica, may claim it once it is due.
 func (s *DB) RequeueOperation(ctx context.Context, op *model.Operation, at time.Time) error {
 	t := now()
 	res, err := s.db.ExecContext(ctx, `UPDATE operations SET state = 'pending', lease_owner = NULL, lease_expires = NULL,
-		next_attempt_at = ?, attempts = attempts - 1, updated_at = ? WHERE `+held,
+		next_attempt_at = ?, attempts = attempts - 1, last_error = NULL, updated_at = ? WHERE `+held,
 		formatTime(at), formatTime(t), op.ID, op.LeaseOwner, op.Attempts)
 	if err := leaseResult(res, err, op); err != nil {
 		return err
 	}
-	op.State, op.LeaseOwner, op.LeaseExpires, op.NextAttemptAt, op.UpdatedAt = model.OpPending, "", nil, &at, t
+	op.State, op.LeaseOwner, op.LeaseExpires, op.NextAttemptAt, op.LastError, op.UpdatedAt = model.OpPending, "", nil, &at, "", t
 	op.Attempts--
 	return nil
 }
@@ -57,4 +59,19 @@ func (s *DB) AbsorbOperations(ctx context.Context, ids []int64) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// RetryingOperation returns the cluster's operation that failed and waits
+// for its next attempt, if the oldest unfinished operation of the cluster
+// is one (nil otherwise): its last error is what holds the cluster up.
+func (s *DB) RetryingOperation(ctx context.Context, clusterUUID string) (*model.Operation, error) {
+	op, err := scanOperation(s.db.QueryRowContext(ctx, "SELECT "+operationCols+` FROM operations
+		WHERE cluster_id = ? AND state IN ('pending', 'running') ORDER BY id LIMIT 1`, clusterUUID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil || op.State != model.OpPending || op.LastError == "" {
+		return nil, err
+	}
+	return op, nil
 }
