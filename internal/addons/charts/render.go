@@ -43,7 +43,7 @@ func (s *Source) Render(ctx context.Context, rel addons.Release) ([]string, erro
 		}
 		out, err := renderChart(ctx, ch, rel)
 		if err != nil {
-			return nil, fmt.Errorf("%w %s for %s: %w", ErrRender, c, rel.Addon, err)
+			return nil, fault.Wrap(ErrRender, err, "%s for %s: %v", c, rel.Addon, err)
 		}
 		docs = append(docs, out...)
 	}
