@@ -3,7 +3,6 @@ package conductor
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -12,12 +11,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"k8s.io/client-go/rest"
+
 	"github.com/magnetite-io/magnetite/internal/cloud"
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
-	"k8s.io/client-go/rest"
 )
 
 // quietConductor is a conductor on st whose management cluster does not
@@ -227,7 +228,7 @@ func TestServerGroupsAreRecordedOnTheirNodeGroups(t *testing.T) {
 	if !errors.Is(err, errPermanent) || !strings.Contains(err.Error(), "[auth] strategy = keystone") {
 		t.Errorf("without a cloud: %v", err)
 	}
-	_, err = quietConductor(t, st, &novaGroups{err: fmt.Errorf("%w: policy soft-anti-affinity needs microversion 2.15", cloud.ErrInvalid)}).ensureServerGroups(ctx, sc, groups)
+	_, err = quietConductor(t, st, &novaGroups{err: fault.New(cloud.ErrInvalid, "policy soft-anti-affinity needs microversion 2.15")}).ensureServerGroups(ctx, sc, groups)
 	if !errors.Is(err, errPermanent) || !strings.Contains(err.Error(), "2.15") {
 		t.Errorf("a refusal of the cloud: %v, want permanent", err)
 	}

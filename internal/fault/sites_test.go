@@ -19,7 +19,7 @@ var errorSiteRules = []struct {
 	// A sentinel wrapped into the message puts the layer's prefix in
 	// front of what the user reads; fault.New keeps the sentinel for
 	// errors.Is and the text apart.
-	{regexp.MustCompile(`fmt\.Errorf\("%w[: ]`), false, `raise the sentinel with fault.New(kind, "text") (fault.Wrap when there is a cause)`},
+	{regexp.MustCompile(`fmt\.Errorf\("%w[: ]`), true, `raise the sentinel with fault.New(kind, "text") (fault.Wrap when there is a cause)`},
 	// Internal classes never reach a status_reason or an assertion on one.
 	{regexp.MustCompile(`"(permanent|transient)` + `: `), true, "status_reason shows the cause, never the failure's class"},
 }
