@@ -49,14 +49,14 @@ func TestErrorTableAnswersEveryLayersErrors(t *testing.T) {
 		{"cloud invalid", fault.New(cloud.ErrInvalid, "Unable to find keypair %s.", "k1"), 400, "Unable to find keypair k1."},
 		{"cloud unavailable", fault.New(cloud.ErrUnavailable, "could not list images: glance answered 500"), 503, "could not list images: glance answered 500"},
 		// Bare-metal errors as the backends raise them today.
-		{"capacity short", fmt.Errorf("%w: flavor bm.large needs 3 hosts, 1 free", capacity.ErrInsufficient), 409, "flavor bm.large needs 3 hosts, 1 free"},
-		{"capacity unbuildable", fmt.Errorf("%w: flavor bm.large has no resource class", capacity.ErrUnbuildable), 400, "The cluster cannot be built as asked: flavor bm.large has no resource class."},
+		{"capacity short", fault.New(capacity.ErrInsufficient, "flavor bm.large needs 3 hosts, 1 free"), 409, "flavor bm.large needs 3 hosts, 1 free"},
+		{"capacity unbuildable", fault.New(capacity.ErrUnbuildable, "flavor bm.large has no resource class"), 400, "The cluster cannot be built as asked: flavor bm.large has no resource class."},
 		{"capacity replan", capacity.ErrReplan, 503, "Other requests kept changing the bare-metal hosts being claimed; try again."},
-		{"host not found", fmt.Errorf("%w: %q", baremetal.ErrHostNotFound, "h1"), 404, `"h1"`},
-		{"host invalid", fmt.Errorf("%w: automated_cleaning_mode %q must be metadata or disabled", baremetal.ErrInvalidHost, "x"), 400, `automated_cleaning_mode "x" must be metadata or disabled`},
+		{"host not found", fault.New(baremetal.ErrHostNotFound, "%q", "h1"), 404, `"h1"`},
+		{"host invalid", fault.New(baremetal.ErrInvalidHost, "automated_cleaning_mode %q must be metadata or disabled", "x"), 400, `automated_cleaning_mode "x" must be metadata or disabled`},
 		{"bmc address", &bmc.AddressError{Address: "ipmi://", Reason: "no host"}, 400, `BMC address "ipmi://": no host`},
-		{"host conflict", fmt.Errorf("%w: host h1 is detached; attach it first", baremetal.ErrConflict), 409, "host h1 is detached; attach it first"},
-		{"backend unavailable", fmt.Errorf("%w: Ironic answered 503", baremetal.ErrUnavailable), 503, "Ironic answered 503"},
+		{"host conflict", fault.New(baremetal.ErrConflict, "host h1 is detached; attach it first"), 409, "host h1 is detached; attach it first"},
+		{"backend unavailable", fault.New(baremetal.ErrUnavailable, "Ironic answered 503"), 503, "Ironic answered 503"},
 		// A handler's context does not change the answer.
 		{"wrapped", fmt.Errorf("update cluster c1: %w", fault.New(store.ErrNotFound, "Cluster c1 could not be found.")), 404, "Cluster c1 could not be found."},
 		// An *apiError is its own answer.

@@ -15,6 +15,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
@@ -196,7 +197,7 @@ func (s *Server) enrollHost(w http.ResponseWriter, r *http.Request) error {
 	// Everything, the BMC address first, is checked before the backend is
 	// called; the backend fills its own default resource class.
 	if _, err := baremetal.ValidateSpec(&spec, ""); err != nil {
-		return badRequest("%s", baremetal.Message(err))
+		return badRequest("%s", fault.Reason(err))
 	}
 	return s.runHostAction(w, r, spec.Name, baremetal.Action{Kind: baremetal.ActEnroll, Enroll: &spec}, http.StatusCreated)
 }
@@ -265,7 +266,7 @@ func (s *Server) hostAction(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		if err := baremetal.ValidateCleaningMode(req.AutomatedCleaningMode); err != nil {
-			return badRequest("%s", baremetal.Message(err))
+			return badRequest("%s", fault.Reason(err))
 		}
 		a.Kind, a.CleaningMode = baremetal.ActCleaningMode, req.AutomatedCleaningMode
 	default:

@@ -12,6 +12,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/cloud"
 	"github.com/magnetite-io/magnetite/internal/facts"
+	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
 // cloudAnswers stands in for cloud.Resources: it records what the API asks
@@ -30,11 +31,11 @@ func (c *cloudAnswers) Check(_ context.Context, _ string, refs cloud.Refs) (clou
 	defer c.mu.Unlock()
 	c.asked = append(c.asked, refs)
 	if c.down {
-		return cloud.Found{}, fmt.Errorf("%w: could not list flavors: Nova answered 500", cloud.ErrUnavailable)
+		return cloud.Found{}, fault.New(cloud.ErrUnavailable, "could not list flavors: Nova answered 500")
 	}
 	for _, ref := range append([]string{refs.Image, refs.ExternalNetwork, refs.FixedNetwork, refs.FixedSubnet, refs.Keypair}, refs.Flavors...) {
 		if c.missing[ref] {
-			return cloud.Found{}, fmt.Errorf("%w: Unable to find %s.", cloud.ErrInvalid, ref)
+			return cloud.Found{}, fault.New(cloud.ErrInvalid, "Unable to find %s.", ref)
 		}
 	}
 	found := cloud.Found{OSDistro: c.distro[refs.Image]}

@@ -3,10 +3,8 @@ package baremetal
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 
-	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
+	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
 // Host actions are carried out by the conductor, not the API: the API checks
@@ -91,7 +89,7 @@ func (a Action) Do(ctx context.Context, b Backend, ident string) (ActionResult, 
 	switch a.Kind {
 	case ActEnroll:
 		if a.Enroll == nil {
-			return ActionResult{}, fmt.Errorf("%w: the enroll operation has no host spec", ErrInvalidHost)
+			return ActionResult{}, fault.New(ErrInvalidHost, "the enroll operation has no host spec")
 		}
 		h, err = b.Enroll(ctx, *a.Enroll)
 	case ActPower:
@@ -113,7 +111,7 @@ func (a Action) Do(ctx context.Context, b Backend, ident string) (ActionResult, 
 			return ActionResult{Deleted: true}, nil
 		}
 	default:
-		return ActionResult{}, fmt.Errorf("%w: unknown host action %q", ErrInvalidHost, a.Kind)
+		return ActionResult{}, fault.New(ErrInvalidHost, "unknown host action %q", a.Kind)
 	}
 	if err != nil {
 		return ActionResult{}, err
@@ -121,19 +119,10 @@ func (a Action) Do(ctx context.Context, b Backend, ident string) (ActionResult, 
 	return ActionResult{Host: h}, nil
 }
 
-// Transient reports whether a failed action may succeed if tried again
-// later, as Metal3's baremetal-operator tells them apart: the backend did
-// not answer, the host was locked by other work, or the call timed out.
-// Everything else (invalid request, conflicting state, unknown host) is
-// permanent and ends the operation with the backend's message.
-func Transient(err error) bool {
-	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrLocked) ||
-		errors.Is(err, context.DeadlineExceeded)
-}
-
-// Failure is the result of a permanent failure, with the backend's message
-// without the sentinel's prefix.
-func Failure(err error) ActionResult {
+// Failure is the result of a permanent failure: its kind, and reason, the
+// error as the user reads it (the conductor's classifier says it without
+// any layer's prefix).
+func Failure(err error, reason string) ActionResult {
 	kind := ErrorKindOther
 	switch {
 	case errors.Is(err, ErrHostNotFound):
@@ -143,16 +132,5 @@ func Failure(err error) ActionResult {
 	case errors.Is(err, ErrConflict):
 		kind = ErrorKindConflict
 	}
-	return ActionResult{ErrorKind: kind, Error: Message(err)}
-}
-
-// Message is an error's text without the backend sentinels' prefixes.
-func Message(err error) string {
-	msg := err.Error()
-	for _, s := range []error{ErrHostNotFound, ErrInvalidHost, ErrConflict, ErrUnavailable, ErrLocked, bmc.ErrInvalidAddress} {
-		if rest, ok := strings.CutPrefix(msg, s.Error()+": "); ok {
-			return rest
-		}
-	}
-	return msg
+	return ActionResult{ErrorKind: kind, Error: reason}
 }

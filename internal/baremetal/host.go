@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -281,7 +282,7 @@ var (
 // accepts.
 func ValidateSpec(spec *HostSpec, defaultResourceClass string) (*bmc.Address, error) {
 	invalid := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidHost, fmt.Sprintf(format, args...))
+		return fault.New(ErrInvalidHost, format, args...)
 	}
 	if !hostName.MatchString(spec.Name) {
 		return nil, invalid("name %q must be 1 to 63 letters, digits, '.', '_', '~' or '-', starting and ending with a letter or digit", spec.Name)
@@ -362,7 +363,7 @@ func oneOf(field, v string, allowed ...string) error {
 		return nil
 	}
 	last := len(allowed) - 1
-	return fmt.Errorf("%w: %s %q must be %s or %s", ErrInvalidHost, field, v, strings.Join(allowed[:last], ", "), allowed[last])
+	return fault.New(ErrInvalidHost, "%s %q must be %s or %s", field, v, strings.Join(allowed[:last], ", "), allowed[last])
 }
 
 func validateLabels(labels map[string]string) error {

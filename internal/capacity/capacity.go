@@ -12,6 +12,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/facts"
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/labels"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
@@ -171,7 +172,7 @@ func (cc *Check) Plan(ctx context.Context, req Request, building func(context.Co
 	}
 	now, err := building(ctx)
 	if err != nil {
-		return cc.cannotCheck(fmt.Errorf("%w: the node groups being built could not be read: %v", baremetal.ErrUnavailable, err))
+		return cc.cannotCheck(fault.New(baremetal.ErrUnavailable, "the node groups being built could not be read: %v", err))
 	}
 	p := &Plan{mode: cc.Mode, demands: demands, kinds: map[string]string{}}
 	for _, b := range now {
@@ -235,7 +236,7 @@ func (p *Plan) Verify(building []Building) (string, error) {
 	if p.mode == CheckWarn {
 		return msg, nil
 	}
-	return "", fmt.Errorf("%w: %s", ErrInsufficient, msg)
+	return "", fault.New(ErrInsufficient, "%s", msg)
 }
 
 // cannotCheck is the plan of a request whose capacity could not be read:
@@ -245,8 +246,7 @@ func (cc *Check) cannotCheck(err error) (*Plan, error) {
 	if cc.Mode == CheckWarn {
 		return &Plan{mode: cc.Mode, warning: "The bare-metal capacity could not be checked: " + msg}, nil
 	}
-	return nil, fmt.Errorf("%w: the bare-metal capacity could not be checked: %s; set [baremetal] capacity_check = warn to accept such requests unchecked",
-		baremetal.ErrUnavailable, msg)
+	return nil, fault.New(baremetal.ErrUnavailable, "the bare-metal capacity could not be checked: %s; set [baremetal] capacity_check = warn to accept such requests unchecked", msg)
 }
 
 // flavorMemo remembers the flavors one check read.
@@ -277,7 +277,7 @@ func (cc *Check) demands(ctx context.Context, req Request, flavors flavorMemo) (
 			return nil, err
 		}
 		if len(problems) > 0 {
-			return nil, fmt.Errorf("%w: %s", ErrUnbuildable, strings.Join(problems, "; "))
+			return nil, fault.New(ErrUnbuildable, "%s", strings.Join(problems, "; "))
 		}
 		if d == nil {
 			continue
@@ -353,7 +353,7 @@ func (cc *Check) count(ctx context.Context, d *demand) (baremetal.Capacity, erro
 	}
 	sc, ok := cc.Hosts.(baremetal.SelectorCapacity)
 	if !ok {
-		return baremetal.Capacity{}, fmt.Errorf("%w: the %s backend does not know Metal3 hosts; set [baremetal] backend = metal3", baremetal.ErrUnavailable, cc.Hosts.Name())
+		return baremetal.Capacity{}, fault.New(baremetal.ErrUnavailable, "the %s backend does not know Metal3 hosts; set [baremetal] backend = metal3", cc.Hosts.Name())
 	}
 	return sc.CapacityMatching(ctx, d.project, d.selector)
 }

@@ -3,7 +3,6 @@ package capacity
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/cloud"
 	"github.com/magnetite-io/magnetite/internal/facts"
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/flavor"
 )
 
@@ -33,11 +33,11 @@ func (n *NovaFlavors) client(ctx context.Context, token string) (*gophercloud.Se
 	ep := n.Endpoint
 	if ep == "" {
 		if n.Catalog == nil {
-			return nil, fmt.Errorf("%w: no Nova endpoint: set [baremetal] compute_endpoint or use Keystone authentication", baremetal.ErrUnavailable)
+			return nil, fault.New(baremetal.ErrUnavailable, "no Nova endpoint: set [baremetal] compute_endpoint or use Keystone authentication")
 		}
 		var err error
 		if ep, err = n.Catalog.Endpoint(ctx, "compute", "public"); err != nil {
-			return nil, fmt.Errorf("%w: %v", baremetal.ErrUnavailable, err)
+			return nil, fault.New(baremetal.ErrUnavailable, "%v", err)
 		}
 	}
 	return &gophercloud.ServiceClient{ProviderClient: cloud.ProviderClient(token, n.Timeout), Endpoint: strings.TrimRight(ep, "/") + "/", Type: "compute"}, nil
@@ -52,7 +52,7 @@ func (n *NovaFlavors) Flavor(ctx context.Context, token, ref string) (facts.Flav
 	}
 	f, err := flavor.Find(ctx, sc, ref)
 	if errors.Is(err, flavor.ErrNotFound) {
-		return facts.Flavor{}, fmt.Errorf("%w: %s", ErrFlavorNotFound, ref)
+		return facts.Flavor{}, fault.New(ErrFlavorNotFound, "%s", ref)
 	}
 	if err != nil {
 		return facts.Flavor{}, novaError(err, "read flavor "+ref)
@@ -63,7 +63,7 @@ func (n *NovaFlavors) Flavor(ctx context.Context, token, ref string) (facts.Flav
 func novaError(err error, doing string) error {
 	var code gophercloud.ErrUnexpectedResponseCode
 	if errors.As(err, &code) {
-		return fmt.Errorf("%w: could not %s: Nova answered %d", baremetal.ErrUnavailable, doing, code.Actual)
+		return fault.New(baremetal.ErrUnavailable, "could not %s: Nova answered %d", doing, code.Actual)
 	}
-	return fmt.Errorf("%w: could not %s: %v", baremetal.ErrUnavailable, doing, err)
+	return fault.New(baremetal.ErrUnavailable, "could not %s: %v", doing, err)
 }

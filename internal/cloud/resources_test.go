@@ -12,6 +12,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/auth"
 	"github.com/magnetite-io/magnetite/internal/cloud"
+	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
 // catalog lists endpoints by service type, as Keystone's catalog does.
@@ -21,7 +22,7 @@ func (c catalog) Endpoint(_ context.Context, serviceType, _ string) (string, err
 	if ep, ok := c[serviceType]; ok {
 		return ep, nil
 	}
-	return "", fmt.Errorf("%w: no public endpoint of type %s", auth.ErrNoEndpoint, serviceType)
+	return "", fault.New(auth.ErrNoEndpoint, "no public endpoint of type %s", serviceType)
 }
 
 const token = "caller-token"

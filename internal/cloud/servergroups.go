@@ -2,7 +2,6 @@ package cloud
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -74,8 +73,7 @@ func ensureServerGroup(ctx context.Context, sc *gophercloud.ServiceClient, same 
 	slices.SortFunc(same, func(a, b servergroups.ServerGroup) int { return strings.Compare(a.ID, b.ID) })
 	keep := same[0]
 	if p := policyOf(keep); p != g.Policy {
-		return "", fmt.Errorf("%w: server group %s (%s) has policy %s, but the node group asks for %s; Nova cannot change a group's policy: delete the group or set server_group_policies back to %s",
-			ErrInvalid, keep.Name, keep.ID, p, g.Policy, p)
+		return "", fault.New(ErrInvalid, "server group %s (%s) has policy %s, but the node group asks for %s; Nova cannot change a group's policy: delete the group or set server_group_policies back to %s", keep.Name, keep.ID, p, g.Policy, p)
 	}
 	for _, dup := range same[1:] {
 		if len(dup.Members) > 0 {

@@ -70,31 +70,6 @@ func (c *Conductor) operatorAddon(ctx context.Context, namespace string, rel add
 	return cm.GetName(), nil
 }
 
-// pruneAddonConfigMaps deletes the cluster's addon ConfigMaps that the
-// latest render no longer has (an addon dropped, or split into fewer
-// parts after an upgrade).
-func (c *Conductor) pruneAddonConfigMaps(ctx context.Context, sc *scope, res *driver.Result) error {
-	keep := map[string]bool{}
-	for _, o := range res.Objects {
-		if o.GetKind() == "ConfigMap" {
-			keep[o.GetName()] = true
-		}
-	}
-	cms, err := c.mc.List(ctx, "ConfigMap", sc.namespace, mgmt.ClusterSelector(sc.cluster.UUID)+","+driver.LabelAddon)
-	if err != nil {
-		return err
-	}
-	for _, cm := range cms {
-		if keep[cm.GetName()] {
-			continue
-		}
-		if _, err := c.mc.Delete(ctx, "ConfigMap", sc.namespace, cm.GetName()); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // conditionResourcesApplied is the ClusterResourceSet's condition.
 const conditionResourcesApplied = "ResourcesApplied"
 

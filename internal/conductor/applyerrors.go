@@ -1,11 +1,10 @@
 package conductor
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 )
 
@@ -31,7 +30,7 @@ func classifyApplyError(err error) error {
 	case err == nil:
 		return nil
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		return fmt.Errorf("%w: %w", mgmt.ErrNamespaceTerminating, err)
+		return fault.Wrap(mgmt.ErrNamespaceTerminating, err, "%v", err)
 	case applyRefused(err):
 		return permanentf("the management cluster refused the cluster's objects: %v", err)
 	}

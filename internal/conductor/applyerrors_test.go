@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
@@ -68,7 +69,7 @@ func TestApplyErrorsArePermanentOnlyWhenResendingCannotPass(t *testing.T) {
 		{"service unavailable", apierrors.NewServiceUnavailable("the server is shutting down"), false},
 		{"connection refused", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}, false},
 		{"deadline", context.DeadlineExceeded, false},
-		{"kind not served", fmt.Errorf("%w: OpenStackCluster", mgmt.ErrKindNotServed), false},
+		{"kind not served", fault.New(mgmt.ErrKindNotServed, "OpenStackCluster"), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := classifyApplyError(applyFailure(tc.err))

@@ -3,6 +3,7 @@ package conductor
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,27 +21,18 @@ const (
 	annotationAutoscalerMax = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
 )
 
-// reconcileAutoscaler runs after a cluster's objects were applied: the
-// autoscaler's objects were among them when autoscaling is on; otherwise
-// whatever an earlier apply left of them is removed. A resize of an
-// autoscaled node group then sets its size once, as the autoscaler would,
-// and a create starts its autoscaled node groups at their node counts.
-func (c *Conductor) reconcileAutoscaler(ctx context.Context, sc *scope, res *driver.Result, op *model.Operation) error {
+// reconcileAutoscaler runs after a cluster's desired state was applied:
+// the autoscaler's objects were among them when autoscaling is on (and
+// pruned with everything else the desired state no longer has when it is
+// off). A resize of an autoscaled node group then sets its size once, as
+// the autoscaler would, and a create starts its autoscaled node groups at
+// their node counts.
+func (c *Conductor) reconcileAutoscaler(ctx context.Context, sc *scope, res *driver.Result, op *model.Operation) (Result, error) {
 	rendered := false
 	for _, o := range res.Objects {
 		if o.GetLabels()[driver.LabelComponent] == driver.ComponentAutoscaler {
 			rendered = true
 			break
-		}
-	}
-	if !rendered {
-		removed, err := c.removeAutoscaler(ctx, sc.namespace, sc.cluster.UUID)
-		if err != nil {
-			return err
-		}
-		if removed > 0 {
-			c.event(ctx, sc.cluster.UUID, model.EventOperation, "", string(op.Type),
-				"autoscaling is off: removed the cluster autoscaler; node groups keep their current sizes")
 		}
 	}
 	switch op.Type {
@@ -52,7 +44,7 @@ func (c *Conductor) reconcileAutoscaler(ctx context.Context, sc *scope, res *dri
 		case *model.ClusterUpdatePayload:
 			n = p.NodeCount
 		default:
-			return nil
+			return Done, nil
 		}
 		target := op.NodeGroupID
 		if target == "" {
@@ -63,47 +55,59 @@ func (c *Conductor) reconcileAutoscaler(ctx context.Context, sc *scope, res *dri
 				}
 			}
 		}
-		return c.scaleAutoscaled(ctx, sc, op, target, n)
+		return Done, c.scaleAutoscaled(ctx, sc, op, target, n)
 	case model.OpClusterCreate, model.OpNodeGroupCreate:
 		if rendered {
-			c.startAutoscaledGroups(ctx, sc, op)
+			return c.startAutoscaledGroups(ctx, sc, op), nil
 		}
 	}
-	return nil
+	return Done, nil
 }
 
 // createdGroupWait bounds how long a create waits for Cluster API to make
-// the machine deployments of its autoscaled node groups.
-const createdGroupWait = 2 * time.Minute
+// the machine deployments of its autoscaled node groups, and
+// createdGroupRecheck how long it waits before it looks again without
+// having seen a change.
+const (
+	createdGroupWait    = 2 * time.Minute
+	createdGroupRecheck = 10 * time.Second
+)
 
 // startAutoscaledGroups gives the new autoscaled node groups of a create
 // the node_count asked for: Cluster API starts a new autoscaled machine
-// deployment at its minimum size. It waits (a little) for the machine
-// deployments to exist; one that does not appear in time starts at its
-// minimum, which node_count then reports.
-func (c *Conductor) startAutoscaledGroups(ctx context.Context, sc *scope, op *model.Operation) {
+// deployment at its minimum size. Until the machine deployments exist the
+// create waits (requeued, never holding a worker), for at most
+// createdGroupWait from when it was queued; one that does not appear in
+// time starts at its minimum, which node_count then reports.
+func (c *Conductor) startAutoscaledGroups(ctx context.Context, sc *scope, op *model.Operation) Result {
+	var missing []string
 	for _, ng := range sc.nodeGroups {
 		if ng.Role == model.RoleMaster || ng.NodeCount <= ng.MinNodeCount ||
 			(op.Type == model.OpNodeGroupCreate && ng.UUID != op.NodeGroupID) {
 			continue
 		}
-		wctx, cancel := context.WithTimeout(ctx, createdGroupWait)
-		err := c.waitUntil(wctx, sc.cluster.UUID, func() (bool, error) {
-			md, err := c.machineDeploymentOf(sc.cluster.UUID, ng.UUID)
-			return md != nil, err
-		})
-		cancel()
-		if err != nil {
-			if ctx.Err() == nil {
-				c.log.Info("autoscaled node group starts at its minimum size: its machine deployment did not appear in time",
-					"cluster", sc.cluster.UUID, "nodegroup", ng.Name, "error", err)
+		md, err := c.machineDeploymentOf(sc.cluster.UUID, ng.UUID)
+		if err == nil && md == nil {
+			if c.now().Sub(op.CreatedAt) < createdGroupWait {
+				missing = append(missing, ng.Name)
+				continue
 			}
+			err = fmt.Errorf("no machine deployment %s after it was asked for", createdGroupWait)
+		}
+		if err != nil {
+			c.log.Info("autoscaled node group starts at its minimum size: its machine deployment did not appear in time",
+				"cluster", sc.cluster.UUID, "nodegroup", ng.Name, "error", err)
 			continue
 		}
 		if err := c.scaleAutoscaled(ctx, sc, op, ng.UUID, ng.NodeCount); err != nil {
 			c.log.Warn("start autoscaled node group at its node count", "cluster", sc.cluster.UUID, "nodegroup", ng.Name, "error", err)
 		}
 	}
+	if len(missing) > 0 {
+		return waitingFor(createdGroupRecheck, "Waiting for Cluster API to make the machine deployments of the autoscaled node groups %s, to start them at their node counts",
+			strings.Join(missing, ", "))
+	}
+	return Done
 }
 
 // machineDeploymentOf returns the machine deployment of a node group from

@@ -66,8 +66,11 @@ type Conductor struct {
 
 	mu    sync.Mutex
 	watch *mgmt.Watch
-	// waiters are operations waiting for a cluster's objects to change.
-	waiters map[string][]chan struct{}
+	// waiting maps a cluster to the operation of it this conductor
+	// requeued to wait on its objects; wakeQueue carries the operations
+	// its changes make due.
+	waiting   map[string]string
+	wakeQueue workqueue.TypedInterface[string]
 	// lastTransition is the newest condition transition seen per object
 	// and unsynced the changes a cluster's next status write answers, for
 	// the watch-lag metric.
@@ -118,7 +121,8 @@ func New(opts Options) *Conductor {
 	return &Conductor{
 		opts: opts, st: opts.Store, mc: opts.Mgmt, log: opts.Log, now: time.Now,
 		wake:           make(chan struct{}, 1),
-		waiters:        map[string][]chan struct{}{},
+		waiting:        map[string]string{},
+		wakeQueue:      workqueue.NewTyped[string](),
 		lastTransition: map[string]time.Time{},
 		unsynced:       map[string][]objectChange{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
@@ -173,15 +177,22 @@ func (c *Conductor) Run(ctx context.Context) error {
 			c.runWorker(ctx)
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c.wakeWaiting(ctx)
+	}()
 	c.log.Info("conductor running", "owner", c.opts.Owner, "workers", c.opts.Workers)
 	<-ctx.Done()
 	c.queue.ShutDown()
+	c.wakeQueue.ShutDown()
 	wg.Wait()
 	return nil
 }
 
 // onEvent turns a management-cluster change into a status recomputation of
-// the cluster it belongs to, and wakes operations waiting on that cluster.
+// the cluster it belongs to, and makes due an operation waiting on that
+// cluster.
 func (c *Conductor) onEvent(ev mgmt.Event) {
 	id := ev.ClusterUUID()
 	if id == "" {
@@ -190,22 +201,12 @@ func (c *Conductor) onEvent(ev mgmt.Event) {
 	c.noteChange(ev, id)
 	c.queue.Add(id)
 	c.mu.Lock()
-	ws := c.waiters[id]
-	delete(c.waiters, id)
+	opUUID, ok := c.waiting[id]
+	delete(c.waiting, id)
 	c.mu.Unlock()
-	for _, ch := range ws {
-		close(ch)
+	if ok {
+		c.wakeQueue.Add(opUUID)
 	}
-}
-
-// changed returns a channel closed at the next change of a cluster's
-// objects.
-func (c *Conductor) changed(clusterUUID string) <-chan struct{} {
-	ch := make(chan struct{})
-	c.mu.Lock()
-	c.waiters[clusterUUID] = append(c.waiters[clusterUUID], ch)
-	c.mu.Unlock()
-	return ch
 }
 
 func (c *Conductor) runWorker(ctx context.Context) {
@@ -262,27 +263,32 @@ func idleUntil(ctx context.Context, wake <-chan struct{}, wait time.Duration, no
 }
 
 // execute runs one claimed operation with a heartbeat, and records how it
-// ended.
+// ended: done, waiting (requeued without counting as an attempt, the
+// worker freed at once), or failed (Classify: retried with backoff, or
+// ended for good).
 func (c *Conductor) execute(ctx context.Context, op *model.Operation) {
 	log := operationLog(c.log, op, "cluster", op.ClusterID)
 	opCtx, cancel := withLease(ctx, c.st, op, c.opts.Lease, log)
 	defer cancel()
 	log.Info("operation started")
-	err := c.run(opCtx, op)
+	res, err := c.run(opCtx, op)
 	if ctx.Err() != nil {
 		// Shutting down: the lease expires and another worker resumes.
 		return
 	}
 	switch {
-	case err == nil:
+	case err == nil && res.IsDone():
 		if cerr := c.st.CompleteOperation(ctx, op); cerr != nil {
 			log.Error("record operation completion", "error", cerr)
 		}
 		c.operationEnded(op, metrics.Succeeded)
 		log.Info("operation finished")
+	case err == nil:
+		c.requeue(ctx, op, res, log)
 	default:
-		permanent := errors.Is(err, errPermanent) || errors.Is(err, driver.ErrInvalid)
-		if ferr := c.st.FailOperation(ctx, op, err, permanent); ferr != nil {
+		class, reason := Classify(err)
+		permanent := class == Permanent
+		if ferr := c.st.FailOperation(ctx, op, errors.New(reason), permanent); ferr != nil {
 			log.Error("record operation failure", "error", ferr)
 		}
 		if permanent {
@@ -292,41 +298,80 @@ func (c *Conductor) execute(ctx context.Context, op *model.Operation) {
 		}
 		log.Warn("operation failed", "error", err, "permanent", permanent)
 		if permanent {
-			c.failCluster(ctx, op, err)
+			c.failCluster(ctx, op, reason)
 		} else {
-			c.noteRetry(ctx, op, err)
+			c.noteRetry(ctx, op, reason)
 		}
 	}
 	c.queue.Add(op.ClusterID)
 }
 
-// errPermanent marks failures retrying cannot fix.
-var errPermanent = errors.New("permanent")
+// requeue puts an operation that waits back in the queue. One that waits
+// on something (Waiting says what, and status_reason shows it) is made due
+// at once by the next change of the cluster's objects (wakeWaiting), with
+// RequeueAfter as the safety net for a missed event and for waits on the
+// cloud, which sends none; one that only waits for time to pass (changes
+// being coalesced) runs after RequeueAfter.
+func (c *Conductor) requeue(ctx context.Context, op *model.Operation, res Result, log *slog.Logger) {
+	if err := c.st.RequeueOperation(ctx, op, c.now().Add(res.RequeueAfter)); err != nil {
+		log.Error("requeue waiting operation", "error", err)
+		return
+	}
+	if res.Waiting == "" {
+		return
+	}
+	c.mu.Lock()
+	c.waiting[op.ClusterID] = op.UUID
+	c.mu.Unlock()
+	c.showReason(ctx, op.ClusterID, res.Waiting)
+	log.Info("operation waiting", "for", res.Waiting, "requeue_after", res.RequeueAfter)
+}
 
-func permanentf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errPermanent, fmt.Sprintf(format, args...))
+// wakeWaiting makes due, in the store, the operations that wait on the
+// clusters whose objects changed, and wakes a worker to claim them; it
+// runs until ctx ends.
+func (c *Conductor) wakeWaiting(ctx context.Context) {
+	for {
+		opUUID, shutdown := c.wakeQueue.Get()
+		if shutdown {
+			return
+		}
+		if err := c.st.WakeOperation(ctx, opUUID); err != nil && ctx.Err() == nil {
+			c.log.Warn("wake waiting operation", "operation", opUUID, "error", err)
+		}
+		c.wakeQueue.Done(opUUID)
+		c.Notify()
+	}
 }
 
 // run dispatches an operation to its handler.
-func (c *Conductor) run(ctx context.Context, op *model.Operation) error {
+func (c *Conductor) run(ctx context.Context, op *model.Operation) (Result, error) {
+	c.mu.Lock()
+	delete(c.waiting, op.ClusterID)
+	c.mu.Unlock()
+	if coalescable(op) {
+		return c.reconcileChanges(ctx, op)
+	}
 	switch op.Type {
 	case model.OpClusterDelete:
 		return c.deleteCluster(ctx, op)
 	case model.OpNodeGroupDelete:
-		if err := c.reconcile(ctx, op); err != nil {
-			return err
+		// Once Cluster API is removing the group's machine deployment, an
+		// attempt woken by a change only looks at what remains.
+		if md, err := c.machineDeploymentOf(op.ClusterID, op.NodeGroupID); err != nil || md == nil || md.GetDeletionTimestamp() == nil {
+			if res, err := c.reconcile(ctx, op); err != nil || !res.IsDone() {
+				return res, err
+			}
 		}
 		return c.removeNodeGroup(ctx, op)
-	case model.OpClusterCreate, model.OpClusterUpdate, model.OpClusterResize, model.OpClusterUpgrade,
-		model.OpNodeGroupCreate, model.OpNodeGroupUpdate, model.OpCredentialRotate:
+	case model.OpClusterCreate, model.OpClusterResize, model.OpClusterUpgrade, model.OpNodeGroupCreate, model.OpCredentialRotate:
 		return c.reconcile(ctx, op)
 	}
-	return permanentf("unknown operation type %q", op.Type)
+	return Done, permanentf("unknown operation type %q", op.Type)
 }
 
 // failCluster records a permanent failure on the cluster so users see why.
-func (c *Conductor) failCluster(ctx context.Context, op *model.Operation, cause error) {
-	msg := cause.Error()
+func (c *Conductor) failCluster(ctx context.Context, op *model.Operation, msg string) {
 	_, err := c.st.UpdateClusterStatus(ctx, op.ClusterID, func(cl *model.Cluster, ngs []*model.NodeGroup) ([]*model.NodeGroup, bool) {
 		switch cl.Status {
 		case model.CreateInProgress:
@@ -351,13 +396,29 @@ func (c *Conductor) failCluster(ctx context.Context, op *model.Operation, cause 
 // noteRetry shows why an operation is being retried in the status_reason
 // of a cluster still in progress, so users waiting on it see what it waits
 // for; status from Cluster API replaces it as soon as there is any.
-func (c *Conductor) noteRetry(ctx context.Context, op *model.Operation, cause error) {
-	msg := fmt.Sprintf("Retrying (attempt %d failed): %v", op.Attempts, cause)
+func (c *Conductor) noteRetry(ctx context.Context, op *model.Operation, cause string) {
+	msg := retryReason(op, cause)
 	if st := c.Management(); st.Known && !st.Reachable {
 		// Why the attempt failed is already said, better.
 		msg = unreachableReason(st.Since, errors.New(st.Error))
 	}
-	_, err := c.st.UpdateClusterStatus(ctx, op.ClusterID, func(cl *model.Cluster, _ []*model.NodeGroup) ([]*model.NodeGroup, bool) {
+	c.showReason(ctx, op.ClusterID, msg)
+}
+
+// retryReason is the status_reason of a cluster whose operation retries a
+// failure.
+func retryReason(op *model.Operation, cause string) string {
+	return fmt.Sprintf("Retrying (attempt %d failed): %s", op.Attempts, cause)
+}
+
+// showReason writes what an operation of a cluster in progress waits for,
+// or why it is retried, into its status_reason; a settled cluster's
+// status_reason is left alone.
+func (c *Conductor) showReason(ctx context.Context, clusterUUID, msg string) {
+	if msg == "" {
+		return
+	}
+	_, err := c.st.UpdateClusterStatus(ctx, clusterUUID, func(cl *model.Cluster, _ []*model.NodeGroup) ([]*model.NodeGroup, bool) {
 		if !cl.Status.InProgress() || (cl.StatusReason != nil && *cl.StatusReason == msg) {
 			return nil, false
 		}
@@ -365,7 +426,7 @@ func (c *Conductor) noteRetry(ctx context.Context, op *model.Operation, cause er
 		return nil, true
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		c.log.Warn("record retry reason", "cluster", op.ClusterID, "error", err)
+		c.log.Warn("record status reason", "cluster", clusterUUID, "error", err)
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,10 +46,10 @@ type CloudCredentials struct {
 // infrastructure reads it.
 func cloudCredentialsName(objName string) string { return objName + "-cloud-config" }
 
-// applyCredentials writes the Secrets that carry the cluster's active
+// credentialSecrets are the Secrets that carry the cluster's active
 // application credential. refs are the Secrets the driver asked for; the
-// clouds.yaml Secret is written whenever the cluster has a credential.
-func (c *Conductor) applyCredentials(ctx context.Context, sc *scope, refs []driver.SecretRef) (map[string]bool, error) {
+// clouds.yaml Secret is desired whenever the cluster has a credential.
+func (c *Conductor) credentialSecrets(ctx context.Context, sc *scope, refs []driver.SecretRef) ([]*unstructured.Unstructured, error) {
 	creds, err := c.st.ClusterCredentials(ctx, sc.cluster.UUID)
 	if err != nil {
 		return nil, err
@@ -74,8 +76,9 @@ func (c *Conductor) applyCredentials(ctx context.Context, sc *scope, refs []driv
 	if _, ok := want[cloudCredentialsName(objName)]; !ok {
 		want[cloudCredentialsName(objName)] = driver.SecretRef{Name: cloudCredentialsName(objName), Credentials: driver.CredentialsCloudsYAML}
 	}
-	written := map[string]bool{}
-	for name, ref := range want {
+	var out []*unstructured.Unstructured
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		ref := want[name]
 		data, err := c.credentialData(ref, active)
 		if err != nil {
 			return nil, permanentf("%v", err)
@@ -89,12 +92,9 @@ func (c *Conductor) applyCredentials(ctx context.Context, sc *scope, refs []driv
 		if ref.Credentials == driver.CredentialsCloudConfigAddon {
 			s.Object["type"] = "addons.cluster.x-k8s.io/resource-set"
 		}
-		if _, err := c.mc.Apply(ctx, sc.owner, s); err != nil {
-			return nil, classifyApplyError(err)
-		}
-		written[name] = true
+		out = append(out, s)
 	}
-	return written, nil
+	return out, nil
 }
 
 // credentialData is a credential Secret's data, base64-encoded.

@@ -4,57 +4,78 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
 
-// deleteCluster deletes the Cluster, waits until Cluster API has removed it
-// and its machines, cleans up everything else Magnetite created for it, and
-// removes the row: a later GET is a 404, as clients expect.
-func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) error {
+// deleteRecheck is how long a delete waiting on Cluster API waits before
+// it looks again without having seen a change (a watch that restarted may
+// have missed one); every change of the cluster's objects wakes it sooner.
+const deleteRecheck = 30 * time.Second
+
+// deleteCluster takes a cluster apart one step per attempt and never waits
+// in a worker: it asks Cluster API to delete the Cluster, and while the
+// Cluster or any of its machines remains it returns a waiting result that
+// names them and what keeps them. Once they are gone it cleans up
+// everything else Magnetite created for the cluster and removes the row: a
+// later GET is a 404, as clients expect. Every step is idempotent, so an
+// attempt cut short (a SIGKILL, a lost lease) is simply taken again.
+func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) (Result, error) {
 	cl, err := c.st.GetClusterByUUID(ctx, op.ClusterID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil
+		return Done, nil
 	}
 	if err != nil {
-		return err
+		return Done, err
 	}
 	ns := c.mc.NamespaceName(cl.ProjectID)
 	name := clusterObjectName(cl)
-	// Nothing may scale the cluster while Cluster API takes it apart.
-	if _, err := c.removeAutoscaler(ctx, ns, cl.UUID); err != nil {
-		return err
+	// Once Cluster API is taking the Cluster apart (Cluster API keeps it,
+	// being deleted, until its machines are gone), an attempt woken by a
+	// change only looks at what remains.
+	if !c.deletionAsked(cl.UUID) {
+		// Nothing may scale the cluster while Cluster API takes it apart.
+		if _, err := c.removeAutoscaler(ctx, ns, cl.UUID); err != nil {
+			return Done, err
+		}
+		deleted, err := c.mc.Delete(ctx, "Cluster", ns, name)
+		if err != nil {
+			return Done, err
+		}
+		if deleted {
+			c.event(ctx, cl.UUID, model.EventOperation, "", string(op.Type), "asked Cluster API to delete the cluster")
+		}
 	}
-	if _, err := c.mc.Delete(ctx, "Cluster", ns, name); err != nil {
-		return err
+	if holding, err := c.remaining(cl.UUID, "Cluster", "Machine"); err != nil || len(holding) > 0 {
+		return waitingFor(deleteRecheck, "Deleting: waiting for Cluster API to remove %s", describeHolding(holding)), err
 	}
-	c.event(ctx, cl.UUID, model.EventOperation, "", string(op.Type), "asked Cluster API to delete the cluster")
-	if err := c.waitGone(ctx, cl.UUID, []string{"Cluster", "Machine"}); err != nil {
-		return err
-	}
-	if err := c.cleanWorkloadLeftovers(ctx, cl); err != nil {
-		return err
+	if res, err := c.cleanWorkloadLeftovers(ctx, cl); err != nil || !res.IsDone() {
+		return res, err
 	}
 	if err := c.cleanup(ctx, cl, ns); err != nil {
-		return err
+		return Done, err
 	}
 	ngs, err := c.st.NodeGroupsOf(ctx, []string{cl.UUID})
 	if err != nil {
-		return err
+		return Done, err
 	}
 	if err := c.deleteServerGroups(ctx, cl, ngs[cl.UUID]); err != nil {
-		return err
+		return Done, err
 	}
 	// Nothing uses the cluster's application credentials any more.
 	if err := c.deleteCredentials(ctx, cl, true); err != nil {
-		return err
+		return Done, err
 	}
 	if err := c.st.DeleteCluster(ctx, cl.UUID); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return err
+		return Done, err
 	}
 	if !c.opts.KeepNamespaces {
 		_, kept, err := c.mc.ReleaseNamespace(ctx, cl.ProjectID)
@@ -66,56 +87,106 @@ func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) erro
 		}
 	}
 	c.log.Info("cluster deleted", "cluster", cl.UUID, "name", cl.Name)
-	return nil
+	return Done, nil
 }
 
-// waitGone waits until no object of the kinds belongs to the cluster.
-func (c *Conductor) waitGone(ctx context.Context, clusterUUID string, kinds []string) error {
-	return c.waitUntil(ctx, clusterUUID, func() (bool, error) {
-		for _, k := range kinds {
-			objs, err := c.watch.Objects(k, clusterUUID)
-			if err != nil || len(objs) > 0 {
-				return false, err
-			}
-		}
-		return true, nil
-	})
+// deletionAsked reports whether the watch already shows the cluster's
+// Cluster object being deleted, so that an attempt taken again does not
+// record the request twice.
+func (c *Conductor) deletionAsked(clusterUUID string) bool {
+	objs, err := c.watch.Objects("Cluster", clusterUUID)
+	return err == nil && len(objs) > 0 && objs[0].GetDeletionTimestamp() != nil
 }
 
-// waitUntil re-checks done at every change of the cluster's objects (the
-// watch wakes it) until it holds.
-func (c *Conductor) waitUntil(ctx context.Context, clusterUUID string, done func() (bool, error)) error {
-	for {
-		changed := c.changed(clusterUUID)
-		ok, err := done()
-		if err != nil || ok {
-			return err
+// remaining returns the cluster's objects of the kinds that still exist,
+// as the watch shows them.
+func (c *Conductor) remaining(clusterUUID string, kinds ...string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	for _, k := range kinds {
+		objs, err := c.watch.Objects(k, clusterUUID)
+		if err != nil {
+			return nil, err
 		}
-		// A slow safety net in case an event was missed while a watch
-		// restarted; events normally wake us long before.
-		t := time.NewTimer(30 * time.Second)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-changed:
-		case <-t.C:
-		}
-		t.Stop()
+		out = append(out, objs...)
 	}
+	return out, nil
+}
+
+// maxHoldingShown bounds how many remaining objects status_reason names.
+const maxHoldingShown = 5
+
+// describeHolding says which objects a delete waits for and what keeps
+// each: not yet asked to go, the finalizers on it, and Cluster API's
+// Deleting condition (v1beta2) or the first failed deletion step
+// (v1beta1's DrainingSucceeded, VolumeDetachSucceeded). Machines come
+// first: they are what the Cluster waits for.
+func describeHolding(objs []*unstructured.Unstructured) string {
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int {
+		if ak, bk := a.GetKind() == "Machine", b.GetKind() == "Machine"; ak != bk {
+			if ak {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.GetName(), b.GetName())
+	})
+	machines := 0
+	for _, o := range objs {
+		if o.GetKind() == "Machine" {
+			machines++
+		}
+	}
+	var parts []string
+	for i, o := range objs {
+		if i == maxHoldingShown {
+			parts = append(parts, fmt.Sprintf("and %d more", len(objs)-i))
+			break
+		}
+		parts = append(parts, strings.ToLower(o.GetKind())+" "+o.GetName()+" ("+holdingReason(o)+")")
+	}
+	what := strings.Join(parts, "; ")
+	if machines > 0 {
+		what = plural(machines, "machine") + ": " + what
+	}
+	return what
+}
+
+func holdingReason(o *unstructured.Unstructured) string {
+	if o.GetDeletionTimestamp() == nil {
+		return "not yet being deleted"
+	}
+	var why []string
+	if fs := o.GetFinalizers(); len(fs) > 0 {
+		why = append(why, "finalizers "+strings.Join(fs, ", "))
+	}
+	if cond, ok := findCondition(o.Object, "Deleting"); ok && cond.Status == "True" {
+		why = append(why, cond.String())
+	} else if cond, ok := falseCondition(o.Object, "DrainingSucceeded", "VolumeDetachSucceeded"); ok {
+		why = append(why, cond.String())
+	}
+	if len(why) == 0 {
+		return "being deleted"
+	}
+	return strings.Join(why, "; ")
 }
 
 // cleanup deletes what Magnetite created for the cluster besides the
 // Cluster (whose dependents Cluster API removes): the objects of the kinds
 // the management client's table marks for cleanup (Secrets, addon
-// ConfigMaps, the ClusterResourceSet, and the infrastructures' per-cluster
-// objects such as Metal3's IP pool and data templates).
+// ConfigMaps, the ClusterResourceSet, the autoscaler's objects, and the
+// infrastructures' per-cluster objects such as Metal3's IP pool and data
+// templates).
 func (c *Conductor) cleanup(ctx context.Context, cl *model.Cluster, ns string) error {
 	for _, kind := range c.mc.Kinds().Cleanup() {
 		if _, err := c.mc.Resource(ctx, kind); err != nil {
 			continue // not served here (e.g. no addons API): nothing to clean
 		}
 		objs, err := c.mc.List(ctx, kind, ns, mgmt.ClusterSelector(cl.UUID))
+		if apierrors.IsForbidden(err) {
+			// An account that may not list them never made them either.
+			c.log.Warn("cannot look for objects to clean up", "kind", kind, "namespace", ns, "error", err)
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -128,43 +199,39 @@ func (c *Conductor) cleanup(ctx context.Context, cl *model.Cluster, ns string) e
 	return nil
 }
 
-// removeNodeGroup waits until the node group's machines are gone, then
-// removes its row.
-func (c *Conductor) removeNodeGroup(ctx context.Context, op *model.Operation) error {
-	err := c.waitUntil(ctx, op.ClusterID, func() (bool, error) {
-		for _, kind := range []string{"MachineDeployment", "Machine"} {
-			objs, err := c.watch.Objects(kind, op.ClusterID)
-			if err != nil {
-				return false, err
-			}
-			for _, o := range objs {
-				if o.GetLabels()[LabelNodeGroupUUID] == op.NodeGroupID {
-					return false, nil
-				}
-			}
-		}
-		return true, nil
-	})
+// removeNodeGroup removes a node group's row once its machine deployment
+// and machines are gone; until then it waits, naming them.
+func (c *Conductor) removeNodeGroup(ctx context.Context, op *model.Operation) (Result, error) {
+	name := op.NodeGroupID
+	if p, ok := op.Payload.(*model.NodeGroupDeletePayload); ok && p.NodeGroup != "" {
+		name = p.NodeGroup
+	}
+	objs, err := c.remaining(op.ClusterID, "MachineDeployment", "Machine")
 	if err != nil {
-		return err
+		return Done, err
+	}
+	var holding []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetLabels()[LabelNodeGroupUUID] == op.NodeGroupID {
+			holding = append(holding, o)
+		}
+	}
+	if len(holding) > 0 {
+		return waitingFor(deleteRecheck, "Removing node group %s: waiting for Cluster API to remove %s", name, describeHolding(holding)), nil
 	}
 	if cl, err := c.st.GetClusterByUUID(ctx, op.ClusterID); err == nil {
 		ng, err := c.st.GetNodeGroup(ctx, op.ClusterID, op.NodeGroupID)
 		if err == nil {
 			if err := c.deleteServerGroups(ctx, cl, []*model.NodeGroup{ng}); err != nil {
-				return err
+				return Done, err
 			}
 		} else if !errors.Is(err, store.ErrNotFound) {
-			return err
+			return Done, err
 		}
 	}
 	if err := c.st.DeleteNodeGroup(ctx, op.NodeGroupID); err != nil {
-		return err
-	}
-	name := op.NodeGroupID
-	if p, ok := op.Payload.(*model.NodeGroupDeletePayload); ok && p.NodeGroup != "" {
-		name = p.NodeGroup
+		return Done, err
 	}
 	c.event(ctx, op.ClusterID, model.EventOperation, "", string(op.Type), fmt.Sprintf("node group %s removed", name))
-	return nil
+	return Done, nil
 }

@@ -16,11 +16,12 @@ import (
 // inspect, provide, detach, attach, cleaning mode, delete), in every
 // replica: each operation is claimed under a lease, so exactly one replica
 // calls the backend for it, and the operations of one host run one at a
-// time in order. Failures are told apart as Metal3's baremetal-operator
-// does: when the backend did not answer, was busy with the host or timed
-// out, the operation is tried again after a delay that grows with its
-// attempts (the store's retry policy); any other failure ends it with the
-// backend's message. After each action the host as the backend shows it is
+// time in order. Failures are sorted by Classify, as cluster operations'
+// are: a refusal of the backend (unknown host, invalid request,
+// conflicting state) ends the operation with the backend's message; any
+// other failure (the backend did not answer, was busy with the host, timed
+// out) is tried again after a delay that grows with its attempts (the
+// store's retry policy). After each action the host as the backend shows it is
 // written to the store's mirror, which the API serves.
 type HostActions struct {
 	Store   *store.DB
@@ -90,19 +91,20 @@ func (h *HostActions) execute(ctx context.Context, op *store.HostOperation) {
 		// The lease was lost: the replica that took it over records the outcome.
 		return
 	}
-	switch {
-	case err == nil:
+	if err == nil {
 		h.mirror(ctx, op, res, log)
 		log.Info("host action done")
-	case baremetal.Transient(err):
-		if ferr := h.Store.FailOperation(ctx, &op.Operation, errors.New(baremetal.Message(err)), false); ferr != nil {
-			log.Error("record host action retry", "error", ferr)
+	} else {
+		class, reason := Classify(err)
+		if class == Transient {
+			if ferr := h.Store.FailOperation(ctx, &op.Operation, errors.New(reason), false); ferr != nil {
+				log.Error("record host action retry", "error", ferr)
+				return
+			}
+			log.Warn("host action failed; it will be retried", "error", err, "next_attempt_at", op.NextAttemptAt)
 			return
 		}
-		log.Warn("host action failed; it will be retried", "error", err, "next_attempt_at", op.NextAttemptAt)
-		return
-	default:
-		res = baremetal.Failure(err)
+		res = baremetal.Failure(err, reason)
 		if errors.Is(err, baremetal.ErrHostNotFound) && op.Action.Kind != baremetal.ActEnroll {
 			h.forget(ctx, op.Host, log)
 		}

@@ -2,11 +2,11 @@ package conductor
 
 import (
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
 
@@ -17,7 +17,7 @@ import (
 func TestHostPassBacksOffOnlyWhenTheBackendDoesNotAnswer(t *testing.T) {
 	p := &HostPass{Every: time.Second}
 	backoff := store.RetryPolicy{Base: p.Every, Max: 16 * time.Second}
-	down := fmt.Errorf("%w: Ironic did not answer", baremetal.ErrUnavailable)
+	down := fault.New(baremetal.ErrUnavailable, "Ironic did not answer")
 	failures := 0
 	var wait time.Duration
 	for n, ceiling := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 16 * time.Second} {
@@ -26,7 +26,7 @@ func TestHostPassBacksOffOnlyWhenTheBackendDoesNotAnswer(t *testing.T) {
 			t.Fatalf("unavailable pass %d: wait %s, failures %d; want %d failures and a wait in [%s, %s]", n+1, wait, failures, n+1, ceiling/2, ceiling)
 		}
 	}
-	hostFailed := fmt.Errorf("%w: node-3 is locked", baremetal.ErrConflict)
+	hostFailed := fault.New(baremetal.ErrConflict, "node-3 is locked")
 	if wait, failures = p.next(backoff, hostFailed, failures); wait != p.Every || failures != 0 {
 		t.Errorf("a pass where one host failed: wait %s, failures %d; want the interval and 0", wait, failures)
 	}

@@ -3,7 +3,6 @@ package conductor
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -12,12 +11,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"k8s.io/client-go/rest"
+
 	"github.com/magnetite-io/magnetite/internal/cloud"
 	"github.com/magnetite-io/magnetite/internal/driver"
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
-	"k8s.io/client-go/rest"
 )
 
 // quietConductor is a conductor on st whose management cluster does not
@@ -56,14 +57,14 @@ func TestReconcileLeavesClustersGoneOrBeingDeletedAlone(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.reconcile(ctx, op); err != nil {
-		t.Errorf("a cluster being deleted: %v", err)
+	if res, err := c.reconcile(ctx, op); err != nil || !res.IsDone() {
+		t.Errorf("a cluster being deleted: %v, %+v", err, res)
 	}
 	if err := st.DeleteCluster(ctx, cl.UUID); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.reconcile(ctx, op); err != nil {
-		t.Errorf("a deleted cluster: %v", err)
+	if res, err := c.reconcile(ctx, op); err != nil || !res.IsDone() {
+		t.Errorf("a deleted cluster: %v, %+v", err, res)
 	}
 }
 
@@ -110,9 +111,10 @@ func TestPermanentFailureEndsEachInProgressStateInItsFailedState(t *testing.T) {
 	} {
 		st, cl, op := clusterWithOperation(t, model.OpClusterUpdate)
 		setStatus(t, st, cl.UUID, from, "")
-		quietConductor(t, st, NoCloud{}).failCluster(ctx, op, permanentf("the flavor is gone"))
+		_, reason := Classify(permanentf("the flavor is gone"))
+		quietConductor(t, st, NoCloud{}).failCluster(ctx, op, reason)
 		got, _ := st.GetClusterByUUID(ctx, cl.UUID)
-		if got.Status != want || got.StatusReason == nil || *got.StatusReason != "permanent: the flavor is gone" {
+		if got.Status != want || got.StatusReason == nil || *got.StatusReason != "the flavor is gone" {
 			t.Errorf("%s after a permanent failure: %s, %v; want %s", from, got.Status, got.StatusReason, want)
 		}
 	}
@@ -134,7 +136,7 @@ func TestRetryReasonOnlyForClustersInProgress(t *testing.T) {
 		st, cl, op := clusterWithOperation(t, model.OpClusterUpdate)
 		setStatus(t, st, cl.UUID, tc.status, "Cluster API reports every change rolled out")
 		op.Attempts = 3
-		quietConductor(t, st, NoCloud{}).noteRetry(ctx, op, errors.New("etcd is slow"))
+		quietConductor(t, st, NoCloud{}).noteRetry(ctx, op, "etcd is slow")
 		got, _ := st.GetClusterByUUID(ctx, cl.UUID)
 		if got.Status != tc.status || got.StatusReason == nil || *got.StatusReason != tc.want {
 			t.Errorf("%s: %s, %v; want the reason %q", tc.status, got.Status, got.StatusReason, tc.want)
@@ -226,7 +228,7 @@ func TestServerGroupsAreRecordedOnTheirNodeGroups(t *testing.T) {
 	if !errors.Is(err, errPermanent) || !strings.Contains(err.Error(), "[auth] strategy = keystone") {
 		t.Errorf("without a cloud: %v", err)
 	}
-	_, err = quietConductor(t, st, &novaGroups{err: fmt.Errorf("%w: policy soft-anti-affinity needs microversion 2.15", cloud.ErrInvalid)}).ensureServerGroups(ctx, sc, groups)
+	_, err = quietConductor(t, st, &novaGroups{err: fault.New(cloud.ErrInvalid, "policy soft-anti-affinity needs microversion 2.15")}).ensureServerGroups(ctx, sc, groups)
 	if !errors.Is(err, errPermanent) || !strings.Contains(err.Error(), "2.15") {
 		t.Errorf("a refusal of the cloud: %v, want permanent", err)
 	}

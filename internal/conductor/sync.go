@@ -91,6 +91,14 @@ func (c *Conductor) syncStatus(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	// While an operation retries a failure, its cause is what holds the
+	// cluster up, whatever Cluster API reports meanwhile.
+	var retrying *model.Operation
+	if pending > 0 {
+		if retrying, err = c.st.RetryingOperation(ctx, id); err != nil {
+			return err
+		}
+	}
 	now := c.now()
 	var before, after model.Cluster
 	var followed []string
@@ -110,6 +118,10 @@ func (c *Conductor) syncStatus(ctx context.Context, id string) error {
 		snap = Summarize(obs, groupOf(ngs))
 		d := Decide(cl, ngs, snap, pending > 0, now)
 		withMoved(&d, moved)
+		if retrying != nil && d.Cluster.Status.InProgress() {
+			d.Cluster.StatusReason = strPtr(retryReason(retrying, retrying.LastError))
+			d.Changed = d.Changed || !sameClusterStatus(cl, d.Cluster)
+		}
 		if d.Changed {
 			t := now.UTC()
 			d.Cluster.UpdatedAt = &t

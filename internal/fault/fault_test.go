@@ -22,11 +22,25 @@ func TestErrorKeepsItsKindAndText(t *testing.T) {
 }
 
 func TestTextOfErrorsWithoutOne(t *testing.T) {
-	if got := Text(fmt.Errorf("%w: host h1", errKind), errKind); got != "host h1" {
-		t.Errorf("a sentinel wrapped with %%w shows %q, want its text", got)
-	}
 	if got := Text(errors.New("BMC address: no host"), errKind); got != "BMC address: no host" {
 		t.Errorf("an error of its own words shows %q", got)
+	}
+}
+
+// TestReasonDropsEveryKindPrefix: what a person reads of an error keeps
+// the context each layer added and none of the layers' vocabulary.
+func TestReasonDropsEveryKindPrefix(t *testing.T) {
+	other := errors.New("layer: unavailable")
+	cause := New(other, "Neutron answered 404")
+	err := fmt.Errorf("delete the cluster: %w", Wrap(errKind, cause, "could not list floating IPs: %v", Reason(cause)))
+	if got, want := Reason(err), "delete the cluster: could not list floating IPs: Neutron answered 404"; got != want {
+		t.Errorf("Reason = %q, want %q", got, want)
+	}
+	if !errors.Is(err, errKind) || !errors.Is(err, other) {
+		t.Errorf("%v is not both its kind and its cause's", err)
+	}
+	if got := Reason(errors.New("plain")); got != "plain" {
+		t.Errorf("Reason of an error without a kind = %q", got)
 	}
 }
 

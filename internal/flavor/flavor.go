@@ -14,7 +14,9 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
+
 	"github.com/magnetite-io/magnetite/internal/facts"
+	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
 // ExtraSpecsMicroversion is the first compute microversion that returns a
@@ -51,7 +53,7 @@ func Find(ctx context.Context, compute *gophercloud.ServiceClient, ref string) (
 				return completed(ctx, sc, f)
 			}
 		}
-		return facts.Flavor{}, fmt.Errorf("%w: %s", ErrNotFound, ref)
+		return facts.Flavor{}, fault.New(ErrNotFound, "%s", ref)
 	}
 	if err != nil {
 		return facts.Flavor{}, fmt.Errorf("read flavor %s: %w", ref, err)
@@ -99,7 +101,7 @@ func completed(ctx context.Context, sc *gophercloud.ServiceClient, f facts.Flavo
 	}
 	specs, err := flavors.ListExtraSpecs(ctx, sc, f.ID).Extract()
 	if err != nil {
-		return f, fmt.Errorf("%w: read the extra specs of flavor %s: %w", ErrNoExtraSpecs, f.Name, err)
+		return f, fault.Wrap(ErrNoExtraSpecs, err, "read the extra specs of flavor %s: %v", f.Name, err)
 	}
 	f.ExtraSpecs = specs
 	return f, nil

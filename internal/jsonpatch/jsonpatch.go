@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"regexp"
 	"strings"
@@ -27,7 +26,7 @@ var ErrInvalid = errors.New("invalid patch")
 // ErrNotApplicable marks a well-formed patch that does not fit the
 // resource (a path it does not have, an add over an existing member); it is
 // also ErrInvalid.
-var ErrNotApplicable = fmt.Errorf("%w: cannot be applied", ErrInvalid)
+var ErrNotApplicable = fault.New(ErrInvalid, "cannot be applied")
 
 var pathRE = regexp.MustCompile(`^(/[\w-]+)+$`)
 

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/magnetite-io/magnetite/internal/kinds"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+
+	"github.com/magnetite-io/magnetite/internal/fault"
+	"github.com/magnetite-io/magnetite/internal/kinds"
 )
 
 // ErrKindNotServed means the management cluster serves no version of a kind
@@ -74,8 +76,7 @@ func (c *Client) Resource(ctx context.Context, kind string) (Resource, error) {
 			return r, nil
 		}
 	}
-	return Resource{}, fmt.Errorf("%w: no version of %s (API group %s) is served; install its provider's CRDs or set [management] api_resources",
-		ErrKindNotServed, kind, k.Group)
+	return Resource{}, fault.New(ErrKindNotServed, "no version of %s (API group %s) is served; install its provider's CRDs or set [management] api_resources", kind, k.Group)
 }
 
 // APIVersions maps every served kind to the apiVersion its objects must

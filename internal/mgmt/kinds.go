@@ -19,10 +19,10 @@ var BaseKinds = []kinds.Kind{
 	{Kind: "ConfigMap", Group: kinds.GroupCore, Cleanup: true},
 
 	// A cluster's autoscaler runs in the management cluster.
-	{Kind: "Deployment", Group: kinds.GroupApps},
-	{Kind: "ServiceAccount", Group: kinds.GroupCore},
-	{Kind: "Role", Group: kinds.GroupRBAC},
-	{Kind: "RoleBinding", Group: kinds.GroupRBAC},
+	{Kind: "Deployment", Group: kinds.GroupApps, Cleanup: true},
+	{Kind: "ServiceAccount", Group: kinds.GroupCore, Cleanup: true},
+	{Kind: "Role", Group: kinds.GroupRBAC, Cleanup: true},
+	{Kind: "RoleBinding", Group: kinds.GroupRBAC, Cleanup: true},
 
 	{Kind: "Cluster", Group: kinds.GroupCluster, Watched: true},
 	{Kind: "ClusterClass", Group: kinds.GroupCluster},

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery"
+
+	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
 // DefaultNamespacePrefix starts project namespace names.
@@ -94,7 +96,7 @@ func (c *Client) EnsureNamespace(ctx context.Context, projectID string) (string,
 		return "", err
 	}
 	if applied.GetDeletionTimestamp() != nil {
-		return "", fmt.Errorf("%w: namespace %s of project %s is still being deleted; waiting until it is gone", ErrNamespaceTerminating, name, projectID)
+		return "", fault.New(ErrNamespaceTerminating, "namespace %s of project %s is still being deleted; waiting until it is gone", name, projectID)
 	}
 	return name, nil
 }

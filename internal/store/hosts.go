@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/baremetal"
+	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -96,7 +97,7 @@ func (s *DB) GetHostOperation(ctx context.Context, uuid string) (*HostOperation,
 	op, err := s.scanHostOperation(s.db.QueryRowContext(ctx,
 		"SELECT "+hostOperationCols+" FROM operations WHERE uuid = ? AND host_ref IS NOT NULL", uuid))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: operation %s", ErrNotFound, uuid)
+		return nil, fault.New(ErrNotFound, "operation %s", uuid)
 	}
 	return op, err
 }
@@ -110,7 +111,7 @@ func (s *DB) ClaimHostOperation(ctx context.Context, owner string, leaseFor time
 	}
 	op, err := s.scanHostOperation(s.db.QueryRowContext(ctx, "SELECT "+hostOperationCols+" FROM operations WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: operation %d", ErrNotFound, id)
+		return nil, fault.New(ErrNotFound, "operation %d", id)
 	}
 	return op, err
 }
@@ -247,7 +248,7 @@ func (s *DB) MirroredHost(ctx context.Context, ident string) (*baremetal.Host, e
 	h, err := scanHost(s.db.QueryRowContext(ctx, `SELECT data FROM hosts WHERE (id = ? OR name = ?) AND gone = 0 ORDER BY CASE WHEN id = ? THEN 0 ELSE 1 END LIMIT 1`,
 		ident, ident, ident))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: host %s", ErrNotFound, ident)
+		return nil, fault.New(ErrNotFound, "host %s", ident)
 	}
 	return h, err
 }

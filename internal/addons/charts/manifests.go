@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/addons"
+	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
 // upstreamImage is the one image of external-snapshotter's manifests; the
@@ -40,11 +41,11 @@ func ManifestChart(c addons.Chart, files map[string][]byte) ([]byte, error) {
 	for i, f := range want {
 		b, ok := files[f.Path]
 		if !ok {
-			return nil, fmt.Errorf("%w: %s lacks %s", ErrNotFound, c, f.Path)
+			return nil, fault.New(ErrNotFound, "%s lacks %s", c, f.Path)
 		}
 		sum := sha256.Sum256(b)
 		if got := hex.EncodeToString(sum[:]); got != f.SHA256 {
-			return nil, fmt.Errorf("%w: %s of %s has sha256 %s, Magnetite pins %s", ErrDigest, f.Path, c, got, f.SHA256)
+			return nil, fault.New(ErrDigest, "%s of %s has sha256 %s, Magnetite pins %s", f.Path, c, got, f.SHA256)
 		}
 		if bytes.Contains(b, []byte("{{")) {
 			return nil, fmt.Errorf("charts: %s of %s holds template braces", f.Path, c)

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnetite-io/magnetite/internal/addons"
+	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
 // Render pulls a release's charts and renders them as `helm template`
@@ -38,11 +39,11 @@ func (s *Source) Render(ctx context.Context, rel addons.Release) ([]string, erro
 		}
 		ch, err := loader.LoadArchive(readArchive(p.Archive))
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s from %s cannot be loaded: %w", ErrRender, c, p.From, err)
+			return nil, fault.Wrap(ErrRender, err, "%s from %s cannot be loaded: %v", c, p.From, err)
 		}
 		out, err := renderChart(ctx, ch, rel)
 		if err != nil {
-			return nil, fmt.Errorf("%w %s for %s: %w", ErrRender, c, rel.Addon, err)
+			return nil, fault.Wrap(ErrRender, err, "%s for %s: %v", c, rel.Addon, err)
 		}
 		docs = append(docs, out...)
 	}

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnetite-io/magnetite/internal/addons"
+	"github.com/magnetite-io/magnetite/internal/fault"
 )
 
 // Sentinel errors.
@@ -189,12 +190,12 @@ func entry(idx *repo.IndexFile, where string, c addons.Chart) (*repo.ChartVersio
 		have = append(have, cv.Version)
 	}
 	if len(have) == 0 {
-		return nil, fmt.Errorf("%w: %s holds no chart %s (pinned version %s)", ErrNotFound, where, c.Name, c.Version)
+		return nil, fault.New(ErrNotFound, "%s holds no chart %s (pinned version %s)", where, c.Name, c.Version)
 	}
 	if len(have) > 8 {
 		have = append(have[:8], "...")
 	}
-	return nil, fmt.Errorf("%w: %s holds %s only at %s, not at the pinned version %s", ErrNotFound, where, c.Name, strings.Join(have, ", "), c.Version)
+	return nil, fault.New(ErrNotFound, "%s holds %s only at %s, not at the pinned version %s", where, c.Name, strings.Join(have, ", "), c.Version)
 }
 
 func verified(c addons.Chart, b []byte, want, from string) (*Pulled, error) {
@@ -202,7 +203,7 @@ func verified(c addons.Chart, b []byte, want, from string) (*Pulled, error) {
 	got := hex.EncodeToString(sum[:])
 	want = strings.TrimPrefix(want, "sha256:")
 	if want != "" && !strings.EqualFold(want, got) {
-		return nil, fmt.Errorf("%w: %s from %s has sha256 %s, its index says %s", ErrDigest, c, from, got, want)
+		return nil, fault.New(ErrDigest, "%s from %s has sha256 %s, its index says %s", c, from, got, want)
 	}
 	return &Pulled{Chart: c, Archive: b, Digest: got, From: from}, nil
 }
@@ -217,7 +218,7 @@ func (s *Source) index(ctx context.Context, repoURL string) (*repo.IndexFile, er
 	}
 	b, err := s.get(ctx, repoURL+"/index.yaml")
 	if errors.Is(err, ErrNotFound) {
-		return nil, fmt.Errorf("%w: %s is no chart repository (no index.yaml)", ErrNotFound, repoURL)
+		return nil, fault.New(ErrNotFound, "%s is no chart repository (no index.yaml)", repoURL)
 	}
 	if err != nil {
 		return nil, err
@@ -256,7 +257,7 @@ func (s *Source) get(ctx context.Context, u string) ([]byte, error) {
 	defer res.Body.Close()
 	switch {
 	case res.StatusCode == http.StatusNotFound:
-		return nil, fmt.Errorf("%w: %s answers 404", ErrNotFound, u)
+		return nil, fault.New(ErrNotFound, "%s answers 404", u)
 	case res.StatusCode != http.StatusOK:
 		return nil, fmt.Errorf("charts: %s answers %s", u, res.Status)
 	}
@@ -271,7 +272,7 @@ const maxArchive = 64 << 20
 func (s *Source) pullDir(c addons.Chart) (*Pulled, error) {
 	b, err := os.ReadFile(filepath.Join(s.Location, "index.yaml"))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s has no index.yaml; fill it with `magnetite addons mirror %s`", ErrNotFound, s.Location, s.Location)
+		return nil, fault.New(ErrNotFound, "%s has no index.yaml; fill it with `magnetite addons mirror %s`", s.Location, s.Location)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("charts: %w", err)
@@ -288,7 +289,7 @@ func (s *Source) pullDir(c addons.Chart) (*Pulled, error) {
 	path := filepath.Join(s.Location, name)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s lists %s but %s is missing", ErrNotFound, filepath.Join(s.Location, "index.yaml"), c, path)
+		return nil, fault.New(ErrNotFound, "%s lists %s but %s is missing", filepath.Join(s.Location, "index.yaml"), c, path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("charts: %w", err)
@@ -326,12 +327,12 @@ func (s *Source) pullOCI(ctx context.Context, c addons.Chart) (*Pulled, error) {
 	if res.err != nil {
 		msg := res.err.Error()
 		if strings.Contains(msg, "not found") || strings.Contains(msg, "404") {
-			return nil, fmt.Errorf("%w: %s: %v", ErrNotFound, s.Where(c), res.err)
+			return nil, fault.New(ErrNotFound, "%s: %v", s.Where(c), res.err)
 		}
 		return nil, fmt.Errorf("charts: pull %s: %w", s.Where(c), res.err)
 	}
 	if res.r.Chart == nil || len(res.r.Chart.Data) == 0 {
-		return nil, fmt.Errorf("%w: %s holds no chart layer", ErrNotFound, s.Where(c))
+		return nil, fault.New(ErrNotFound, "%s holds no chart layer", s.Where(c))
 	}
 	return verified(c, res.r.Chart.Data, res.r.Chart.Digest, s.Where(c))
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
+	"github.com/magnetite-io/magnetite/internal/fault"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/baremetal/httpbasic"
@@ -169,7 +170,7 @@ func (b *Backend) Enroll(ctx context.Context, spec baremetal.HostSpec) (*baremet
 		return nil, err
 	}
 	if spec.ProjectID != "" {
-		return nil, fmt.Errorf("%w: project_id assigns Metal3 hosts to a project's clusters; with Ironic, Nova places instances by flavor: give the node an owner or lessee in Ironic instead", baremetal.ErrInvalidHost)
+		return nil, fault.New(baremetal.ErrInvalidHost, "project_id assigns Metal3 hosts to a project's clusters; with Ironic, Nova places instances by flavor: give the node an owner or lessee in Ironic instead")
 	}
 	info := addr.DriverInfo(spec.Credentials)
 	if b.cfg.DeployKernel != "" {
@@ -276,7 +277,7 @@ func (b *Backend) listNodes(ctx context.Context) ([]nodes.Node, error) {
 	}
 	ns, err := nodes.ExtractNodes(pages)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Ironic's node list could not be read: %v", baremetal.ErrUnavailable, err)
+		return nil, fault.New(baremetal.ErrUnavailable, "Ironic's node list could not be read: %v", err)
 	}
 	return ns, nil
 }
@@ -296,7 +297,7 @@ func (b *Backend) List(ctx context.Context) ([]*baremetal.Host, error) {
 
 func (b *Backend) node(ctx context.Context, ident string) (*nodes.Node, error) {
 	if ident == "" || strings.ContainsAny(ident, "/?#") {
-		return nil, fmt.Errorf("%w: %q", baremetal.ErrHostNotFound, ident)
+		return nil, fault.New(baremetal.ErrHostNotFound, "%q", ident)
 	}
 	n, err := nodes.Get(ctx, b.client, ident).Extract()
 	if err != nil {
@@ -323,7 +324,7 @@ var powerTargets = map[baremetal.PowerAction]nodes.TargetPowerState{
 func (b *Backend) Power(ctx context.Context, ident string, action baremetal.PowerAction) (*baremetal.Host, error) {
 	target, ok := powerTargets[action]
 	if !ok {
-		return nil, fmt.Errorf("%w: power action %q must be on, off, soft-off, reboot-hard or reboot-soft", baremetal.ErrInvalidHost, action)
+		return nil, fault.New(baremetal.ErrInvalidHost, "power action %q must be on, off, soft-off, reboot-hard or reboot-soft", action)
 	}
 	n, err := b.node(ctx, ident)
 	if err != nil {
@@ -349,7 +350,7 @@ func (b *Backend) Inspect(ctx context.Context, ident string) (*baremetal.Host, e
 		return nil, err
 	}
 	if n.Maintenance {
-		return nil, fmt.Errorf("%w: host %s is detached; attach it first", baremetal.ErrConflict, n.Name)
+		return nil, fault.New(baremetal.ErrConflict, "host %s is detached; attach it first", n.Name)
 	}
 	if err := b.patchMeta(ctx, n, map[string]any{"inspect_requested": true}); err != nil {
 		return nil, err
@@ -495,7 +496,7 @@ func (b *Backend) managedNode(ctx context.Context, ident string) (*nodes.Node, e
 		return nil, err
 	}
 	if metaOf(n) == nil {
-		return nil, fmt.Errorf("%w: node %s was not enrolled through Magnetite; drive it with Ironic's own tools", baremetal.ErrConflict, n.UUID)
+		return nil, fault.New(baremetal.ErrConflict, "node %s was not enrolled through Magnetite; drive it with Ironic's own tools", n.UUID)
 	}
 	return n, nil
 }
@@ -509,7 +510,7 @@ func (b *Backend) managedNodeIn(ctx context.Context, ident, why string, allowed 
 		return nil, err
 	}
 	if !slices.Contains(allowed, nodes.ProvisionState(n.ProvisionState)) {
-		return nil, fmt.Errorf("%w: host %s is %s; %s", baremetal.ErrConflict, n.Name, n.ProvisionState, why)
+		return nil, fault.New(baremetal.ErrConflict, "host %s is %s; %s", n.Name, n.ProvisionState, why)
 	}
 	return n, nil
 }
@@ -589,7 +590,7 @@ func (b *Backend) ironicError(err error, doing, password string) error {
 		if password != "" {
 			msg = strings.ReplaceAll(msg, password, bmc.PasswordMask)
 		}
-		return fmt.Errorf("%w: could not %s: Ironic at %s did not answer: %s", baremetal.ErrUnavailable, doing, b.client.Endpoint, msg)
+		return fault.New(baremetal.ErrUnavailable, "could not %s: Ironic at %s did not answer: %s", doing, b.client.Endpoint, msg)
 	}
 	detail := ironicFault(code.Body)
 	if password != "" {
@@ -597,17 +598,17 @@ func (b *Backend) ironicError(err error, doing, password string) error {
 	}
 	switch {
 	case code.Actual == http.StatusNotFound:
-		return fmt.Errorf("%w: could not %s: %s", baremetal.ErrHostNotFound, doing, detail)
+		return fault.New(baremetal.ErrHostNotFound, "could not %s: %s", doing, detail)
 	case nodeLocked(err):
-		return fmt.Errorf("%w: could not %s: %s", baremetal.ErrLocked, doing, detail)
+		return fault.New(baremetal.ErrLocked, "could not %s: %s", doing, detail)
 	case code.Actual == http.StatusConflict:
-		return fmt.Errorf("%w: could not %s: %s", baremetal.ErrConflict, doing, detail)
+		return fault.New(baremetal.ErrConflict, "could not %s: %s", doing, detail)
 	case code.Actual == http.StatusNotAcceptable:
-		return fmt.Errorf("%w: could not %s: Ironic does not serve API version %s: %s", baremetal.ErrUnavailable, doing, b.cfg.APIVersion, detail)
+		return fault.New(baremetal.ErrUnavailable, "could not %s: Ironic does not serve API version %s: %s", doing, b.cfg.APIVersion, detail)
 	case code.Actual >= 400 && code.Actual < 500:
-		return fmt.Errorf("%w: could not %s: Ironic refused it: %s", baremetal.ErrInvalidHost, doing, detail)
+		return fault.New(baremetal.ErrInvalidHost, "could not %s: Ironic refused it: %s", doing, detail)
 	}
-	return fmt.Errorf("%w: could not %s: Ironic answered %d: %s", baremetal.ErrUnavailable, doing, code.Actual, detail)
+	return fault.New(baremetal.ErrUnavailable, "could not %s: Ironic answered %d: %s", doing, code.Actual, detail)
 }
 
 // ironicFault extracts faultstring from Ironic's error body, whose

@@ -13,6 +13,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/bmc"
+	"github.com/magnetite-io/magnetite/internal/fault"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -130,7 +131,7 @@ func credentialsSecretName(host string) string { return host + "-bmc-secret" }
 // checkMetal3Spec adds what BareMetalHost needs on top of ValidateSpec.
 func checkMetal3Spec(spec baremetal.HostSpec, addr *bmc.Address) error {
 	invalid := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", baremetal.ErrInvalidHost, fmt.Sprintf(format, args...))
+		return fault.New(baremetal.ErrInvalidHost, format, args...)
 	}
 	if errs := validation.IsDNS1123Subdomain(spec.Name); len(errs) > 0 || len(spec.Name) > 63-len("-bmc-secret") {
 		return invalid("name %q must be a lowercase DNS name of at most %d letters, digits, '-' and '.' for a BareMetalHost",
@@ -168,10 +169,10 @@ func (m *Backend) Enroll(ctx context.Context, spec baremetal.HostSpec) (*baremet
 	}
 	for _, h := range hosts {
 		if h.Name == spec.Name {
-			return nil, fmt.Errorf("%w: a BareMetalHost named %s already exists (in namespace %s)", baremetal.ErrConflict, spec.Name, h.Namespace)
+			return nil, fault.New(baremetal.ErrConflict, "a BareMetalHost named %s already exists (in namespace %s)", spec.Name, h.Namespace)
 		}
 		if spec.BootMACAddress != "" && strings.EqualFold(h.BootMACAddress, spec.BootMACAddress) {
-			return nil, fmt.Errorf("%w: boot MAC address %s is already host %s's", baremetal.ErrConflict, spec.BootMACAddress, h.Name)
+			return nil, fault.New(baremetal.ErrConflict, "boot MAC address %s is already host %s's", spec.BootMACAddress, h.Name)
 		}
 	}
 	ns, err := m.hostNamespace(ctx, spec.ProjectID)
@@ -317,7 +318,7 @@ func (m *Backend) List(ctx context.Context) ([]*baremetal.Host, error) {
 // bmh finds a BareMetalHost by name or UID.
 func (m *Backend) bmh(ctx context.Context, ident string) (*unstructured.Unstructured, error) {
 	if ident == "" {
-		return nil, fmt.Errorf("%w: %q", baremetal.ErrHostNotFound, ident)
+		return nil, fault.New(baremetal.ErrHostNotFound, "%q", ident)
 	}
 	items, err := m.bmhs(ctx, "")
 	if err != nil {
@@ -328,7 +329,7 @@ func (m *Backend) bmh(ctx context.Context, ident string) (*unstructured.Unstruct
 			return &items[i], nil
 		}
 	}
-	return nil, fmt.Errorf("%w: no BareMetalHost %s in namespace %s or assigned to a project", baremetal.ErrHostNotFound, ident, m.cfg.Namespace)
+	return nil, fault.New(baremetal.ErrHostNotFound, "no BareMetalHost %s in namespace %s or assigned to a project", ident, m.cfg.Namespace)
 }
 
 // Get implements Backend.
@@ -376,9 +377,9 @@ func (m *Backend) actionable(ctx context.Context, ident, action string) (*bareme
 	h := hostFromBMH(u)
 	switch {
 	case h.DeleteRequested:
-		return nil, fmt.Errorf("%w: host %s is being deleted", baremetal.ErrConflict, h.Name)
+		return nil, fault.New(baremetal.ErrConflict, "host %s is being deleted", h.Name)
 	case h.Detached:
-		return nil, fmt.Errorf("%w: host %s is detached, so baremetal-operator does not act on it; attach it before asking to %s it", baremetal.ErrConflict, h.Name, action)
+		return nil, fault.New(baremetal.ErrConflict, "host %s is detached, so baremetal-operator does not act on it; attach it before asking to %s it", h.Name, action)
 	}
 	return h, nil
 }
@@ -400,7 +401,7 @@ func (m *Backend) Power(ctx context.Context, ident string, action baremetal.Powe
 		p = map[string]any{"spec": map[string]any{"online": false}}
 	case baremetal.RebootHard, baremetal.RebootSoft:
 		if h.BackendState != bmhProvisioned && h.BackendState != bmhExternallyProvisioned {
-			return nil, fmt.Errorf("%w: host %s is %s; Metal3 reboots provisioned hosts only: power it off and on instead", baremetal.ErrConflict, h.Name, h.State)
+			return nil, fault.New(baremetal.ErrConflict, "host %s is %s; Metal3 reboots provisioned hosts only: power it off and on instead", h.Name, h.State)
 		}
 		mode := "hard"
 		if action == baremetal.RebootSoft {
@@ -408,7 +409,7 @@ func (m *Backend) Power(ctx context.Context, ident string, action baremetal.Powe
 		}
 		p = annotations(annReboot, `{"mode":"`+mode+`"}`)
 	default:
-		return nil, fmt.Errorf("%w: power action %q must be on, off, soft-off, reboot-hard or reboot-soft", baremetal.ErrInvalidHost, action)
+		return nil, fault.New(baremetal.ErrInvalidHost, "power action %q must be on, off, soft-off, reboot-hard or reboot-soft", action)
 	}
 	out, err := m.patch(ctx, h, p, fmt.Sprintf("power %s host %s", action, h.Name))
 	if err == nil {
@@ -426,7 +427,7 @@ func (m *Backend) Inspect(ctx context.Context, ident string) (*baremetal.Host, e
 		return nil, err
 	}
 	if h.BackendState != bmhAvailable {
-		return nil, fmt.Errorf("%w: host %s is %s; Metal3 re-inspects available hosts only", baremetal.ErrConflict, h.Name, h.State)
+		return nil, fault.New(baremetal.ErrConflict, "host %s is %s; Metal3 re-inspects available hosts only", h.Name, h.State)
 	}
 	return m.patch(ctx, h, annotations(annInspect, ""), "inspect host "+h.Name)
 }
@@ -439,8 +440,7 @@ func (m *Backend) Provide(ctx context.Context, ident string) (*baremetal.Host, e
 	if err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("%w: host %s is %s; Metal3 moves hosts to available on its own and retries failed steps with backoff (error count %d), so there is nothing to provide",
-		baremetal.ErrConflict, h.Name, h.State, h.ErrorCount)
+	return nil, fault.New(baremetal.ErrConflict, "host %s is %s; Metal3 moves hosts to available on its own and retries failed steps with backoff (error count %d), so there is nothing to provide", h.Name, h.State, h.ErrorCount)
 }
 
 // detachable are the states in which baremetal-operator honours the
@@ -456,7 +456,7 @@ func (m *Backend) Detach(ctx context.Context, ident, reason string) (*baremetal.
 	}
 	h := hostFromBMH(u)
 	if !detachable[h.BackendState] {
-		return nil, fmt.Errorf("%w: host %s is %s; Metal3 detaches available or provisioned hosts only", baremetal.ErrConflict, h.Name, h.State)
+		return nil, fault.New(baremetal.ErrConflict, "host %s is %s; Metal3 detaches available or provisioned hosts only", h.Name, h.State)
 	}
 	if reason == "" {
 		reason = "no reason given"
@@ -625,17 +625,17 @@ func (m *Backend) kubeError(err error, doing string, secrets ...string) error {
 	}
 	switch {
 	case errors.Is(err, mgmt.ErrKindNotServed):
-		return fmt.Errorf("%w: could not %s: the management cluster does not serve BareMetalHost; install baremetal-operator's CRDs", baremetal.ErrUnavailable, doing)
+		return fault.New(baremetal.ErrUnavailable, "could not %s: the management cluster does not serve BareMetalHost; install baremetal-operator's CRDs", doing)
 	case apierrors.IsNotFound(err):
-		return fmt.Errorf("%w: could not %s: %s", baremetal.ErrHostNotFound, doing, msg)
+		return fault.New(baremetal.ErrHostNotFound, "could not %s: %s", doing, msg)
 	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
-		return fmt.Errorf("%w: could not %s: %s", baremetal.ErrConflict, doing, msg)
+		return fault.New(baremetal.ErrConflict, "could not %s: %s", doing, msg)
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
-		return fmt.Errorf("%w: could not %s: the management cluster refused it: %s", baremetal.ErrInvalidHost, doing, msg)
+		return fault.New(baremetal.ErrInvalidHost, "could not %s: the management cluster refused it: %s", doing, msg)
 	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
-		return fmt.Errorf("%w: could not %s: Magnetite's management-cluster credentials are not allowed to: %s", baremetal.ErrUnavailable, doing, msg)
+		return fault.New(baremetal.ErrUnavailable, "could not %s: Magnetite's management-cluster credentials are not allowed to: %s", doing, msg)
 	}
-	return fmt.Errorf("%w: could not %s: %s", baremetal.ErrUnavailable, doing, msg)
+	return fault.New(baremetal.ErrUnavailable, "could not %s: %s", doing, msg)
 }
 
 // scrub masks a secret and its base64 form in a message.

@@ -1,0 +1,98 @@
+package conductor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/store"
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
+)
+
+// TestTenQuickChangesAreAppliedOnce: ten PATCHes of one cluster's
+// node_count within a second are applied to the management cluster once,
+// with the last size asked for, and every one of their operations ends.
+func TestTenQuickChangesAreAppliedOnce(t *testing.T) {
+	ctx := context.Background()
+	p := startPlane(t, 2, nil)
+	cl := p.create(t, "patched")
+	testenv.WaitFor(t, "create applied", time.Minute, func() (bool, string) {
+		n, err := p.st.PendingOperations(ctx, cl.UUID)
+		return err == nil && n == 0, "operations pending"
+	})
+	applies := func() int {
+		events, err := p.st.ListEvents(ctx, cl.UUID, store.EventQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, ev := range events {
+			if strings.HasPrefix(ev.Message, "applied ") && strings.HasSuffix(ev.Message, " objects to the management cluster") {
+				n++
+			}
+		}
+		return n
+	}
+	obj, err := p.mc.Get(ctx, "Cluster", p.namespace, clusterObjectName(cl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, generation := applies(), obj.GetGeneration()
+
+	var ops []string
+	for i := 2; i <= 11; i++ {
+		got, _ := p.cluster(t, cl.UUID)
+		ngs, err := p.st.NodeGroupsOf(ctx, []string{cl.UUID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var worker *model.NodeGroup
+		for _, ng := range ngs[cl.UUID] {
+			if ng.Role == model.RoleWorker {
+				worker = ng
+			}
+		}
+		worker.NodeCount = i
+		got.Status = model.UpdateInProgress
+		op := &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterUpdate, ClusterID: cl.UUID, ProjectID: "p",
+			Payload: &model.ClusterUpdatePayload{NodeCount: i}}
+		if err := p.st.ApplyClusterChange(ctx, store.ClusterChange{Cluster: got, NodeGroups: []*model.NodeGroup{worker}, Operation: op}); err != nil {
+			t.Fatal(err)
+		}
+		p.c.Notify()
+		ops = append(ops, op.UUID)
+	}
+	testenv.WaitFor(t, "every change done", time.Minute, func() (bool, string) {
+		n, err := p.st.PendingOperations(ctx, cl.UUID)
+		return err == nil && n == 0, fmt.Sprintf("%d operations pending", n)
+	})
+	for _, id := range ops {
+		op, err := p.st.GetOperation(ctx, id)
+		if err != nil || op.State != model.OpSucceeded {
+			t.Errorf("operation %s: %v, %v", id, op, err)
+		}
+	}
+	if n := applies() - before; n != 1 {
+		t.Errorf("%d applies for ten quick changes, want one", n)
+	}
+	obj, err = p.mc.Get(ctx, "Cluster", p.namespace, clusterObjectName(cl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obj.GetGeneration() != generation+1 {
+		t.Errorf("the Cluster went from generation %d to %d, want one change", generation, obj.GetGeneration())
+	}
+	mds, _, _ := unstructured.NestedSlice(obj.Object, "spec", "topology", "workers", "machineDeployments")
+	if len(mds) != 1 {
+		t.Fatalf("machine deployments in the topology: %v", mds)
+	}
+	if r, _, _ := unstructured.NestedInt64(mds[0].(map[string]any), "replicas"); r != 11 {
+		t.Errorf("the worker machine deployment has %d replicas, want the last size asked for, 11", r)
+	}
+}
