@@ -26,6 +26,13 @@ type Decision struct {
 func Decide(c *model.Cluster, ngs []*model.NodeGroup, s Snapshot, pending bool, now time.Time) Decision {
 	nc := *c
 	d := Decision{Cluster: &nc}
+	if c.ReadOnlyReason() != "" {
+		// A cluster imported from Magnum that Magnetite may not change keeps
+		// the status it came with (and the reason it is read-only): nothing
+		// Magnetite watches describes it, so no absence of objects may time
+		// it out or rewrite its reason.
+		return d
+	}
 	if s.Exists {
 		if s.APIAddress != "" {
 			nc.APIAddress = strPtr(s.APIAddress)

@@ -210,6 +210,23 @@ func TestDecideEnforcesCreateTimeoutWithLastReason(t *testing.T) {
 	}
 }
 
+func TestDecideLeavesReadOnlyImportedClustersAlone(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	snap := Summarize(Observed{}, identityGroup)
+	c, ngs := testCluster(model.CreateInProgress, now.Add(-24*time.Hour))
+	reason := "Imported from Magnum; read-only: its driver k8s_fedora_coreos_v1 builds clusters with Heat"
+	c.StatusReason = &reason
+	c.Imported = &model.Imported{MagnumDriver: "k8s_fedora_coreos_v1", Unsupported: "its driver k8s_fedora_coreos_v1 builds clusters with Heat"}
+	d := Decide(c, ngs, snap, false, now)
+	if d.Changed || d.Cluster.Status != model.CreateInProgress || *d.Cluster.StatusReason != reason {
+		t.Errorf("an imported read-only cluster was changed: changed=%v status %s reason %q", d.Changed, d.Cluster.Status, *d.Cluster.StatusReason)
+	}
+	c.Imported = nil
+	if d := Decide(c, ngs, snap, false, now); d.Cluster.Status != model.CreateFailed {
+		t.Errorf("the same cluster, not imported, must time out: %s", d.Cluster.Status)
+	}
+}
+
 func TestDecideReportsNoChangeTwice(t *testing.T) {
 	now := time.Now()
 	snap := Summarize(availableCluster("cluster.x-k8s.io/v1beta2"), identityGroup)
