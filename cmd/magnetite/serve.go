@@ -344,7 +344,7 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 		KeyPool:                       keys,
 		DefaultClusterQuota:           cfg.Int("quotas", "max_clusters_per_project"),
 		ServiceDownAfter:              cfg.Duration("services", "down_after"),
-		ReplaceLabelsByDefault:        !cfg.Bool("api", "merge_labels_by_default"),
+		MergeLabelsByDefault:          cfg.Bool("api", "merge_labels_by_default"),
 		DefaultCreateTimeout:          cfg.Int("cluster", "create_timeout"),
 		DefaultBareMetalCreateTimeout: cfg.Int("cluster", "bm_create_timeout"),
 		IronicComputeHosts:            cfg.Int("driver", "ironic_compute_hosts"),

@@ -16,7 +16,7 @@ var Options = []Option{
 	{"DEFAULT", "host", "", "Name this process reports in /v1/mservices. Empty means the machine's hostname.", false},
 	{"api", "listen", "127.0.0.1:9511", "Address and port the Magnum v1 API listens on.", false},
 	{"api", "max_limit", "1000", "Largest page size a list request can ask for.", false},
-	{"api", "merge_labels_by_default", "true", "When a cluster or node group create sends labels without merge_labels, merge them over the parent's labels (true) or replace them as Magnum does (false).", false},
+	{"api", "merge_labels_by_default", "false", "When a cluster or node group create sends labels without merge_labels: replace the parent's labels, as Magnum does (false), or merge them over the parent's (true). Clients written for Magnum (the OpenStack provider for OpenTofu/Terraform, Ansible's openstack.cloud) read merged labels back as a change of their own.", false},
 	{"api", "max_body_bytes", "1048576", "Largest request body accepted, in bytes.", false},
 	{"api", "page_cache_bytes", "16777216", "Memory for encoded list pages (templates, clusters, node groups), in bytes; 0 keeps none. A page is served from it only while no write has changed its listing in the database, whichever replica made the write.", false},
 	{"api", "key_pool_size", "16", "RSA keys made ahead of time, in the background, for new clusters' certificate authorities and service-account keys (four per cluster), so that a cluster create does not wait for them; a create finding the pool empty makes its keys itself, and 0 keeps no pool. A key is never given to two clusters.", false},
