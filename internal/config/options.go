@@ -80,6 +80,7 @@ var Options = []Option{
 	{"addons", "oci_plain_http", "false", "Talk to an oci:// source over plain HTTP instead of HTTPS (a registry on a private network without TLS).", false},
 	{"conductor", "enabled", "auto", "Run the conductor in this process: true, false, or auto (run it when a management cluster is configured or Magnetite runs in a pod). Without a conductor, requests are recorded and clusters stay in their *_IN_PROGRESS state.", false},
 	{"conductor", "infrastructure", "openstack", "Infrastructure of clusters whose template names no driver: openstack (Nova VMs and Ironic bare metal through CAPO) or inmemory (Cluster API's in-memory backend, for trying Magnetite and for tests without a cloud).", false},
+	{"conductor", "inmemory_addons", "false", "Give clusters on Cluster API's in-memory backend the addons a cloud's clusters get (CNI, k8s-keystone-auth, CSI drivers, metrics-server as their labels ask): rendered from [addons] source, written with their ClusterResourceSet to the management cluster, to look at and test addon delivery without a cloud. The simulated workload API server serves only a few core kinds, so the ClusterResourceSet cannot apply them there and health_status_reason says so.", false},
 	{"conductor", "workers", "4", "Operations one process runs at once.", false},
 	{"conductor", "lease", "2m", "How long a claimed operation stays with a process that stops heartbeating, before another process takes it over.", false},
 	{"services", "report_interval", "10s", "How often each process records that it is alive.", false},

@@ -543,7 +543,7 @@ func TestInfrastructureVersionIsTheClustersOwnProviders(t *testing.T) {
 	if _, err := osDriver.Render(req); err != nil {
 		t.Errorf("OpenStack served at v1beta2 beside CAPD at v1beta1: %v", err)
 	}
-	mem := inmemory.New(capi.Options{})
+	mem := inmemory.New(capi.Options{}, inmemory.Options{})
 	if _, err := mem.Render(req); err == nil || !strings.Contains(err.Error(), "infrastructure.cluster.x-k8s.io/v1beta1 is not supported") {
 		t.Errorf("in-memory cluster with CAPD served at v1beta1: err = %v, want the infrastructure version refused", err)
 	}
