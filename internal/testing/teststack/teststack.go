@@ -41,13 +41,16 @@ type Stack struct {
 // Cluster API take minutes).
 func Start(t *testing.T, dropIns ...string) *Stack {
 	t.Helper()
-	ks := testkeystone.Start(t) // skips under -short
+	// The plane first: it may wait many minutes for the machine's CAPD lock
+	// (testenv), and a Keystone left idle that long was seen answering
+	// its next admin request with a 500.
+	mgmt := testenv.StartClusterAPI(t) // skips under -short
+	ks := testkeystone.Start(t)
 	const servicePassword = "magnetite-iac-test-password"
 	svc := ks.ServiceUser("magnetite", servicePassword)
 	ks.Grant(svc, ks.ProjectID("service"), "admin")
 	ks.Grant(ks.CreateUser(User, Password), ks.CreateProject(Project), "member")
 
-	mgmt := testenv.StartClusterAPI(t)
 	addr := testmagnetite.FreeAddr(t)
 	magnum := "http://" + addr + "/v1"
 	// Both clients find Magnetite through the catalog, as on a cloud.
