@@ -84,8 +84,8 @@ func addonChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
 	if !conductorWanted(cfg) {
 		return []doctor.Result{{Check: "addon charts", Status: doctor.Skip, Detail: "no conductor runs here: nothing renders addons"}}
 	}
-	if cfg.String("conductor", "infrastructure") == "inmemory" {
-		return []doctor.Result{{Check: "addon charts", Status: doctor.Skip, Detail: "[conductor] infrastructure = inmemory: its clusters get no addons"}}
+	if cfg.String("conductor", "infrastructure") == "inmemory" && !cfg.Bool("conductor", "inmemory_addons") {
+		return []doctor.Result{{Check: "addon charts", Status: doctor.Skip, Detail: "[conductor] infrastructure = inmemory without inmemory_addons: its clusters get no addons"}}
 	}
 	src, err := addonSource(cfg)
 	if err != nil {

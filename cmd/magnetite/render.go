@@ -17,6 +17,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
+	"github.com/magnetite-io/magnetite/internal/driver/capi/inmemory"
 	"github.com/magnetite-io/magnetite/internal/kinds"
 	"github.com/magnetite-io/magnetite/internal/labels"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
@@ -113,7 +114,7 @@ Without either, every kind is written at its newest version (v1beta2).`,
 			if err != nil {
 				return err
 			}
-			reg, err := builtin.Registry(capi.Options{DefaultBootVolumeSize: bootVolume}, "openstack")
+			reg, err := builtin.Registry(capi.Options{DefaultBootVolumeSize: bootVolume}, "openstack", inmemory.Options{})
 			if err != nil {
 				return err
 			}

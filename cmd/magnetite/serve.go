@@ -29,6 +29,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
+	"github.com/magnetite-io/magnetite/internal/driver/capi/inmemory"
 	"github.com/magnetite-io/magnetite/internal/logging"
 	"github.com/magnetite-io/magnetite/internal/metrics"
 	"github.com/magnetite-io/magnetite/internal/store"
@@ -267,7 +268,8 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 	if catalog != nil {
 		resources = &cloud.Resources{Catalog: catalog, Log: log}
 	}
-	drivers, err := builtin.Registry(driverOptions(cfg), cfg.String("conductor", "infrastructure"))
+	drivers, err := builtin.Registry(driverOptions(cfg), cfg.String("conductor", "infrastructure"),
+		inmemory.Options{Addons: cfg.Bool("conductor", "inmemory_addons")})
 	if err != nil {
 		return err
 	}
@@ -344,7 +346,7 @@ func serveLogging(ctx context.Context, cfg *config.Config, log *slog.Logger, rea
 		KeyPool:                       keys,
 		DefaultClusterQuota:           cfg.Int("quotas", "max_clusters_per_project"),
 		ServiceDownAfter:              cfg.Duration("services", "down_after"),
-		ReplaceLabelsByDefault:        !cfg.Bool("api", "merge_labels_by_default"),
+		MergeLabelsByDefault:          cfg.Bool("api", "merge_labels_by_default"),
 		DefaultCreateTimeout:          cfg.Int("cluster", "create_timeout"),
 		DefaultBareMetalCreateTimeout: cfg.Int("cluster", "bm_create_timeout"),
 		IronicComputeHosts:            cfg.Int("driver", "ironic_compute_hosts"),

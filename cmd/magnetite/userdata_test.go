@@ -10,6 +10,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
+	"github.com/magnetite-io/magnetite/internal/driver/capi/inmemory"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
@@ -67,7 +68,7 @@ func TestRenderRefusesExtraFilesThatNovaWouldRefuse(t *testing.T) {
 }
 
 func TestAPIRefusesExtraFilesThatNovaWouldRefuse(t *testing.T) {
-	reg, err := builtin.Registry(capi.Options{}, "openstack")
+	reg, err := builtin.Registry(capi.Options{}, "openstack", inmemory.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

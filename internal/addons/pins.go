@@ -121,7 +121,9 @@ var table = func() []Pin {
 		Chart{Repo: RepoKeystoneAuth, Name: chartKeystoneAuth, Version: "1.5.1"})
 	add(MetricsServer, "v0.8.1", "1.31+ (metrics-server's compatibility matrix)", Minors, Chart{Repo: RepoMetricsServer, Name: chartMetricsServer, Version: "3.13.1"})
 	add(NFSCSI, "v4.13.4", "1.21+ (csi-driver-nfs's compatibility table)", Minors, Chart{Repo: RepoNFS, Name: chartNFS, Version: "4.13.4"})
-	add(SnapshotController, "v8.6.0", "1.25+ (external-snapshotter's README)", Minors, Chart{Repo: RepoSnapshotter, Name: ChartSnapshotter, Version: "v8.6.0"})
+	// The README at v8.6.0 names 1.20 as the minimum for snapshot-controller
+	// and csi-snapshotter (its Compatibility table).
+	add(SnapshotController, "v8.6.0", "1.20+ (external-snapshotter's README)", Minors, Chart{Repo: RepoSnapshotter, Name: ChartSnapshotter, Version: "v8.6.0"})
 	return out
 }()
 

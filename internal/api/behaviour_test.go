@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/testing/testapi"
 )
@@ -179,24 +180,17 @@ func TestTemplateVisibility(t *testing.T) {
 }
 
 func TestClusterLabelsMergeOrReplaceTemplateLabels(t *testing.T) {
-	srv := testapi.Start(t)
-	c := newClient(t, srv)
-	tpl := c.createTemplate(map[string]any{"labels": map[string]any{
-		"kube_tag": "v1.30.4", "auto_healing_enabled": "true", "boot_volume_size": "20"}})
-
-	tests := []struct {
+	type labelCase struct {
 		name                               string
 		body                               map[string]any
 		labels, overridden, added, skipped map[string]string
-	}{
+	}
+	templateLabels := map[string]any{"kube_tag": "v1.30.4", "auto_healing_enabled": "true", "boot_volume_size": "20"}
+	explicit := []labelCase{
 		{"no labels inherits the template's",
 			map[string]any{},
 			map[string]string{"kube_tag": "v1.30.4", "auto_healing_enabled": "true", "boot_volume_size": "20"},
 			map[string]string{}, map[string]string{}, map[string]string{}},
-		{"labels merge over the template's by default",
-			map[string]any{"labels": map[string]any{"kube_tag": "v1.31.1", "extra": 5}},
-			map[string]string{"kube_tag": "v1.31.1", "auto_healing_enabled": "true", "boot_volume_size": "20", "extra": "5"},
-			map[string]string{"kube_tag": "v1.30.4"}, map[string]string{"extra": "5"}, map[string]string{}},
 		{"merge_labels true merges as a string labels value",
 			map[string]any{"merge_labels": true, "labels": "{'boot_volume_size': 40, 'flag': True}"},
 			map[string]string{"kube_tag": "v1.30.4", "auto_healing_enabled": "true", "boot_volume_size": "40", "flag": "true"},
@@ -207,26 +201,50 @@ func TestClusterLabelsMergeOrReplaceTemplateLabels(t *testing.T) {
 			map[string]string{"kube_tag": "v1.30.4"}, map[string]string{"extra": "x"},
 			map[string]string{"auto_healing_enabled": "true", "boot_volume_size": "20"}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			id := c.createCluster(tpl, tc.body)
-			var got struct {
-				Labels           map[string]string `json:"labels"`
-				LabelsOverridden map[string]string `json:"labels_overridden"`
-				LabelsAdded      map[string]string `json:"labels_added"`
-				LabelsSkipped    map[string]string `json:"labels_skipped"`
-			}
-			c.must(http.StatusOK, "GET", "/v1/clusters/"+id, nil).decode(t, &got)
-			for _, cmp := range []struct {
-				field     string
-				got, want map[string]string
-			}{
-				{"labels", got.Labels, tc.labels}, {"labels_overridden", got.LabelsOverridden, tc.overridden},
-				{"labels_added", got.LabelsAdded, tc.added}, {"labels_skipped", got.LabelsSkipped, tc.skipped},
-			} {
-				if cmp.got == nil || !maps.Equal(cmp.got, cmp.want) {
-					t.Errorf("%s = %v, want %v", cmp.field, cmp.got, cmp.want)
-				}
+	withoutMergeLabels := map[string]any{"labels": map[string]any{"kube_tag": "v1.31.1", "extra": 5}}
+	deployments := []struct {
+		name  string
+		opts  []testapi.Option
+		cases []labelCase
+	}{
+		{"Magnum's default", nil, append(explicit, labelCase{"labels replace the template's when merge_labels is not sent",
+			withoutMergeLabels,
+			map[string]string{"kube_tag": "v1.31.1", "extra": "5"},
+			map[string]string{"kube_tag": "v1.30.4"}, map[string]string{"extra": "5"},
+			map[string]string{"auto_healing_enabled": "true", "boot_volume_size": "20"}})},
+		{"merge_labels_by_default", []testapi.Option{func(o *api.Options) { o.MergeLabelsByDefault = true }}, append(explicit, labelCase{
+			"labels merge over the template's when merge_labels is not sent",
+			withoutMergeLabels,
+			map[string]string{"kube_tag": "v1.31.1", "auto_healing_enabled": "true", "boot_volume_size": "20", "extra": "5"},
+			map[string]string{"kube_tag": "v1.30.4"}, map[string]string{"extra": "5"}, map[string]string{}})},
+	}
+	for _, d := range deployments {
+		t.Run(d.name, func(t *testing.T) {
+			srv := testapi.Start(t, d.opts...)
+			c := newClient(t, srv)
+			tpl := c.createTemplate(map[string]any{"labels": templateLabels})
+			for _, tc := range d.cases {
+				t.Run(tc.name, func(t *testing.T) {
+					id := c.createCluster(tpl, tc.body)
+					var got struct {
+						Labels           map[string]string `json:"labels"`
+						LabelsOverridden map[string]string `json:"labels_overridden"`
+						LabelsAdded      map[string]string `json:"labels_added"`
+						LabelsSkipped    map[string]string `json:"labels_skipped"`
+					}
+					c.must(http.StatusOK, "GET", "/v1/clusters/"+id, nil).decode(t, &got)
+					for _, cmp := range []struct {
+						field     string
+						got, want map[string]string
+					}{
+						{"labels", got.Labels, tc.labels}, {"labels_overridden", got.LabelsOverridden, tc.overridden},
+						{"labels_added", got.LabelsAdded, tc.added}, {"labels_skipped", got.LabelsSkipped, tc.skipped},
+					} {
+						if cmp.got == nil || !maps.Equal(cmp.got, cmp.want) {
+							t.Errorf("%s = %v, want %v", cmp.field, cmp.got, cmp.want)
+						}
+					}
+				})
 			}
 		})
 	}

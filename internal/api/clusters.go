@@ -424,7 +424,7 @@ func (s *Server) mergeLabels(vals map[string]any) bool {
 	if m, ok := vals["merge_labels"].(bool); ok {
 		return m
 	}
-	return !s.opts.ReplaceLabelsByDefault
+	return s.opts.MergeLabelsByDefault
 }
 
 // labelsOver returns a new map of the parent's labels with own laid over

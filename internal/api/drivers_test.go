@@ -25,7 +25,7 @@ func startWithDrivers(t *testing.T, extra ...testapi.Option) *testapi.Server {
 	if err := reg.Register(openstack.New(capi.Options{})); err != nil {
 		t.Fatal(err)
 	}
-	if err := reg.RegisterExplicit(inmemory.New(capi.Options{})); err != nil {
+	if err := reg.RegisterExplicit(inmemory.New(capi.Options{}, inmemory.Options{})); err != nil {
 		t.Fatal(err)
 	}
 	return testapi.Start(t, append([]testapi.Option{func(o *api.Options) {

@@ -46,11 +46,11 @@ type Options struct {
 	// Metrics receives request observations and is served on /metrics; nil
 	// means a registry of the API's own over Store.
 	Metrics *metrics.Registry
-	// ReplaceLabelsByDefault restores Magnum's behaviour of cluster labels
-	// replacing the template's when merge_labels is not sent. Magnetite merges
-	// by default, because dropping kube_tag and friends silently is the
-	// field's most common label mistake.
-	ReplaceLabelsByDefault bool
+	// MergeLabelsByDefault lays a new cluster's or node group's labels over
+	// its parent's when merge_labels is not sent. Off is Magnum's behaviour,
+	// which declarative clients compare against: the OpenStack provider for
+	// OpenTofu reads inherited labels back as drift.
+	MergeLabelsByDefault bool
 	// DefaultCreateTimeout and DefaultBareMetalCreateTimeout (minutes) apply
 	// when a cluster create does not set create_timeout.
 	DefaultCreateTimeout          int

@@ -123,7 +123,7 @@ func (c *Config) validate() error {
 			return fmt.Errorf("config: [%s] %s = %q (from %s) is not a whole number", v.Section, v.Name, v.Value, v.Source)
 		}
 	}
-	for _, k := range []string{"api.merge_labels_by_default", "management.delete_empty_namespaces"} {
+	for _, k := range []string{"api.merge_labels_by_default", "management.delete_empty_namespaces", "conductor.inmemory_addons"} {
 		if _, err := strconv.ParseBool(c.values[k].Value); err != nil {
 			v := c.values[k]
 			return fmt.Errorf("config: [%s] %s = %q (from %s) must be true or false", v.Section, v.Name, v.Value, v.Source)

@@ -40,8 +40,8 @@ func TestNothingConfiguredMeansEveryDefault(t *testing.T) {
 	if got := c.Int("api", "max_limit"); got != 1000 {
 		t.Errorf("[api] max_limit = %d, want 1000", got)
 	}
-	if !c.Bool("api", "merge_labels_by_default") {
-		t.Error("[api] merge_labels_by_default is false by default")
+	if c.Bool("api", "merge_labels_by_default") {
+		t.Error("[api] merge_labels_by_default is true by default; Magnum replaces the parent's labels")
 	}
 	if got := c.Duration("conductor", "lease"); got != 2*time.Minute {
 		t.Errorf("[conductor] lease = %v, want 2m", got)

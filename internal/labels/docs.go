@@ -15,8 +15,10 @@ func Markdown() string {
 Generated from the label schema in internal/labels/schema.go by
 ` + "`go generate ./internal/labels`" + `; do not edit by hand.
 
-Labels are set on a cluster template, a cluster (merged over the template's
-unless ` + "`merge_labels`" + ` is false) or a node group. **Scope** is the most specific
+Labels are set on a cluster template, a cluster or a node group. As on Magnum,
+a cluster's labels replace the template's (and a node group's the cluster's)
+unless ` + "`merge_labels`" + ` is true or ` + "`[api] merge_labels_by_default`" + ` is set; a
+create that sends no labels inherits them. **Scope** is the most specific
 object that may set a label: *template* labels come only from the cluster
 template, *cluster* labels may be overridden by a cluster, *nodegroup* labels
 also by a node group. Invalid values are refused with a 400 that names the

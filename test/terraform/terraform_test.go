@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,6 +122,19 @@ func (w *workspace) apply(t *testing.T, vars ...string) string {
 	return w.ok(t, args...)
 }
 
+// requireNoChanges fails the test unless a plan with the given variables
+// finds nothing to change (exit code 0; 2 would be a diff).
+func (w *workspace) requireNoChanges(t *testing.T, when string, vars ...string) {
+	t.Helper()
+	args := []string{"plan", "-detailed-exitcode", "-no-color"}
+	for _, v := range vars {
+		args = append(args, "-var", v)
+	}
+	if out, code := w.run(t, args...); code != 0 {
+		t.Fatalf("plan %s exited %d (want 0, no changes):\n%s", when, code, out)
+	}
+}
+
 // output reads one output as JSON into v.
 func (w *workspace) output(t *testing.T, name string, v any) {
 	t.Helper()
@@ -130,7 +144,11 @@ func (w *workspace) output(t *testing.T, name string, v any) {
 }
 
 // clusterConfig is a template, a cluster on it and, when extra_group is
-// set, a second node group whose label value is node_role.
+// set, a second node group whose label value is node_role. The cluster and
+// the node group declare labels and leave merge_labels at the provider's
+// default (false): Magnetite replaces the parent's labels, as Magnum does,
+// so what the provider reads back is what was declared, and a second plan
+// finds nothing to change.
 const clusterConfig = `
 terraform {
   required_providers {
@@ -149,7 +167,7 @@ resource "openstack_containerinfra_clustertemplate_v1" "mem" {
   coe                 = "kubernetes"
   image               = "ubuntu-2204-kube-v1.31.2"
   external_network_id = "public"
-  labels              = { kube_tag = "v1.31.2" }
+  labels              = { kube_tag = "v1.31.2", node_startup_timeout = "20m" }
 }
 
 resource "openstack_containerinfra_cluster_v1" "demo" {
@@ -157,6 +175,7 @@ resource "openstack_containerinfra_cluster_v1" "demo" {
   cluster_template_id = openstack_containerinfra_clustertemplate_v1.mem.id
   master_count        = 1
   node_count          = var.node_count
+  labels              = { kube_tag = "v1.31.2" }
 }
 
 resource "openstack_containerinfra_nodegroup_v1" "extra" {
@@ -164,11 +183,7 @@ resource "openstack_containerinfra_nodegroup_v1" "extra" {
   name       = "extra"
   cluster_id = openstack_containerinfra_cluster_v1.demo.id
   node_count = 1
-  # Magnetite merges a node group's labels over its cluster's unless told
-  # otherwise; saying so lets the provider tell the declared labels apart
-  # from the inherited ones (without it every plan would replace the group).
-  merge_labels = true
-  labels       = { node_role = var.node_role }
+  labels     = { node_role = var.node_role }
 }
 
 output "cluster_id" { value = openstack_containerinfra_cluster_v1.demo.id }
@@ -263,6 +278,16 @@ func testLifecycle(t *testing.T, w *workspace, st *teststack.Stack) {
 		if c := cluster(t); c.Status != "CREATE_COMPLETE" || c.NodeCount != 1 {
 			t.Fatalf("cluster after apply: %+v", c)
 		}
+		// The cluster's labels replaced the template's: node_startup_timeout
+		// is not inherited, so the provider reads back what it declared.
+		var labels struct {
+			Labels map[string]string `json:"labels"`
+		}
+		st.Get(t, "/clusters/"+clusterID, &labels)
+		if want := map[string]string{"kube_tag": "v1.31.2"}; !maps.Equal(labels.Labels, want) {
+			t.Errorf("cluster labels %v, want the declared %v", labels.Labels, want)
+		}
+		w.requireNoChanges(t, "after the first apply")
 	})
 
 	step("the kubeconfig attributes reach the cluster's CA and API", func(t *testing.T) {
@@ -302,6 +327,16 @@ func testLifecycle(t *testing.T, w *workspace, st *teststack.Stack) {
 		if c := cluster(t); c.UUID != clusterID || c.NodeCount != 3 || c.Status != "UPDATE_COMPLETE" {
 			t.Errorf("cluster after resize: %+v", c)
 		}
+		var group string
+		w.output(t, "extra_group_id", &group)
+		var extra struct {
+			Labels map[string]string `json:"labels"`
+		}
+		st.Get(t, "/clusters/"+strings.Replace(group, "/", "/nodegroups/", 1), &extra)
+		if want := map[string]string{"node_role": "batch"}; !maps.Equal(extra.Labels, want) {
+			t.Errorf("node group labels %v, want the declared %v", extra.Labels, want)
+		}
+		w.requireNoChanges(t, "after the node group was added", "node_count=2", "extra_group=true")
 	})
 
 	step("a node group label change replaces the group", func(t *testing.T) {
@@ -322,19 +357,26 @@ func testLifecycle(t *testing.T, w *workspace, st *teststack.Stack) {
 		}
 	})
 
-	step("an existing cluster and template import without drift", func(t *testing.T) {
-		vars := []string{"-var", "node_count=2", "-var", "extra_group=true", "-var", "node_role=gpu"}
-		// The node group stays in the state: the provider's import cannot
-		// recover merge_labels (its read never sets it, on Magnum too), so
-		// an imported group that declares it always plans a replacement.
-		w.ok(t, "state", "rm", "openstack_containerinfra_cluster_v1.demo", "openstack_containerinfra_clustertemplate_v1.mem")
-		w.ok(t, append([]string{"import"}, append(vars, "openstack_containerinfra_clustertemplate_v1.mem", templateID)...)...)
-		w.ok(t, append([]string{"import"}, append(vars, "openstack_containerinfra_cluster_v1.demo", clusterID)...)...)
-		// Exit code 0 is "no changes"; 2 would be a diff.
-		out, code := w.run(t, append([]string{"plan", "-detailed-exitcode", "-no-color"}, vars...)...)
-		if code != 0 {
-			t.Fatalf("plan after import exited %d (want 0, no changes):\n%s", code, out)
+	step("an existing cluster, template and node group import without drift", func(t *testing.T) {
+		vars := []string{"node_count=2", "extra_group=true", "node_role=gpu"}
+		var groupID string
+		w.output(t, "extra_group_id", &groupID)
+		// The provider's import never reads merge_labels back (on Magnum
+		// too): an imported group plans no replacement only because the
+		// declared value is the default, false.
+		w.ok(t, "state", "rm", "openstack_containerinfra_cluster_v1.demo", "openstack_containerinfra_clustertemplate_v1.mem",
+			"openstack_containerinfra_nodegroup_v1.extra[0]")
+		varArgs := func(args ...string) []string {
+			out := []string{"import"}
+			for _, v := range vars {
+				out = append(out, "-var", v)
+			}
+			return append(out, args...)
 		}
+		w.ok(t, varArgs("openstack_containerinfra_clustertemplate_v1.mem", templateID)...)
+		w.ok(t, varArgs("openstack_containerinfra_cluster_v1.demo", clusterID)...)
+		w.ok(t, varArgs("openstack_containerinfra_nodegroup_v1.extra[0]", groupID)...)
+		w.requireNoChanges(t, "after import", vars...)
 	})
 
 	step("the node group is removed", func(t *testing.T) {

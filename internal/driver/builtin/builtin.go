@@ -18,12 +18,12 @@ import (
 // ([conductor] infrastructure: "openstack" or "inmemory") is also chosen by
 // (server_type, os_distro, coe); the others only by a template's driver
 // field.
-func Registry(opts capi.Options, infrastructure string) (*driver.Registry, error) {
+func Registry(opts capi.Options, infrastructure string, mem inmemory.Options) (*driver.Registry, error) {
 	r := driver.NewRegistry()
-	cloud, mem := driver.Driver(openstack.New(opts)), driver.Driver(inmemory.New(opts))
-	byTuple, byName := cloud, mem
+	cloud, inMemory := driver.Driver(openstack.New(opts)), driver.Driver(inmemory.New(opts, mem))
+	byTuple, byName := cloud, inMemory
 	if infrastructure == "inmemory" {
-		byTuple, byName = mem, cloud
+		byTuple, byName = inMemory, cloud
 	}
 	if err := r.Register(byTuple); err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func Kinds() []kinds.Kind { return all().Kinds() }
 func KindsByDriver() map[string][]kinds.Kind { return all().KindsByDriver() }
 
 func all() *driver.Registry {
-	r, err := Registry(capi.Options{}, "")
+	r, err := Registry(capi.Options{}, "", inmemory.Options{})
 	if err != nil {
 		panic(err) // Registry registers each driver once: it cannot fail
 	}

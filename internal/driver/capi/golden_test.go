@@ -21,7 +21,7 @@ func loadCases(t testing.TB) []testdriver.Case {
 
 func driverFor(name string) *capi.Driver {
 	if name == "inmemory" {
-		return inmemory.New(capi.Options{DefaultBootVolumeSize: 20})
+		return inmemory.New(capi.Options{DefaultBootVolumeSize: 20}, inmemory.Options{})
 	}
 	return openstack.New(capi.Options{DefaultBootVolumeSize: 20})
 }

@@ -543,9 +543,51 @@ func TestInfrastructureVersionIsTheClustersOwnProviders(t *testing.T) {
 	if _, err := osDriver.Render(req); err != nil {
 		t.Errorf("OpenStack served at v1beta2 beside CAPD at v1beta1: %v", err)
 	}
-	mem := inmemory.New(capi.Options{})
+	mem := inmemory.New(capi.Options{}, inmemory.Options{})
 	if _, err := mem.Render(req); err == nil || !strings.Contains(err.Error(), "infrastructure.cluster.x-k8s.io/v1beta1 is not supported") {
 		t.Errorf("in-memory cluster with CAPD served at v1beta1: err = %v, want the infrastructure version refused", err)
+	}
+}
+
+// TestInMemoryClustersGetAddonsOnlyWhenAsked: an in-memory cluster asking
+// for k8s-keystone-auth and Manila gets no addons by default, and with
+// inmemory_addons the same releases and ClusterResourceSet a cloud's
+// cluster gets (Manila after the NFS driver it hands mounts to).
+func TestInMemoryClustersGetAddonsOnlyWhenAsked(t *testing.T) {
+	req := caseRequest(t, "vm-only")
+	req.Template.Labels["keystone_auth_enabled"] = "true"
+	req.Template.Labels["manila_csi_enabled"] = "true"
+	req.Template.Labels["manila_csi_share_network_id"] = "4f1b6a8e-2c1d-4e59-9a3b-7d2e5c0f8a61"
+	addonsOf := func(d *capi.Driver) (names []string, sets int) {
+		t.Helper()
+		res, err := d.Render(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.Addons {
+			names = append(names, r.Addon)
+		}
+		for _, o := range res.Objects {
+			if o.GetKind() == "ClusterResourceSet" {
+				sets++
+			}
+		}
+		return names, sets
+	}
+	if names, sets := addonsOf(inmemory.New(capi.Options{}, inmemory.Options{})); len(names) != 0 || sets != 0 {
+		t.Errorf("in-memory cluster without inmemory_addons: addons %v, %d ClusterResourceSets", names, sets)
+	}
+	names, sets := addonsOf(inmemory.New(capi.Options{}, inmemory.Options{Addons: true}))
+	for _, want := range []string{"k8s-keystone-auth", "csi-driver-nfs", "manila-csi"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("in-memory cluster with inmemory_addons: addons %v lack %s", names, want)
+		}
+	}
+	if i, j := slices.Index(names, "csi-driver-nfs"), slices.Index(names, "manila-csi"); i > j {
+		t.Errorf("addons %v: Manila before the NFS driver", names)
+	}
+	if sets != 1 {
+		t.Errorf("in-memory cluster with inmemory_addons: %d ClusterResourceSets, want 1", sets)
 	}
 }
 

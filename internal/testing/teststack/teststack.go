@@ -7,6 +7,7 @@
 package teststack
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -35,27 +36,31 @@ type Stack struct {
 	Mgmt   *testenv.APIServer
 }
 
-// Start starts the stack; everything stops at cleanup. Under -short it skips
-// (Keystone and Cluster API take minutes).
-func Start(t *testing.T) *Stack {
+// Start starts the stack, with each dropIn as one more conf.d file of
+// serve; everything stops at cleanup. Under -short it skips (Keystone and
+// Cluster API take minutes).
+func Start(t *testing.T, dropIns ...string) *Stack {
 	t.Helper()
-	ks := testkeystone.Start(t) // skips under -short
+	// The plane first: it may wait many minutes for the machine's CAPD lock
+	// (testenv), and a Keystone left idle that long was seen answering
+	// its next admin request with a 500.
+	mgmt := testenv.StartClusterAPI(t) // skips under -short
+	ks := testkeystone.Start(t)
 	const servicePassword = "magnetite-iac-test-password"
 	svc := ks.ServiceUser("magnetite", servicePassword)
 	ks.Grant(svc, ks.ProjectID("service"), "admin")
 	ks.Grant(ks.CreateUser(User, Password), ks.CreateProject(Project), "member")
 
-	mgmt := testenv.StartClusterAPI(t)
 	addr := testmagnetite.FreeAddr(t)
 	magnum := "http://" + addr + "/v1"
 	// Both clients find Magnetite through the catalog, as on a cloud.
 	ks.RegisterService("container-infra", "magnum", magnum)
-	testmagnetite.Serve(t, addr, testmagnetite.KeystoneConf(ks.AuthURL(), servicePassword, testkeystone.Region)+`
+	testmagnetite.Serve(t, addr, append([]string{testmagnetite.KeystoneConf(ks.AuthURL(), servicePassword, testkeystone.Region) + `
 [management]
-kubeconfig = `+mgmt.KubeconfigFile(t)+`
+kubeconfig = ` + mgmt.KubeconfigFile(t) + `
 [conductor]
 infrastructure = inmemory
-`)
+`}, dropIns...)...)
 	return &Stack{Keystone: ks, Magnum: magnum, Mgmt: mgmt}
 }
 
@@ -73,27 +78,47 @@ func (s *Stack) Env() []string {
 // and returns the status code.
 func (s *Stack) Get(t *testing.T, path string, out any) int {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, s.Magnum+path, nil)
+	code, _ := s.Do(t, http.MethodGet, path, nil, out)
+	return code
+}
+
+// Do sends a request with body (nil for none) as JSON to a Magnum API path
+// as the user, decodes a 2xx answer into out (nil discards it) and returns
+// the status code and the body.
+func (s *Stack) Do(t *testing.T, method, path string, body, out any) (int, string) {
+	t.Helper()
+	var in io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), method, s.Magnum+path, in)
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("X-Auth-Token", s.Keystone.Token(User, Password, Project))
 	req.Header.Set("OpenStack-API-Version", "container-infra latest")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
+		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
+	got, err := io.ReadAll(res.Body)
 	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
+		t.Fatalf("%s %s: %v", method, path, err)
 	}
-	if out != nil && res.StatusCode == http.StatusOK {
-		if err := json.Unmarshal(body, out); err != nil {
-			t.Fatalf("GET %s: %v: %s", path, err, body)
+	if out != nil && res.StatusCode/100 == 2 {
+		if err := json.Unmarshal(got, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, got)
 		}
 	}
-	return res.StatusCode
+	return res.StatusCode, string(got)
 }
 
 // Cluster is the part of a Magnum cluster the tests read.

@@ -14,12 +14,23 @@ import (
 )
 
 // Infrastructure is CAPD's in-memory backend.
-type Infrastructure struct{}
+type Infrastructure struct{ opts Options }
+
+// Options are the in-memory infrastructure's own.
+type Options struct {
+	// Addons gives clusters the addons a cloud's clusters get: rendered
+	// from the conductor's chart source and written, with their
+	// ClusterResourceSet, to the management cluster, where they can be
+	// read and tested without a cloud ([conductor] inmemory_addons). The
+	// simulated workload API server serves only a few core kinds, so the
+	// ClusterResourceSet cannot apply them there.
+	Addons bool
+}
 
 // New returns the in-memory Cluster API driver ("capi-inmemory"). Register
 // it with driver.Registry.RegisterExplicit: only templates that name it in
 // their driver field should get simulated machines.
-func New(opts capi.Options) *capi.Driver { return capi.New(Infrastructure{}, opts) }
+func New(opts capi.Options, m Options) *capi.Driver { return capi.New(Infrastructure{opts: m}, opts) }
 
 func (Infrastructure) Name() string { return "inmemory" }
 
@@ -29,7 +40,7 @@ func (Infrastructure) Kinds() []kinds.Kind { return capi.ContractKinds("Dev") }
 // NeedsCloud is false: flavors and images are used when the facts have
 // them (to tell bare metal from VMs) and ignored otherwise.
 func (Infrastructure) NeedsCloud() bool                    { return false }
-func (Infrastructure) Addons() bool                        { return false }
+func (i Infrastructure) Addons() bool                      { return i.opts.Addons }
 func (Infrastructure) Validate(*capi.Plan) []string        { return nil }
 func (Infrastructure) Variables() []capi.Variable          { return nil }
 func (Infrastructure) Patches(capi.ClassRefs) []capi.Patch { return nil }
