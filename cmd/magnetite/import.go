@@ -11,6 +11,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/config"
 	"github.com/magnetite-io/magnetite/internal/driver/builtin"
+	"github.com/magnetite-io/magnetite/internal/driver/capi/inmemory"
 	"github.com/magnetite-io/magnetite/internal/magnumimport"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
@@ -76,7 +77,7 @@ func importMagnum(ctx context.Context, cfg *config.Config, connection string, op
 		return err
 	}
 	defer st.Close()
-	drivers, err := builtin.Registry(driverOptions(cfg), cfg.String("conductor", "infrastructure"))
+	drivers, err := builtin.Registry(driverOptions(cfg), cfg.String("conductor", "infrastructure"), inmemory.Options{})
 	if err != nil {
 		return err
 	}
