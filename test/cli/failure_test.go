@@ -94,22 +94,15 @@ func TestClusterThatCannotComeUpFailsAndDeletes(t *testing.T) {
 	created := time.Now()
 
 	// create_timeout is one minute; allow the conductor a margin past it.
-	var reason string
-	testenv.WaitFor(t, "CREATE_FAILED", 2*time.Minute, func() (bool, string) {
-		st := field("status")
-		reason = field("status_reason")
-		return st == "CREATE_FAILED", st + ": " + reason
-	})
+	c.waitStatus(t, "doomed", "CREATE_FAILED", 2*time.Minute)
+	reason := field("status_reason")
 	t.Logf("CREATE_FAILED after %s: %s", time.Since(created).Round(time.Second), reason)
 	if !quotedTimeout.MatchString(reason) {
 		t.Errorf("status_reason %q does not match %s: the timeout and the Cluster API condition it last saw", reason, quotedTimeout)
 	}
 
 	c.ok(t, "coe", "cluster", "delete", "doomed")
-	testenv.WaitFor(t, "the failed cluster to be gone (404)", 3*time.Minute, func() (bool, string) {
-		_, stderr, code := c.run(t, "coe", "cluster", "show", "doomed")
-		return code != 0 && strings.Contains(stderr, "could not be found"), stderr
-	})
+	c.waitGone(t, "doomed", 3*time.Minute)
 	dc := mgmt.Dynamic(t)
 	selector := "magnetite.io/cluster-uuid=" + uuid
 	for _, gvr := range []schema.GroupVersionResource{

@@ -1,0 +1,28 @@
+package cli
+
+import (
+	"flag"
+	"os"
+	"strconv"
+	"testing"
+)
+
+// parallelTests is how many of this package's tests run at once unless
+// -parallel says otherwise. Go's default, GOMAXPROCS, suits tests that
+// compute; these mostly wait on other processes (Cluster API's
+// controllers, simulated machines booting, Keystone, Ironic), so on a
+// two-core machine two at a time would leave the machine idle while the
+// package ran for the sum of its tests.
+const parallelTests = 16
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		if err := flag.Set("test.parallel", strconv.Itoa(parallelTests)); err != nil {
+			panic(err)
+		}
+	}
+	os.Exit(m.Run())
+}
