@@ -55,6 +55,27 @@ var shared struct {
 // stops them, so SharedClusterAPI refuses to start one without it.
 var mainInstalled atomic.Bool
 
+// afterTests are what AfterTests registered, run by Main last first.
+var afterTests struct {
+	mu sync.Mutex
+	fs []func()
+}
+
+// AfterTests registers f to run once the package's last test has ended
+// (for what the tests of a binary share: a built program, say) and reports
+// true, when the package's TestMain calls Main or RunMain; without one it
+// registers nothing and reports false, and the caller keeps its thing to
+// the test (t.Cleanup).
+func AfterTests(f func()) bool {
+	if !mainInstalled.Load() {
+		return false
+	}
+	afterTests.mu.Lock()
+	defer afterTests.mu.Unlock()
+	afterTests.fs = append(afterTests.fs, f)
+	return true
+}
+
 // Main runs the package's tests and then stops the shared plane, if a test
 // started one, and returns the exit code, for a TestMain with cleanup of
 // its own:
@@ -71,6 +92,12 @@ func Main(m *testing.M) int {
 	code := m.Run()
 	if shared.run != nil {
 		shared.run.Stop(code != 0)
+	}
+	afterTests.mu.Lock()
+	fs := afterTests.fs
+	afterTests.mu.Unlock()
+	for i := len(fs) - 1; i >= 0; i-- {
+		fs[i]()
 	}
 	return code
 }
