@@ -85,7 +85,7 @@ func TestChartOnRealClusterAPI(t *testing.T) {
 
 	conf, _, _ := unstructured.NestedString(objs["ConfigMap/magnetite"].Object, "data", "magnetite.conf")
 	addr := testmagnetite.FreeAddr(t)
-	p, err := testmagnetite.Start(t, magnetiteBinary(t), "magnetite-0", addr, conf,
+	p, err := testmagnetite.Start(t, testmagnetite.Build(t), "magnetite-0", addr, conf,
 		// The pod's state volume, here under the test's directory.
 		"[DEFAULT]\nstate_dir = "+filepath.Join(t.TempDir(), "state")+"\n[management]\nkubeconfig = "+kubeconfig+"\n")
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/magnetite-io/magnetite/internal/testing/testmagnetite"
 	"github.com/magnetite-io/magnetite/internal/testing/testproc"
 )
 
@@ -26,7 +27,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	if !strings.Contains(string(unit), "\nExecStart=/usr/local/bin/magnetite serve\n") {
 		t.Fatal("the unit does not start /usr/local/bin/magnetite serve")
 	}
-	bin := magnetiteBinary(t)
+	bin := testmagnetite.Build(t)
 	path := filepath.Join(t.TempDir(), "magnetite.service")
 	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(unit), "/usr/local/bin/magnetite", bin)), 0o644); err != nil {
 		t.Fatal(err)

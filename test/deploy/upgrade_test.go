@@ -112,7 +112,7 @@ func (p *pool) pick() *testmagnetite.Process {
 func TestRollingUpgradeKeepsServing(t *testing.T) {
 	db := testmariadb.Start(t) // skips under -short
 	dsn := db.NewDatabase()
-	oldBin := magnetiteBinary(t)
+	oldBin := testmagnetite.Build(t)
 	newBin, schema := buildNext(t)
 	conf := fmt.Sprintf("[database]\nconnection = %s\n[auth]\nnoauth_roles = admin,member\n[quotas]\nmax_clusters_per_project = 100000\n", dsn)
 	start := func(bin, name string) *testmagnetite.Process {

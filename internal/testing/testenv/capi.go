@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -18,7 +17,7 @@ var AllManagers = []string{CoreManager, KubeadmBootstrapManager, KubeadmControlP
 // StartClusterAPI runs a management cluster for a test: etcd and
 // kube-apiserver, Cluster API's CRDs and every manager in AllManagers, each
 // with its webhooks answering. Skipped under -short.
-func StartClusterAPI(t testing.TB) *APIServer {
+func StartClusterAPI(t TB) *APIServer {
 	t.Helper()
 	s := Start(t)
 	s.InstallClusterAPI(t)
@@ -67,7 +66,7 @@ func lockInMemory(ctx context.Context) (*os.File, error) {
 // holdInMemoryLock takes the CAPD lock for the process about to start and
 // releases it once that process has exited (the lock must outlive the
 // process, so it is tied to its exit rather than to a test cleanup).
-func (s *APIServer) holdInMemoryLock(t testing.TB, start func() error) {
+func (s *APIServer) holdInMemoryLock(t TB, start func() error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
