@@ -44,6 +44,7 @@ var (
 // it on again with an upgrade brings the new minor's, and deleting the
 // cluster removes it.
 func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
+	t.Parallel()
 	mgmt, p, c, field := cliOnClusterAPI(t, "elastic")
 	api := magnetiteAPI{t: t, endpoint: "http://" + p.addr + "/v1"}
 	ctx := context.Background()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,39 +14,34 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/magnetite-io/magnetite/internal/testing/testenv"
+	"github.com/magnetite-io/magnetite/internal/testing/testmagnetite"
 )
 
-// startConductor builds magnetite and serves it with its conductor on the
-// management cluster of kubeconfig; the process stops at cleanup and its
-// log is shown when the test failed.
+// startConductor serves magnetite (testmagnetite.Build's binary) with its
+// conductor on the management cluster of kubeconfig, its project
+// namespaces named apart from every other test's on a shared plane; the
+// process stops at cleanup and its log is shown when the test failed.
 func startConductor(t *testing.T, kubeconfig string) *serveProc {
 	t.Helper()
 	dir := t.TempDir()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "magnetite")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/magnetite")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testmagnetite.Build(t)
 	conf := filepath.Join(dir, "magnetite.conf")
+	prefix := testenv.NamespacePrefix(t)
 	ini := fmt.Sprintf(`[DEFAULT]
 state_dir = %s
 [auth]
 noauth_roles = admin,member
 [management]
 kubeconfig = %s
+namespace_prefix = %s
 [conductor]
 infrastructure = inmemory
 lease = 10s
-`, filepath.Join(dir, "state"), kubeconfig)
+`, filepath.Join(dir, "state"), kubeconfig, prefix)
 	if err := os.WriteFile(conf, []byte(ini), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := &serveProc{bin: bin, conf: conf, addr: freeAddr(t), log: filepath.Join(dir, "serve.log")}
+	p := &serveProc{bin: bin, conf: conf, addr: freeAddr(t), log: filepath.Join(dir, "serve.log"), namespacePrefix: prefix}
 	p.start(t)
 	t.Cleanup(func() {
 		p.stop()
@@ -59,13 +53,14 @@ lease = 10s
 	return p
 }
 
-// cliOnClusterAPI starts a local Cluster API and magnetite serve with its
-// conductor on it, and returns them with the openstack CLI pointed at it
-// and a reader of one field of the named cluster. It skips under -short.
+// cliOnClusterAPI starts magnetite serve with its conductor on the
+// package's shared Cluster API plane, and returns them with the openstack
+// CLI pointed at it and a reader of one field of the named cluster. It
+// skips under -short.
 func cliOnClusterAPI(t *testing.T, cluster string) (*testenv.APIServer, *serveProc, *cli, func(string) string) {
 	t.Helper()
 	requireCLI(t) // skips under -short
-	mgmt := testenv.StartClusterAPI(t)
+	mgmt := testenv.SharedClusterAPI(t)
 	p := startConductor(t, mgmt.KubeconfigFile(t))
 	c := newCLI(t, "http://"+p.addr+"/v1")
 	field := func(name string) string {
@@ -84,6 +79,7 @@ func cliOnClusterAPI(t *testing.T, cluster string) (*testenv.APIServer, *servePr
 // status_reason rather than sitting in CREATE_IN_PROGRESS, and then delete
 // cleanly: 404 and nothing of it left in the management cluster.
 func TestClusterThatCannotComeUpFailsAndDeletes(t *testing.T) {
+	t.Parallel()
 	mgmt, _, c, field := cliOnClusterAPI(t, "doomed")
 
 	c.ok(t, "coe", "cluster", "template", "create", "mem-bad", "--coe", "kubernetes",

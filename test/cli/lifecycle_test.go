@@ -22,8 +22,10 @@ import (
 // again over the same state.
 type serveProc struct {
 	bin, conf, addr, log string
-	cmd                  *exec.Cmd
-	exited               chan error
+	// namespacePrefix is its [management] namespace_prefix.
+	namespacePrefix string
+	cmd             *exec.Cmd
+	exited          chan error
 }
 
 func (p *serveProc) start(t *testing.T) {
@@ -70,7 +72,8 @@ func (p *serveProc) stop() {
 // kubeconfig and kubectl, delete and nothing left behind.
 func TestClusterLifecycleOnRealClusterAPI(t *testing.T) {
 	requireCLI(t) // skips under -short
-	mgmt := testenv.StartClusterAPI(t)
+	t.Parallel()
+	mgmt := testenv.SharedClusterAPI(t)
 	kubeconfig := mgmt.KubeconfigFile(t)
 	testbin, err := testenv.Testbin()
 	if err != nil {
@@ -176,7 +179,7 @@ func TestClusterLifecycleOnRealClusterAPI(t *testing.T) {
 		// The test plane runs no kube-controller-manager, so a deleted
 		// namespace stays Terminating: deleted is what Magnetite can do.
 		testenv.WaitFor(t, "the empty project namespace to be deleted", 2*time.Minute, func() (bool, string) {
-			ns, err := dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(context.Background(), "magnetite-default", metav1.GetOptions{})
+			ns, err := dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(context.Background(), p.namespacePrefix+"default", metav1.GetOptions{})
 			if err != nil {
 				return true, err.Error()
 			}

@@ -2,9 +2,10 @@ package cli
 
 import (
 	"flag"
-	"os"
 	"strconv"
 	"testing"
+
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
 
 // parallelTests is how many of this package's tests run at once unless
@@ -15,6 +16,9 @@ import (
 // package ran for the sum of its tests.
 const parallelTests = 16
 
+// TestMain runs the tests with the package's Cluster API plane shared
+// (testenv.SharedClusterAPI, stopped after the last test) and one build of
+// magnetite (testmagnetite.Build).
 func TestMain(m *testing.M) {
 	flag.Parse()
 	explicit := false
@@ -24,5 +28,5 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 	}
-	os.Exit(m.Run())
+	testenv.RunMain(m)
 }

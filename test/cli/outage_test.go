@@ -30,7 +30,8 @@ import (
 // see the outage.
 func TestManagementClusterOutageIsVisible(t *testing.T) {
 	requireCLI(t) // skips under -short
-	mgmt := testenv.StartClusterAPI(t)
+	t.Parallel()
+	mgmt := testenv.SharedClusterAPI(t)
 	server, err := url.Parse(mgmt.Config.Host)
 	if err != nil {
 		t.Fatal(err)

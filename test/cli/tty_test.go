@@ -33,7 +33,8 @@ func TestClusterCreateWaitOnTheLocalManagementPlane(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs tmux and a local Cluster API built by hack/build-testbin.sh; runs in the full suite (hack/test.sh)")
 	}
-	mgmt := testenv.StartClusterAPI(t)
+	t.Parallel()
+	mgmt := testenv.SharedClusterAPI(t)
 	serve := startConductor(t, mgmt.KubeconfigFile(t))
 	endpoint := []string{"--os-endpoint", "http://" + serve.addr + "/v1", "--os-token", "tty-test"}
 
