@@ -107,6 +107,8 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		}
 		c.ok(t, args...)
 	}
+	// nokey, created last, times out counting from here.
+	created := time.Now()
 	c.ok(t, "coe", "nodegroup", "create", "mixed1", "vms", "--flavor", testcloud.FlavorName, "--node-count", "1")
 
 	ctx := t.Context()
@@ -153,6 +155,9 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 				t.Parallel()
 				capo.Pause(false)
 				showsNext(t, cluster, "the refusal", message)
+				// How much of nokey's create_timeout is left once its
+				// refusal shows is the margin nokeyTimeout leaves.
+				t.Logf("the refusal showed %s after the clusters were created", time.Since(created).Round(time.Second))
 				fixIt(t)
 			})
 		}

@@ -17,11 +17,17 @@ import (
 	"github.com/magnetite-io/magnetite/internal/testing/testmagnetite"
 )
 
+// bootTime is how long the simulated machines of most tests boot ([driver]
+// inmemory_boot_time): the tests wait for clusters to build, roll and
+// heal, not for a demo's pace.
+const bootTime = 2 * time.Second
+
 // startConductor serves magnetite (testmagnetite.Build's binary) with its
-// conductor on the management cluster of kubeconfig, its project
+// conductor on the management cluster of kubeconfig, its simulated
+// machines booting in boot (0: the product's default), its project
 // namespaces named apart from every other test's on a shared plane; the
 // process stops at cleanup and its log is shown when the test failed.
-func startConductor(t *testing.T, kubeconfig string) *serveProc {
+func startConductor(t *testing.T, kubeconfig string, boot time.Duration) *serveProc {
 	t.Helper()
 	dir := t.TempDir()
 	bin := testmagnetite.Build(t)
@@ -38,6 +44,9 @@ namespace_prefix = %s
 infrastructure = inmemory
 lease = 10s
 `, filepath.Join(dir, "state"), kubeconfig, prefix)
+	if boot > 0 {
+		ini += fmt.Sprintf("[driver]\ninmemory_boot_time = %s\n", boot)
+	}
 	if err := os.WriteFile(conf, []byte(ini), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +70,7 @@ func cliOnClusterAPI(t *testing.T, cluster string) (*testenv.APIServer, *servePr
 	t.Helper()
 	requireCLI(t) // skips under -short
 	mgmt := testenv.SharedClusterAPI(t)
-	p := startConductor(t, mgmt.KubeconfigFile(t))
+	p := startConductor(t, mgmt.KubeconfigFile(t), bootTime)
 	c := newCLI(t, "http://"+p.addr+"/v1")
 	field := func(name string) string {
 		return strings.TrimSpace(c.ok(t, "coe", "cluster", "show", cluster, "-f", "value", "-c", name))

@@ -81,7 +81,7 @@ func TestClusterLifecycleOnRealClusterAPI(t *testing.T) {
 	}
 	kubectl := filepath.Join(testbin, "k8s-v1.36.3", "kubectl")
 
-	p := startConductor(t, kubeconfig)
+	p := startConductor(t, kubeconfig, bootTime)
 	c := newCLI(t, "http://"+p.addr+"/v1")
 	field := func(cluster, name string) string {
 		return strings.TrimSpace(c.ok(t, "coe", "cluster", "show", cluster, "-f", "value", "-c", name))

@@ -39,7 +39,8 @@ func TestManagementClusterOutageIsVisible(t *testing.T) {
 	link := startRelay(t, server.Host)
 	viaLink := rest.CopyConfig(mgmt.Config)
 	viaLink.Host = "https://" + link.addr
-	p := startConductor(t, testenv.WriteKubeconfig(t, "", viaLink, "", 0o600))
+	// The product's boot time: the create must outlast the cut below.
+	p := startConductor(t, testenv.WriteKubeconfig(t, "", viaLink, "", 0o600), 0)
 	c := newCLI(t, "http://"+p.addr+"/v1")
 	field := func(name string) string {
 		return strings.TrimSpace(c.ok(t, "coe", "cluster", "show", "steady", "-f", "value", "-c", name))

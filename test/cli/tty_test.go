@@ -35,7 +35,7 @@ func TestClusterCreateWaitOnTheLocalManagementPlane(t *testing.T) {
 	}
 	t.Parallel()
 	mgmt := testenv.SharedClusterAPI(t)
-	serve := startConductor(t, mgmt.KubeconfigFile(t))
+	serve := startConductor(t, mgmt.KubeconfigFile(t), bootTime)
 	endpoint := []string{"--os-endpoint", "http://" + serve.addr + "/v1", "--os-token", "tty-test"}
 
 	out, err := exec.Command(serve.bin, append([]string{"template", "create", "mem-131", "--coe", "kubernetes",
