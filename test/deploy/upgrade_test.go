@@ -110,6 +110,7 @@ func (p *pool) pick() *testmagnetite.Process {
 // migrated schema, the migration ran once, and afterwards the old release
 // refuses to start on the newer schema with a message saying so.
 func TestRollingUpgradeKeepsServing(t *testing.T) {
+	t.Parallel()
 	db := testmariadb.Start(t) // skips under -short
 	dsn := db.NewDatabase()
 	oldBin := testmagnetite.Build(t)

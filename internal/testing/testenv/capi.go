@@ -19,6 +19,9 @@ var AllManagers = []string{CoreManager, KubeadmBootstrapManager, KubeadmControlP
 // with its webhooks answering. Skipped under -short.
 func StartClusterAPI(t TB) *APIServer {
 	t.Helper()
+	if _, runWide := t.(*PlaneRun); !runWide {
+		NeedsOwnCAPD(t)
+	}
 	s := Start(t)
 	s.InstallClusterAPI(t)
 	s.StartManagers(t, AllManagers...)

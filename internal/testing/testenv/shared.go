@@ -137,6 +137,7 @@ func SharedClusterAPI(t testing.TB) *APIServer {
 			shared.plane, shared.err = connect(shared.run, kc)
 			return
 		}
+		sharedRunsCAPD.Store(true)
 		shared.plane, shared.err = shared.run.Start(StartClusterAPI)
 	})
 	if shared.err != nil {
@@ -308,6 +309,30 @@ func (r *PlaneRun) Failed() bool {
 	defer r.mu.Unlock()
 	return len(r.failure) > 0 || r.testsFailed
 }
+
+// OwnCAPDSkip is the skip message of a test that needs a CAPD of its own
+// while a run-wide plane runs one: hack/testrun runs such tests again once
+// that plane has stopped.
+const OwnCAPDSkip = "testenv: needs a CAPD of its own, and the run-wide plane runs the machine's one; hack/test.sh runs this test after that plane stops"
+
+// NeedsOwnCAPD skips the test while a run-wide plane runs
+// ($MAGNETITE_CLUSTER_API_KUBECONFIG), for tests that start a CAPD
+// themselves (StartClusterAPI and StartManagers call it; a test that runs
+// one another way, as hack/local-mgmt.sh does, calls it first).
+// hack/test.sh runs the skipped tests after the run-wide plane stops.
+func NeedsOwnCAPD(t TB) {
+	t.Helper()
+	if os.Getenv(ClusterAPIKubeconfigEnv) != "" {
+		t.Skip(OwnCAPDSkip)
+	}
+	if sharedRunsCAPD.Load() {
+		t.Fatal("testenv: this test binary's shared plane runs the machine's one CAPD until the last test ends; a test with a CAPD of its own must not call t.Parallel and must come before the tests that call SharedClusterAPI")
+	}
+}
+
+// sharedRunsCAPD is set once this binary has started its shared plane
+// (and with it a CAPD that runs until Main stops it).
+var sharedRunsCAPD atomic.Bool
 
 // errRunWide is why a test may not stop or add to the run-wide plane.
 var errRunWide = errors.New("testenv: the run-wide plane ($" + ClusterAPIKubeconfigEnv + ") is shared with every package of the run; a test that stops its API server or starts managers needs a plane of its own (Start, StartClusterAPI)")
