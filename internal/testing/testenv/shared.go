@@ -35,7 +35,7 @@ type TB interface {
 
 // ClusterAPIKubeconfigEnv names the environment variable holding the
 // kubeconfig of a Cluster API plane that a whole run shares (hack/test.sh
-// starts one with hack/plane). When it is set, SharedClusterAPI connects to
+// starts one with hack/testrun). When it is set, SharedClusterAPI connects to
 // that plane instead of starting one per test binary: CAPD's in-memory
 // backend listens on fixed ports, so only one CAPD runs on a machine, and
 // one plane for every package lets the packages run at the same time.
@@ -192,7 +192,7 @@ func (s *APIServer) ProjectNamespace(t testing.TB) string {
 }
 
 // PlaneRun runs a plane whose life is not a test's: the shared plane of a
-// test binary, or the run-wide one of hack/plane. It is the TB the
+// test binary, or the run-wide one of hack/testrun. It is the TB the
 // environment's start-up runs under: a fatal error ends the start and is
 // returned by Start, cleanups run at Stop.
 type PlaneRun struct {
