@@ -6,7 +6,7 @@
 // tests that need a CAPD of their own (they skip while the run-wide plane
 // holds the machine's one CAPD) once the plane has stopped.
 //
-//	go run ./hack/testrun [--repeat N] [--parallel P] [--timeout D] [packages]
+//	go run ./hack/testrun [--repeat N] [-p P] [--parallel P] [--timeout D] [--no-plane] [packages]
 //
 // --repeat N runs it all N times, each on a fresh plane, and ends with how
 // often each test failed: the flake gate.
@@ -36,6 +36,7 @@ import (
 func main() {
 	repeat := flag.Int("repeat", 1, "run the packages this many times, each on a fresh plane, and report failures per test")
 	parallel := flag.Int("parallel", 8, "go test -parallel: parallel tests mostly wait on processes, not on the CPU")
+	packages := flag.Int("p", 4, "go test -p, how many packages build and run at once: twice the 2 cores of CI, as most tests wait on processes")
 	timeout := flag.Duration("timeout", 60*time.Minute, "go test -timeout of each package")
 	noPlane := flag.Bool("no-plane", false, "start no run-wide plane: each package starts its own")
 	flag.Parse()
@@ -43,7 +44,7 @@ func main() {
 	if len(pkgs) == 0 {
 		pkgs = []string{"./..."}
 	}
-	r := &runner{parallel: *parallel, timeout: *timeout, failures: map[string]int{}}
+	r := &runner{parallel: *parallel, packages: *packages, timeout: *timeout, failures: map[string]int{}}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
@@ -61,6 +62,7 @@ func main() {
 
 type runner struct {
 	parallel int
+	packages int
 	timeout  time.Duration
 
 	// mu guards plane, cmd and done against an interrupt.
@@ -109,8 +111,15 @@ func (r *runner) runOnce(pkgs []string, withPlane bool) {
 		for i, n := range names {
 			names[i] = regexp.QuoteMeta(n)
 		}
-		r.record(r.goTest(os.Environ(), []string{pkg}, []string{"-run", "^(" + strings.Join(names, "|") + ")$"}))
+		r.record(r.goTest(withoutPlane(os.Environ()), []string{pkg}, []string{"-run", "^(" + strings.Join(names, "|") + ")$"}))
 	}
+}
+
+// withoutPlane is env without a run-wide plane's kubeconfig.
+func withoutPlane(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		return strings.HasPrefix(kv, testenv.ClusterAPIKubeconfigEnv+"=")
+	})
 }
 
 // startPlane starts the run-wide plane and returns its kubeconfig's path.
@@ -155,7 +164,7 @@ type result struct {
 // goTest runs go test -json and prints, as go test would, each package's
 // end and the output of each failing test.
 func (r *runner) goTest(env, pkgs, extra []string) result {
-	args := append([]string{"test", "-count=1", "-json", "-timeout", r.timeout.String(), "-parallel", fmt.Sprint(r.parallel)}, extra...)
+	args := append([]string{"test", "-count=1", "-json", "-timeout", r.timeout.String(), "-p", fmt.Sprint(r.packages), "-parallel", fmt.Sprint(r.parallel)}, extra...)
 	cmd := exec.Command("go", append(args, pkgs...)...)
 	cmd.Env = env
 	cmd.Stderr = os.Stderr
