@@ -93,7 +93,7 @@ func (r *runner) runOnce(pkgs []string, withPlane bool) {
 		fmt.Printf("== run-wide Cluster API plane ready in %s\n", time.Since(start).Round(time.Second))
 		env = append(env, testenv.ClusterAPIKubeconfigEnv+"="+kubeconfig)
 	}
-	res := r.goTest(env, pkgs, nil)
+	res := r.goTest(env, pkgs, nil, "")
 	if withPlane {
 		r.mu.Lock()
 		plane := r.plane
@@ -111,7 +111,7 @@ func (r *runner) runOnce(pkgs []string, withPlane bool) {
 		for i, n := range names {
 			names[i] = regexp.QuoteMeta(n)
 		}
-		r.record(r.goTest(withoutPlane(os.Environ()), []string{pkg}, []string{"-run", "^(" + strings.Join(names, "|") + ")$"}))
+		r.record(r.goTest(withoutPlane(os.Environ()), []string{pkg}, []string{"-run", "^(" + strings.Join(names, "|") + ")$"}, " (own CAPD)"))
 	}
 }
 
@@ -163,7 +163,8 @@ type result struct {
 
 // goTest runs go test -json and prints, as go test would, each package's
 // end and the output of each failing test.
-func (r *runner) goTest(env, pkgs, extra []string) result {
+// Its packages' times are recorded under their names and phase.
+func (r *runner) goTest(env, pkgs, extra []string, phase string) result {
 	args := append([]string{"test", "-count=1", "-json", "-timeout", r.timeout.String(), "-p", fmt.Sprint(r.packages), "-parallel", fmt.Sprint(r.parallel)}, extra...)
 	cmd := exec.Command("go", append(args, pkgs...)...)
 	cmd.Env = env
@@ -186,6 +187,13 @@ func (r *runner) goTest(env, pkgs, extra []string) result {
 	res := parse(out, os.Stdout)
 	err = cmd.Wait()
 	close(done)
+	if phase != "" {
+		named := make(map[string]float64, len(res.elapsed))
+		for pkg, e := range res.elapsed {
+			named[pkg+phase] = e
+		}
+		res.elapsed = named
+	}
 	if err != nil && len(res.failed) == 0 {
 		res.failed = append(res.failed, "(go test: "+err.Error()+")")
 	}
