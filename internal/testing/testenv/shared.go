@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -336,13 +334,3 @@ var sharedRunsCAPD atomic.Bool
 
 // errRunWide is why a test may not stop or add to the run-wide plane.
 var errRunWide = errors.New("testenv: the run-wide plane ($" + ClusterAPIKubeconfigEnv + ") is shared with every package of the run; a test that stops its API server or starts managers needs a plane of its own (Start, StartClusterAPI)")
-
-// CreateNamespaceIfMissing is CreateNamespace that accepts a namespace
-// already there, for namespaces every test of a shared plane uses.
-func (s *APIServer) CreateNamespaceIfMissing(t testing.TB, name string) {
-	t.Helper()
-	err := s.createNamespace(context.Background(), name)
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-}
