@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # The full test suite: installs what it needs (Debian packages, binaries
 # built from Go modules), builds magnetite once for every test that runs
-# it, then vets and runs every test. `go test -short ./...` is the fast
-# unit loop that needs none of it.
+# it, then vets and runs every test on one Cluster API plane that all
+# packages share (hack/testrun). `go test -short ./...` is the fast unit
+# loop that needs none of it.
+#
+# Usage: hack/test.sh [--repeat N] [packages]
+#   --repeat N  runs the packages N times, each on a fresh plane, and ends
+#               with the failures per test (the flake gate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash hack/ci-deps.sh
@@ -21,4 +26,5 @@ export MAGNETITE_TEST_BINARY="$PWD/_output/test/magnetite"
 echo "== go vet"
 go vet ./...
 echo "== go test"
-go test -count=1 -timeout 60m ./...
+go build -o _output/test/testrun ./hack/testrun
+exec _output/test/testrun "$@"

@@ -25,6 +25,7 @@ import (
 // another URL and password corrects just those. Clients then find
 // Magnetite through the catalog as they find Magnum.
 func TestKeystoneRegisterIsIdempotent(t *testing.T) {
+	t.Parallel()
 	k := testkeystone.Start(t) // skips under -short
 	bin := testmagnetite.Build(t)
 	dir := t.TempDir()

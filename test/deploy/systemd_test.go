@@ -16,6 +16,7 @@ import (
 // a freshly built binary: an unknown directive, a value systemd cannot
 // parse or a command that is not there fails the test.
 func TestSystemdUnitVerifies(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds magnetite; runs in the full suite")
 	}

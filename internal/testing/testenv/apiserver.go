@@ -26,7 +26,7 @@
 //
 // The first SharedClusterAPI call starts the plane (the managers start
 // together); Main stops it after the last test. Under hack/test.sh the
-// whole run shares one plane that hack/plane runs, named by
+// whole run shares one plane that hack/testrun runs, named by
 // $MAGNETITE_CLUSTER_API_KUBECONFIG, so packages using planes run at the
 // same time; SharedClusterAPI then connects to it and starts nothing.
 // A test that stops the API server or needs other managers starts a plane

@@ -19,6 +19,9 @@ var AllManagers = []string{CoreManager, KubeadmBootstrapManager, KubeadmControlP
 // with its webhooks answering. Skipped under -short.
 func StartClusterAPI(t TB) *APIServer {
 	t.Helper()
+	if _, runWide := t.(*PlaneRun); !runWide {
+		NeedsOwnCAPD(t)
+	}
 	s := Start(t)
 	s.InstallClusterAPI(t)
 	s.StartManagers(t, AllManagers...)
@@ -68,7 +71,10 @@ func lockInMemory(ctx context.Context) (*os.File, error) {
 // process, so it is tied to its exit rather than to a test cleanup).
 func (s *APIServer) holdInMemoryLock(t TB, start func() error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	// A shared plane holds the lock for its whole test binary: under a
+	// plain `go test ./...` (no run-wide plane) another package's may
+	// hold it for most of that package's run.
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
 	lock, err := lockInMemory(ctx)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -108,6 +109,9 @@ func (s *APIServer) StartManagers(t TB, managers ...string) {
 	t.Helper()
 	if s.runWide {
 		t.Fatal(errRunWide)
+	}
+	if _, runWide := t.(*PlaneRun); !runWide && slices.Contains(managers, InMemoryManager) {
+		NeedsOwnCAPD(t)
 	}
 	bin, err := Testbin()
 	if err != nil {

@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -35,7 +33,7 @@ type TB interface {
 
 // ClusterAPIKubeconfigEnv names the environment variable holding the
 // kubeconfig of a Cluster API plane that a whole run shares (hack/test.sh
-// starts one with hack/plane). When it is set, SharedClusterAPI connects to
+// starts one with hack/testrun). When it is set, SharedClusterAPI connects to
 // that plane instead of starting one per test binary: CAPD's in-memory
 // backend listens on fixed ports, so only one CAPD runs on a machine, and
 // one plane for every package lets the packages run at the same time.
@@ -137,6 +135,7 @@ func SharedClusterAPI(t testing.TB) *APIServer {
 			shared.plane, shared.err = connect(shared.run, kc)
 			return
 		}
+		sharedRunsCAPD.Store(true)
 		shared.plane, shared.err = shared.run.Start(StartClusterAPI)
 	})
 	if shared.err != nil {
@@ -191,7 +190,7 @@ func (s *APIServer) ProjectNamespace(t testing.TB) string {
 }
 
 // PlaneRun runs a plane whose life is not a test's: the shared plane of a
-// test binary, or the run-wide one of hack/plane. It is the TB the
+// test binary, or the run-wide one of hack/testrun. It is the TB the
 // environment's start-up runs under: a fatal error ends the start and is
 // returned by Start, cleanups run at Stop.
 type PlaneRun struct {
@@ -309,15 +308,29 @@ func (r *PlaneRun) Failed() bool {
 	return len(r.failure) > 0 || r.testsFailed
 }
 
-// errRunWide is why a test may not stop or add to the run-wide plane.
-var errRunWide = errors.New("testenv: the run-wide plane ($" + ClusterAPIKubeconfigEnv + ") is shared with every package of the run; a test that stops its API server or starts managers needs a plane of its own (Start, StartClusterAPI)")
+// OwnCAPDSkip is the skip message of a test that needs a CAPD of its own
+// while a run-wide plane runs one: hack/testrun runs such tests again once
+// that plane has stopped.
+const OwnCAPDSkip = "testenv: needs a CAPD of its own, and the run-wide plane runs the machine's one; hack/test.sh runs this test after that plane stops"
 
-// CreateNamespaceIfMissing is CreateNamespace that accepts a namespace
-// already there, for namespaces every test of a shared plane uses.
-func (s *APIServer) CreateNamespaceIfMissing(t testing.TB, name string) {
+// NeedsOwnCAPD skips the test while a run-wide plane runs
+// ($MAGNETITE_CLUSTER_API_KUBECONFIG), for tests that start a CAPD
+// themselves (StartClusterAPI and StartManagers call it; a test that runs
+// one another way, as hack/local-mgmt.sh does, calls it first).
+// hack/test.sh runs the skipped tests after the run-wide plane stops.
+func NeedsOwnCAPD(t TB) {
 	t.Helper()
-	err := s.createNamespace(context.Background(), name)
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+	if os.Getenv(ClusterAPIKubeconfigEnv) != "" {
+		t.Skip(OwnCAPDSkip)
+	}
+	if sharedRunsCAPD.Load() {
+		t.Fatal("testenv: this test binary's shared plane runs the machine's one CAPD until the last test ends; a test with a CAPD of its own must not call t.Parallel and must come before the tests that call SharedClusterAPI")
 	}
 }
+
+// sharedRunsCAPD is set once this binary has started its shared plane
+// (and with it a CAPD that runs until Main stops it).
+var sharedRunsCAPD atomic.Bool
+
+// errRunWide is why a test may not stop or add to the run-wide plane.
+var errRunWide = errors.New("testenv: the run-wide plane ($" + ClusterAPIKubeconfigEnv + ") is shared with every package of the run; a test that stops its API server or starts managers needs a plane of its own (Start, StartClusterAPI)")

@@ -3,13 +3,16 @@
 // serve` behind it, and its conductor building clusters on a local Cluster
 // API (kube-apiserver, the core and kubeadm managers, CAPD's in-memory
 // backend), where clusters reach CREATE_COMPLETE. The infrastructure-as-code
-// client tests (test/terraform, test/ansible) start one each.
+// client tests (test/terraform, test/ansible) start one each, on the Cluster
+// API plane their package shares (testenv.SharedClusterAPI: the package's
+// TestMain calls testenv.RunMain).
 package teststack
 
 import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +36,9 @@ type Stack struct {
 	// Magnum is Magnetite's container-infra endpoint, http://addr/v1.
 	Magnum string
 	Mgmt   *testenv.APIServer
+	// NamespacePrefix starts the names of this Magnetite's project
+	// namespaces, apart from other tests' on the shared plane.
+	NamespacePrefix string
 }
 
 // Start starts the stack; everything stops at cleanup. Under -short it skips
@@ -45,18 +51,24 @@ func Start(t *testing.T) *Stack {
 	ks.Grant(svc, ks.ProjectID("service"), "admin")
 	ks.Grant(ks.CreateUser(User, Password), ks.CreateProject(Project), "member")
 
-	mgmt := testenv.StartClusterAPI(t)
+	mgmt := testenv.SharedClusterAPI(t)
+	prefix := testenv.NamespacePrefix(t)
 	addr := testmagnetite.FreeAddr(t)
 	magnum := "http://" + addr + "/v1"
 	// Both clients find Magnetite through the catalog, as on a cloud.
 	ks.RegisterService("container-infra", "magnum", magnum)
+	// The clients wait for clusters to finish; how long a simulated
+	// machine boots is no part of what they test.
 	testmagnetite.Serve(t, addr, testmagnetite.KeystoneConf(ks.AuthURL(), servicePassword, testkeystone.Region)+`
 [management]
 kubeconfig = `+mgmt.KubeconfigFile(t)+`
+namespace_prefix = `+prefix+`
 [conductor]
 infrastructure = inmemory
+[driver]
+inmemory_boot_time = 1s
 `)
-	return &Stack{Keystone: ks, Magnum: magnum, Mgmt: mgmt}
+	return &Stack{Keystone: ks, Magnum: magnum, Mgmt: mgmt, NamespacePrefix: prefix}
 }
 
 // Env is the OS_* environment of the user's password login, which the
@@ -119,7 +131,8 @@ func (s *Stack) Clusters(t *testing.T) []Cluster {
 
 // RequireNothingLeft fails the test when Magnetite still lists a cluster or
 // a template, or the management cluster still holds a Cluster API object
-// or secret Magnetite made for a cluster.
+// or secret this Magnetite made for a cluster (other tests' live in their
+// own namespaces of the shared plane).
 func (s *Stack) RequireNothingLeft(t *testing.T) {
 	t.Helper()
 	if cl := s.Clusters(t); len(cl) != 0 {
@@ -145,7 +158,9 @@ func (s *Stack) RequireNothingLeft(t *testing.T) {
 			t.Fatalf("list %s: %v", gvr.Resource, err)
 		}
 		for _, o := range l.Items {
-			t.Errorf("%s %s/%s is left", gvr.Resource, o.GetNamespace(), o.GetName())
+			if strings.HasPrefix(o.GetNamespace(), s.NamespacePrefix) {
+				t.Errorf("%s %s/%s is left", gvr.Resource, o.GetNamespace(), o.GetName())
+			}
 		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 // metal three times a VM, and the node, API server and etcd a fifth each.
 func TestMachinesBootInTheConfiguredTime(t *testing.T) {
 	for _, tc := range []struct {
-		boot           time.Duration
+		boot          time.Duration
 		vm, bm, stage string
 	}{
 		{0, "10s", "30s", "2s"},
