@@ -77,9 +77,8 @@ func TestDoctorStopsAtAConfigurationItCannotRead(t *testing.T) {
 }
 
 func TestDoctorPassesOnTheLocalManagementPlaneAndFailsOnAWorldReadableKubeconfig(t *testing.T) {
-	env := testenv.Start(t)
-	env.InstallClusterAPI(t)
-	env.StartManagers(t, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager, testenv.InMemoryManager)
+	t.Parallel()
+	env := testenv.SharedClusterAPI(t)
 
 	dir := t.TempDir()
 	dbPath := filepath.Join(dir, "magnetite.db")

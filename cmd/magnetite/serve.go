@@ -430,6 +430,7 @@ func driverOptions(cfg *config.Config) capi.Options {
 		BMNodeStartupTimeout:   cfg.Duration("driver", "bm_node_startup_timeout"),
 		VMNodeUnhealthyTimeout: cfg.Duration("driver", "vm_node_unhealthy_timeout"),
 		BMNodeUnhealthyTimeout: cfg.Duration("driver", "bm_node_unhealthy_timeout"),
+		InMemoryBootTime:       cfg.Duration("driver", "inmemory_boot_time"),
 	}
 }
 

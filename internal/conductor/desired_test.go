@@ -52,7 +52,7 @@ func (d quotaDriver) Render(req driver.Request) (*driver.Result, error) {
 // clusters, not what Cluster API made from them.
 func TestANewKindInTheDesiredStateIsCreatedAndPruned(t *testing.T) {
 	ctx := context.Background()
-	p := startPlane(t, 1, nil, quotaDriver{inmemory.New(capi.Options{})})
+	p := startPlane(t, 1, nil, quotaDriver{inmemory.New(capi.Options{}, inmemory.Options{})})
 	cl := p.create(t, "with-quota")
 	settle := func(what string) {
 		testenv.WaitFor(t, what, time.Minute, func() (bool, string) {

@@ -25,6 +25,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
+	"github.com/magnetite-io/magnetite/internal/driver/capi/inmemory"
 	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
@@ -68,7 +69,7 @@ func startPlane(t *testing.T, workers int, facts FactsSource, extra ...driver.Dr
 	}
 	st.SetRetryPolicy(store.RetryPolicy{Base: 100 * time.Millisecond, Max: time.Second})
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	drivers, err := builtin.Registry(capi.Options{}, "inmemory")
+	drivers, err := builtin.Registry(capi.Options{}, "inmemory", inmemory.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

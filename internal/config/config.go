@@ -130,7 +130,7 @@ func (c *Config) validate() error {
 		}
 	}
 	for _, k := range []string{"services.report_interval", "services.down_after", "keystone_authtoken.token_cache_time", "keystone_authtoken.http_timeout", "conductor.lease",
-		"driver.vm_node_startup_timeout", "driver.bm_node_startup_timeout", "driver.vm_node_unhealthy_timeout", "driver.bm_node_unhealthy_timeout"} {
+		"driver.vm_node_startup_timeout", "driver.bm_node_startup_timeout", "driver.vm_node_unhealthy_timeout", "driver.bm_node_unhealthy_timeout", "driver.inmemory_boot_time"} {
 		if _, err := time.ParseDuration(c.values[k].Value); err != nil {
 			v := c.values[k]
 			return fmt.Errorf("config: [%s] %s = %q (from %s) is not a duration such as 10s", v.Section, v.Name, v.Value, v.Source)

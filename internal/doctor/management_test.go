@@ -299,10 +299,9 @@ func TestProviderServedOnlyAtAVersionMagnetiteDoesNotWriteFails(t *testing.T) {
 }
 
 func TestProviderControllersPassWhenTheManagersRun(t *testing.T) {
-	env := testenv.Start(t)
+	t.Parallel()
+	env := testenv.SharedClusterAPI(t)
 	ctx := context.Background()
-	env.InstallClusterAPI(t)
-	env.StartManagers(t, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager, testenv.InMemoryManager)
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,6 +44,7 @@ var (
 // it on again with an upgrade brings the new minor's, and deleting the
 // cluster removes it.
 func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
+	t.Parallel()
 	mgmt, p, c, field := cliOnClusterAPI(t, "elastic")
 	api := magnetiteAPI{t: t, endpoint: "http://" + p.addr + "/v1"}
 	ctx := context.Background()
@@ -62,13 +64,18 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 	selector := "magnetite.io/cluster-uuid=" + uuid
 	waitStatus := func(want string, limit time.Duration) {
 		t.Helper()
-		testenv.WaitFor(t, "elastic to reach "+want, limit, func() (bool, string) {
-			st := field("status")
-			if strings.HasSuffix(st, "_FAILED") {
-				t.Fatalf("cluster elastic is %s: %s", st, field("status_reason"))
-			}
-			return st == want, st + ": " + field("status_reason")
+		c.waitStatus(t, "elastic", want, limit)
+	}
+	// healthy waits until the API says the cluster is HEALTHY (and, with
+	// status, in that status), then checks the CLI shows it so.
+	healthy := func(what, status string, limit time.Duration) {
+		t.Helper()
+		c.waitCluster(t, "elastic", what, limit, false, func(cl *apitypes.Cluster) bool {
+			return strings.HasPrefix(str(cl.HealthStatus), "HEALTHY") && (status == "" || cl.Status == status)
 		})
+		if h := field("health_status"); !strings.HasPrefix(h, "HEALTHY") {
+			t.Errorf("openstack coe cluster show elastic: health_status %s once the API said HEALTHY (%s)", h, field("health_status_reason"))
+		}
 	}
 	waitStatus("CREATE_COMPLETE", 5*time.Minute)
 
@@ -215,9 +222,10 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 		testenv.WaitFor(t, "an event saying node_count followed the autoscaler", 10*time.Second, func() (bool, string) {
 			return hasEvent("autoscaler", "default-worker: node_count 2 -> 1", "cluster autoscaler"), strings.Join(events(), "\n")
 		})
-		testenv.WaitFor(t, "the scale down", 3*time.Minute, func() (bool, string) {
-			return strings.HasPrefix(field("health_status"), "HEALTHY") && field("status") == "CREATE_COMPLETE", field("health_status_reason")
-		})
+		healthy("to be HEALTHY and CREATE_COMPLETE after the scale down", "CREATE_COMPLETE", 3*time.Minute)
+		if st := field("status"); st != "CREATE_COMPLETE" {
+			t.Errorf("openstack coe cluster show elastic: status %s after the scale down", st)
+		}
 	})
 
 	t.Run("a node group update moves the bounds and leaves the autoscaler's replicas alone", func(t *testing.T) {
@@ -264,9 +272,7 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 	})
 
 	t.Run("a machine health check replaces a NotReady node", func(t *testing.T) {
-		testenv.WaitFor(t, "every node ready", 3*time.Minute, func() (bool, string) {
-			return strings.HasPrefix(field("health_status"), "HEALTHY"), field("health_status_reason")
-		})
+		healthy("to have every node ready", "", 3*time.Minute)
 		workload := workloadClient(t, dc, ns, stack)
 		machines, err := dc.Resource(machineGVR).Namespace(ns).List(ctx, metav1.ListOptions{
 			LabelSelector: selector + ",!cluster.x-k8s.io/control-plane"})
@@ -286,9 +292,12 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 		}
 		testenv.WaitFor(t, "machine "+victim.GetName()+" to be replaced", 4*time.Minute, func() (bool, string) {
 			_, err := dc.Resource(machineGVR).Namespace(ns).Get(ctx, victim.GetName(), metav1.GetOptions{})
-			gone := err != nil
-			return gone && strings.HasPrefix(field("health_status"), "HEALTHY"), field("health_status") + " " + field("health_status_reason")
+			if err == nil {
+				return false, "machine " + victim.GetName() + " is still there"
+			}
+			return true, ""
 		})
+		healthy("to be HEALTHY again after the remediation", "", 4*time.Minute)
 		if !hasEvent("remediation", victim.GetName(), "failed its health check") {
 			t.Errorf("no remediation event for %s: %q", victim.GetName(), events())
 		}
@@ -335,10 +344,7 @@ func TestAutoscalingAndHealingOnRealClusterAPI(t *testing.T) {
 			return image == "registry.k8s.io/autoscaling/cluster-autoscaler:v1.32.7", fmt.Sprint(image)
 		})
 		c.ok(t, "coe", "cluster", "delete", "elastic")
-		testenv.WaitFor(t, "the cluster to be deleted", 4*time.Minute, func() (bool, string) {
-			_, _, code := c.run(t, "coe", "cluster", "show", "elastic")
-			return code != 0, "still there"
-		})
+		c.waitGone(t, "elastic", 4*time.Minute)
 		for kind := range autoscalerGVRs {
 			if objs := autoscaler(kind); len(objs) > 0 {
 				t.Errorf("the cluster is deleted but its autoscaler's %s %s is left", kind, objs[0].GetName())

@@ -258,6 +258,7 @@ func nodeRegistration(t *testing.T, config []byte, command string) (string, map[
 // bring it there, and takes the same file compressed.
 func TestTheAPIRefusesExtraFilesTooLargeForNova(t *testing.T) {
 	requireCLI(t)
+	t.Parallel()
 	c := newCLI(t, startMagnetite(t))
 	c.ok(t, "coe", "cluster", "template", "create", "k8s", "--coe", "kubernetes", "--image", "ubuntu-jammy",
 		"--external-network", "public", "--flavor", "m1.large", "--master-flavor", "m1.medium", "--labels", "kube_tag=v1.36.3")

@@ -177,6 +177,7 @@ var createdClusterID = regexp.MustCompile(`Request to create cluster ([0-9a-f-]{
 // cluster's events.
 func TestCapacityPreflightThroughTheOpenStackCLI(t *testing.T) {
 	requireCLI(t) // skips under -short
+	t.Parallel()
 	irc := testironic.StartIronic(t)
 	// The Ironic flavors carry the hosts' root disk size, as Ironic's
 	// install guide has operators set them: Nova refuses to boot an image

@@ -91,6 +91,27 @@ func (e *capoCloud) field(t *testing.T, cluster, name string) string {
 	return strings.TrimSpace(e.c.ok(t, "coe", "cluster", "show", cluster, "-f", "value", "-c", name))
 }
 
+// uuid is a cluster's UUID, read through the Go client.
+func (e *capoCloud) uuid(t *testing.T, cluster string) string {
+	t.Helper()
+	cl, problem := e.c.clusterNow(t, cluster)
+	if cl == nil {
+		t.Fatalf("read cluster %s: %s", cluster, problem)
+	}
+	return cl.UUID
+}
+
+// state is a cluster's status and status_reason as the Go client reads
+// them, for what a wait reports.
+func (e *capoCloud) state(t *testing.T, cluster string) string {
+	t.Helper()
+	cl, problem := e.c.clusterNow(t, cluster)
+	if cl == nil {
+		return problem
+	}
+	return clusterState(cl)
+}
+
 // createTemplates makes the four templates the tests' clusters use: vm
 // (VMs on the private network), managed (VMs on a network CAPO makes), bm
 // (all bare metal on the provisioning network) and mixed (a VM control
@@ -159,6 +180,7 @@ func (e *capoCloud) checkWrittenAt(t *testing.T, uuid, version string) {
 // TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn.
 func TestOpenStackClustersOnCAPOv015ThroughTheCLI(t *testing.T) {
 	requireCLI(t) // skips under -short
+	t.Parallel()
 	e := startCAPOCloud(t, testenv.CAPOv015)
 	e.createTemplates(t)
 	clusters := [][2]string{{"vm2", "managed"}, {"bm2", "bm"}, {"mixed2", "mixed"}}
@@ -167,15 +189,15 @@ func TestOpenStackClustersOnCAPOv015ThroughTheCLI(t *testing.T) {
 	}
 	ctx := t.Context()
 	for _, cl := range clusters {
-		uuid := e.field(t, cl[0], "uuid")
+		uuid := e.uuid(t, cl[0])
 		testenv.WaitFor(t, cl[0]+"'s machines to have servers and nodes", 6*time.Minute, func() (bool, string) {
 			ms := clusterMachines(ctx, t, e.dc, e.capo, uuid)
 			if len(ms) < 2 {
-				return false, e.field(t, cl[0], "status_reason")
+				return false, e.state(t, cl[0])
 			}
 			for _, m := range ms {
 				if id, _, _ := unstructured.NestedString(m.Object, "status", "instanceID"); id == "" || !hasNode(ctx, t, e.dc, m) {
-					return false, m.GetName() + " has no server and node yet; " + e.field(t, cl[0], "status_reason")
+					return false, m.GetName() + " has no server and node yet; " + e.state(t, cl[0])
 				}
 			}
 			return true, ""
@@ -188,10 +210,7 @@ func TestOpenStackClustersOnCAPOv015ThroughTheCLI(t *testing.T) {
 	for _, cl := range clusters {
 		e.c.ok(t, "coe", "cluster", "delete", cl[0])
 	}
-	testenv.WaitFor(t, "every cluster to be gone", 5*time.Minute, func() (bool, string) {
-		out := e.c.ok(t, "coe", "cluster", "list", "-f", "value", "-c", "name", "-c", "status", "-c", "status_reason")
-		return strings.TrimSpace(out) == "", out
-	})
+	e.c.waitNoClusters(t, 5*time.Minute)
 	checkNothingLeft(t, e.cloud)
 }
 

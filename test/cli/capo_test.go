@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testing/testbootstrap"
 	"github.com/magnetite-io/magnetite/internal/testing/testcapo"
@@ -70,6 +71,7 @@ const nokeyTimeout = 5
 // controller manager and the Cinder CSI driver would.
 func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 	requireCLI(t) // skips under -short
+	t.Parallel()
 	e := startCAPOCloud(t, testenv.CAPOv014)
 	ks, cloud, dc, capo, c := e.ks, e.cloud, e.dc, e.capo, e.c
 	// CAPO acts only once the cloud has been changed behind Magnetite's
@@ -105,12 +107,14 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		}
 		c.ok(t, args...)
 	}
+	// nokey, created last, times out counting from here.
+	created := time.Now()
 	c.ok(t, "coe", "nodegroup", "create", "mixed1", "vms", "--flavor", testcloud.FlavorName, "--node-count", "1")
 
 	ctx := t.Context()
 	uuids := map[string]string{}
 	for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec", "nokey"} {
-		uuids[cl] = field(t, cl, "uuid")
+		uuids[cl] = e.uuid(t, cl)
 		// Magnetite has read the cloud and rendered the cluster once its
 		// Cluster object exists: the changes below come after.
 		clusterObjectName(ctx, t, dc, uuids[cl])
@@ -136,10 +140,12 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		c.ok(t, "coe", "cluster", "resize", cluster, "1")
 	}
 	showsNext := func(t *testing.T, cluster, what, message string) {
-		testenv.WaitFor(t, cluster+"'s status_reason to show "+what, 3*time.Minute, func() (bool, string) {
-			r := field(t, cluster, "status_reason")
-			return strings.Contains(r, message), r
+		c.waitCluster(t, cluster, "status_reason to show "+what, 3*time.Minute, true, func(cl *apitypes.Cluster) bool {
+			return strings.Contains(str(cl.StatusReason), message)
 		})
+		if r := field(t, cluster, "status_reason"); !strings.Contains(r, message) {
+			t.Errorf("openstack coe cluster show %s: status_reason %q once the API showed %s (%q)", cluster, r, what, message)
+		}
 	}
 	var deletedGroups, noflavorFailed []string
 	t.Run("refusals", func(t *testing.T) {
@@ -149,6 +155,9 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 				t.Parallel()
 				capo.Pause(false)
 				showsNext(t, cluster, "the refusal", message)
+				// How much of nokey's create_timeout is left once its
+				// refusal shows is the margin nokeyTimeout leaves.
+				t.Logf("the refusal showed %s after the clusters were created", time.Since(created).Round(time.Second))
 				fixIt(t)
 			})
 		}
@@ -188,10 +197,8 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		// nokey's keypair never comes back: without a retry that could
 		// help, it fails at its create_timeout with Nova's message.
 		refusal("nokey", "Invalid key_name provided.", func() { c.ok(t, "keypair", "delete", "bob-key") }, func(t *testing.T) {
-			testenv.WaitFor(t, "nokey to fail at its create_timeout", time.Duration(nokeyTimeout+2)*time.Minute, func() (bool, string) {
-				st, r := field(t, "nokey", "status"), field(t, "nokey", "status_reason")
-				return st == "CREATE_FAILED", st + ": " + r
-			})
+			// At its create_timeout.
+			c.waitStatus(t, "nokey", "CREATE_FAILED", time.Duration(nokeyTimeout+2)*time.Minute)
 			want := fmt.Sprintf("Timed out after %d minutes; last reported problem: ", nokeyTimeout)
 			if r := field(t, "nokey", "status_reason"); !strings.HasPrefix(r, want) || !strings.Contains(r, "Invalid key_name provided.") {
 				t.Errorf("nokey's status_reason %q, want %q and Nova's message", r, want)
@@ -261,7 +268,7 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 					}
 				}
 			}
-			return false, field(t, tc.cluster, "status_reason")
+			return false, e.state(t, tc.cluster)
 		})
 		if s.FlavorID != tc.flavor || s.ConfigDrive != tc.configDrive || (s.RootVolumeID != "") != tc.rootVolume ||
 			slices.Contains(deletedGroups, s.ServerGroupID) || len(s.Ports) != 1 {
@@ -352,10 +359,7 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec", "nokey"} {
 			c.ok(t, "coe", "cluster", "delete", cl)
 		}
-		testenv.WaitFor(t, "every cluster to be gone", 5*time.Minute, func() (bool, string) {
-			out := c.ok(t, "coe", "cluster", "list", "-f", "value", "-c", "name", "-c", "status", "-c", "status_reason")
-			return strings.TrimSpace(out) == "", out
-		})
+		c.waitNoClusters(t, 5*time.Minute)
 		checkNothingLeft(t, cloud)
 	})
 }

@@ -20,6 +20,7 @@ import (
 // signed by it with the subject it asked for.
 func TestCertificatesWithCLI(t *testing.T) {
 	requireCLI(t) // skips under -short
+	t.Parallel()
 	c := newCLI(t, startMagnetite(t))
 	c.ok(t, "coe", "cluster", "template", "create", "k8s-vm", "--coe", "kubernetes", "--image", "ubuntu-jammy",
 		"--external-network", "public", "--flavor", "m1.large")

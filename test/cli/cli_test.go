@@ -12,9 +12,11 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/magnetite-io/magnetite/internal/client"
 	"github.com/magnetite-io/magnetite/internal/testing/testmagnetite"
 	"github.com/magnetite-io/magnetite/internal/testing/testproc"
 )
@@ -28,6 +30,7 @@ const openstackBin = "/usr/bin/openstack"
 // services, and the errors users meet most.
 func TestOpenStackCLI(t *testing.T) {
 	requireCLI(t) // skips under -short
+	t.Parallel()
 	endpoint := startMagnetite(t)
 	c := newCLI(t, endpoint)
 
@@ -397,6 +400,9 @@ func testLifecycle(t *testing.T, c *cli) {
 type cli struct {
 	base []string
 	env  []string
+
+	goClientMu sync.Mutex
+	goClient   *client.Client // made by api on first use
 }
 
 func newCLI(t *testing.T, endpoint string) *cli {

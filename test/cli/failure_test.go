@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -15,39 +14,43 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/magnetite-io/magnetite/internal/testing/testenv"
+	"github.com/magnetite-io/magnetite/internal/testing/testmagnetite"
 )
 
-// startConductor builds magnetite and serves it with its conductor on the
-// management cluster of kubeconfig; the process stops at cleanup and its
-// log is shown when the test failed.
-func startConductor(t *testing.T, kubeconfig string) *serveProc {
+// bootTime is how long the simulated machines of most tests boot ([driver]
+// inmemory_boot_time): the tests wait for clusters to build, roll and
+// heal, not for a demo's pace.
+const bootTime = 2 * time.Second
+
+// startConductor serves magnetite (testmagnetite.Build's binary) with its
+// conductor on the management cluster of kubeconfig, its simulated
+// machines booting in boot (0: the product's default), its project
+// namespaces named apart from every other test's on a shared plane; the
+// process stops at cleanup and its log is shown when the test failed.
+func startConductor(t *testing.T, kubeconfig string, boot time.Duration) *serveProc {
 	t.Helper()
 	dir := t.TempDir()
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "magnetite")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/magnetite")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testmagnetite.Build(t)
 	conf := filepath.Join(dir, "magnetite.conf")
+	prefix := testenv.NamespacePrefix(t)
 	ini := fmt.Sprintf(`[DEFAULT]
 state_dir = %s
 [auth]
 noauth_roles = admin,member
 [management]
 kubeconfig = %s
+namespace_prefix = %s
 [conductor]
 infrastructure = inmemory
 lease = 10s
-`, filepath.Join(dir, "state"), kubeconfig)
+`, filepath.Join(dir, "state"), kubeconfig, prefix)
+	if boot > 0 {
+		ini += fmt.Sprintf("[driver]\ninmemory_boot_time = %s\n", boot)
+	}
 	if err := os.WriteFile(conf, []byte(ini), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := &serveProc{bin: bin, conf: conf, addr: freeAddr(t), log: filepath.Join(dir, "serve.log")}
+	p := &serveProc{bin: bin, conf: conf, addr: freeAddr(t), log: filepath.Join(dir, "serve.log"), namespacePrefix: prefix}
 	p.start(t)
 	t.Cleanup(func() {
 		p.stop()
@@ -59,14 +62,15 @@ lease = 10s
 	return p
 }
 
-// cliOnClusterAPI starts a local Cluster API and magnetite serve with its
-// conductor on it, and returns them with the openstack CLI pointed at it
-// and a reader of one field of the named cluster. It skips under -short.
+// cliOnClusterAPI starts magnetite serve with its conductor on the
+// package's shared Cluster API plane, and returns them with the openstack
+// CLI pointed at it and a reader of one field of the named cluster. It
+// skips under -short.
 func cliOnClusterAPI(t *testing.T, cluster string) (*testenv.APIServer, *serveProc, *cli, func(string) string) {
 	t.Helper()
 	requireCLI(t) // skips under -short
-	mgmt := testenv.StartClusterAPI(t)
-	p := startConductor(t, mgmt.KubeconfigFile(t))
+	mgmt := testenv.SharedClusterAPI(t)
+	p := startConductor(t, mgmt.KubeconfigFile(t), bootTime)
 	c := newCLI(t, "http://"+p.addr+"/v1")
 	field := func(name string) string {
 		return strings.TrimSpace(c.ok(t, "coe", "cluster", "show", cluster, "-f", "value", "-c", name))
@@ -84,6 +88,7 @@ func cliOnClusterAPI(t *testing.T, cluster string) (*testenv.APIServer, *servePr
 // status_reason rather than sitting in CREATE_IN_PROGRESS, and then delete
 // cleanly: 404 and nothing of it left in the management cluster.
 func TestClusterThatCannotComeUpFailsAndDeletes(t *testing.T) {
+	t.Parallel()
 	mgmt, _, c, field := cliOnClusterAPI(t, "doomed")
 
 	c.ok(t, "coe", "cluster", "template", "create", "mem-bad", "--coe", "kubernetes",
@@ -94,22 +99,15 @@ func TestClusterThatCannotComeUpFailsAndDeletes(t *testing.T) {
 	created := time.Now()
 
 	// create_timeout is one minute; allow the conductor a margin past it.
-	var reason string
-	testenv.WaitFor(t, "CREATE_FAILED", 2*time.Minute, func() (bool, string) {
-		st := field("status")
-		reason = field("status_reason")
-		return st == "CREATE_FAILED", st + ": " + reason
-	})
+	c.waitStatus(t, "doomed", "CREATE_FAILED", 2*time.Minute)
+	reason := field("status_reason")
 	t.Logf("CREATE_FAILED after %s: %s", time.Since(created).Round(time.Second), reason)
 	if !quotedTimeout.MatchString(reason) {
 		t.Errorf("status_reason %q does not match %s: the timeout and the Cluster API condition it last saw", reason, quotedTimeout)
 	}
 
 	c.ok(t, "coe", "cluster", "delete", "doomed")
-	testenv.WaitFor(t, "the failed cluster to be gone (404)", 3*time.Minute, func() (bool, string) {
-		_, stderr, code := c.run(t, "coe", "cluster", "show", "doomed")
-		return code != 0 && strings.Contains(stderr, "could not be found"), stderr
-	})
+	c.waitGone(t, "doomed", 3*time.Minute)
 	dc := mgmt.Dynamic(t)
 	selector := "magnetite.io/cluster-uuid=" + uuid
 	for _, gvr := range []schema.GroupVersionResource{

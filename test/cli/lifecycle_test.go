@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/magnetite-io/magnetite/internal/apitypes"
 	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
 
@@ -21,8 +22,10 @@ import (
 // again over the same state.
 type serveProc struct {
 	bin, conf, addr, log string
-	cmd                  *exec.Cmd
-	exited               chan error
+	// namespacePrefix is its [management] namespace_prefix.
+	namespacePrefix string
+	cmd             *exec.Cmd
+	exited          chan error
 }
 
 func (p *serveProc) start(t *testing.T) {
@@ -69,7 +72,8 @@ func (p *serveProc) stop() {
 // kubeconfig and kubectl, delete and nothing left behind.
 func TestClusterLifecycleOnRealClusterAPI(t *testing.T) {
 	requireCLI(t) // skips under -short
-	mgmt := testenv.StartClusterAPI(t)
+	t.Parallel()
+	mgmt := testenv.SharedClusterAPI(t)
 	kubeconfig := mgmt.KubeconfigFile(t)
 	testbin, err := testenv.Testbin()
 	if err != nil {
@@ -77,20 +81,10 @@ func TestClusterLifecycleOnRealClusterAPI(t *testing.T) {
 	}
 	kubectl := filepath.Join(testbin, "k8s-v1.36.3", "kubectl")
 
-	p := startConductor(t, kubeconfig)
+	p := startConductor(t, kubeconfig, bootTime)
 	c := newCLI(t, "http://"+p.addr+"/v1")
 	field := func(cluster, name string) string {
 		return strings.TrimSpace(c.ok(t, "coe", "cluster", "show", cluster, "-f", "value", "-c", name))
-	}
-	waitStatus := func(cluster, want string, limit time.Duration) {
-		t.Helper()
-		testenv.WaitFor(t, cluster+" to reach "+want, limit, func() (bool, string) {
-			st := field(cluster, "status")
-			if strings.HasSuffix(st, "_FAILED") {
-				t.Fatalf("cluster %s is %s: %s", cluster, st, field(cluster, "status_reason"))
-			}
-			return st == want, st + ": " + field(cluster, "status_reason")
-		})
 	}
 	dc := mgmt.Dynamic(t)
 	clusterGVR := schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}
@@ -117,7 +111,7 @@ func TestClusterLifecycleOnRealClusterAPI(t *testing.T) {
 		})
 		p.kill()
 		p.start(t)
-		waitStatus("demo", "CREATE_COMPLETE", 6*time.Minute)
+		c.waitStatus(t, "demo", "CREATE_COMPLETE", 6*time.Minute)
 		if n, m := count(clusterGVR, selector), count(kcpGVR, selector); n != 1 || m != 1 {
 			t.Errorf("after the restart: %d Cluster and %d KubeadmControlPlane objects, want 1 each", n, m)
 		}
@@ -130,7 +124,7 @@ func TestClusterLifecycleOnRealClusterAPI(t *testing.T) {
 	})
 	t.Run("resize to 2 workers", func(t *testing.T) {
 		c.ok(t, "coe", "cluster", "resize", "demo", "2")
-		waitStatus("demo", "UPDATE_COMPLETE", 5*time.Minute)
+		c.waitStatus(t, "demo", "UPDATE_COMPLETE", 5*time.Minute)
 		if n := field("demo", "node_count"); n != "2" {
 			t.Errorf("node_count = %s", n)
 		}
@@ -138,17 +132,25 @@ func TestClusterLifecycleOnRealClusterAPI(t *testing.T) {
 	t.Run("add a node group", func(t *testing.T) {
 		c.ok(t, "coe", "nodegroup", "create", "demo", "extra", "--node-count", "1")
 		testenv.WaitFor(t, "node group extra to be CREATE_COMPLETE", 5*time.Minute, func() (bool, string) {
-			st := strings.TrimSpace(c.ok(t, "coe", "nodegroup", "show", "demo", "extra", "-f", "value", "-c", "status"))
-			return st == "CREATE_COMPLETE", st
+			ng, err := c.api(t).GetNodeGroup(t.Context(), "demo", "extra")
+			if err != nil {
+				return false, err.Error()
+			}
+			return ng.Status == "CREATE_COMPLETE", ng.Status
 		})
-		waitStatus("demo", "UPDATE_COMPLETE", 5*time.Minute)
+		if st := strings.TrimSpace(c.ok(t, "coe", "nodegroup", "show", "demo", "extra", "-f", "value", "-c", "status")); st != "CREATE_COMPLETE" {
+			t.Errorf("openstack coe nodegroup show demo extra: status %s once the API said CREATE_COMPLETE", st)
+		}
+		c.waitStatus(t, "demo", "UPDATE_COMPLETE", 5*time.Minute)
 	})
 	t.Run("upgrade Kubernetes", func(t *testing.T) {
 		c.ok(t, "coe", "cluster", "upgrade", "demo", "mem-132")
-		testenv.WaitFor(t, "coe_version v1.32.0 and UPDATE_COMPLETE", 8*time.Minute, func() (bool, string) {
-			st, v := field("demo", "status"), field("demo", "coe_version")
-			return st == "UPDATE_COMPLETE" && v == "v1.32.0", st + " " + v
+		c.waitCluster(t, "demo", "to reach coe_version v1.32.0 and UPDATE_COMPLETE", 8*time.Minute, false, func(cl *apitypes.Cluster) bool {
+			return cl.Status == "UPDATE_COMPLETE" && str(cl.COEVersion) == "v1.32.0"
 		})
+		if st, v := field("demo", "status"), field("demo", "coe_version"); st != "UPDATE_COMPLETE" || v != "v1.32.0" {
+			t.Errorf("openstack coe cluster show demo: %s %s after the upgrade, want UPDATE_COMPLETE v1.32.0", st, v)
+		}
 	})
 	t.Run("kubeconfig reaches the workload cluster", func(t *testing.T) {
 		kdir := t.TempDir()
@@ -166,10 +168,7 @@ func TestClusterLifecycleOnRealClusterAPI(t *testing.T) {
 	})
 	t.Run("delete leaves nothing behind", func(t *testing.T) {
 		c.ok(t, "coe", "cluster", "delete", "demo")
-		testenv.WaitFor(t, "the cluster to be gone (404)", 5*time.Minute, func() (bool, string) {
-			_, stderr, code := c.run(t, "coe", "cluster", "show", "demo")
-			return code != 0 && strings.Contains(stderr, "could not be found"), stderr
-		})
+		c.waitGone(t, "demo", 5*time.Minute)
 		for _, gvr := range []schema.GroupVersionResource{clusterGVR, kcpGVR,
 			{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machines"},
 			{Version: "v1", Resource: "secrets"}, {Version: "v1", Resource: "configmaps"}} {
@@ -180,7 +179,7 @@ func TestClusterLifecycleOnRealClusterAPI(t *testing.T) {
 		// The test plane runs no kube-controller-manager, so a deleted
 		// namespace stays Terminating: deleted is what Magnetite can do.
 		testenv.WaitFor(t, "the empty project namespace to be deleted", 2*time.Minute, func() (bool, string) {
-			ns, err := dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(context.Background(), "magnetite-default", metav1.GetOptions{})
+			ns, err := dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(context.Background(), p.namespacePrefix+"default", metav1.GetOptions{})
 			if err != nil {
 				return true, err.Error()
 			}

@@ -33,8 +33,9 @@ func TestClusterCreateWaitOnTheLocalManagementPlane(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs tmux and a local Cluster API built by hack/build-testbin.sh; runs in the full suite (hack/test.sh)")
 	}
-	mgmt := testenv.StartClusterAPI(t)
-	serve := startConductor(t, mgmt.KubeconfigFile(t))
+	t.Parallel()
+	mgmt := testenv.SharedClusterAPI(t)
+	serve := startConductor(t, mgmt.KubeconfigFile(t), bootTime)
 	endpoint := []string{"--os-endpoint", "http://" + serve.addr + "/v1", "--os-token", "tty-test"}
 
 	out, err := exec.Command(serve.bin, append([]string{"template", "create", "mem-131", "--coe", "kubernetes",

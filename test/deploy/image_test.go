@@ -35,6 +35,7 @@ func moduleRoot(t *testing.T) string {
 }
 
 func TestImageBuildsWithoutAnEngineAndItsBinaryServes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the image (a static binary and its layer); runs in the full suite")
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/magnetite-io/magnetite/internal/client"
 	"github.com/magnetite-io/magnetite/internal/testing/testkeystone"
+	"github.com/magnetite-io/magnetite/internal/testing/testmagnetite"
 )
 
 // TestKeystoneRegisterIsIdempotent runs `magnetite keystone register` as
@@ -24,8 +25,9 @@ import (
 // another URL and password corrects just those. Clients then find
 // Magnetite through the catalog as they find Magnum.
 func TestKeystoneRegisterIsIdempotent(t *testing.T) {
+	t.Parallel()
 	k := testkeystone.Start(t) // skips under -short
-	bin := magnetiteBinary(t)
+	bin := testmagnetite.Build(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "magnetite.conf")
 	write := func(password string) {

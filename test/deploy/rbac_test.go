@@ -46,15 +46,17 @@ func TestChartOnRealClusterAPI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs the local Cluster API plane built by hack/build-testbin.sh; runs in the full suite")
 	}
+	t.Parallel()
 	objs := mustRender(t, rbacValues)
-	mgmt := testenv.StartClusterAPI(t)
+	mgmt := testenv.SharedClusterAPI(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	admin, err := kubernetes.NewForConfig(mgmt.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: releaseNamespace}}, metav1.CreateOptions{}); err != nil {
+	// A plane the run shares may have it from an earlier count.
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: releaseNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	dryRunChart(ctx, t, mgmt, objs)
@@ -85,9 +87,12 @@ func TestChartOnRealClusterAPI(t *testing.T) {
 
 	conf, _, _ := unstructured.NestedString(objs["ConfigMap/magnetite"].Object, "data", "magnetite.conf")
 	addr := testmagnetite.FreeAddr(t)
-	p, err := testmagnetite.Start(t, magnetiteBinary(t), "magnetite-0", addr, conf,
-		// The pod's state volume, here under the test's directory.
-		"[DEFAULT]\nstate_dir = "+filepath.Join(t.TempDir(), "state")+"\n[management]\nkubeconfig = "+kubeconfig+"\n")
+	p, err := testmagnetite.Start(t, testmagnetite.Build(t), "magnetite-0", addr, conf,
+		// The pod's state volume, here under the test's directory; project
+		// namespaces apart from other tests' on the shared plane; machines
+		// that boot in a second.
+		"[DEFAULT]\nstate_dir = "+filepath.Join(t.TempDir(), "state")+"\n[management]\nkubeconfig = "+kubeconfig+
+			"\nnamespace_prefix = "+testenv.NamespacePrefix(t)+"\n[driver]\ninmemory_boot_time = 1s\n")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/magnetite-io/magnetite/internal/testing/testmagnetite"
 	"github.com/magnetite-io/magnetite/internal/testing/testproc"
 )
 
@@ -15,6 +16,7 @@ import (
 // a freshly built binary: an unknown directive, a value systemd cannot
 // parse or a command that is not there fails the test.
 func TestSystemdUnitVerifies(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds magnetite; runs in the full suite")
 	}
@@ -26,7 +28,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 	if !strings.Contains(string(unit), "\nExecStart=/usr/local/bin/magnetite serve\n") {
 		t.Fatal("the unit does not start /usr/local/bin/magnetite serve")
 	}
-	bin := magnetiteBinary(t)
+	bin := testmagnetite.Build(t)
 	path := filepath.Join(t.TempDir(), "magnetite.service")
 	if err := os.WriteFile(path, []byte(strings.ReplaceAll(string(unit), "/usr/local/bin/magnetite", bin)), 0o644); err != nil {
 		t.Fatal(err)

@@ -70,11 +70,14 @@ func buildNext(t *testing.T) (bin string, schema int) {
 }
 
 // pool is the load balancer in front of the replicas: requests go round
-// robin to the replicas in it, as a Service sends them to ready pods.
+// robin to the replicas in it, as a Service sends them to ready pods, and a
+// replica taken out gets no new requests while those it has run to their
+// end, as a pod leaves the Service's endpoints before it gets SIGTERM.
 type pool struct {
 	mu       sync.Mutex
 	replicas []*testmagnetite.Process
 	next     int
+	inFlight map[*testmagnetite.Process]int
 }
 
 func (p *pool) add(r *testmagnetite.Process) {
@@ -94,11 +97,34 @@ func (p *pool) remove(r *testmagnetite.Process) {
 	}
 }
 
-func (p *pool) pick() *testmagnetite.Process {
+// pick is the replica the next request goes to; done says the request
+// has its answer.
+func (p *pool) pick() (r *testmagnetite.Process, done func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.next++
-	return p.replicas[p.next%len(p.replicas)]
+	r = p.replicas[p.next%len(p.replicas)]
+	if p.inFlight == nil {
+		p.inFlight = map[*testmagnetite.Process]int{}
+	}
+	p.inFlight[r]++
+	return r, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.inFlight[r]--
+	}
+}
+
+// drain takes r out of the pool and waits until its requests have their
+// answers: then it may stop.
+func (p *pool) drain(t *testing.T, r *testmagnetite.Process) {
+	t.Helper()
+	p.remove(r)
+	testenv.WaitFor(t, r.Name+"'s requests to finish", time.Minute, func() (bool, string) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.inFlight[r] == 0, fmt.Sprintf("%d in flight", p.inFlight[r])
+	})
 }
 
 // TestRollingUpgradeKeepsServing runs two replicas of this release on one
@@ -110,9 +136,10 @@ func (p *pool) pick() *testmagnetite.Process {
 // migrated schema, the migration ran once, and afterwards the old release
 // refuses to start on the newer schema with a message saying so.
 func TestRollingUpgradeKeepsServing(t *testing.T) {
+	t.Parallel()
 	db := testmariadb.Start(t) // skips under -short
 	dsn := db.NewDatabase()
-	oldBin := magnetiteBinary(t)
+	oldBin := testmagnetite.Build(t)
 	newBin, schema := buildNext(t)
 	conf := fmt.Sprintf("[database]\nconnection = %s\n[auth]\nnoauth_roles = admin,member\n[quotas]\nmax_clusters_per_project = 100000\n", dsn)
 	start := func(bin, name string) *testmagnetite.Process {
@@ -156,8 +183,9 @@ func TestRollingUpgradeKeepsServing(t *testing.T) {
 		clientsRun sync.WaitGroup
 	)
 	call := func(what string, f func(*client.Client) error) {
-		r := lb.pick()
+		r, done := lb.pick()
 		err := f(api(r))
+		done()
 		requests.Add(1)
 		if err != nil {
 			select {
@@ -218,13 +246,13 @@ func TestRollingUpgradeKeepsServing(t *testing.T) {
 	migrated.Store(true)
 	lb.add(c)
 	waitRequests(30)
-	lb.remove(a)
+	lb.drain(t, a)
 	a.Stop()
 	waitRequests(30)
 	d := start(newBin, "new-d")
 	lb.add(d)
 	waitRequests(30)
-	lb.remove(b)
+	lb.drain(t, b)
 	b.Stop()
 	waitRequests(30)
 	cancel()

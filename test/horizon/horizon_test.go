@@ -50,12 +50,15 @@ func TestHorizonContainerInfraPanels(t *testing.T) {
 	}
 	ks := testkeystone.Start(t)
 	testcloud.Start(t, ks)
-	mgmt := testenv.StartClusterAPI(t)
+	mgmt := testenv.SharedClusterAPI(t)
 	addr := testmagnetite.FreeAddr(t)
 	ks.ServiceUser("magnetite", servicePassword)
 	ks.RegisterService("container-infra", "magnetite", "http://"+addr+"/v1")
+	// The panels follow a cluster to CREATE_COMPLETE; how long a simulated
+	// machine boots is no part of what they show.
 	testmagnetite.Serve(t, addr, testmagnetite.KeystoneConf(ks.AuthURL(), servicePassword, testkeystone.Region)+
-		fmt.Sprintf("\n[management]\nkubeconfig = %s\n\n[conductor]\ninfrastructure = inmemory\n", mgmt.KubeconfigFile(t)))
+		fmt.Sprintf("\n[management]\nkubeconfig = %s\nnamespace_prefix = %s\n\n[conductor]\ninfrastructure = inmemory\n\n[driver]\ninmemory_boot_time = 1s\n",
+			mgmt.KubeconfigFile(t), testenv.NamespacePrefix(t)))
 
 	project := ks.CreateProject(projectName)
 	user := ks.CreateUser(userName, userPassword)

@@ -50,17 +50,23 @@ func TestMagnumTempestAPI(t *testing.T) {
 	cl := testcloud.Start(t, ks)
 	// Clusters are built for real by the conductor on a local Cluster API
 	// management plane with the in-memory infrastructure.
-	mgmt := testenv.StartClusterAPI(t)
+	mgmt := testenv.SharedClusterAPI(t)
 	addr := testmagnetite.FreeAddr(t)
 	ks.ServiceUser("magnetite", servicePassword)
 	ks.RegisterService("container-infra", "magnetite", "http://"+addr+"/v1")
+	// Tempest's API tests wait for clusters to finish, not for machines to
+	// boot at a cloud's pace.
 	testmagnetite.Serve(t, addr, testmagnetite.KeystoneConf(ks.AuthURL(), servicePassword, testkeystone.Region)+fmt.Sprintf(`
 [management]
 kubeconfig = %s
+namespace_prefix = %s
 
 [conductor]
 infrastructure = inmemory
-`, filepath.Join(mgmt.Dir, "kubeconfig")))
+
+[driver]
+inmemory_boot_time = 1s
+`, mgmt.KubeconfigFile(t), testenv.NamespacePrefix(t)))
 
 	ws := newWorkspace(t, ks, provisionAccounts(t, ks), clusterTemplate(t, ks, "http://"+addr))
 	listed := ws.list(t)

@@ -106,6 +106,10 @@ type Options struct {
 	// labels are not set.
 	VMNodeStartupTimeout, BMNodeStartupTimeout     time.Duration
 	VMNodeUnhealthyTimeout, BMNodeUnhealthyTimeout time.Duration
+	// InMemoryBootTime is how long a simulated virtual machine of the
+	// in-memory infrastructure boots ([driver] inmemory_boot_time; 0 means
+	// inmemory.DefaultBootTime).
+	InMemoryBootTime time.Duration
 }
 
 func (o Options) withDefaults() Options {

@@ -4,6 +4,33 @@
 // managers with their webhooks on top. It also holds what every test
 // shares: WaitFor (a condition with a deadline, never a sleep),
 // WriteKubeconfig, and DryRunFiles (a server-side dry run of golden files).
+//
+// # One Cluster API plane for a package's tests
+//
+// A plane (etcd, kube-apiserver, Cluster API's CRDs and its four managers)
+// takes tens of seconds to start, and CAPD's in-memory backend binds fixed
+// ports (19000, and 20000 upwards for workload clusters; Cluster API
+// v1.14's CAPD has no flag to move them), so only one CAPD runs on a
+// machine at a time. Tests therefore share one plane rather than start
+// their own. A package adopts it with
+//
+//	func TestMain(m *testing.M) { testenv.RunMain(m) }
+//
+// (or code := testenv.Main(m) before its own cleanup and os.Exit(code)),
+// and in each test:
+//
+//	t.Parallel()                            // when the test changes nothing every test sees
+//	mgmt := testenv.SharedClusterAPI(t)     // *APIServer: Config, Dynamic, KubeconfigFile...
+//	prefix := testenv.NamespacePrefix(t)    // [management] namespace_prefix of the Magnetite it starts
+//	ns := mgmt.ProjectNamespace(t)          // a namespace of its own for objects it makes itself
+//
+// The first SharedClusterAPI call starts the plane (the managers start
+// together); Main stops it after the last test. Under hack/test.sh the
+// whole run shares one plane that hack/testrun runs, named by
+// $MAGNETITE_CLUSTER_API_KUBECONFIG, so packages using planes run at the
+// same time; SharedClusterAPI then connects to it and starts nothing.
+// A test that stops the API server or needs other managers starts a plane
+// of its own (Start, StartClusterAPI) and does not call t.Parallel.
 package testenv
 
 import (
@@ -85,7 +112,7 @@ func RepoRoot() (string, error) {
 
 // ClusterAPICRDs is the folder of Cluster API's CRDs in the testbin
 // (core, kubeadm-bootstrap, kubeadm-control-plane, capd).
-func ClusterAPICRDs(t testing.TB) string {
+func ClusterAPICRDs(t TB) string {
 	t.Helper()
 	bin, err := Testbin()
 	if err != nil {
@@ -153,7 +180,7 @@ func ProviderLabels(name string) map[string]string { return providerLabels[Provi
 // when set, else the copies kept in the repository's test/crds (their
 // upstream tags and commits are in test/crds/SOURCES.txt), so that a fresh
 // clone anywhere runs the suite.
-func ProviderCRDs(t testing.TB, name string) string {
+func ProviderCRDs(t TB, name string) string {
 	t.Helper()
 	base := os.Getenv("MAGNETITE_PROVIDER_CRDS")
 	if base == "" {
@@ -182,6 +209,10 @@ type APIServer struct {
 	// apiserver is kube-apiserver's binary and arguments, to start it again
 	// after StopAPIServer.
 	apiserver []string
+	// runWide is set on the plane hack/test.sh runs for every package
+	// (SharedClusterAPI connects to it): this binary neither started it
+	// nor may stop it.
+	runWide bool
 }
 
 type proc struct {
@@ -193,9 +224,9 @@ type proc struct {
 // Start runs etcd and kube-apiserver for the test and stops them at
 // cleanup. It skips under -short (the servers take seconds to start and
 // need hack/build-testbin.sh) and fails when the binaries are missing.
-func Start(t testing.TB) *APIServer {
+func Start(t TB) *APIServer {
 	t.Helper()
-	if testing.Short() {
+	if _, outsideTests := t.(*PlaneRun); !outsideTests && testing.Short() {
 		t.Skip("-short: needs etcd and kube-apiserver from hack/build-testbin.sh; runs in the full suite")
 	}
 	bin, err := Testbin()
@@ -260,7 +291,7 @@ func Start(t testing.TB) *APIServer {
 }
 
 // awaitAPIServer waits until kube-apiserver reports ready.
-func (s *APIServer) awaitAPIServer(ctx context.Context, t testing.TB) {
+func (s *APIServer) awaitAPIServer(ctx context.Context, t TB) {
 	t.Helper()
 	tr, err := rest.TransportFor(s.Config)
 	if err != nil {
@@ -274,8 +305,11 @@ func (s *APIServer) awaitAPIServer(ctx context.Context, t testing.TB) {
 
 // StopAPIServer stops kube-apiserver alone, leaving etcd and every manager
 // running: an outage of the management cluster's API as its clients see it.
-func (s *APIServer) StopAPIServer(t testing.TB) {
+func (s *APIServer) StopAPIServer(t TB) {
 	t.Helper()
+	if s.runWide {
+		t.Fatal(errRunWide)
+	}
 	for i, p := range s.procs {
 		if p.name != "kube-apiserver" {
 			continue
@@ -295,8 +329,11 @@ func (s *APIServer) StopAPIServer(t testing.TB) {
 
 // RestartAPIServer starts kube-apiserver again after StopAPIServer, on the
 // same address with the same data, and waits until it is ready.
-func (s *APIServer) RestartAPIServer(t testing.TB) {
+func (s *APIServer) RestartAPIServer(t TB) {
 	t.Helper()
+	if s.runWide {
+		t.Fatal(errRunWide)
+	}
 	if err := s.run(s.apiserver[0], "kube-apiserver-restarted", s.apiserver[1:]...); err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +343,7 @@ func (s *APIServer) RestartAPIServer(t testing.TB) {
 }
 
 // Dynamic returns a dynamic client.
-func (s *APIServer) Dynamic(t testing.TB) dynamic.Interface {
+func (s *APIServer) Dynamic(t TB) dynamic.Interface {
 	t.Helper()
 	dc, err := dynamic.NewForConfig(s.Config)
 	if err != nil {
@@ -317,7 +354,7 @@ func (s *APIServer) Dynamic(t testing.TB) dynamic.Interface {
 
 // Mapper returns a REST mapper from fresh discovery (call it after
 // installing CRDs).
-func (s *APIServer) Mapper(t testing.TB) meta.RESTMapper {
+func (s *APIServer) Mapper(t TB) meta.RESTMapper {
 	t.Helper()
 	dc, err := discovery.NewDiscoveryClientForConfig(s.Config)
 	if err != nil {
@@ -332,7 +369,7 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 // under dir (recursively), adding labels to each (providers' CRDs need the
 // cluster.x-k8s.io/<contract>=<version> labels), and waits until all are
 // Established. It returns the CRDs' names.
-func (s *APIServer) InstallCRDs(t testing.TB, dir string, labels map[string]string) []string {
+func (s *APIServer) InstallCRDs(t TB, dir string, labels map[string]string) []string {
 	t.Helper()
 	var files []string
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -492,7 +529,7 @@ func (s *APIServer) run(path, name string, args ...string) error {
 
 // stop ends the API server before etcd, each with SIGTERM and, if it does
 // not exit within ten seconds, SIGKILL.
-func (s *APIServer) stop(t testing.TB) {
+func (s *APIServer) stop(t TB) {
 	for i := len(s.procs) - 1; i >= 0; i-- {
 		p := s.procs[i]
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -18,8 +17,11 @@ var AllManagers = []string{CoreManager, KubeadmBootstrapManager, KubeadmControlP
 // StartClusterAPI runs a management cluster for a test: etcd and
 // kube-apiserver, Cluster API's CRDs and every manager in AllManagers, each
 // with its webhooks answering. Skipped under -short.
-func StartClusterAPI(t testing.TB) *APIServer {
+func StartClusterAPI(t TB) *APIServer {
 	t.Helper()
+	if _, runWide := t.(*PlaneRun); !runWide {
+		NeedsOwnCAPD(t)
+	}
 	s := Start(t)
 	s.InstallClusterAPI(t)
 	s.StartManagers(t, AllManagers...)
@@ -67,9 +69,12 @@ func lockInMemory(ctx context.Context) (*os.File, error) {
 // holdInMemoryLock takes the CAPD lock for the process about to start and
 // releases it once that process has exited (the lock must outlive the
 // process, so it is tied to its exit rather than to a test cleanup).
-func (s *APIServer) holdInMemoryLock(t testing.TB, start func() error) {
+func (s *APIServer) holdInMemoryLock(t TB, start func() error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	// A shared plane holds the lock for its whole test binary: under a
+	// plain `go test ./...` (no run-wide plane) another package's may
+	// hold it for most of that package's run.
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
 	lock, err := lockInMemory(ctx)
 	if err != nil {

@@ -148,17 +148,18 @@ func conditionTrue(obj *unstructured.Unstructured, typ string) bool {
 	return false
 }
 
-// TestInMemoryClusterLifecycle runs a whole local management plane (etcd,
-// kube-apiserver, Cluster API core, kubeadm bootstrap and control plane,
-// CAPD in-memory), creates a ClusterClass cluster with Magnetite's own CAs
-// through Magnetite's management client, waits until it is Available,
-// reaches its workload API server with a client certificate Magnetite
-// signed, then deletes it. It logs how long each step took.
+// TestInMemoryClusterLifecycle, on the package's shared management plane
+// (etcd, kube-apiserver, Cluster API core, kubeadm bootstrap and control
+// plane, CAPD in-memory), creates a ClusterClass cluster with Magnetite's
+// own CAs through Magnetite's management client, waits until it is
+// Available, reaches its workload API server with a client certificate
+// Magnetite signed, then deletes it. It logs how long each step took.
 func TestInMemoryClusterLifecycle(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
-	env := testenv.StartClusterAPI(t)
+	env := testenv.SharedClusterAPI(t)
 	t.Logf("management plane ready in %v", time.Since(start).Round(time.Second))
-	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds()})
+	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds(), NamespacePrefix: testenv.NamespacePrefix(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

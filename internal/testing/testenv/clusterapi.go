@@ -8,8 +8,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-	"testing"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -38,7 +39,7 @@ var webhookManifest = map[string]string{
 // InstallClusterAPI installs the CRDs of Cluster API's core, kubeadm
 // bootstrap and control plane providers and the in-memory provider, with
 // the contract labels providers need.
-func (s *APIServer) InstallClusterAPI(t testing.TB) {
+func (s *APIServer) InstallClusterAPI(t TB) {
 	t.Helper()
 	crds := ClusterAPICRDs(t)
 	s.InstallCRDs(t, filepath.Join(crds, "core"), nil)
@@ -51,7 +52,7 @@ func (s *APIServer) InstallClusterAPI(t testing.TB) {
 // a release such as CAPOv015, "capo" or "capm3" for their default release,
 // "bmo", "ipam-metal3"), each with the contract labels its release's own
 // kustomization sets (ProviderLabels).
-func (s *APIServer) InstallProviders(t testing.TB, names ...string) {
+func (s *APIServer) InstallProviders(t TB, names ...string) {
 	t.Helper()
 	for _, name := range names {
 		s.InstallCRDs(t, ProviderCRDs(t, name), ProviderLabels(name))
@@ -59,12 +60,21 @@ func (s *APIServer) InstallProviders(t testing.TB, names ...string) {
 }
 
 // CreateNamespace creates the namespace name.
-func (s *APIServer) CreateNamespace(t testing.TB, name string) {
+func (s *APIServer) CreateNamespace(t TB, name string) {
 	t.Helper()
-	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
-	if _, err := s.Dynamic(t).Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
+	if err := s.createNamespace(context.Background(), name); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func (s *APIServer) createNamespace(ctx context.Context, name string) error {
+	dc, err := dynamic.NewForConfig(s.Config)
+	if err != nil {
+		return err
+	}
+	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
+	_, err = dc.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, ns, metav1.CreateOptions{})
+	return err
 }
 
 // GoldenNamespace is the namespace of the drivers' golden renders.
@@ -75,7 +85,7 @@ const GoldenNamespace = "magnetite-system"
 // (InstallProviders), the given managers with their webhooks (none for a
 // schema-only dry run) and GoldenNamespace. It returns a dynamic client
 // and a REST mapper that knows the CRDs.
-func StartGolden(t testing.TB, providers []string, managers ...string) (*APIServer, dynamic.Interface, meta.RESTMapper) {
+func StartGolden(t TB, providers []string, managers ...string) (*APIServer, dynamic.Interface, meta.RESTMapper) {
 	t.Helper()
 	s := Start(t)
 	s.InstallClusterAPI(t)
@@ -90,39 +100,43 @@ func StartGolden(t testing.TB, providers []string, managers ...string) (*APIServ
 // StartManagers runs Cluster API managers against the API server with
 // their webhooks registered (served on loopback with a certificate of the
 // test CA) and the ClusterTopology and KubeadmBootstrapFormatIgnition
-// feature gates on, and waits until each reports ready. They stop at
-// cleanup, before the API server.
-func (s *APIServer) StartManagers(t testing.TB, managers ...string) {
+// feature gates on, and waits until each reports ready. The managers start
+// together and are awaited together: each takes seconds to build its caches
+// and most of that is waiting, so a plane is ready in the time of its
+// slowest manager rather than the sum. They stop at cleanup, before the API
+// server.
+func (s *APIServer) StartManagers(t TB, managers ...string) {
 	t.Helper()
+	if s.runWide {
+		t.Fatal(errRunWide)
+	}
+	if _, runWide := t.(*PlaneRun); !runWide && slices.Contains(managers, InMemoryManager) {
+		NeedsOwnCAPD(t)
+	}
 	bin, err := Testbin()
 	if err != nil {
 		t.Fatal(err)
 	}
+	capiDir := filepath.Join(bin, "capi-"+ClusterAPIVersion)
 	kubeconfig := WriteKubeconfig(t, filepath.Join(s.Dir, "kubeconfig"), s.Config, "", 0o600)
+	type started struct {
+		name, manifest          string
+		webhookPort, healthPort int
+	}
+	var all []started
 	for _, m := range managers {
 		manifest, ok := webhookManifest[m]
 		if !ok {
 			t.Fatalf("testenv: unknown manager %s", m)
 		}
-		certDir := filepath.Join(s.Dir, m+"-certs")
-		if err := os.MkdirAll(certDir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		crt, key, err := servingCert(s.pki.ca, s.pki.caKey, m)
+		certDir, err := s.writeServingCert(m)
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(certDir, "tls.crt"), crt, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(certDir, "tls.key"), key, 0o600); err != nil {
 			t.Fatal(err)
 		}
 		ports, err := freePorts(3)
 		if err != nil {
 			t.Fatal(err)
 		}
-		capiDir := filepath.Join(bin, "capi-"+ClusterAPIVersion)
 		start := func() error {
 			return s.run(filepath.Join(capiDir, m), m,
 				"--kubeconfig="+kubeconfig, "--leader-elect=false",
@@ -136,20 +150,48 @@ func (s *APIServer) StartManagers(t testing.TB, managers ...string) {
 		} else if err := start(); err != nil {
 			t.Fatal(err)
 		}
-		s.awaitManager(t, m, filepath.Join(capiDir, "webhooks", manifest), ports[0], ports[1])
+		all = append(all, started{m, filepath.Join(capiDir, "webhooks", manifest), ports[0], ports[1]})
 	}
+	dc := s.Dynamic(t)
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i, m := range all {
+		wg.Go(func() { errs[i] = s.awaitManager(dc, m.name, m.manifest, m.webhookPort, m.healthPort) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("%v\n%s", err, s.logTail(all[i].name))
+		}
+	}
+}
+
+// writeServingCert writes a webhook serving certificate of the test CA for
+// manager m and returns the folder holding it.
+func (s *APIServer) writeServingCert(m string) (string, error) {
+	certDir := filepath.Join(s.Dir, m+"-certs")
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return "", err
+	}
+	crt, key, err := servingCert(s.pki.ca, s.pki.caKey, m)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(certDir, "tls.crt"), crt, 0o600); err != nil {
+		return "", err
+	}
+	return certDir, os.WriteFile(filepath.Join(certDir, "tls.key"), key, 0o600)
 }
 
 // awaitManager registers a started manager's webhooks and waits until it
 // reports ready and its webhook server answers. The time allowed counts
 // from the manager's start, not from StartManagers' call: CAPD may first
 // have waited for its machine-wide lock.
-func (s *APIServer) awaitManager(t testing.TB, m, manifest string, webhookPort, healthPort int) {
-	t.Helper()
+func (s *APIServer) awaitManager(dc dynamic.Interface, m, manifest string, webhookPort, healthPort int) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := s.registerWebhooks(ctx, t, m, manifest, webhookPort); err != nil {
-		t.Fatal(err)
+	if err := s.registerWebhooks(ctx, dc, m, manifest, webhookPort); err != nil {
+		return err
 	}
 	health := fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort)
 	webhook := fmt.Sprintf("https://127.0.0.1:%d/", webhookPort)
@@ -167,18 +209,18 @@ func (s *APIServer) awaitManager(t testing.TB, m, manifest string, webhookPort, 
 		}
 		return true, nil
 	}); err != nil {
-		t.Fatalf("testenv: %s did not become ready: %v\n%s", m, err, s.logTail(m))
+		return fmt.Errorf("testenv: %s did not become ready: %w", m, err)
 	}
+	return nil
 }
 
 // registerWebhooks applies a manager's webhook configurations with every
 // service reference turned into a loopback URL and the test CA as bundle.
-func (s *APIServer) registerWebhooks(ctx context.Context, t testing.TB, manager, manifest string, port int) error {
+func (s *APIServer) registerWebhooks(ctx context.Context, dc dynamic.Interface, manager, manifest string, port int) error {
 	objs, err := ReadObjects(manifest)
 	if err != nil {
 		return err
 	}
-	dc := s.Dynamic(t)
 	for _, o := range objs {
 		res := map[string]string{
 			"MutatingWebhookConfiguration":   "mutatingwebhookconfigurations",

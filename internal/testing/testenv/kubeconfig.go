@@ -3,7 +3,6 @@ package testenv
 import (
 	"os"
 	"path/filepath"
-	"testing"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -15,7 +14,7 @@ import (
 // context (in namespace, when not empty), at path with mode set past the
 // umask. An empty path is a new file in a temporary directory of the
 // test. It returns the path.
-func WriteKubeconfig(t testing.TB, path string, cfg *rest.Config, namespace string, mode os.FileMode) string {
+func WriteKubeconfig(t TB, path string, cfg *rest.Config, namespace string, mode os.FileMode) string {
 	t.Helper()
 	if path == "" {
 		path = filepath.Join(t.TempDir(), "kubeconfig")
@@ -36,7 +35,7 @@ func WriteKubeconfig(t testing.TB, path string, cfg *rest.Config, namespace stri
 
 // KubeconfigFile writes an admin kubeconfig for the API server (mode 0600)
 // and returns its path, for programs the test starts.
-func (s *APIServer) KubeconfigFile(t testing.TB) string {
+func (s *APIServer) KubeconfigFile(t TB) string {
 	t.Helper()
 	return WriteKubeconfig(t, "", s.Config, "", 0o600)
 }

@@ -61,6 +61,7 @@ func TestLocalMgmtScriptRunsAManagementPlane(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs etcd, kube-apiserver and the Cluster API managers; full suite only")
 	}
+	testenv.NeedsOwnCAPD(t)
 	dir := filepath.Join(t.TempDir(), "mgmt")
 	port := freePortBlock(t)
 	stopped := false

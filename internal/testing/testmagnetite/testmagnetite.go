@@ -11,9 +11,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 	"github.com/magnetite-io/magnetite/internal/testing/testproc"
 )
 
@@ -48,20 +50,73 @@ func Serve(t *testing.T, addr string, dropIns ...string) {
 	p.WaitReady(t, 30*time.Second)
 }
 
-// Build builds the magnetite binary of this module and returns its path.
+// BinaryEnv names the environment variable holding the path of a magnetite
+// binary built for the whole run: hack/test.sh builds it once, as the
+// README installs it, so the packages that run it do not each link their
+// own.
+const BinaryEnv = "MAGNETITE_TEST_BINARY"
+
+// built is the binary Build made for this test binary, when its TestMain
+// calls testenv.Main.
+var built struct {
+	once      sync.Once
+	bin, dir  string
+	err       error
+	buildTail []byte
+}
+
+// Build returns the path of a magnetite binary of this module, built as
+// the README installs it: $MAGNETITE_TEST_BINARY when hack/test.sh built
+// one for the run; otherwise it builds one, once for the test binary when
+// the package's TestMain calls testenv.Main (removed after the last test),
+// else for the test alone.
 func Build(t *testing.T) string {
 	t.Helper()
+	if bin := os.Getenv(BinaryEnv); bin != "" {
+		if fi, err := os.Stat(bin); err != nil || fi.Mode()&0o111 == 0 {
+			t.Fatalf("$%s=%s is not an executable magnetite (%v); hack/test.sh builds it", BinaryEnv, bin, err)
+		}
+		return bin
+	}
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "magnetite-bin-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		if !testenv.AfterTests(func() { os.RemoveAll(dir) }) {
+			// No TestMain to remove a shared build: each test builds its own.
+			os.RemoveAll(dir)
+			return
+		}
+		built.dir = dir
+		built.bin, built.buildTail, built.err = build(dir)
+	})
+	if built.dir == "" && built.err == nil {
+		bin, out, err := build(t.TempDir())
+		if err != nil {
+			t.Fatalf("go build ./cmd/magnetite: %v\n%s", err, out)
+		}
+		return bin
+	}
+	if built.err != nil {
+		t.Fatalf("go build ./cmd/magnetite: %v\n%s", built.err, built.buildTail)
+	}
+	return built.bin
+}
+
+// build links cmd/magnetite into dir as the README installs it and returns
+// its path, or the build's output with the error.
+func build(dir string) (string, []byte, error) {
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil || strings.TrimSpace(string(gomod)) == "" {
-		t.Fatalf("find the module root: %v", err)
+		return "", nil, fmt.Errorf("find the module root: %v", err)
 	}
-	bin := filepath.Join(t.TempDir(), "magnetite")
-	build := exec.Command("go", "build", "-tags", "kustomize_disable_go_plugin_support", "-o", bin, "./cmd/magnetite") // as README installs it
-	build.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/magnetite: %v\n%s", err, out)
-	}
-	return bin
+	bin := filepath.Join(dir, "magnetite")
+	cmd := exec.Command("go", "build", "-tags", "kustomize_disable_go_plugin_support", "-o", bin, "./cmd/magnetite") // as README installs it
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
+	out, err := cmd.CombinedOutput()
+	return bin, out, err
 }
 
 // Process is a running `magnetite serve`.

@@ -3,7 +3,9 @@
 // serve` behind it, and its conductor building clusters on a local Cluster
 // API (kube-apiserver, the core and kubeadm managers, CAPD's in-memory
 // backend), where clusters reach CREATE_COMPLETE. The infrastructure-as-code
-// client tests (test/terraform, test/ansible) start one each.
+// client tests (test/terraform, test/ansible) start one each, on the Cluster
+// API plane their package shares (testenv.SharedClusterAPI: the package's
+// TestMain calls testenv.RunMain).
 package teststack
 
 import (
@@ -11,6 +13,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +37,9 @@ type Stack struct {
 	// Magnum is Magnetite's container-infra endpoint, http://addr/v1.
 	Magnum string
 	Mgmt   *testenv.APIServer
+	// NamespacePrefix starts the names of this Magnetite's project
+	// namespaces, apart from other tests' on the shared plane.
+	NamespacePrefix string
 }
 
 // Start starts the stack, with each dropIn as one more conf.d file of
@@ -44,7 +50,8 @@ func Start(t *testing.T, dropIns ...string) *Stack {
 	// The plane first: it may wait many minutes for the machine's CAPD lock
 	// (testenv), and a Keystone left idle that long was seen answering
 	// its next admin request with a 500.
-	mgmt := testenv.StartClusterAPI(t) // skips under -short
+	mgmt := testenv.SharedClusterAPI(t) // skips under -short
+	prefix := testenv.NamespacePrefix(t)
 	ks := testkeystone.Start(t)
 	const servicePassword = "magnetite-iac-test-password"
 	svc := ks.ServiceUser("magnetite", servicePassword)
@@ -55,13 +62,18 @@ func Start(t *testing.T, dropIns ...string) *Stack {
 	magnum := "http://" + addr + "/v1"
 	// Both clients find Magnetite through the catalog, as on a cloud.
 	ks.RegisterService("container-infra", "magnum", magnum)
+	// The clients wait for clusters to finish; how long a simulated
+	// machine boots is no part of what they test.
 	testmagnetite.Serve(t, addr, append([]string{testmagnetite.KeystoneConf(ks.AuthURL(), servicePassword, testkeystone.Region) + `
 [management]
 kubeconfig = ` + mgmt.KubeconfigFile(t) + `
+namespace_prefix = ` + prefix + `
 [conductor]
 infrastructure = inmemory
+[driver]
+inmemory_boot_time = 1s
 `}, dropIns...)...)
-	return &Stack{Keystone: ks, Magnum: magnum, Mgmt: mgmt}
+	return &Stack{Keystone: ks, Magnum: magnum, Mgmt: mgmt, NamespacePrefix: prefix}
 }
 
 // Env is the OS_* environment of the user's password login, which the
@@ -144,7 +156,8 @@ func (s *Stack) Clusters(t *testing.T) []Cluster {
 
 // RequireNothingLeft fails the test when Magnetite still lists a cluster or
 // a template, or the management cluster still holds a Cluster API object
-// or secret Magnetite made for a cluster.
+// or secret this Magnetite made for a cluster (other tests' live in their
+// own namespaces of the shared plane).
 func (s *Stack) RequireNothingLeft(t *testing.T) {
 	t.Helper()
 	if cl := s.Clusters(t); len(cl) != 0 {
@@ -170,7 +183,9 @@ func (s *Stack) RequireNothingLeft(t *testing.T) {
 			t.Fatalf("list %s: %v", gvr.Resource, err)
 		}
 		for _, o := range l.Items {
-			t.Errorf("%s %s/%s is left", gvr.Resource, o.GetNamespace(), o.GetName())
+			if strings.HasPrefix(o.GetNamespace(), s.NamespacePrefix) {
+				t.Errorf("%s %s/%s is left", gvr.Resource, o.GetNamespace(), o.GetName())
+			}
 		}
 	}
 }

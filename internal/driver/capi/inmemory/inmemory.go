@@ -7,6 +7,8 @@
 package inmemory
 
 import (
+	"time"
+
 	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/kinds"
@@ -14,7 +16,11 @@ import (
 )
 
 // Infrastructure is CAPD's in-memory backend.
-type Infrastructure struct{ opts Options }
+type Infrastructure struct {
+	opts Options
+	// bootTime is how long a simulated virtual machine takes to boot.
+	bootTime time.Duration
+}
 
 // Options are the in-memory infrastructure's own.
 type Options struct {
@@ -27,10 +33,27 @@ type Options struct {
 	Addons bool
 }
 
+// DefaultBootTime is how long a simulated virtual machine boots when
+// [driver] inmemory_boot_time is not set: long enough that a demo shows
+// clusters building as a cloud's do, and that the conductor's waits see
+// the order of events a real cloud gives.
+const DefaultBootTime = 10 * time.Second
+
 // New returns the in-memory Cluster API driver ("capi-inmemory"). Register
 // it with driver.Registry.RegisterExplicit: only templates that name it in
-// their driver field should get simulated machines.
-func New(opts capi.Options, m Options) *capi.Driver { return capi.New(Infrastructure{opts: m}, opts) }
+// their driver field should get simulated machines. Its machines boot in
+// opts.InMemoryBootTime (DefaultBootTime when zero).
+func New(opts capi.Options, m Options) *capi.Driver {
+	return capi.New(newInfrastructure(opts, m), opts)
+}
+
+func newInfrastructure(opts capi.Options, m Options) Infrastructure {
+	boot := opts.InMemoryBootTime
+	if boot <= 0 {
+		boot = DefaultBootTime
+	}
+	return Infrastructure{opts: m, bootTime: boot}
+}
 
 func (Infrastructure) Name() string { return "inmemory" }
 
@@ -48,26 +71,30 @@ func (Infrastructure) Patches(capi.ClassRefs) []capi.Patch { return nil }
 func (Infrastructure) ClusterVariables(*capi.Plan) map[string]any              { return nil }
 func (Infrastructure) MachineVariables(*capi.Plan, *capi.Group) map[string]any { return nil }
 
-// provisioning simulates a machine's start. Bare-metal machines take
-// longer, as a physical boot does, so timeouts see realistic ordering.
-func provisioning(vm string) map[string]any {
-	step := func(d string) map[string]any {
-		return map[string]any{"provisioning": map[string]any{"startupDuration": d, "startupJitter": "0.2"}}
+// provisioning simulates a machine's start: the machine boots in vm, then
+// its node, API server and etcd each take a fifth of a virtual machine's
+// boot (2s of the default 10s).
+func (i Infrastructure) provisioning(vm time.Duration) map[string]any {
+	step := func(d time.Duration) map[string]any {
+		return map[string]any{"provisioning": map[string]any{"startupDuration": d.String(), "startupJitter": "0.2"}}
 	}
+	part := step(i.bootTime / 5)
 	return map[string]any{"backend": map[string]any{"inMemory": map[string]any{
-		"vm": step(vm), "node": step("2s"), "apiServer": step("2s"), "etcd": step("2s"),
+		"vm": step(vm), "node": part, "apiServer": part, "etcd": part,
 	}}}
 }
 
-func (Infrastructure) ClassTemplates(capi.OSProfile, capi.APIVersions) capi.ClassTemplates {
+// ClassTemplates: bare-metal machines take three times as long as virtual
+// ones, as a physical boot does, so timeouts see realistic ordering.
+func (i Infrastructure) ClassTemplates(capi.OSProfile, capi.APIVersions) capi.ClassTemplates {
 	return capi.ClassTemplates{
 		ClusterKind:             "DevClusterTemplate",
 		ClusterSpec:             map[string]any{"backend": map[string]any{"inMemory": map[string]any{}}},
 		MachineKind:             "DevMachineTemplate",
-		ControlPlaneMachineSpec: provisioning("10s"),
+		ControlPlaneMachineSpec: i.provisioning(i.bootTime),
 		WorkerMachineSpecs: map[model.ServerType]map[string]any{
-			model.ServerTypeVM: provisioning("10s"),
-			model.ServerTypeBM: provisioning("30s"),
+			model.ServerTypeVM: i.provisioning(i.bootTime),
+			model.ServerTypeBM: i.provisioning(3 * i.bootTime),
 		},
 	}
 }

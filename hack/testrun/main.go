@@ -1,0 +1,340 @@
+// Command testrun runs the test suite the way hack/test.sh does: one
+// Cluster API plane for the whole run, which every package's tests share
+// (testenv.SharedClusterAPI connects to it through
+// $MAGNETITE_CLUSTER_API_KUBECONFIG), `go test -json` over the packages
+// with a readable account of each package and each failing test, then the
+// tests that need a CAPD of their own (they skip while the run-wide plane
+// holds the machine's one CAPD) once the plane has stopped.
+//
+//	go run ./hack/testrun [--repeat N] [-p P] [--parallel P] [--timeout D] [--no-plane] [packages]
+//
+// --repeat N runs it all N times, each on a fresh plane, and ends with how
+// often each test failed: the flake gate.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
+)
+
+func main() {
+	repeat := flag.Int("repeat", 1, "run the packages this many times, each on a fresh plane, and report failures per test")
+	parallel := flag.Int("parallel", 8, "go test -parallel: parallel tests mostly wait on processes, not on the CPU")
+	packages := flag.Int("p", 4, "go test -p, how many packages build and run at once: twice the 2 cores of CI, as most tests wait on processes")
+	timeout := flag.Duration("timeout", 60*time.Minute, "go test -timeout of each package")
+	noPlane := flag.Bool("no-plane", false, "start no run-wide plane: each package starts its own")
+	flag.Parse()
+	pkgs := flag.Args()
+	if len(pkgs) == 0 {
+		pkgs = []string{"./..."}
+	}
+	r := &runner{parallel: *parallel, packages: *packages, timeout: *timeout, failures: map[string]int{}}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		s := <-stop
+		r.interrupt(s)
+	}()
+	for i := 1; i <= *repeat; i++ {
+		if *repeat > 1 {
+			fmt.Printf("== run %d of %d\n", i, *repeat)
+		}
+		r.runOnce(pkgs, !*noPlane)
+	}
+	os.Exit(r.summary(*repeat))
+}
+
+type runner struct {
+	parallel int
+	packages int
+	timeout  time.Duration
+
+	// mu guards plane, cmd and done against an interrupt.
+	mu    sync.Mutex
+	plane *testenv.PlaneRun
+	cmd   *exec.Cmd
+	done  chan struct{} // closed when cmd has exited
+
+	// failures counts, per "package Test", the runs it failed in.
+	failures map[string]int
+	// times are each package's elapsed seconds, per run.
+	times map[string][]float64
+	order []string
+}
+
+// runOnce is one run of the suite: the packages on a run-wide plane, then
+// the tests that asked for a CAPD of their own.
+func (r *runner) runOnce(pkgs []string, withPlane bool) {
+	env := os.Environ()
+	if withPlane {
+		start := time.Now()
+		kubeconfig, err := r.startPlane()
+		if err != nil {
+			fmt.Println(err)
+			r.failures["(run-wide Cluster API plane)"]++
+			return
+		}
+		fmt.Printf("== run-wide Cluster API plane ready in %s\n", time.Since(start).Round(time.Second))
+		env = append(env, testenv.ClusterAPIKubeconfigEnv+"="+kubeconfig)
+	}
+	res := r.goTest(env, pkgs, nil, "")
+	if withPlane {
+		r.mu.Lock()
+		plane := r.plane
+		r.plane = nil
+		r.mu.Unlock()
+		plane.Stop(len(res.failed) > 0)
+	}
+	r.record(res)
+	if len(res.ownCAPD) == 0 {
+		return
+	}
+	fmt.Println("== tests that run a CAPD of their own")
+	for _, pkg := range sortedKeys(res.ownCAPD) {
+		names := res.ownCAPD[pkg]
+		for i, n := range names {
+			names[i] = regexp.QuoteMeta(n)
+		}
+		r.record(r.goTest(withoutPlane(os.Environ()), []string{pkg}, []string{"-run", "^(" + strings.Join(names, "|") + ")$"}, " (own CAPD)"))
+	}
+}
+
+// withoutPlane is env without a run-wide plane's kubeconfig.
+func withoutPlane(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		return strings.HasPrefix(kv, testenv.ClusterAPIKubeconfigEnv+"=")
+	})
+}
+
+// startPlane starts the run-wide plane and returns its kubeconfig's path.
+func (r *runner) startPlane() (string, error) {
+	plane := testenv.NewPlaneRun("run-wide Cluster API plane")
+	r.mu.Lock()
+	r.plane = plane
+	r.mu.Unlock()
+	s, err := plane.Start(testenv.StartClusterAPI)
+	if err != nil {
+		r.mu.Lock()
+		r.plane = nil
+		r.mu.Unlock()
+		plane.Stop(true)
+		return "", err
+	}
+	var kubeconfig string
+	_, err = plane.Start(func(t testenv.TB) *testenv.APIServer {
+		kubeconfig = testenv.WriteKubeconfig(t, filepath.Join(t.TempDir(), "kubeconfig"), s.Config, "", 0o600)
+		return s
+	})
+	return kubeconfig, err
+}
+
+// event is one line of `go test -json` (cmd/test2json).
+type event struct {
+	Action     string
+	Package    string
+	ImportPath string
+	Test       string
+	Elapsed    float64
+	Output     string
+}
+
+// result is what one `go test` said.
+type result struct {
+	failed  []string // "package Test", or "package" when it failed outside any test
+	elapsed map[string]float64
+	ownCAPD map[string][]string // package: top-level tests that skipped for a CAPD of their own
+}
+
+// goTest runs go test -json and prints, as go test would, each package's
+// end and the output of each failing test.
+// Its packages' times are recorded under their names and phase.
+func (r *runner) goTest(env, pkgs, extra []string, phase string) result {
+	args := append([]string{"test", "-count=1", "-json", "-timeout", r.timeout.String(), "-p", fmt.Sprint(r.packages), "-parallel", fmt.Sprint(r.parallel)}, extra...)
+	cmd := exec.Command("go", append(args, pkgs...)...)
+	cmd.Env = env
+	cmd.Stderr = os.Stderr
+	// Its own process group, so an interrupt reaches the test binaries.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		fmt.Println(err)
+		return result{failed: []string{"(go test)"}}
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Println(err)
+		return result{failed: []string{"(go test)"}}
+	}
+	done := make(chan struct{})
+	r.mu.Lock()
+	r.cmd, r.done = cmd, done
+	r.mu.Unlock()
+	res := parse(out, os.Stdout)
+	err = cmd.Wait()
+	close(done)
+	if phase != "" {
+		named := make(map[string]float64, len(res.elapsed))
+		for pkg, e := range res.elapsed {
+			named[pkg+phase] = e
+		}
+		res.elapsed = named
+	}
+	if err != nil && len(res.failed) == 0 {
+		res.failed = append(res.failed, "(go test: "+err.Error()+")")
+	}
+	return res
+}
+
+// parse reads go test -json from in and writes the readable account to w.
+func parse(in io.Reader, w io.Writer) result {
+	res := result{elapsed: map[string]float64{}, ownCAPD: map[string][]string{}}
+	// Output of each test (package + " " + test) and of each package
+	// outside its tests, kept until the test or package ends.
+	buf := map[string]*strings.Builder{}
+	text := func(key string) *strings.Builder {
+		if buf[key] == nil {
+			buf[key] = &strings.Builder{}
+		}
+		return buf[key]
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			fmt.Fprintln(w, sc.Text()) // not an event: pass it on
+			continue
+		}
+		key := e.Package + " " + e.Test
+		switch {
+		case e.Action == "build-output":
+			fmt.Fprint(w, e.Output)
+		case e.Action == "build-fail":
+			res.failed = append(res.failed, e.ImportPath+" (build)")
+		case e.Action == "output":
+			text(key).WriteString(e.Output)
+		case e.Test != "" && e.Action == "fail":
+			fmt.Fprint(w, text(key).String())
+			res.failed = append(res.failed, key)
+			delete(buf, key)
+		case e.Test != "" && e.Action == "skip":
+			if strings.Contains(text(key).String(), testenv.OwnCAPDSkip) {
+				top, _, _ := strings.Cut(e.Test, "/")
+				if !slices.Contains(res.ownCAPD[e.Package], top) {
+					res.ownCAPD[e.Package] = append(res.ownCAPD[e.Package], top)
+				}
+			}
+			delete(buf, key)
+		case e.Test != "" && e.Action == "pass":
+			delete(buf, key)
+		case e.Test == "" && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip"):
+			res.elapsed[e.Package] = e.Elapsed
+			if e.Action == "fail" {
+				// A panic or timeout ends tests without their own end:
+				// show what they wrote, then the package's own lines.
+				for k, b := range buf {
+					if strings.HasPrefix(k, e.Package+" ") && k != key {
+						fmt.Fprint(w, b.String())
+						delete(buf, k)
+					}
+				}
+				fmt.Fprint(w, text(key).String())
+				if !slices.ContainsFunc(res.failed, func(f string) bool { return strings.HasPrefix(f, e.Package+" ") }) {
+					res.failed = append(res.failed, e.Package)
+				}
+			} else if e.Action == "pass" {
+				fmt.Fprintf(w, "ok  \t%s\t%.1fs\n", e.Package, e.Elapsed)
+			} else {
+				fmt.Fprintf(w, "?   \t%s\t[no test files]\n", e.Package)
+			}
+			delete(buf, key)
+		}
+	}
+	return res
+}
+
+func (r *runner) record(res result) {
+	for _, f := range res.failed {
+		r.failures[f]++
+	}
+	if r.times == nil {
+		r.times = map[string][]float64{}
+	}
+	for pkg, s := range res.elapsed {
+		if _, ok := r.times[pkg]; !ok {
+			r.order = append(r.order, pkg)
+		}
+		r.times[pkg] = append(r.times[pkg], s)
+	}
+}
+
+// summary prints the slowest packages and the failures per test, and
+// returns the exit code.
+func (r *runner) summary(runs int) int {
+	sort.Slice(r.order, func(i, j int) bool { return slices.Max(r.times[r.order[i]]) > slices.Max(r.times[r.order[j]]) })
+	fmt.Println("== slowest packages (seconds per run)")
+	for i, pkg := range r.order {
+		if i == 15 || slices.Max(r.times[pkg]) < 1 {
+			break
+		}
+		var s []string
+		for _, t := range r.times[pkg] {
+			s = append(s, fmt.Sprintf("%.1f", t))
+		}
+		fmt.Printf("%-70s %s\n", pkg, strings.Join(s, " "))
+	}
+	if len(r.failures) == 0 {
+		fmt.Printf("== PASS (%d run(s))\n", runs)
+		return 0
+	}
+	fmt.Printf("== FAIL: failures per test over %d run(s)\n", runs)
+	for _, k := range sortedKeys(r.failures) {
+		fmt.Printf("%d/%d\t%s\n", r.failures[k], runs, k)
+	}
+	return 1
+}
+
+// interrupt stops go test and the plane, then exits.
+func (r *runner) interrupt(s os.Signal) {
+	fmt.Printf("== %s: stopping\n", s)
+	r.mu.Lock()
+	cmd, done, plane := r.cmd, r.done, r.plane
+	r.mu.Unlock()
+	if cmd != nil && cmd.Process != nil {
+		// The test binaries run their cleanups before the plane goes.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
+	}
+	if plane != nil {
+		plane.Stop(false)
+	}
+	os.Exit(130)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
