@@ -58,6 +58,6 @@ func rootCommand() *cobra.Command {
 	root.AddCommand(serveCommand(g), configCommand(g))
 	root.AddCommand(doctorCommand(g), addonsCommand(g))
 	root.AddCommand(clientCommands()...)
-	root.AddCommand(renderCommand(), versionCommand(), keystoneCommand(g))
+	root.AddCommand(renderCommand(), versionCommand(), keystoneCommand(g), importCommand(g))
 	return root
 }

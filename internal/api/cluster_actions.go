@@ -114,6 +114,9 @@ func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseUnsupportedTemplate(ct); err != nil {
+		return err
+	}
 	cur, err := s.st.GetClusterTemplateByUUID(r.Context(), c.ClusterTemplateID)
 	if err != nil {
 		return err

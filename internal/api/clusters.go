@@ -210,6 +210,9 @@ func (s *Server) lookupCluster(r *http.Request, action string) (*model.Cluster, 
 	if err := s.authorize(r, action, &auth.Target{ProjectID: c.ProjectID}); err != nil {
 		return nil, err
 	}
+	if err := refuseReadOnly(c, action); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -272,6 +275,9 @@ func (s *Server) createCluster(w http.ResponseWriter, r *http.Request) error {
 	id := identity(r)
 	if ct.Hidden && !s.isAdmin(r) {
 		return forbidden("Not authorized: cluster template %s is hidden; ask an administrator for a visible template.", ct.Name)
+	}
+	if err := refuseUnsupportedTemplate(ct); err != nil {
+		return err
 	}
 	c := &model.Cluster{}
 	if err := into(vals, c); err != nil {

@@ -14,6 +14,8 @@ type ClusterTemplate struct {
 	Driver    *string    `json:"driver"`
 	CreatedAt time.Time  `json:"created_at"`
 	UpdatedAt *time.Time `json:"updated_at"`
+	// Imported is set on templates taken from a Magnum database. Internal.
+	Imported *Imported `json:"imported,omitempty"`
 }
 
 // TemplateSpec is what a template's creator chooses beside its name and
@@ -82,6 +84,8 @@ type Cluster struct {
 	AppliedGeneration int64      `json:"applied_generation,omitempty"`
 	CreatedAt         time.Time  `json:"created_at"`
 	UpdatedAt         *time.Time `json:"updated_at"`
+	// Imported is set on clusters taken from a Magnum database. Internal.
+	Imported *Imported `json:"imported,omitempty"`
 	// Stored is the cluster as the store last read or wrote it, so a write
 	// made from that read changes only the fields its writer changed, never
 	// what another writer changed meanwhile. Internal.

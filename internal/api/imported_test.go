@@ -1,0 +1,82 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/magnetite-io/magnetite/internal/model"
+	"github.com/magnetite-io/magnetite/internal/store"
+	"github.com/magnetite-io/magnetite/internal/testing/testapi"
+)
+
+// TestImportedClustersAreReadOnly: a cluster imported from Magnum that
+// Magnetite cannot change is shown like any other, and every request that
+// would change it is refused with a 409 in Magnum's format that says why;
+// its Heat template makes no new clusters (400).
+func TestImportedClustersAreReadOnly(t *testing.T) {
+	srv := testapi.Start(t)
+	ctx := context.Background()
+	at := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	const why = "Imported from Magnum, read-only: Magnum's Heat driver k8s_fedora_coreos_v1 built it (Heat stack 9b2a), and Magnetite does not change Heat stacks."
+	tpl := &model.ClusterTemplate{UUID: "359f30b6-452b-410c-8d6e-445bb81fbb92", Name: "fcos", ProjectID: "default",
+		TemplateSpec: model.TemplateSpec{COE: "kubernetes", ImageID: "fedora-coreos-35", ServerType: model.ServerTypeVM, Labels: map[string]string{}},
+		CreatedAt:    at, Imported: &model.Imported{MagnumDriver: "k8s_fedora_coreos_v1", At: at, Unsupported: "Magnum's Heat driver k8s_fedora_coreos_v1 built this template's clusters"}}
+	if err := srv.Store.CreateClusterTemplate(ctx, tpl); err != nil {
+		t.Fatal(err)
+	}
+	reason := why
+	c := &model.Cluster{UUID: "283b37fc-4603-478f-a773-23b2c211dc36", Name: "prod", ProjectID: "default", ClusterTemplateID: tpl.UUID,
+		Status: model.CreateComplete, StatusReason: &reason, Labels: map[string]string{}, CreatedAt: at,
+		Imported: &model.Imported{MagnumDriver: "k8s_fedora_coreos_v1", At: at, Unsupported: why}}
+	groups := []*model.NodeGroup{
+		{UUID: "6d9a4868-f63b-4991-bbe8-cd01620143f0", Name: "default-master", ClusterID: c.UUID, ProjectID: "default", Role: "master", NodeCount: 1, IsDefault: true, Status: model.CreateComplete, Labels: map[string]string{}, NodeAddresses: []string{}, CreatedAt: at},
+		{UUID: "d8a25c3f-64bb-4a9f-b8de-b0d52d49c525", Name: "default-worker", ClusterID: c.UUID, ProjectID: "default", Role: "worker", NodeCount: 2, IsDefault: true, Status: model.CreateComplete, Labels: map[string]string{}, NodeAddresses: []string{}, CreatedAt: at},
+	}
+	if err := srv.Store.ApplyClusterChange(ctx, store.ClusterChange{Cluster: c, Create: true, QuotaLimit: 10, NodeGroups: groups}); err != nil {
+		t.Fatal(err)
+	}
+
+	res := srv.Do(t, http.MethodGet, "/v1/clusters/prod", nil, testapi.Latest())
+	var shown map[string]any
+	if err := json.Unmarshal(res.Body, &shown); err != nil || res.Status != http.StatusOK {
+		t.Fatalf("GET the imported cluster: %d %s", res.Status, res.Body)
+	}
+	if shown["status_reason"] != why || shown["node_count"] != float64(2) {
+		t.Errorf("the imported cluster shows %v", shown)
+	}
+	if _, leaked := shown["imported"]; leaked {
+		t.Error("the import's bookkeeping is part of the cluster's API view")
+	}
+
+	for _, req := range []struct{ method, path, body string }{
+		{http.MethodPatch, "/v1/clusters/prod", `[{"op":"replace","path":"/node_count","value":3}]`},
+		{http.MethodDelete, "/v1/clusters/prod", ""},
+		{http.MethodPost, "/v1/clusters/prod/actions/resize", `{"node_count":3}`},
+		{http.MethodPost, "/v1/clusters/prod/actions/upgrade", `{"cluster_template":"fcos"}`},
+		{http.MethodPost, "/v1/clusters/prod/nodegroups", `{"name":"extra","node_count":1}`},
+		{http.MethodPatch, "/v1/clusters/prod/nodegroups/default-worker", `[{"op":"replace","path":"/node_count","value":3}]`},
+		{http.MethodDelete, "/v1/clusters/prod/nodegroups/default-worker", ""},
+	} {
+		res := srv.Do(t, req.method, req.path, req.body, testapi.Latest())
+		if res.Status != http.StatusConflict || !strings.Contains(string(res.Body), "read-only in Magnetite") ||
+			!strings.Contains(string(res.Body), `"code": "client"`) && !strings.Contains(string(res.Body), `"code":"client"`) {
+			t.Errorf("%s %s = %d %s, want a Magnum-format 409 saying the cluster is read-only", req.method, req.path, res.Status, res.Body)
+		}
+	}
+	after, err := srv.Store.GetClusterByUUID(ctx, c.UUID)
+	if err != nil || after.Status != model.CreateComplete {
+		t.Errorf("the refused requests changed the cluster: %+v (%v)", after, err)
+	}
+	if ops, err := srv.Store.OperationsForCluster(ctx, c.UUID); err != nil || len(ops) != 0 {
+		t.Errorf("the refused requests queued %d operations (%v)", len(ops), err)
+	}
+
+	res = srv.Do(t, http.MethodPost, "/v1/clusters", `{"name":"new","cluster_template_id":"fcos","node_count":1}`, testapi.Latest())
+	if res.Status != http.StatusBadRequest || !strings.Contains(string(res.Body), "Heat driver k8s_fedora_coreos_v1") {
+		t.Errorf("a cluster from the imported Heat template = %d %s, want a 400 naming its Heat driver", res.Status, res.Body)
+	}
+}

@@ -1,0 +1,48 @@
+package model
+
+import "time"
+
+// Imported records that `magnetite import magnum` took an object from a
+// Magnum database, and what Magnetite may do with it. It lives in the
+// object's stored JSON only: the API's wire types leave it out.
+type Imported struct {
+	// MagnumDriver is the Magnum driver that built the object's clusters
+	// ("k8s_fedora_coreos_v1", or "cluster-api" when a Cluster API driver
+	// outside Magnum's tree did).
+	MagnumDriver string    `json:"magnum_driver"`
+	At           time.Time `json:"at"`
+	// Unsupported, when set, says why Magnetite cannot build or change what
+	// the object describes: a template then makes no new clusters, and a
+	// cluster is read-only (shown, never changed or deleted by Magnetite).
+	Unsupported string `json:"unsupported,omitempty"`
+	// ClusterAPI is where the import found the Cluster API objects a Magnum
+	// Cluster API driver made for the cluster, for adopting them.
+	ClusterAPI *ForeignCluster `json:"cluster_api,omitempty"`
+}
+
+// ForeignCluster is a Cluster API Cluster another driver made.
+type ForeignCluster struct {
+	// Driver is "magnum-cluster-api" or "magnum-capi-helm", by where the
+	// Cluster was found.
+	Driver    string `json:"driver"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// ReadOnlyReason is why Magnetite must not change the cluster, or "" when
+// it may.
+func (c *Cluster) ReadOnlyReason() string {
+	if c.Imported == nil {
+		return ""
+	}
+	return c.Imported.Unsupported
+}
+
+// UnsupportedReason is why Magnetite builds no cluster from the template,
+// or "" when it does.
+func (ct *ClusterTemplate) UnsupportedReason() string {
+	if ct.Imported == nil {
+		return ""
+	}
+	return ct.Imported.Unsupported
+}
