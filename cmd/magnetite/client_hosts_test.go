@@ -101,6 +101,7 @@ func (h *hostsCLI) exitStatus(args ...string) (int, string) {
 // at once ([baremetal] action_wait = 1ms), so the commands follow
 // operations to their end.
 func TestHostCommandsAgainstIronic(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("needs a real Ironic (Debian python3-ironic) and ipmi_sim; runs in the full suite only")
 	}

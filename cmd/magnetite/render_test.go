@@ -130,6 +130,7 @@ func TestRenderAtNamedAPIVersions(t *testing.T) {
 // serves its kinds at v1beta1 only, and server-side dry-runs what it
 // printed there, as an operator previewing a cluster would.
 func TestRenderAtTheVersionsAManagementClusterServes(t *testing.T) {
+	t.Parallel()
 	env, dc, mapper := testenv.StartGolden(t, []string{testenv.CAPOv014})
 	kubeconfig := testenv.WriteKubeconfig(t, filepath.Join(t.TempDir(), "kubeconfig"), env.Config, "", 0o600)
 	ctx := context.Background()

@@ -45,6 +45,7 @@ var (
 // resources such as Calico's Installation, no StorageClass), so the
 // ClusterResourceSet could not apply these addons there.
 func TestServeDeliversPinnedAddons(t *testing.T) {
+	t.Parallel()
 	w := startCredentialsWorld(t)
 	ctx := t.Context()
 	ns := "magnetite-" + w.services["alpha"]

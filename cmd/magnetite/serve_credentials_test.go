@@ -60,6 +60,7 @@ type credentialsWorld struct {
 // deleting the cluster deletes the Secrets and the credential. No
 // credential secret reaches the log.
 func TestServeGivesEveryClusterItsOwnApplicationCredential(t *testing.T) {
+	t.Parallel()
 	w := startCredentialsWorld(t)
 	ctx := t.Context()
 

@@ -26,6 +26,7 @@ import (
 // group still on a port fails it with Neutron's SecurityGroupInUse until
 // the group is taken off.
 func TestServeDeletesWhatTheWorkloadLeftInTheCloud(t *testing.T) {
+	t.Parallel()
 	w := startCredentialsWorld(t)
 	ctx := t.Context()
 	w.createTemplate("k8s")

@@ -20,6 +20,7 @@ import (
 // host enrolled through the API lands as a BareMetalHost in
 // metal3_namespace, and the capacity preflight counts Metal3 hosts.
 func TestServeWithTheMetal3Backend(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	env.InstallProviders(t, "bmo")
 	env.CreateNamespace(t, "hosts")

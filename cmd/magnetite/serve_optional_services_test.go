@@ -16,6 +16,7 @@ import (
 // cloud cannot give, and its delete finishes (the leftovers sweep asks only
 // the services the cloud has) instead of retrying Neutron's 404 for ever.
 func TestServeCreatesAndDeletesOnACloudWithoutL3OrOctavia(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		missing  testcloud.Missing
@@ -30,6 +31,7 @@ func TestServeCreatesAndDeletesOnACloudWithoutL3OrOctavia(t *testing.T) {
 			rendered: []string{`"apiServerLoadBalancer":{"enabled":false}`, `"disableAPIServerFloatingIP":false`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each on a Keystone, cloud and API server of its own
 			w := startCredentialsWorldWithout(t, tc.missing)
 			ctx := t.Context()
 			body := map[string]any{"name": "k8s", "coe": "kubernetes", "image_id": testcloud.ImageName,

@@ -89,6 +89,7 @@ func cluster(name, template string, nodes int, labels map[string]string) map[str
 // before anything is built, is a 400 at create that says what to change;
 // the changed request is accepted.
 func TestCreateRefusesWhatNovaOrNeutronWouldRefuse(t *testing.T) {
+	t.Parallel()
 	w := startCloudWorld(t)
 	w.template("vms", nil)
 	zeroDisk := "bm.zero"
@@ -164,6 +165,7 @@ func TestCreateRefusesWhatNovaOrNeutronWouldRefuse(t *testing.T) {
 // cloud without routers, are refused at create; without the label the
 // cluster is accepted and gets no floating IP.
 func TestCreateRefusesWhatACloudWithoutL3OrOctaviaCannotGive(t *testing.T) {
+	t.Parallel()
 	w := startCloudWorld(t, testcloud.WithoutL3, testcloud.WithoutOctavia)
 	w.template("lb", map[string]any{"master_lb_enabled": true})
 	w.template("plain", nil)

@@ -217,6 +217,7 @@ func enrollBody(name, address string, extra map[string]any) map[string]any {
 }
 
 func TestHostInventoryAgainstIronic(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("needs a real Ironic (Debian python3-ironic); runs in the full suite only")
 	}

@@ -69,6 +69,7 @@ func newMetal3World(t *testing.T, opts ...testapi.Option) *metal3World {
 // (where the policy lets members read hosts) and by administrators, and
 // keeps the project's namespace from being deleted with its last cluster.
 func TestMetal3HostsAssignedToProjects(t *testing.T) {
+	t.Parallel()
 	policy, err := auth.ParsePolicy([]byte("\"host:get_all\": \"rule:admin_or_owner\"\n\"host:get\": \"rule:admin_or_owner\"\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +157,7 @@ func TestMetal3HostsAssignedToProjects(t *testing.T) {
 // and the test checks that Magnetite writes what the operator's API asks
 // for and reflects what the operator reports.
 func TestHostInventoryOnMetal3(t *testing.T) {
+	t.Parallel()
 	f, bmo, backend := newMetal3Fixture(t)
 	ctx := context.Background()
 

@@ -97,6 +97,7 @@ func startKeystoneWorld(t *testing.T) *keystoneWorld {
 // tokens for all six personas, then proves no secret reached a log line or
 // an answer, then that Keystone going away gives 503 for unknown tokens.
 func TestKeystoneTenantIsolation(t *testing.T) {
+	t.Parallel()
 	kw := startKeystoneWorld(t)
 
 	t.Run("matrix", func(t *testing.T) { runMatrix(t, kw.isolationWorld) })

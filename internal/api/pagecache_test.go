@@ -141,6 +141,7 @@ func names(t *testing.T, page []byte, collection string) []string {
 // after each write through replica A (or the conductor's status writes
 // through A's store) B's next answer shows the write.
 func TestPageCacheNeverServesAStalePageAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	dsn := testmariadb.Start(t).NewDatabase() // skips under -short
 	neverStaleAcrossReplicas(t, func(ctx context.Context) (*store.DB, error) { return store.OpenMySQL(ctx, dsn) })
 }

@@ -110,6 +110,7 @@ func TestApplyIntoATerminatingNamespaceIsRetried(t *testing.T) {
 // object it validates away fails for good, a write into a namespace being
 // deleted is retried, and a write it accepts passes.
 func TestRealAPIServerRefusalsAreClassified(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	env := testenv.Start(t)
 	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{})

@@ -25,6 +25,7 @@ import (
 // declares it (Metal3: the IP pool, the data templates and the remediation
 // templates), and leaves another cluster's objects alone.
 func TestCleanupRemovesTheInfrastructuresOwnObjects(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	env := testenv.Start(t)
 	env.InstallClusterAPI(t)

@@ -138,8 +138,12 @@ func capoMachine(ctx context.Context, t *testing.T, dc dynamic.Interface, rel ca
 // control-plane machines and a worker whose servers Nova refused, a
 // control-plane machine whose server is building and a healthy worker.
 func TestFailedMachinesAreReplacedOnlyOnceAllowedAndOneControlPlaneMachineAtATime(t *testing.T) {
+	t.Parallel()
 	for _, rel := range capoReleases {
-		t.Run(rel.crds, func(t *testing.T) { failedMachinesAreReplaced(t, rel) })
+		t.Run(rel.crds, func(t *testing.T) {
+			t.Parallel() // each release on an API server of its own
+			failedMachinesAreReplaced(t, rel)
+		})
 	}
 }
 

@@ -119,6 +119,7 @@ func (r *recordingBackend) Reconcile(ctx context.Context) error {
 // as the API queues them, are each carried out by one worker of one
 // replica (one backend call per attempt), in order, and the mirror follows.
 func TestHostPassRunsInOneReplicaAtATime(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("-short: starts real MariaDB and Ironic; runs in the full suite")
 	}

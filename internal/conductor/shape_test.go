@@ -33,6 +33,7 @@ func (s staticCloud) Facts(context.Context, *model.ClusterTemplate, *model.Clust
 // flavor is virtual) fails when the conductor reads the flavors, with the
 // resolver's reason, saying what to change, as its status_reason.
 func TestUnbuildableClusterFailsWithTheRenderersReason(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t)
 	env.InstallClusterAPI(t)
 	env.InstallProviders(t, "capo")

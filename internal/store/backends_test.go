@@ -31,6 +31,7 @@ type backend struct {
 // TestStoreOnEveryBackend runs the store's behaviour cases against SQLite and,
 // in the full suite, against a real MariaDB server started for the test.
 func TestStoreOnEveryBackend(t *testing.T) {
+	t.Parallel() // a MariaDB of its own
 	backends := []func(t *testing.T) backend{
 		func(*testing.T) backend {
 			return backend{name: "sqlite", fresh: func(t *testing.T) (*store.DB, func() (*store.DB, error)) {

@@ -71,6 +71,7 @@ func mustOpenDB(t *testing.T, open func() (*DB, error)) *DB {
 // TestOperationQueue runs the queue's cases on SQLite and, in the full
 // suite, on a real MariaDB server.
 func TestOperationQueue(t *testing.T) {
+	t.Parallel() // a MariaDB of its own
 	cases := []struct {
 		name string
 		run  func(t *testing.T, open func() *DB)
