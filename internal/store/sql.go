@@ -124,6 +124,15 @@ type migration struct {
 	version int
 	name    string
 	body    string
+	// carry, when set, rewrites existing rows after the statements, in the
+	// migration's transaction: what SQL both dialects accept cannot do.
+	carry func(ctx context.Context, tx *sql.Tx) error
+}
+
+// carriedOver are the migrations whose rows are carried over in Go, by
+// version.
+var carriedOver = map[int]func(ctx context.Context, tx *sql.Tx) error{
+	11: splitStoredDocuments,
 }
 
 // dialectTokens are the only places where a migration's SQL differs
@@ -222,7 +231,7 @@ func loadMigrations(dialect Dialect) ([]migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, migration{version: v, name: n, body: sql})
+		out = append(out, migration{version: v, name: n, body: sql, carry: carriedOver[v]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
 	for i := 1; i < len(out); i++ {
@@ -280,6 +289,12 @@ func (s *DB) Migrate(ctx context.Context) error {
 		}
 		for _, stmt := range splitStatements(m.body) {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("store: migration %s: %w", m.name, err)
+			}
+		}
+		if m.carry != nil {
+			if err := m.carry(ctx, tx); err != nil {
 				tx.Rollback()
 				return fmt.Errorf("store: migration %s: %w", m.name, err)
 			}
