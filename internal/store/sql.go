@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -263,7 +264,10 @@ func (s *DB) SchemaVersion(ctx context.Context) (int, error) {
 
 // Migrate applies every embedded migration newer than the database's version,
 // each in its own transaction where the backend allows DDL in transactions.
-func (s *DB) Migrate(ctx context.Context) error {
+func (s *DB) Migrate(ctx context.Context) error { return s.migrateTo(ctx, math.MaxInt) }
+
+// migrateTo applies the embedded migrations up to version upTo.
+func (s *DB) migrateTo(ctx context.Context, upTo int) error {
 	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INTEGER NOT NULL PRIMARY KEY, name VARCHAR(255) NOT NULL, applied_at VARCHAR(32) NOT NULL)`); err != nil {
 		return fmt.Errorf("store: create schema_migrations: %w", err)
@@ -280,7 +284,7 @@ func (s *DB) Migrate(ctx context.Context) error {
 		return fault.New(ErrNewerSchema, "the database's schema is at version %d, newer than this build knows (%d): a newer Magnetite migrated it; run that release or a newer one (a rolling upgrade never goes back)", current, latest)
 	}
 	for _, m := range ms {
-		if m.version <= current {
+		if m.version <= current || m.version > upTo {
 			continue
 		}
 		tx, err := s.db.BeginTx(ctx, nil)
