@@ -162,7 +162,7 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 		if rec, ok := w.(*statusRecorder); ok {
 			rec.route = r.Pattern
 		}
-		if err := redoStale(h)(w, r); err != nil {
+		if err := s.redoStale(h)(w, r); err != nil {
 			s.writeError(w, r, err)
 		}
 	})
@@ -179,7 +179,7 @@ const staleAttempts = 5
 // effect over the other change or is refused for what the object has
 // become (a cluster being deleted is 409). The body is replayed to each
 // attempt. Handlers write nothing before their change commits.
-func redoStale(h handlerFunc) handlerFunc {
+func (s *Server) redoStale(h handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Body == nil {
 			return h(w, r)
@@ -194,6 +194,7 @@ func redoStale(h handlerFunc) handlerFunc {
 			if !errors.Is(err, store.ErrStale) || attempt == staleAttempts || r.Context().Err() != nil {
 				return err
 			}
+			s.log.InfoContext(r.Context(), "request made again from a new read", "attempt", attempt+1, "reason", err.Error())
 		}
 	}
 }
