@@ -31,7 +31,10 @@ type ClusterChange struct {
 	// number of clusters in the project (checked inside the transaction).
 	Create     bool
 	QuotaLimit int
-	// NodeGroups are inserted when their ID is 0 and updated otherwise.
+	// NodeGroups are inserted when their ID is 0 and updated otherwise,
+	// each from the version it was read at; they need Cluster, whose
+	// version stands for the whole cluster (a delete raises only the
+	// cluster's).
 	NodeGroups []*model.NodeGroup
 	// DeleteNodeGroups removes node group rows by UUID.
 	DeleteNodeGroups []string
