@@ -621,12 +621,12 @@ var storeCases = []storeCase{
 	{"the desired generation rises with the spec, not with status", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
 		ct := createTemplate(t, db, template("alpha", "gen", false, false))
 		ch := createCluster(t, db, "alpha", "gen-1", ct.UUID, 2)
-		c, groups := readCluster(t, db, ch.Cluster.UUID)
+		c, _ := readCluster(t, db, ch.Cluster.UUID)
 		if c.Generation != 1 || c.ResourceVersion != 1 {
 			t.Fatalf("a new cluster is at generation %d, version %d; want 1 and 1", c.Generation, c.ResourceVersion)
 		}
 		recordStatus(t, db, c.UUID, model.Healthy)
-		c, groups = readCluster(t, db, c.UUID)
+		c, groups := readCluster(t, db, c.UUID)
 		if c.Generation != 1 || c.ResourceVersion != 2 {
 			t.Fatalf("after a status write: generation %d, version %d; want 1 and 2", c.Generation, c.ResourceVersion)
 		}
