@@ -100,8 +100,17 @@ func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
 			c := ch.Cluster
 			learn = append(learn, func() { c.ID, c.ResourceVersion, c.Generation = id, 1, 1 })
 		}
-		// Node groups before their cluster: the cluster's generation rises
-		// when the spec of one of them changed.
+		// The cluster's row is locked and checked first, then its node
+		// groups', in the order a status write takes them (so the two
+		// never deadlock); the cluster is written last, its generation
+		// raised when the spec of one of its node groups changed.
+		var cur clusterVersion
+		if ch.Cluster != nil && !ch.Create {
+			var err error
+			if cur, err = lockCluster(ctx, tx, ch.Cluster, s.forUpdate()); err != nil {
+				return err
+			}
+		}
 		specChanged := len(ch.DeleteNodeGroups) > 0
 		for i, ng := range ch.NodeGroups {
 			if inserted[i] {
@@ -126,7 +135,7 @@ func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
 			}
 		}
 		if ch.Cluster != nil && !ch.Create {
-			version, generation, err := updateCluster(ctx, tx, ch.Cluster, specChanged, s.forUpdate())
+			version, generation, err := updateCluster(ctx, tx, ch.Cluster, cur, specChanged)
 			if err != nil {
 				return err
 			}
@@ -233,31 +242,28 @@ type clusterVersion struct {
 	spec                         sql.NullString
 }
 
-func lockCluster(ctx context.Context, tx *sql.Tx, uuid, lock string) (clusterVersion, error) {
+// lockCluster locks the row of the cluster c was read from and reads its
+// version, refusing with ErrStale when another write changed it since.
+func lockCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster, lock string) (clusterVersion, error) {
 	var v clusterVersion
 	err := tx.QueryRowContext(ctx, `SELECT resource_version, generation, applied_generation, spec_json FROM clusters WHERE uuid = ?`+lock,
-		uuid).Scan(&v.version, &v.generation, &v.applied, &v.spec)
+		c.UUID).Scan(&v.version, &v.generation, &v.applied, &v.spec)
 	if errors.Is(err, sql.ErrNoRows) {
-		return v, fault.New(ErrNotFound, "Cluster %s could not be found.", uuid)
+		return v, fault.New(ErrNotFound, "Cluster %s could not be found.", c.UUID)
+	}
+	if err == nil && v.version != c.ResourceVersion {
+		err = fault.New(ErrStale, "Cluster %s changed while this request was applied (version %d, now %d); send the request again.",
+			c.Name, c.ResourceVersion, v.version)
 	}
 	return v, err
 }
 
-// updateCluster writes c, spec and status, over the row it was read from:
-// if the row has moved past c.ResourceVersion since, nothing is written
-// and the error is ErrStale. It returns the row's new version and
-// generation, which rises when c's spec differs from the row's or
-// raiseGeneration (a node group's spec changed). lock is the dialect's row
-// lock. Bookkeeping is the conductor's: it is left as it is.
-func updateCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster, raiseGeneration bool, lock string) (version, generation int64, err error) {
-	cur, err := lockCluster(ctx, tx, c.UUID, lock)
-	if err != nil {
-		return 0, 0, err
-	}
-	if cur.version != c.ResourceVersion {
-		return 0, 0, fault.New(ErrStale, "Cluster %s changed while this request was applied (version %d, now %d); send the request again.",
-			c.Name, c.ResourceVersion, cur.version)
-	}
+// updateCluster writes c, spec and status, over its row as lockCluster
+// read it (cur) and returns the row's new version and generation. The
+// generation rises when c's spec differs from the row's or
+// raiseGeneration (a node group's spec changed). Bookkeeping is the
+// conductor's: it is left as it is.
+func updateCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster, cur clusterVersion, raiseGeneration bool) (version, generation int64, err error) {
 	d, err := clusterDocuments(c)
 	if err != nil {
 		return 0, 0, err
