@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -616,6 +617,71 @@ var storeCases = []storeCase{
 			if g.Role == model.RoleWorker && g.NodeCount != 5 {
 				t.Errorf("the worker group lost the API's write: node_count %d", g.NodeCount)
 			}
+		}
+	}},
+	{"read-modify-writes of the API and the conductor racing on two connection pools lose no update", func(t *testing.T, db *store.DB, reopen func() (*store.DB, error)) {
+		other := mustOpen(t, reopen) // a second replica
+		ct := createTemplate(t, db, template("alpha", "count", false, false))
+		ch := createCluster(t, db, "alpha", "count-1", ct.UUID, 1)
+		const each = 15
+		// The API side: each request reads the cluster, adds one to a
+		// label and one to the worker's max_node_count, and writes; a
+		// request that lost a race is made again from a new read.
+		request := func(st *store.DB) error {
+			for {
+				c, err := st.GetClusterByUUID(ctx, ch.Cluster.UUID)
+				if err != nil {
+					return err
+				}
+				ngs, err := st.NodeGroupsOf(ctx, []string{c.UUID})
+				if err != nil {
+					return err
+				}
+				n, _ := strconv.Atoi(c.Labels["count"])
+				c.Labels = map[string]string{"count": strconv.Itoa(n + 1)}
+				w := workerOf(t, ngs[c.UUID])
+				bound := 1
+				if w.MaxNodeCount != nil {
+					bound = *w.MaxNodeCount + 1
+				}
+				w.MaxNodeCount = &bound
+				err = st.ApplyClusterChange(ctx, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{w}})
+				if !errors.Is(err, store.ErrStale) {
+					return err
+				}
+			}
+		}
+		// The conductor side: each status write adds one to a health
+		// reason and to the worker's address list.
+		status := func(st *store.DB) error {
+			_, err := st.UpdateClusterStatus(ctx, ch.Cluster.UUID, func(c *model.Cluster, ngs []*model.NodeGroup) ([]*model.NodeGroup, bool) {
+				n, _ := strconv.Atoi(c.HealthStatusReason["writes"])
+				c.HealthStatusReason = map[string]string{"writes": strconv.Itoa(n + 1)}
+				w := workerOf(t, ngs)
+				w.NodeAddresses = append(w.NodeAddresses, fmt.Sprint(n))
+				return []*model.NodeGroup{w}, true
+			})
+			return err
+		}
+		var g errgroup.Group
+		for i := range each {
+			st := []*store.DB{db, other}[i%2]
+			g.Go(func() error { return request(st) })
+			g.Go(func() error { return status(st) })
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		c, ngs := readCluster(t, db, ch.Cluster.UUID)
+		w := workerOf(t, ngs)
+		if c.Labels["count"] != strconv.Itoa(each) || w.MaxNodeCount == nil || *w.MaxNodeCount != each {
+			t.Errorf("after %d requests: label count %q, max_node_count %v", each, c.Labels["count"], w.MaxNodeCount)
+		}
+		if c.HealthStatusReason["writes"] != strconv.Itoa(each) || len(w.NodeAddresses) != each {
+			t.Errorf("after %d status writes: writes %q, %d addresses", each, c.HealthStatusReason["writes"], len(w.NodeAddresses))
+		}
+		if c.ResourceVersion != 1+2*each {
+			t.Errorf("the cluster is at version %d after %d writes, want %d", c.ResourceVersion, 2*each, 1+2*each)
 		}
 	}},
 	{"the desired generation rises with the spec, not with status", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
