@@ -83,6 +83,7 @@ var errorTable = []errorMapping{
 	{store.ErrNotFound, http.StatusNotFound, "%s"},
 	{store.ErrAmbiguousName, http.StatusConflict, "Multiple objects match %s. Use the UUID instead of the name."},
 	{store.ErrConflict, http.StatusConflict, "%s"},
+	{store.ErrStale, http.StatusConflict, "%s"},
 	{store.ErrReferenced, http.StatusBadRequest, "%s. Only the name, public, hidden or tags of a template in use can change; delete its clusters first to change anything else."},
 	{store.ErrQuotaExceeded, http.StatusForbidden, "Resource limit exceeded: %s"},
 	{store.ErrInvalidSort, http.StatusBadRequest, "The sort_key value %s is an invalid field for sorting."},

@@ -326,9 +326,9 @@ func (s *Server) updateNodeGroup(w http.ResponseWriter, r *http.Request) error {
 	storeEmptyNodeLabels(updated)
 	t := time.Now().UTC()
 	updated.ID, updated.UUID, updated.ClusterID, updated.ProjectID, updated.CreatedAt = ng.ID, ng.UUID, ng.ClusterID, ng.ProjectID, ng.CreatedAt
-	// Written over what the node group is now, not over what it was when
-	// read: fields this request did not change keep the conductor's values.
-	updated.Stored = ng.Stored
+	// Written only while the node group is still as read: a request that
+	// lost a race to another write is made again from a new read.
+	updated.ResourceVersion, updated.ServerGroupID = ng.ResourceVersion, ng.ServerGroupID
 	updated.Status = nextStatus(ng.Status)
 	updated.UpdatedAt = &t
 	before := c.Status

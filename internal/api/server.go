@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -161,10 +162,41 @@ func (s *Server) handle(pattern string, h handlerFunc) {
 		if rec, ok := w.(*statusRecorder); ok {
 			rec.route = r.Pattern
 		}
-		if err := h(w, r); err != nil {
+		if err := s.redoStale(h)(w, r); err != nil {
 			s.writeError(w, r, err)
 		}
 	})
+}
+
+// staleAttempts is how many times a write request is made before a 409
+// says that others kept changing the object under it.
+const staleAttempts = 5
+
+// redoStale makes a write request again, from the start, when the store
+// refused its write because the cluster or node group it read was changed
+// meanwhile (store.ErrStale): the handler reads the object anew and
+// applies the request to what it is now, so the request either takes
+// effect over the other change or is refused for what the object has
+// become (a cluster being deleted is 409). The body is replayed to each
+// attempt. Handlers write nothing before their change commits.
+func (s *Server) redoStale(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Body == nil {
+			return h(w, r)
+		}
+		orig := r.Body
+		defer func() { r.Body = orig }()
+		var seen bytes.Buffer
+		for attempt := 1; ; attempt++ {
+			// What earlier attempts read, then the rest, kept in turn.
+			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(seen.Bytes()), io.TeeReader(orig, &seen)))
+			err := h(w, r)
+			if !errors.Is(err, store.ErrStale) || attempt == staleAttempts || r.Context().Err() != nil {
+				return err
+			}
+			s.log.InfoContext(r.Context(), "request made again from a new read", "attempt", attempt+1, "reason", err.Error())
+		}
+	}
 }
 
 // register is the one place a route reaches the mux, so patterns lists

@@ -243,3 +243,69 @@ func grepLines(s, substr string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestAWriteOvertakenByAStatusWriteIsMadeAgain: when the conductor writes
+// a cluster's status between a request's read and its write, the store
+// refuses the request's write (it was made from an older version) and the
+// API makes the request again, body and all, from a new read: the request
+// takes effect once, and the conductor's status stays.
+func TestAWriteOvertakenByAStatusWriteIsMadeAgain(t *testing.T) {
+	planner := &betweenReadAndWrite{}
+	srv := testapi.Start(t, func(o *api.Options) { o.Capacity = planner })
+	c := newClient(t, srv)
+	tmpl := c.createTemplate(map[string]any{"master_lb_enabled": true})
+
+	for _, change := range []struct {
+		name, method, path string
+		body               any
+		group              string
+		field              string
+		want               float64
+		op                 model.OperationType
+	}{
+		{"node group update", "PATCH", "/v1/clusters/%s/nodegroups/extra", []map[string]any{{"op": "replace", "path": "/max_node_count", "value": 6}}, "extra", "max_node_count", 6, model.OpNodeGroupUpdate},
+		{"resize", "POST", "/v1/clusters/%s/actions/resize", map[string]any{"node_count": 4}, "default-worker", "node_count", 4, model.OpClusterResize},
+		{"cluster update", "PATCH", "/v1/clusters/%s", []map[string]any{{"op": "replace", "path": "/node_count", "value": 5}}, "default-worker", "node_count", 5, model.OpClusterUpdate},
+	} {
+		t.Run(change.name, func(t *testing.T) {
+			id := c.createCluster(tmpl, map[string]any{"name": "overtaken-" + strings.ReplaceAll(change.name, " ", "-"), "node_count": 1})
+			c.must(http.StatusAccepted, "POST", "/v1/clusters/"+id+"/nodegroups", map[string]any{"name": "extra", "node_count": 1})
+			before := len(ops(t, srv, id))
+			unhealthy := model.Unhealthy
+			planner.step = func() {
+				_, err := srv.Store.UpdateClusterStatus(context.Background(), id, func(cl *model.Cluster, ngs []*model.NodeGroup) ([]*model.NodeGroup, bool) {
+					cl.HealthStatus, cl.HealthStatusReason = &unhealthy, map[string]string{"default-worker": "0/1 nodes ready"}
+					for _, g := range ngs {
+						g.NodeAddresses = []string{"192.0.2.7"}
+					}
+					return ngs, true
+				})
+				if err != nil {
+					t.Error(err)
+				}
+			}
+			res := c.do(change.method, strings.Replace(change.path, "%s", id, 1), change.body)
+			if planner.step != nil {
+				t.Fatalf("the request never reached its capacity plan (answered %d %s); the test did not interleave the status write", res.Status, res.Body)
+			}
+			if res.Status != http.StatusAccepted {
+				t.Fatalf("%s overtaken by a status write: %d %s, want 202", change.name, res.Status, res.Body)
+			}
+			cl := c.getObject("/v1/clusters/" + id)
+			// Changed while being created, the cluster is still being created.
+			if cl["health_status"] != string(unhealthy) || cl["status"] != string(model.CreateInProgress) {
+				t.Errorf("cluster after both writes: health %v, status %v; want UNHEALTHY, CREATE_IN_PROGRESS", cl["health_status"], cl["status"])
+			}
+			ng := c.getObject("/v1/clusters/" + id + "/nodegroups/" + change.group)
+			if ng[change.field] != change.want {
+				t.Errorf("node group %s has %s %v, want %v", change.group, change.field, ng[change.field], change.want)
+			}
+			if addrs, _ := ng["node_addresses"].([]any); len(addrs) != 1 {
+				t.Errorf("node group %s lost the conductor's addresses: %v", change.group, ng["node_addresses"])
+			}
+			if got := ops(t, srv, id); len(got) != before+1 || got[len(got)-1] != change.op {
+				t.Errorf("operations %v: want one %s more than before the request", got, change.op)
+			}
+		})
+	}
+}

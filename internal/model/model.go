@@ -77,19 +77,35 @@ type Cluster struct {
 	ClusterNetwork
 	// MergeLabels records whether the cluster's labels were merged over the
 	// template's at create time.
-	MergeLabels bool `json:"merge_labels"`
+	MergeLabels bool       `json:"merge_labels"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   *time.Time `json:"updated_at"`
+	Bookkeeping
 	// AppliedGeneration is the generation of the Cluster object the
 	// conductor last applied; status is only COMPLETE once Cluster API has
-	// observed it. Internal: never part of the API.
-	AppliedGeneration int64      `json:"applied_generation,omitempty"`
-	CreatedAt         time.Time  `json:"created_at"`
-	UpdatedAt         *time.Time `json:"updated_at"`
-	// Imported is set on clusters taken from a Magnum database. Internal.
+	// observed it. Bookkeeping: kept beside the row, never in a document
+	// the API serves.
+	AppliedGeneration int64 `json:"-"`
+	// Generation is the cluster's desired generation: the store raises it
+	// with every write that changes the spec of the cluster or of one of
+	// its node groups. ObservedGeneration is the one the conductor last
+	// brought the management cluster to (written with the status).
+	// Bookkeeping, as AppliedGeneration.
+	Generation         int64 `json:"-"`
+	ObservedGeneration int64 `json:"-"`
+	// Imported is set on clusters taken from a Magnum database. Spec the
+	// API never shows.
 	Imported *Imported `json:"imported,omitempty"`
-	// Stored is the cluster as the store last read or wrote it, so a write
-	// made from that read changes only the fields its writer changed, never
-	// what another writer changed meanwhile. Internal.
-	Stored []byte `json:"-"`
+}
+
+// Bookkeeping is what the store keeps of a row beside its documents.
+type Bookkeeping struct {
+	// ResourceVersion is the version of the row this object was read at;
+	// every write raises it. A write made from a read succeeds only while
+	// the row is still at that version (optimistic concurrency): a writer
+	// that lost a race reads again and redoes its change, nothing is
+	// merged.
+	ResourceVersion int64 `json:"-"`
 }
 
 // ClusterRuntime is what a cluster shows of its running control plane: the
@@ -144,13 +160,11 @@ type NodeGroup struct {
 	NodeTaints       []Taint           `json:"node_taints"`
 	CreatedAt        time.Time         `json:"created_at"`
 	UpdatedAt        *time.Time        `json:"updated_at"`
+	Bookkeeping
 	// ServerGroupID is the Nova server group the conductor made for the
-	// group's machines, deleted once they are gone. Internal: not in the
-	// API's view.
-	ServerGroupID string `json:"server_group_id,omitempty"`
-	// Stored is the node group as the store last read or wrote it (see
-	// Cluster.Stored). Internal.
-	Stored []byte `json:"-"`
+	// group's machines, deleted once they are gone. Bookkeeping: kept
+	// beside the row, never in a document the API serves.
+	ServerGroupID string `json:"-"`
 }
 
 // Quota is a per-project hard limit on a resource (only "Cluster" today).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -114,6 +115,36 @@ func createCluster(t *testing.T, db *store.DB, project, name, templateUUID strin
 		t.Fatal(err)
 	}
 	return ch
+}
+
+// recordStatus writes, as the conductor does, a cluster's health and API
+// address and an address for each node group.
+func recordStatus(t *testing.T, db *store.DB, uuid string, health model.Health) {
+	t.Helper()
+	_, err := db.UpdateClusterStatus(ctx, uuid, func(cl *model.Cluster, groups []*model.NodeGroup) ([]*model.NodeGroup, bool) {
+		cl.HealthStatus = &health
+		addr := "https://192.0.2.10:6443"
+		cl.APIAddress = &addr
+		for i, g := range groups {
+			g.NodeAddresses = []string{fmt.Sprintf("192.0.2.2%d", i)}
+		}
+		return groups, true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// workerOf is the worker group among a cluster's default node groups.
+func workerOf(t *testing.T, groups []*model.NodeGroup) *model.NodeGroup {
+	t.Helper()
+	for _, g := range groups {
+		if g.Role == model.RoleWorker {
+			return g
+		}
+	}
+	t.Fatal("no worker group")
+	return nil
 }
 
 // readCluster reads a cluster and its node groups as a request does.
@@ -380,7 +411,7 @@ var storeCases = []storeCase{
 		ct := createTemplate(t, db, template("alpha", "k8s", false, false))
 		ch := createCluster(t, db, "alpha", "c1", ct.UUID, 10)
 		extra := &model.NodeGroup{UUID: uuid.NewString(), Name: "gpu", ClusterID: ch.Cluster.UUID, ProjectID: "alpha", Role: "gpu", NodeCount: 9, Status: model.CreateInProgress, CreatedAt: time.Now().UTC()}
-		if err := db.ApplyClusterChange(ctx, store.ClusterChange{NodeGroups: []*model.NodeGroup{extra}}); err != nil {
+		if err := db.ApplyClusterChange(ctx, store.ClusterChange{Cluster: ch.Cluster, NodeGroups: []*model.NodeGroup{extra}}); err != nil {
 			t.Fatal(err)
 		}
 		ngs, err := db.ListNodeGroups(ctx, ch.Cluster.UUID, store.NodeGroupFilter{}, store.ListOptions{SortKey: "node_count"})
@@ -537,62 +568,184 @@ var storeCases = []storeCase{
 			t.Fatalf("after forgetting ac-1: %+v", got)
 		}
 	}},
-	{"a write from a stale read keeps what another writer changed meanwhile", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+	{"a write from a stale read is refused whole and, made again from a new read, keeps both writers' changes", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
 		ct := createTemplate(t, db, template("alpha", "stale", false, false))
 		ch := createCluster(t, db, "alpha", "stale-1", ct.UUID, 2)
 		// The API reads the cluster and its node groups...
 		c, groups := readCluster(t, db, ch.Cluster.UUID)
-		ngs := map[string][]*model.NodeGroup{c.UUID: groups}
-		// ...the conductor records health, addresses and a node group's
+		// ...the conductor records health, addresses and the node groups'
 		// status...
 		healthy := model.Healthy
-		_, err := db.UpdateClusterStatus(ctx, c.UUID, func(cl *model.Cluster, groups []*model.NodeGroup) ([]*model.NodeGroup, bool) {
-			cl.HealthStatus = &healthy
-			addr := "https://192.0.2.10:6443"
-			cl.APIAddress = &addr
-			for _, g := range groups {
-				g.NodeAddresses = []string{"192.0.2.2" + g.Name[len(g.Name)-1:]}
-				g.Status = model.CreateComplete
-			}
-			return groups, true
-		})
-		if err != nil {
+		recordStatus(t, db, c.UUID, healthy)
+		// ...and the API writes its change from the read it made before:
+		// refused, nothing of it written.
+		change := func(c *model.Cluster, groups []*model.NodeGroup) store.ClusterChange {
+			c.Labels = map[string]string{"kube_tag": "v1.33.1"}
+			c.Status = model.UpdateInProgress
+			worker := workerOf(t, groups)
+			worker.NodeCount = 5
+			op := &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterUpdate, ClusterID: c.UUID, ProjectID: "alpha"}
+			return store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{worker}, Operation: op}
+		}
+		err := db.ApplyClusterChange(ctx, change(c, groups))
+		wantErr(t, err, store.ErrStale)
+		if !strings.Contains(err.Error(), "stale-1 changed while this request was applied") && !strings.Contains(err.Error(), "default-worker changed while this request was applied") {
+			t.Errorf("the refusal %q does not say what changed", err)
+		}
+		got, after := readCluster(t, db, c.UUID)
+		if got.Status != model.CreateInProgress || got.Labels["kube_tag"] != "v1.31.1" || workerOf(t, after).NodeCount != 2 {
+			t.Fatalf("the refused write left status %s, labels %v, %d workers", got.Status, got.Labels, workerOf(t, after).NodeCount)
+		}
+		if ops, err := db.OperationsForCluster(ctx, c.UUID); err != nil || len(ops) != 1 {
+			t.Fatalf("the refused write queued work: %d operations, %v", len(ops), err)
+		}
+		// Made again from a new read, the change keeps the conductor's.
+		c, groups = readCluster(t, db, c.UUID)
+		if err := db.ApplyClusterChange(ctx, change(c, groups)); err != nil {
 			t.Fatal(err)
 		}
-		// ...and the API writes its change from the read it made before.
-		c.Labels = map[string]string{"kube_tag": "v1.33.1"}
-		c.Status = model.UpdateInProgress
-		var worker *model.NodeGroup
-		for _, g := range ngs[c.UUID] {
-			if g.Role == model.RoleWorker {
-				worker = g
-			}
-		}
-		worker.NodeCount = 5
-		if err := db.ApplyClusterChange(ctx, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{worker}}); err != nil {
-			t.Fatal(err)
-		}
-		got, err := db.GetClusterByUUID(ctx, c.UUID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got, after = readCluster(t, db, c.UUID)
 		if got.HealthStatus == nil || *got.HealthStatus != healthy || got.APIAddress == nil || got.Status != model.UpdateInProgress || got.Labels["kube_tag"] != "v1.33.1" {
 			t.Errorf("cluster after both writes: health %v, api %v, status %s, labels %v", got.HealthStatus, got.APIAddress, got.Status, got.Labels)
 		}
-		if c.HealthStatus == nil || *c.HealthStatus != healthy {
-			t.Errorf("the writer's copy is not what was written: health %v", c.HealthStatus)
+		if got.ResourceVersion != c.ResourceVersion || got.Generation != c.Generation {
+			t.Errorf("the writer's copy is at version %d generation %d, the row at %d and %d", c.ResourceVersion, c.Generation, got.ResourceVersion, got.Generation)
 		}
-		after, err := db.NodeGroupsOf(ctx, []string{c.UUID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, g := range after[c.UUID] {
-			if g.Status != model.CreateComplete || len(g.NodeAddresses) != 1 {
-				t.Errorf("node group %s lost the conductor's write: status %s, addresses %v", g.Name, g.Status, g.NodeAddresses)
+		for _, g := range after {
+			if len(g.NodeAddresses) != 1 {
+				t.Errorf("node group %s lost the conductor's write: addresses %v", g.Name, g.NodeAddresses)
 			}
 			if g.Role == model.RoleWorker && g.NodeCount != 5 {
 				t.Errorf("the worker group lost the API's write: node_count %d", g.NodeCount)
 			}
+		}
+	}},
+	{"read-modify-writes of the API and the conductor racing on two connection pools lose no update", func(t *testing.T, db *store.DB, reopen func() (*store.DB, error)) {
+		other := mustOpen(t, reopen) // a second replica
+		ct := createTemplate(t, db, template("alpha", "count", false, false))
+		ch := createCluster(t, db, "alpha", "count-1", ct.UUID, 1)
+		const each = 15
+		// The API side: each request reads the cluster, adds one to a
+		// label and one to the worker's max_node_count, and writes; a
+		// request that lost a race is made again from a new read.
+		request := func(st *store.DB) error {
+			for {
+				c, err := st.GetClusterByUUID(ctx, ch.Cluster.UUID)
+				if err != nil {
+					return err
+				}
+				ngs, err := st.NodeGroupsOf(ctx, []string{c.UUID})
+				if err != nil {
+					return err
+				}
+				n, _ := strconv.Atoi(c.Labels["count"])
+				c.Labels = map[string]string{"count": strconv.Itoa(n + 1)}
+				w := workerOf(t, ngs[c.UUID])
+				bound := 1
+				if w.MaxNodeCount != nil {
+					bound = *w.MaxNodeCount + 1
+				}
+				w.MaxNodeCount = &bound
+				err = st.ApplyClusterChange(ctx, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{w}})
+				if !errors.Is(err, store.ErrStale) {
+					return err
+				}
+			}
+		}
+		// The conductor side: each status write adds one to a health
+		// reason and to the worker's address list.
+		status := func(st *store.DB) error {
+			_, err := st.UpdateClusterStatus(ctx, ch.Cluster.UUID, func(c *model.Cluster, ngs []*model.NodeGroup) ([]*model.NodeGroup, bool) {
+				n, _ := strconv.Atoi(c.HealthStatusReason["writes"])
+				c.HealthStatusReason = map[string]string{"writes": strconv.Itoa(n + 1)}
+				w := workerOf(t, ngs)
+				w.NodeAddresses = append(w.NodeAddresses, fmt.Sprint(n))
+				return []*model.NodeGroup{w}, true
+			})
+			return err
+		}
+		var g errgroup.Group
+		for i := range each {
+			st := []*store.DB{db, other}[i%2]
+			g.Go(func() error { return request(st) })
+			g.Go(func() error { return status(st) })
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		c, ngs := readCluster(t, db, ch.Cluster.UUID)
+		w := workerOf(t, ngs)
+		if c.Labels["count"] != strconv.Itoa(each) || w.MaxNodeCount == nil || *w.MaxNodeCount != each {
+			t.Errorf("after %d requests: label count %q, max_node_count %v", each, c.Labels["count"], w.MaxNodeCount)
+		}
+		if c.HealthStatusReason["writes"] != strconv.Itoa(each) || len(w.NodeAddresses) != each {
+			t.Errorf("after %d status writes: writes %q, %d addresses", each, c.HealthStatusReason["writes"], len(w.NodeAddresses))
+		}
+		if c.ResourceVersion != 1+2*each {
+			t.Errorf("the cluster is at version %d after %d writes, want %d", c.ResourceVersion, 2*each, 1+2*each)
+		}
+	}},
+	{"the desired generation rises with the spec, not with status", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		ct := createTemplate(t, db, template("alpha", "gen", false, false))
+		ch := createCluster(t, db, "alpha", "gen-1", ct.UUID, 2)
+		c, _ := readCluster(t, db, ch.Cluster.UUID)
+		if c.Generation != 1 || c.ResourceVersion != 1 {
+			t.Fatalf("a new cluster is at generation %d, version %d; want 1 and 1", c.Generation, c.ResourceVersion)
+		}
+		recordStatus(t, db, c.UUID, model.Healthy)
+		c, groups := readCluster(t, db, c.UUID)
+		if c.Generation != 1 || c.ResourceVersion != 2 {
+			t.Fatalf("after a status write: generation %d, version %d; want 1 and 2", c.Generation, c.ResourceVersion)
+		}
+		// A status-only change by the API (a PATCH of health_status).
+		unknown := model.Unknown
+		c.HealthStatus = &unknown
+		if err := db.ApplyClusterChange(ctx, store.ClusterChange{Cluster: c}); err != nil {
+			t.Fatal(err)
+		}
+		if c.Generation != 1 {
+			t.Errorf("a health_status change raised the generation to %d", c.Generation)
+		}
+		// A node group's spec: the cluster's generation rises.
+		worker := workerOf(t, groups)
+		worker.NodeCount = 4
+		if err := db.ApplyClusterChange(ctx, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{worker}}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := readCluster(t, db, c.UUID)
+		if got.Generation != 2 || c.Generation != 2 {
+			t.Errorf("after a resize: generation %d (writer's copy %d), want 2", got.Generation, c.Generation)
+		}
+		// The conductor records what it observed, beside the status.
+		if _, err := db.UpdateClusterStatus(ctx, c.UUID, func(cl *model.Cluster, _ []*model.NodeGroup) ([]*model.NodeGroup, bool) {
+			cl.ObservedGeneration, cl.AppliedGeneration = cl.Generation, 9
+			return nil, true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = readCluster(t, db, c.UUID)
+		if got.ObservedGeneration != 2 || got.AppliedGeneration != 9 || got.Generation != 2 {
+			t.Errorf("bookkeeping reads observed %d, applied %d, generation %d", got.ObservedGeneration, got.AppliedGeneration, got.Generation)
+		}
+	}},
+	{"a status write keeps the spec as the API wrote it", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+		ct := createTemplate(t, db, template("alpha", "own", false, false))
+		ch := createCluster(t, db, "alpha", "own-1", ct.UUID, 2)
+		if _, err := db.UpdateClusterStatus(ctx, ch.Cluster.UUID, func(cl *model.Cluster, groups []*model.NodeGroup) ([]*model.NodeGroup, bool) {
+			cl.Labels = map[string]string{"kube_tag": "v9.9.9"}
+			cl.Status = model.CreateComplete
+			w := workerOf(t, groups)
+			w.NodeCount, w.ServerGroupID = 9, "sg-1"
+			return []*model.NodeGroup{w}, true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		got, groups := readCluster(t, db, ch.Cluster.UUID)
+		if got.Labels["kube_tag"] != "v1.31.1" || got.Status != model.CreateComplete {
+			t.Errorf("after a status write that touched the spec: labels %v, status %s", got.Labels, got.Status)
+		}
+		if w := workerOf(t, groups); w.NodeCount != 2 || w.ServerGroupID != "sg-1" {
+			t.Errorf("worker after a status write: %d nodes, server group %q; want 2 and sg-1", w.NodeCount, w.ServerGroupID)
 		}
 	}},
 	{"a change read before a delete cannot commit after it", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
@@ -617,21 +770,18 @@ var storeCases = []storeCase{
 		if err := db.ApplyClusterChange(ctx, store.ClusterChange{Cluster: deleteC, Operation: del}); err != nil {
 			t.Fatal(err)
 		}
-		// ...then the resize, from its earlier read, is refused whole.
+		// ...then the resize, from its earlier read, is refused whole (the
+		// API reads again, sees the delete and answers 409).
 		resizeC.Status = model.UpdateInProgress
 		resizeNG.NodeCount, resizeNG.Status = 5, model.UpdateInProgress
 		resize := &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterResize, ClusterID: resizeC.UUID, ProjectID: "alpha"}
 		err := db.ApplyClusterChange(ctx, store.ClusterChange{Cluster: resizeC, NodeGroups: []*model.NodeGroup{resizeNG}, Operation: resize})
-		wantErr(t, err, store.ErrConflict)
-		if !strings.Contains(err.Error(), "undo-1 is being deleted") {
-			t.Errorf("refusal %q does not say the cluster is being deleted", err)
+		wantErr(t, err, store.ErrStale)
+		// A node group is written with its cluster as read, whose version
+		// stands for both: a node group change alone is not a change.
+		if err := db.ApplyClusterChange(ctx, store.ClusterChange{NodeGroups: []*model.NodeGroup{resizeNG}}); err == nil {
+			t.Error("a node group change without its cluster was written")
 		}
-		// A node-group change alone (a PATCH of the node group) is refused too.
-		_, ng := read()
-		ng.NodeCount, ng.Status = 7, model.UpdateInProgress
-		c, _ := read()
-		c.Status = model.UpdateInProgress
-		wantErr(t, db.ApplyClusterChange(ctx, store.ClusterChange{Cluster: c, NodeGroups: []*model.NodeGroup{ng}}), store.ErrConflict)
 		got, worker := read()
 		if got.Status != model.DeleteInProgress || worker.NodeCount != 2 || worker.Status != model.CreateInProgress {
 			t.Errorf("after the refused changes: cluster %s, worker %d nodes %s; want DELETE_IN_PROGRESS, 2, CREATE_IN_PROGRESS", got.Status, worker.NodeCount, worker.Status)
@@ -724,7 +874,7 @@ var storeCases = []storeCase{
 			t.Fatal(err)
 		}
 		stale.NodeCount, stale.Status = 3, model.UpdateInProgress
-		wantErr(t, db.ApplyClusterChange(ctx, store.ClusterChange{Cluster: ch.Cluster, NodeGroups: []*model.NodeGroup{stale}}), store.ErrConflict)
+		wantErr(t, db.ApplyClusterChange(ctx, store.ClusterChange{Cluster: ch.Cluster, NodeGroups: []*model.NodeGroup{stale}}), store.ErrStale)
 		got, err := db.GetNodeGroup(ctx, ch.Cluster.UUID, "extra")
 		if err != nil {
 			t.Fatal(err)

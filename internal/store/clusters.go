@@ -1,13 +1,11 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 
 	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/model"
@@ -33,7 +31,10 @@ type ClusterChange struct {
 	// number of clusters in the project (checked inside the transaction).
 	Create     bool
 	QuotaLimit int
-	// NodeGroups are inserted when their ID is 0 and updated otherwise.
+	// NodeGroups are inserted when their ID is 0 and updated otherwise,
+	// each from the version it was read at; they need Cluster, whose
+	// version stands for the whole cluster (a delete raises only the
+	// cluster's).
 	NodeGroups []*model.NodeGroup
 	// DeleteNodeGroups removes node group rows by UUID.
 	DeleteNodeGroups []string
@@ -52,23 +53,28 @@ type ClusterChange struct {
 	Reserve func(building []Building) error
 }
 
-// ApplyClusterChange writes ch in one transaction. On MariaDB a transaction
-// that lost a deadlock (two creates racing for one project's quota) runs
-// again from the start.
+// ApplyClusterChange writes ch in one transaction. A cluster or node group
+// it updates is written only while its row is still at the version it was
+// read at (ResourceVersion); otherwise nothing is written and the error is
+// ErrStale: the caller reads again and makes its change anew. On MariaDB a
+// transaction that lost a deadlock (two creates racing for one project's
+// quota) runs again from the start. Once the change has committed, the
+// objects it wrote carry their new versions.
 func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
+	if ch.Cluster == nil && (len(ch.NodeGroups) > 0 || len(ch.DeleteNodeGroups) > 0) {
+		// The cluster's version stands for its node groups too: a write
+		// from a read made before a delete of the cluster must fail.
+		return errors.New("store: a change of node groups names no cluster")
+	}
 	inserted := make([]bool, len(ch.NodeGroups))
 	for i, ng := range ch.NodeGroups {
 		inserted[i] = ng.ID == 0
 	}
-	var wroteCluster []byte
-	wroteGroups := make([][]byte, len(ch.NodeGroups))
+	// What the written objects learn, set once the transaction committed:
+	// a retried attempt starts again from the objects as they were given.
+	var learn []func()
 	err := s.retryTx(ctx, func(tx *sql.Tx) error {
-		// A retried attempt inserts again what the rolled-back one did.
-		for i, ng := range ch.NodeGroups {
-			if inserted[i] {
-				ng.ID = 0
-			}
-		}
+		learn = learn[:0]
 		if ch.Reserve != nil {
 			// First, so that every read after it sees what the change that
 			// held the lock before wrote.
@@ -83,31 +89,58 @@ func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
 				return err
 			}
 		}
-		if err := s.refuseUndoingDelete(ctx, tx, ch); err != nil {
-			return err
-		}
-		if ch.Cluster != nil {
-			if ch.Create {
-				if err := s.quotaCheck(ctx, tx, ch.Cluster.ProjectID, ch.QuotaLimit); err != nil {
-					return err
-				}
-				if err := insertCluster(ctx, tx, ch.Cluster); err != nil {
-					return err
-				}
-			} else {
-				data, err := updateCluster(ctx, tx, ch.Cluster, s.forUpdate())
-				if err != nil {
-					return err
-				}
-				wroteCluster = data
+		if ch.Cluster != nil && ch.Create {
+			if err := s.quotaCheck(ctx, tx, ch.Cluster.ProjectID, ch.QuotaLimit); err != nil {
+				return err
 			}
-		}
-		for i, ng := range ch.NodeGroups {
-			data, err := saveNodeGroup(ctx, tx, ng, s.forUpdate())
+			id, err := insertCluster(ctx, tx, ch.Cluster)
 			if err != nil {
 				return err
 			}
-			wroteGroups[i] = data
+			c := ch.Cluster
+			learn = append(learn, func() { c.ID, c.ResourceVersion, c.Generation = id, 1, 1 })
+		}
+		// The cluster's row is locked and checked first, then its node
+		// groups', in the order a status write takes them (so the two
+		// never deadlock); the cluster is written last, its generation
+		// raised when the spec of one of its node groups changed.
+		var cur clusterVersion
+		if ch.Cluster != nil && !ch.Create {
+			var err error
+			if cur, err = lockCluster(ctx, tx, ch.Cluster, s.forUpdate()); err != nil {
+				return err
+			}
+		}
+		specChanged := len(ch.DeleteNodeGroups) > 0
+		for i, ng := range ch.NodeGroups {
+			if inserted[i] {
+				id, err := insertNodeGroup(ctx, tx, ng)
+				if err != nil {
+					return err
+				}
+				learn = append(learn, func() { ng.ID, ng.ResourceVersion = id, 1 })
+				specChanged = true
+				continue
+			}
+			version, changed, err := updateNodeGroup(ctx, tx, ng, s.forUpdate())
+			if err != nil {
+				return err
+			}
+			learn = append(learn, func() { ng.ResourceVersion = version })
+			specChanged = specChanged || changed
+		}
+		for _, id := range ch.DeleteNodeGroups {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM nodegroups WHERE uuid = ?`, id); err != nil {
+				return err
+			}
+		}
+		if ch.Cluster != nil && !ch.Create {
+			version, generation, err := updateCluster(ctx, tx, ch.Cluster, cur, specChanged)
+			if err != nil {
+				return err
+			}
+			c := ch.Cluster
+			learn = append(learn, func() { c.ResourceVersion, c.Generation = version, generation })
 		}
 		for _, c := range ch.Certificates {
 			if err := s.insertCertificate(ctx, tx, c); err != nil {
@@ -116,11 +149,6 @@ func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
 		}
 		if ch.Credential != nil {
 			if err := s.putCredential(ctx, tx, ch.Credential); err != nil {
-				return err
-			}
-		}
-		for _, id := range ch.DeleteNodeGroups {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM nodegroups WHERE uuid = ?`, id); err != nil {
 				return err
 			}
 		}
@@ -135,20 +163,10 @@ func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
 		return nil
 	})
 	if err != nil {
-		// The change may be made again (after planning anew): what it
-		// inserts is still to be inserted.
-		for i, ng := range ch.NodeGroups {
-			if inserted[i] {
-				ng.ID = 0
-			}
-		}
 		return err
 	}
-	if wroteCluster != nil {
-		refreshCluster(ch.Cluster, wroteCluster)
-	}
-	for i, ng := range ch.NodeGroups {
-		refreshNodeGroup(ng, wroteGroups[i])
+	for _, f := range learn {
+		f()
 	}
 	return nil
 }
@@ -165,45 +183,6 @@ func (s *DB) takeLock(ctx context.Context, tx *sql.Tx, name string) error {
 	err := tx.QueryRowContext(ctx, `SELECT name FROM locks WHERE name = ?`+s.forUpdate(), name).Scan(&got)
 	if err != nil {
 		return fmt.Errorf("store: take the %s lock: %w", name, err)
-	}
-	return nil
-}
-
-// refuseUndoingDelete refuses, inside the change's transaction, any change
-// to a cluster or node group that is being deleted, other than the delete
-// itself: a request that read the object before a delete was accepted must
-// not commit after it and move the object out of its delete (Magnum answers
-// such a change with a 409 too). The rows are read with the dialect's lock,
-// so a delete cannot commit between this check and the write.
-func (s *DB) refuseUndoingDelete(ctx context.Context, tx *sql.Tx, ch ClusterChange) error {
-	if ch.Create || ch.Cluster == nil || ch.Cluster.Status == model.DeleteInProgress {
-		return nil
-	}
-	var name, status string
-	err := tx.QueryRowContext(ctx, `SELECT name, status FROM clusters WHERE uuid = ?`+s.forUpdate(), ch.Cluster.UUID).Scan(&name, &status)
-	if errors.Is(err, sql.ErrNoRows) {
-		return fault.New(ErrNotFound, "Cluster %s could not be found.", ch.Cluster.UUID)
-	}
-	if err != nil {
-		return err
-	}
-	if model.Status(status) == model.DeleteInProgress {
-		return fault.New(ErrConflict, "Cluster %s is being deleted (DELETE_IN_PROGRESS); it can no longer be changed.", name)
-	}
-	for _, ng := range ch.NodeGroups {
-		if ng.ID == 0 || ng.Status == model.DeleteInProgress {
-			continue
-		}
-		err := tx.QueryRowContext(ctx, `SELECT name, status FROM nodegroups WHERE uuid = ?`+s.forUpdate(), ng.UUID).Scan(&name, &status)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fault.New(ErrNotFound, "Nodegroup %s could not be found.", ng.UUID)
-		}
-		if err != nil {
-			return err
-		}
-		if model.Status(status) == model.DeleteInProgress {
-			return fault.New(ErrConflict, "Node group %s is being deleted (DELETE_IN_PROGRESS); it can no longer be changed.", name)
-		}
 	}
 	return nil
 }
@@ -232,63 +211,76 @@ func (s *DB) quotaCheck(ctx context.Context, tx *sql.Tx, projectID string, defau
 	return nil
 }
 
-func insertCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster) error {
-	data, err := json.Marshal(c)
+// insertCluster inserts c and returns its row's id; c is left as it is.
+func insertCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster) (int64, error) {
+	d, err := clusterDocuments(c)
 	if err != nil {
-		return err
+		return 0, err
+	}
+	data, err := d.legacy(nil)
+	if err != nil {
+		return 0, err
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO clusters (uuid, name, project_id, user_id, cluster_template_id, status,
-		health_status, stack_id, created_at, updated_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		health_status, stack_id, created_at, updated_at, data, spec_json, status_json, resource_version, generation)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 1)`,
 		c.UUID, c.Name, c.ProjectID, c.UserID, c.ClusterTemplateID, string(c.Status), healthCol(c.HealthStatus),
-		c.StackID, formatTime(c.CreatedAt), formatTimePtr(c.UpdatedAt), string(data))
+		c.StackID, formatTime(c.CreatedAt), formatTimePtr(c.UpdatedAt), string(data), string(d.spec), string(d.status))
 	if err != nil {
 		if isUniqueViolation(err) {
-			return fault.New(ErrConflict, "a cluster named %q already exists in this project", c.Name)
+			return 0, fault.New(ErrConflict, "a cluster named %q already exists in this project", c.Name)
 		}
-		return err
+		return 0, err
 	}
-	c.ID, _ = res.LastInsertId()
-	return nil
+	return res.LastInsertId()
 }
 
-// updateCluster writes c and returns the JSON written. When c was read
-// from the store and the row has changed since, only the fields c's writer
-// changed are written over the row's current values (see mergeSince); lock
-// is the dialect's row lock. c itself is left alone: the caller refreshes
-// it (refreshCluster) once the transaction has committed, since a retried
-// transaction must merge from the same read again.
-func updateCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster, lock string) ([]byte, error) {
-	data, w, err := sinceRead(ctx, tx, "clusters", "cluster", c.UUID, lock, c.Stored, c)
+// clusterVersion is what a write of a cluster reads of its row first,
+// under the row's lock.
+type clusterVersion struct {
+	version, generation, applied int64
+	spec                         sql.NullString
+}
+
+// lockCluster locks the row of the cluster c was read from and reads its
+// version, refusing with ErrStale when another write changed it since.
+func lockCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster, lock string) (clusterVersion, error) {
+	var v clusterVersion
+	err := tx.QueryRowContext(ctx, `SELECT resource_version, generation, applied_generation, spec_json FROM clusters WHERE uuid = ?`+lock,
+		c.UUID).Scan(&v.version, &v.generation, &v.applied, &v.spec)
+	if errors.Is(err, sql.ErrNoRows) {
+		return v, fault.New(ErrNotFound, "Cluster %s could not be found.", c.UUID)
+	}
+	if err == nil && v.version != c.ResourceVersion {
+		err = fault.New(ErrStale, "Cluster %s changed while this request was applied (version %d, now %d); send the request again.",
+			c.Name, c.ResourceVersion, v.version)
+	}
+	return v, err
+}
+
+// updateCluster writes c, spec and status, over its row as lockCluster
+// read it (cur) and returns the row's new version and generation. The
+// generation rises when c's spec differs from the row's or
+// raiseGeneration (a node group's spec changed). Bookkeeping is the
+// conductor's: it is left as it is.
+func updateCluster(ctx context.Context, tx *sql.Tx, c *model.Cluster, cur clusterVersion, raiseGeneration bool) (version, generation int64, err error) {
+	d, err := clusterDocuments(c)
 	if err != nil {
-		return nil, err
+		return 0, 0, err
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE clusters SET name = ?, cluster_template_id = ?, status = ?, health_status = ?,
-		stack_id = ?, updated_at = ?, data = ? WHERE uuid = ?`,
-		w.Name, w.ClusterTemplateID, string(w.Status), healthCol(w.HealthStatus), w.StackID,
-		formatTimePtr(w.UpdatedAt), string(data), c.UUID)
-	if err := matched(res, err, "cluster %s", c.UUID); err != nil {
-		return nil, err
+	version, generation = cur.version+1, cur.generation
+	if raiseGeneration || !cur.spec.Valid || cur.spec.String != string(d.spec) {
+		generation++
 	}
-	return data, nil
-}
-
-// refreshCluster makes c what was written for it.
-func refreshCluster(c *model.Cluster, data []byte) {
-	fresh := model.Cluster{}
-	if json.Unmarshal(data, &fresh) == nil {
-		fresh.ID = c.ID
-		*c = fresh
+	data, err := d.legacy(map[string]any{"applied_generation": cur.applied})
+	if err != nil {
+		return 0, 0, err
 	}
-	c.Stored = data
-}
-
-// refreshNodeGroup makes ng what was written for it.
-func refreshNodeGroup(ng *model.NodeGroup, data []byte) {
-	fresh := model.NodeGroup{}
-	if json.Unmarshal(data, &fresh) == nil {
-		*ng = fresh
-	}
-	ng.Stored = data
+	_, err = tx.ExecContext(ctx, `UPDATE clusters SET name = ?, cluster_template_id = ?, status = ?, health_status = ?,
+		stack_id = ?, updated_at = ?, data = ?, spec_json = ?, status_json = ?, resource_version = ?, generation = ? WHERE uuid = ?`,
+		c.Name, c.ClusterTemplateID, string(c.Status), healthCol(c.HealthStatus), c.StackID,
+		formatTimePtr(c.UpdatedAt), string(data), string(d.spec), string(d.status), version, generation, c.UUID)
+	return version, generation, err
 }
 
 func healthCol(h *model.Health) any {
@@ -298,41 +290,100 @@ func healthCol(h *model.Health) any {
 	return string(*h)
 }
 
-// saveNodeGroup inserts ng (ID 0, which it sets) or writes it as
-// updateCluster writes a cluster, and returns the JSON written.
-func saveNodeGroup(ctx context.Context, tx *sql.Tx, ng *model.NodeGroup, lock string) ([]byte, error) {
-	if ng.ID == 0 {
-		// The id is part of the wire object, so insert first and then write
-		// the JSON that carries it.
-		res, err := tx.ExecContext(ctx, `INSERT INTO nodegroups (uuid, name, cluster_id, project_id, role, is_default,
-			status, node_count, created_at, updated_at, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			ng.UUID, ng.Name, ng.ClusterID, ng.ProjectID, ng.Role, ng.IsDefault, string(ng.Status), ng.NodeCount,
-			formatTime(ng.CreatedAt), formatTimePtr(ng.UpdatedAt), "{}")
-		if err != nil {
-			if isUniqueViolation(err) {
-				return nil, fault.New(ErrConflict, "A node group with name %s already exists in the cluster %s.", ng.Name, ng.ClusterID)
-			}
-			return nil, err
+// insertNodeGroup inserts ng and returns its row's id; ng is left as it
+// is (its id is set once the change has committed).
+func insertNodeGroup(ctx context.Context, tx *sql.Tx, ng *model.NodeGroup) (int64, error) {
+	// The id is part of the wire object, so insert first and then write
+	// the documents that carry it.
+	res, err := tx.ExecContext(ctx, `INSERT INTO nodegroups (uuid, name, cluster_id, project_id, role, is_default,
+		status, node_count, created_at, updated_at, data, spec_json, status_json, resource_version)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '{}', '{}', '{}', 1)`,
+		ng.UUID, ng.Name, ng.ClusterID, ng.ProjectID, ng.Role, ng.IsDefault, string(ng.Status), ng.NodeCount,
+		formatTime(ng.CreatedAt), formatTimePtr(ng.UpdatedAt))
+	if err != nil {
+		if isUniqueViolation(err) {
+			return 0, fault.New(ErrConflict, "A node group with name %s already exists in the cluster %s.", ng.Name, ng.ClusterID)
 		}
-		ng.ID, _ = res.LastInsertId()
+		return 0, err
 	}
-	data, w, err := sinceRead(ctx, tx, "nodegroups", "node group", ng.UUID, lock, ng.Stored, ng)
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	withID := *ng
+	withID.ID = id
+	d, err := nodeGroupDocuments(&withID)
+	if err != nil {
+		return 0, err
+	}
+	data, err := d.legacy(nil)
+	if err != nil {
+		return 0, err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE nodegroups SET data = ?, spec_json = ?, status_json = ? WHERE id = ?`,
+		string(data), string(d.spec), string(d.status), id)
+	return id, err
+}
+
+// updateNodeGroup writes ng as updateCluster writes a cluster, and says
+// whether its spec changed.
+func updateNodeGroup(ctx context.Context, tx *sql.Tx, ng *model.NodeGroup, lock string) (version int64, specChanged bool, err error) {
+	var cur int64
+	var spec sql.NullString
+	var serverGroup string
+	err = tx.QueryRowContext(ctx, `SELECT resource_version, spec_json, server_group_id FROM nodegroups WHERE uuid = ?`+lock,
+		ng.UUID).Scan(&cur, &spec, &serverGroup)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, fault.New(ErrNotFound, "Nodegroup %s could not be found.", ng.UUID)
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	if cur != ng.ResourceVersion {
+		return 0, false, fault.New(ErrStale, "Node group %s changed while this request was applied (version %d, now %d); send the request again.",
+			ng.Name, ng.ResourceVersion, cur)
+	}
+	d, err := nodeGroupDocuments(ng)
+	if err != nil {
+		return 0, false, err
+	}
+	data, err := d.legacy(nodeGroupLegacyBookkeeping(serverGroup))
+	if err != nil {
+		return 0, false, err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE nodegroups SET name = ?, role = ?, is_default = ?, status = ?, node_count = ?,
+		updated_at = ?, data = ?, spec_json = ?, status_json = ?, resource_version = ? WHERE uuid = ?`,
+		ng.Name, ng.Role, ng.IsDefault, string(ng.Status), ng.NodeCount, formatTimePtr(ng.UpdatedAt),
+		string(data), string(d.spec), string(d.status), cur+1, ng.UUID)
+	return cur + 1, !spec.Valid || spec.String != string(d.spec), err
+}
+
+// nodeGroupLegacyBookkeeping is a node group's bookkeeping as the previous
+// release kept it in its document.
+func nodeGroupLegacyBookkeeping(serverGroup string) map[string]any {
+	if serverGroup == "" {
+		return nil
+	}
+	return map[string]any{"server_group_id": serverGroup}
+}
+
+func scanCluster(row scanner) (*model.Cluster, error) {
+	r, err := scanStoredCluster(row)
 	if err != nil {
 		return nil, err
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE nodegroups SET name = ?, role = ?, is_default = ?, status = ?, node_count = ?,
-		updated_at = ?, data = ? WHERE uuid = ?`,
-		w.Name, w.Role, w.IsDefault, string(w.Status), w.NodeCount, formatTimePtr(w.UpdatedAt), string(data), ng.UUID)
-	if err := matched(res, err, "node group %s", ng.UUID); err != nil {
-		return nil, err
-	}
-	return data, nil
+	return decodeCluster(r)
 }
 
-func scanCluster(row scanner) (*model.Cluster, error) { return scanObject(row, decodeCluster) }
-
-func decodeCluster(id int64, data []byte) (*model.Cluster, error) {
-	return decodeObject(id, data, "cluster", func(c *model.Cluster) { c.ID, c.Stored = id, data })
+// decodeCluster makes the cluster of a row read with clusterColumns.
+func decodeCluster(r StoredRow) (*model.Cluster, error) {
+	c := new(model.Cluster)
+	if err := json.Unmarshal(r.Data, c); err != nil {
+		return nil, fmt.Errorf("store: decode cluster %d: %w", r.ID, err)
+	}
+	c.ID, c.ResourceVersion, c.Generation = r.ID, r.version, r.generation
+	c.AppliedGeneration, c.ObservedGeneration = r.applied, r.observed
+	return c, nil
 }
 
 func (sc Scope) filter(q *pageQuery) {
@@ -347,7 +398,7 @@ func (s *DB) GetCluster(ctx context.Context, sc Scope, ident string) (*model.Clu
 	if err != nil {
 		return nil, err
 	}
-	return decodeCluster(r.ID, r.Data)
+	return decodeCluster(r)
 }
 
 // ListClusters pages through the clusters in the scope.
@@ -378,10 +429,22 @@ func (s *DB) DeleteCluster(ctx context.Context, uuid string) error {
 	return tx.Commit()
 }
 
-func scanNodeGroup(row scanner) (*model.NodeGroup, error) { return scanObject(row, decodeNodeGroup) }
+func scanNodeGroup(row scanner) (*model.NodeGroup, error) {
+	r, err := scanStoredNodeGroup(row)
+	if err != nil {
+		return nil, err
+	}
+	return decodeNodeGroup(r.StoredRow)
+}
 
-func decodeNodeGroup(id int64, data []byte) (*model.NodeGroup, error) {
-	return decodeObject(id, data, "node group", func(ng *model.NodeGroup) { ng.ID, ng.Stored = id, data })
+// decodeNodeGroup makes the node group of a row read with nodeGroupColumns.
+func decodeNodeGroup(r StoredRow) (*model.NodeGroup, error) {
+	ng := new(model.NodeGroup)
+	if err := json.Unmarshal(r.Data, ng); err != nil {
+		return nil, fmt.Errorf("store: decode node group %d: %w", r.ID, err)
+	}
+	ng.ID, ng.ResourceVersion, ng.ServerGroupID = r.ID, r.version, r.serverGroup
+	return ng, nil
 }
 
 func decodeNodeGroups(rows []StoredNodeGroup) ([]*model.NodeGroup, error) {
@@ -429,7 +492,7 @@ const nodeGroupByIdent = " FROM nodegroups WHERE cluster_id = ? AND (uuid = ? OR
 
 // GetNodeGroup finds a node group of a cluster by UUID, name or numeric id.
 func (s *DB) GetNodeGroup(ctx context.Context, clusterUUID, ident string) (*model.NodeGroup, error) {
-	ng, err := scanNodeGroup(s.db.QueryRowContext(ctx, "SELECT id, data"+nodeGroupByIdent, clusterUUID, ident, ident, ident))
+	ng, err := scanNodeGroup(s.db.QueryRowContext(ctx, "SELECT "+nodeGroupColumns+nodeGroupByIdent, clusterUUID, ident, ident, ident))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fault.New(ErrNotFound, "node group %s in cluster %s", ident, clusterUUID)
 	}
@@ -461,61 +524,4 @@ func (s *DB) CountClusters(ctx context.Context, projectID string) (int, error) {
 	var n int
 	err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM clusters WHERE project_id = ?`, projectID).Scan(&n)
 	return n, err
-}
-
-// sinceRead is what to write for obj, read from the table's row uuid as
-// stored: obj's JSON when the row has not changed since (or obj was not
-// read from the store), else the merge of the writer's changes into the
-// current row, with the merged object (whose fields fill the row's indexed
-// columns).
-func sinceRead[T any](ctx context.Context, tx *sql.Tx, table, what, uuid, lock string, stored []byte, obj *T) ([]byte, *T, error) {
-	data, err := json.Marshal(obj)
-	if err != nil || len(stored) == 0 {
-		return data, obj, err
-	}
-	var cur string
-	err = tx.QueryRowContext(ctx, "SELECT data FROM "+table+" WHERE uuid = ?"+lock, uuid).Scan(&cur)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil, fault.New(ErrNotFound, "%s %s", what, uuid)
-	}
-	if err != nil || cur == string(stored) {
-		return data, obj, err
-	}
-	if data, err = mergeSince(stored, data, []byte(cur)); err != nil {
-		return nil, nil, fmt.Errorf("store: merge %s %s: %w", what, uuid, err)
-	}
-	merged := new(T)
-	if err := json.Unmarshal(data, merged); err != nil {
-		return nil, nil, err
-	}
-	return data, merged, nil
-}
-
-// mergeSince merges a writer's object into the stored row when the row
-// changed after the writer read it: each top-level field the writer changed
-// (ours differs from base) is the writer's, every other field is the
-// current row's. Two writers changing different fields (a user's resize and
-// the conductor's status) both keep their change; when both changed the
-// same field, the later writer's value stands.
-func mergeSince(base, ours, current []byte) ([]byte, error) {
-	var docs [3]map[string]any
-	for i, raw := range [][]byte{base, ours, current} {
-		d := json.NewDecoder(bytes.NewReader(raw))
-		d.UseNumber()
-		if err := d.Decode(&docs[i]); err != nil {
-			return nil, err
-		}
-	}
-	b, o, out := docs[0], docs[1], docs[2]
-	for k, v := range o {
-		if bv, ok := b[k]; !ok || !reflect.DeepEqual(bv, v) {
-			out[k] = v
-		}
-	}
-	for k := range b {
-		if _, ok := o[k]; !ok {
-			delete(out, k)
-		}
-	}
-	return json.Marshal(out)
 }

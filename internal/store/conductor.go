@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 
 	"github.com/magnetite-io/magnetite/internal/fault"
 	"github.com/magnetite-io/magnetite/internal/model"
@@ -13,41 +14,106 @@ import (
 // returns the node groups to write and whether anything changed.
 type StatusMutation func(c *model.Cluster, ngs []*model.NodeGroup) (changedGroups []*model.NodeGroup, changed bool)
 
-// UpdateClusterStatus re-reads a cluster and its node groups inside one
-// transaction, applies fn and writes the result, so a status written by the
-// conductor never overwrites a desired-state change the API made meanwhile.
-// A cluster that no longer exists is ErrNotFound.
+// UpdateClusterStatus re-reads a cluster and its node groups under their
+// rows' locks inside one transaction, applies fn and writes what the
+// conductor owns of the result: the status documents and the bookkeeping
+// (applied and observed generation, server groups). The spec is the API's:
+// a change fn makes to it is not written. Since fn always works on the rows
+// as they are, a status write never undoes a change the API committed
+// before it, and the API's writes made from older reads fail as stale
+// (every write raises the rows' versions). A cluster that no longer exists
+// is ErrNotFound.
 func (s *DB) UpdateClusterStatus(ctx context.Context, uuid string, fn StatusMutation) (*model.Cluster, error) {
 	var out *model.Cluster
 	err := s.retryTx(ctx, func(tx *sql.Tx) error {
-		c, err := scanCluster(tx.QueryRowContext(ctx, "SELECT id, data FROM clusters WHERE uuid = ?"+s.forUpdate(), uuid))
+		row, err := scanStoredCluster(tx.QueryRowContext(ctx, "SELECT "+clusterColumns+" FROM clusters WHERE uuid = ?"+s.forUpdate(), uuid))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fault.New(ErrNotFound, "cluster %s", uuid)
 		}
 		if err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, "SELECT id, data FROM nodegroups WHERE cluster_id = ? ORDER BY id"+s.forUpdate(), uuid)
-		ngs, err := collect(rows, err, scanNodeGroup)
+		c, err := decodeCluster(row)
 		if err != nil {
 			return err
+		}
+		rows, err := tx.QueryContext(ctx, "SELECT "+nodeGroupColumns+" FROM nodegroups WHERE cluster_id = ? ORDER BY id"+s.forUpdate(), uuid)
+		groupRows, err := collect(rows, err, scanStoredNodeGroup)
+		if err != nil {
+			return err
+		}
+		ngs, err := decodeNodeGroups(groupRows)
+		if err != nil {
+			return err
+		}
+		specs := make(map[string][]byte, len(groupRows))
+		for _, g := range groupRows {
+			specs[g.UUID] = g.docs.spec
 		}
 		groups, changed := fn(c, ngs)
 		out = c
 		if !changed {
 			return nil
 		}
-		if _, err := updateCluster(ctx, tx, c, s.forUpdate()); err != nil {
+		if err := writeClusterStatus(ctx, tx, c, row.docs.spec); err != nil {
 			return err
 		}
 		for _, ng := range groups {
-			if _, err := saveNodeGroup(ctx, tx, ng, s.forUpdate()); err != nil {
+			spec, ok := specs[ng.UUID]
+			if !ok {
+				return fmt.Errorf("store: a status write of cluster %s names node group %s, which is not the cluster's", uuid, ng.UUID)
+			}
+			if err := writeNodeGroupStatus(ctx, tx, ng, spec); err != nil {
 				return err
 			}
 		}
 		return bumpGeneration(ctx, tx, generationClusters)
 	})
 	return out, err
+}
+
+// writeClusterStatus writes c's status document and bookkeeping beside the
+// row's spec, and raises the row's version (c's too: it is what the
+// transaction read, so a retried attempt reads it again).
+func writeClusterStatus(ctx context.Context, tx *sql.Tx, c *model.Cluster, spec []byte) error {
+	d, err := clusterDocuments(c)
+	if err != nil {
+		return err
+	}
+	d.spec = spec
+	data, err := d.legacy(map[string]any{"applied_generation": c.AppliedGeneration})
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE clusters SET status = ?, health_status = ?, updated_at = ?, data = ?, status_json = ?,
+		spec_json = ?, applied_generation = ?, observed_generation = ?, resource_version = resource_version + 1 WHERE uuid = ?`,
+		string(c.Status), healthCol(c.HealthStatus), formatTimePtr(c.UpdatedAt), string(data), string(d.status),
+		string(spec), c.AppliedGeneration, c.ObservedGeneration, c.UUID)
+	if err == nil {
+		c.ResourceVersion++
+	}
+	return err
+}
+
+// writeNodeGroupStatus is writeClusterStatus for a node group, whose
+// bookkeeping is its server group.
+func writeNodeGroupStatus(ctx context.Context, tx *sql.Tx, ng *model.NodeGroup, spec []byte) error {
+	d, err := nodeGroupDocuments(ng)
+	if err != nil {
+		return err
+	}
+	d.spec = spec
+	data, err := d.legacy(nodeGroupLegacyBookkeeping(ng.ServerGroupID))
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE nodegroups SET status = ?, updated_at = ?, data = ?, status_json = ?, spec_json = ?,
+		server_group_id = ?, resource_version = resource_version + 1 WHERE uuid = ?`,
+		string(ng.Status), formatTimePtr(ng.UpdatedAt), string(data), string(d.status), string(spec), ng.ServerGroupID, ng.UUID)
+	if err == nil {
+		ng.ResourceVersion++
+	}
+	return err
 }
 
 // PendingOperations counts a cluster's operations that are queued or
@@ -75,7 +141,7 @@ func (s *DB) DeleteNodeGroup(ctx context.Context, uuid string) error {
 
 // GetClusterByUUID reads a cluster of any project.
 func (s *DB) GetClusterByUUID(ctx context.Context, uuid string) (*model.Cluster, error) {
-	c, err := scanCluster(s.db.QueryRowContext(ctx, "SELECT id, data FROM clusters WHERE uuid = ?", uuid))
+	c, err := scanCluster(s.db.QueryRowContext(ctx, "SELECT "+clusterColumns+" FROM clusters WHERE uuid = ?", uuid))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fault.New(ErrNotFound, "cluster %s", uuid)
 	}
@@ -109,7 +175,7 @@ type querier interface {
 }
 
 func (s *DB) buildingClusters(ctx context.Context, q querier) ([]Building, error) {
-	rows, err := q.QueryContext(ctx, "SELECT id, data FROM clusters WHERE status IN (?, ?) ORDER BY id",
+	rows, err := q.QueryContext(ctx, "SELECT "+clusterColumns+" FROM clusters WHERE status IN (?, ?) ORDER BY id",
 		string(model.CreateInProgress), string(model.UpdateInProgress))
 	clusters, err := collect(rows, err, scanCluster)
 	if err != nil || len(clusters) == 0 {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -124,6 +125,15 @@ type migration struct {
 	version int
 	name    string
 	body    string
+	// carry, when set, rewrites existing rows after the statements, in the
+	// migration's transaction: what SQL both dialects accept cannot do.
+	carry func(ctx context.Context, tx *sql.Tx) error
+}
+
+// carriedOver are the migrations whose rows are carried over in Go, by
+// version.
+var carriedOver = map[int]func(ctx context.Context, tx *sql.Tx) error{
+	11: splitStoredDocuments,
 }
 
 // dialectTokens are the only places where a migration's SQL differs
@@ -222,7 +232,7 @@ func loadMigrations(dialect Dialect) ([]migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, migration{version: v, name: n, body: sql})
+		out = append(out, migration{version: v, name: n, body: sql, carry: carriedOver[v]})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
 	for i := 1; i < len(out); i++ {
@@ -254,7 +264,10 @@ func (s *DB) SchemaVersion(ctx context.Context) (int, error) {
 
 // Migrate applies every embedded migration newer than the database's version,
 // each in its own transaction where the backend allows DDL in transactions.
-func (s *DB) Migrate(ctx context.Context) error {
+func (s *DB) Migrate(ctx context.Context) error { return s.migrateTo(ctx, math.MaxInt) }
+
+// migrateTo applies the embedded migrations up to version upTo.
+func (s *DB) migrateTo(ctx context.Context, upTo int) error {
 	if _, err := s.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version INTEGER NOT NULL PRIMARY KEY, name VARCHAR(255) NOT NULL, applied_at VARCHAR(32) NOT NULL)`); err != nil {
 		return fmt.Errorf("store: create schema_migrations: %w", err)
@@ -271,7 +284,7 @@ func (s *DB) Migrate(ctx context.Context) error {
 		return fault.New(ErrNewerSchema, "the database's schema is at version %d, newer than this build knows (%d): a newer Magnetite migrated it; run that release or a newer one (a rolling upgrade never goes back)", current, latest)
 	}
 	for _, m := range ms {
-		if m.version <= current {
+		if m.version <= current || m.version > upTo {
 			continue
 		}
 		tx, err := s.db.BeginTx(ctx, nil)
@@ -280,6 +293,12 @@ func (s *DB) Migrate(ctx context.Context) error {
 		}
 		for _, stmt := range splitStatements(m.body) {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				tx.Rollback()
+				return fmt.Errorf("store: migration %s: %w", m.name, err)
+			}
+		}
+		if m.carry != nil {
+			if err := m.carry(ctx, tx); err != nil {
 				tx.Rollback()
 				return fmt.Errorf("store: migration %s: %w", m.name, err)
 			}

@@ -10,6 +10,9 @@ var (
 	ErrNotFound      = errors.New("store: not found")
 	ErrAmbiguousName = errors.New("store: more than one object has this name")
 	ErrConflict      = errors.New("store: conflicts with an existing object")
+	// ErrStale means a write was made from a read of a cluster or node
+	// group that another write has since changed: read again and redo it.
+	ErrStale         = errors.New("store: changed since it was read")
 	ErrReferenced    = errors.New("store: object is referenced by clusters")
 	ErrQuotaExceeded = errors.New("store: project quota exceeded")
 	ErrInvalidSort   = errors.New("store: invalid sort key")

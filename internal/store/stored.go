@@ -25,8 +25,16 @@ type StoredRow struct {
 	ProjectID string
 	// Public and Hidden are a template's flags (false for clusters).
 	Public, Hidden bool
-	// Data is the object's JSON as written.
+	// Data is the object's JSON as the API serves it: for a template the
+	// document as written, for a cluster or node group its spec and status
+	// documents spliced into one object.
 	Data []byte
+	// docs and the rest are a cluster's or node group's documents and
+	// bookkeeping, which the API never sees.
+	docs                documents
+	version, generation int64
+	applied, observed   int64
+	serverGroup         string
 }
 
 // StoredNodeGroup is a node group as the store keeps it, with the columns
@@ -40,10 +48,13 @@ type StoredNodeGroup struct {
 	NodeCount int
 }
 
+// A row written by the previous release during a rolling upgrade has no
+// documents yet (spec_json NULL): its one document, data, is read in their
+// place and split as the migration splits (splitLegacyCluster).
 const (
 	templateColumns  = "id, uuid, project_id, public, hidden, data"
-	clusterColumns   = "id, uuid, project_id, 0, 0, data"
-	nodeGroupColumns = "id, uuid, project_id, 0, 0, data, cluster_id, name, role, status, node_count"
+	clusterColumns   = "id, uuid, project_id, 0, 0, COALESCE(spec_json, data), status_json, resource_version, generation, applied_generation, observed_generation"
+	nodeGroupColumns = "id, uuid, project_id, 0, 0, COALESCE(spec_json, data), status_json, resource_version, server_group_id, cluster_id, name, role, status, node_count"
 )
 
 // scanner is a row of a query: *sql.Row or *sql.Rows.
@@ -81,11 +92,11 @@ func (r StoredRow) stored() StoredRow { return r }
 
 // decodeAll decodes the JSON of stored rows (StoredRow or a type that
 // embeds it).
-func decodeAll[R interface{ stored() StoredRow }, T any](rows []R, decode func(id int64, data []byte) (T, error)) ([]T, error) {
+func decodeAll[R interface{ stored() StoredRow }, T any](rows []R, decode func(StoredRow) (T, error)) ([]T, error) {
 	out := make([]T, len(rows))
 	for i, r := range rows {
 		var err error
-		if out[i], err = decode(r.stored().ID, r.stored().Data); err != nil {
+		if out[i], err = decode(r.stored()); err != nil {
 			return nil, err
 		}
 	}
@@ -98,11 +109,37 @@ func scanStored(row scanner) (StoredRow, error) {
 	return r, err
 }
 
+func scanStoredCluster(row scanner) (StoredRow, error) {
+	var r StoredRow
+	err := row.Scan(&r.ID, &r.UUID, &r.ProjectID, &r.Public, &r.Hidden, &r.docs.spec, &r.docs.status,
+		&r.version, &r.generation, &r.applied, &r.observed)
+	if err != nil {
+		return r, err
+	}
+	if r.docs.status == nil {
+		if r.docs, r.applied, err = splitLegacyCluster(r.docs.spec); err != nil {
+			return r, fmt.Errorf("store: decode cluster %d: %w", r.ID, err)
+		}
+	}
+	r.Data = r.docs.served()
+	return r, nil
+}
+
 func scanStoredNodeGroup(row scanner) (StoredNodeGroup, error) {
 	var g StoredNodeGroup
 	r := &g.StoredRow
-	err := row.Scan(&r.ID, &r.UUID, &r.ProjectID, &r.Public, &r.Hidden, &r.Data, &g.ClusterID, &g.Name, &g.Role, &g.Status, &g.NodeCount)
-	return g, err
+	err := row.Scan(&r.ID, &r.UUID, &r.ProjectID, &r.Public, &r.Hidden, &r.docs.spec, &r.docs.status, &r.version, &r.serverGroup,
+		&g.ClusterID, &g.Name, &g.Role, &g.Status, &g.NodeCount)
+	if err != nil {
+		return g, err
+	}
+	if r.docs.status == nil {
+		if r.docs, r.serverGroup, err = splitLegacyNodeGroup(r.docs.spec); err != nil {
+			return g, fmt.Errorf("store: decode node group %d: %w", r.ID, err)
+		}
+	}
+	r.Data = r.docs.served()
+	return g, nil
 }
 
 // collect scans every row of a query's result, given as the query returned
@@ -128,11 +165,12 @@ func collect[T any](rows *sql.Rows, err error, scan func(scanner) (T, error)) ([
 type storedKind struct {
 	table, what, cols string
 	sortable          map[string]bool
+	scan              func(scanner) (StoredRow, error)
 }
 
 var (
-	storedTemplates = storedKind{table: "cluster_templates", what: "cluster template", cols: templateColumns, sortable: templateSortable}
-	storedClusters  = storedKind{table: "clusters", what: "cluster", cols: clusterColumns, sortable: clusterSortable}
+	storedTemplates = storedKind{table: "cluster_templates", what: "cluster template", cols: templateColumns, sortable: templateSortable, scan: scanStored}
+	storedClusters  = storedKind{table: "clusters", what: "cluster", cols: clusterColumns, sortable: clusterSortable, scan: scanStoredCluster}
 )
 
 // storedByIdent finds the row of kind whose UUID or name is ident among
@@ -148,7 +186,7 @@ func (s *DB) storedByIdent(ctx context.Context, k storedKind, scope func(*pageQu
 		where := append(slices.Clone(q.where), col+" = ?")
 		args := append(slices.Clone(q.args), ident)
 		rows, err := s.db.QueryContext(ctx, "SELECT "+k.cols+" FROM "+q.table+" WHERE "+joinWhere(where), args...)
-		found, err := collect(rows, err, scanStored)
+		found, err := collect(rows, err, k.scan)
 		switch {
 		case err != nil:
 			return StoredRow{}, err
@@ -166,7 +204,7 @@ func (s *DB) storedPage(ctx context.Context, k storedKind, scope func(*pageQuery
 	q := pageQuery{table: k.table, sortable: k.sortable}
 	scope(&q)
 	rows, err := s.queryPage(ctx, q, k.cols, opts)
-	return collect(rows, err, scanStored)
+	return collect(rows, err, k.scan)
 }
 
 // StoredClusterTemplate finds a template by UUID or name within the scope.

@@ -95,7 +95,7 @@ func (s *DB) ListClusterTemplates(ctx context.Context, sc TemplateScope, opts Li
 	if err != nil {
 		return nil, err
 	}
-	return decodeAll(rows, decodeTemplate)
+	return decodeAll(rows, func(r StoredRow) (*model.ClusterTemplate, error) { return decodeTemplate(r.ID, r.Data) })
 }
 
 // UpdateClusterTemplate saves ct. While clusters use the template only a
