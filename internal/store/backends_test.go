@@ -728,7 +728,7 @@ var storeCases = []storeCase{
 			t.Errorf("bookkeeping reads observed %d, applied %d, generation %d", got.ObservedGeneration, got.AppliedGeneration, got.Generation)
 		}
 	}},
-	{"a status write keeps the spec as the API wrote it", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
+	{"a status write keeps the spec as the API wrote it, but for node_count following the autoscaler", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {
 		ct := createTemplate(t, db, template("alpha", "own", false, false))
 		ch := createCluster(t, db, "alpha", "own-1", ct.UUID, 2)
 		if _, err := db.UpdateClusterStatus(ctx, ch.Cluster.UUID, func(cl *model.Cluster, groups []*model.NodeGroup) ([]*model.NodeGroup, bool) {
@@ -744,8 +744,8 @@ var storeCases = []storeCase{
 		if got.Labels["kube_tag"] != "v1.31.1" || got.Status != model.CreateComplete {
 			t.Errorf("after a status write that touched the spec: labels %v, status %s", got.Labels, got.Status)
 		}
-		if w := workerOf(t, groups); w.NodeCount != 2 || w.ServerGroupID != "sg-1" {
-			t.Errorf("worker after a status write: %d nodes, server group %q; want 2 and sg-1", w.NodeCount, w.ServerGroupID)
+		if w := workerOf(t, groups); w.NodeCount != 9 || w.ServerGroupID != "sg-1" || w.Name != "default-worker" {
+			t.Errorf("worker after a status write: %q, %d nodes, server group %q; want default-worker, 9 (the autoscaler's) and sg-1", w.Name, w.NodeCount, w.ServerGroupID)
 		}
 	}},
 	{"a change read before a delete cannot commit after it", func(t *testing.T, db *store.DB, _ func() (*store.DB, error)) {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -18,7 +19,9 @@ type StatusMutation func(c *model.Cluster, ngs []*model.NodeGroup) (changedGroup
 // rows' locks inside one transaction, applies fn and writes what the
 // conductor owns of the result: the status documents and the bookkeeping
 // (applied and observed generation, server groups). The spec is the API's:
-// a change fn makes to it is not written. Since fn always works on the rows
+// a change fn makes to it is not written, but for a node group's
+// node_count, which follows what the cluster autoscaler chose (as on
+// Magnum). Since fn always works on the rows
 // as they are, a status write never undoes a change the API committed
 // before it, and the API's writes made from older reads fail as stale
 // (every write raises the rows' versions). A cluster that no longer exists
@@ -62,6 +65,10 @@ func (s *DB) UpdateClusterStatus(ctx context.Context, uuid string, fn StatusMuta
 			spec, ok := specs[ng.UUID]
 			if !ok {
 				return fmt.Errorf("store: a status write of cluster %s names node group %s, which is not the cluster's", uuid, ng.UUID)
+			}
+			spec, err := followedNodeCount(spec, ng.NodeCount)
+			if err != nil {
+				return err
 			}
 			if err := writeNodeGroupStatus(ctx, tx, ng, spec); err != nil {
 				return err
@@ -202,4 +209,20 @@ func (s *DB) buildingClusters(ctx context.Context, q querier) ([]Building, error
 		out = append(out, Building{Cluster: c, Template: ct, NodeGroups: groups[c.UUID]})
 	}
 	return out, nil
+}
+
+// followedNodeCount is a node group's spec document with its node_count set
+// to n: the one spec field the conductor writes, when the cluster
+// autoscaler has moved the group. The row's lock is held and its version
+// raised, so an API write read before it is redone from a new read.
+func followedNodeCount(spec []byte, n int) ([]byte, error) {
+	var ng model.NodeGroup
+	if err := json.Unmarshal(spec, &ng); err != nil {
+		return nil, fmt.Errorf("store: read a node group's spec: %w", err)
+	}
+	if ng.NodeCount == n {
+		return spec, nil
+	}
+	ng.NodeCount = n
+	return json.Marshal(nodeGroupSpec{NodeGroup: &ng})
 }
