@@ -114,9 +114,12 @@ func writeNodeGroupStatus(ctx context.Context, tx *sql.Tx, ng *model.NodeGroup, 
 	if err != nil {
 		return err
 	}
+	// node_count is the column the cluster's counts and quotas are summed
+	// from; it moves with the spec (followedNodeCount).
 	_, err = tx.ExecContext(ctx, `UPDATE nodegroups SET status = ?, updated_at = ?, data = ?, status_json = ?, spec_json = ?,
-		server_group_id = ?, resource_version = resource_version + 1 WHERE uuid = ?`,
-		string(ng.Status), formatTimePtr(ng.UpdatedAt), string(data), string(d.status), string(spec), ng.ServerGroupID, ng.UUID)
+		server_group_id = ?, node_count = ?, resource_version = resource_version + 1 WHERE uuid = ?`,
+		string(ng.Status), formatTimePtr(ng.UpdatedAt), string(data), string(d.status), string(spec), ng.ServerGroupID,
+		specNodeCount(spec, ng.NodeCount), ng.UUID)
 	if err == nil {
 		ng.ResourceVersion++
 	}
@@ -225,4 +228,16 @@ func followedNodeCount(spec []byte, n int) ([]byte, error) {
 	}
 	ng.NodeCount = n
 	return json.Marshal(nodeGroupSpec{NodeGroup: &ng})
+}
+
+// specNodeCount is the node_count a node group's spec document holds (the
+// count written), or fallback when the document cannot be read.
+func specNodeCount(spec []byte, fallback int) int {
+	var doc struct {
+		NodeCount *int `json:"node_count"`
+	}
+	if json.Unmarshal(spec, &doc) != nil || doc.NodeCount == nil {
+		return fallback
+	}
+	return *doc.NodeCount
 }
