@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -76,6 +77,8 @@ type runner struct {
 	// times are each package's elapsed seconds, per run.
 	times map[string][]float64
 	order []string
+	// testTimes is each top-level test's longest time over the runs.
+	testTimes map[string]float64
 }
 
 // runOnce is one run of the suite: the packages on a run-wide plane, then
@@ -158,6 +161,8 @@ type event struct {
 type result struct {
 	failed  []string // "package Test", or "package" when it failed outside any test
 	elapsed map[string]float64
+	// tests holds each top-level test's time, by "package Test".
+	tests   map[string]float64
 	ownCAPD map[string][]string // package: top-level tests that skipped for a CAPD of their own
 }
 
@@ -202,7 +207,7 @@ func (r *runner) goTest(env, pkgs, extra []string, phase string) result {
 
 // parse reads go test -json from in and writes the readable account to w.
 func parse(in io.Reader, w io.Writer) result {
-	res := result{elapsed: map[string]float64{}, ownCAPD: map[string][]string{}}
+	res := result{elapsed: map[string]float64{}, tests: map[string]float64{}, ownCAPD: map[string][]string{}}
 	// Output of each test (package + " " + test) and of each package
 	// outside its tests, kept until the test or package ends.
 	buf := map[string]*strings.Builder{}
@@ -229,6 +234,7 @@ func parse(in io.Reader, w io.Writer) result {
 		case e.Action == "output":
 			text(key).WriteString(e.Output)
 		case e.Test != "" && e.Action == "fail":
+			res.noteTest(e)
 			fmt.Fprint(w, text(key).String())
 			res.failed = append(res.failed, key)
 			delete(buf, key)
@@ -241,6 +247,7 @@ func parse(in io.Reader, w io.Writer) result {
 			}
 			delete(buf, key)
 		case e.Test != "" && e.Action == "pass":
+			res.noteTest(e)
 			delete(buf, key)
 		case e.Test == "" && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip"):
 			res.elapsed[e.Package] = e.Elapsed
@@ -268,12 +275,25 @@ func parse(in io.Reader, w io.Writer) result {
 	return res
 }
 
+// noteTest records the time of a top-level test that ended.
+func (res result) noteTest(e event) {
+	if !strings.Contains(e.Test, "/") {
+		res.tests[e.Package+" "+e.Test] = e.Elapsed
+	}
+}
+
 func (r *runner) record(res result) {
 	for _, f := range res.failed {
 		r.failures[f]++
 	}
 	if r.times == nil {
 		r.times = map[string][]float64{}
+	}
+	if r.testTimes == nil {
+		r.testTimes = map[string]float64{}
+	}
+	for test, s := range res.tests {
+		r.testTimes[test] = max(r.testTimes[test], s)
 	}
 	for pkg, s := range res.elapsed {
 		if _, ok := r.times[pkg]; !ok {
@@ -297,6 +317,15 @@ func (r *runner) summary(runs int) int {
 			s = append(s, fmt.Sprintf("%.1f", t))
 		}
 		fmt.Printf("%-70s %s\n", pkg, strings.Join(s, " "))
+	}
+	tests := slices.Collect(maps.Keys(r.testTimes))
+	sort.Slice(tests, func(i, j int) bool { return r.testTimes[tests[i]] > r.testTimes[tests[j]] })
+	fmt.Println("== slowest tests (seconds, longest run)")
+	for i, test := range tests {
+		if i == 20 || r.testTimes[test] < 1 {
+			break
+		}
+		fmt.Printf("%-100s %.1f\n", strings.TrimPrefix(test, "github.com/magnetite-io/magnetite/"), r.testTimes[test])
 	}
 	if len(r.failures) == 0 {
 		fmt.Printf("== PASS (%d run(s))\n", runs)

@@ -68,6 +68,7 @@ type resizeFleet struct {
 	ctx context.Context
 	srv *testapi.Server
 	dc  dynamic.Interface
+	mc  *mgmt.Client
 	// applied tells, per cluster UUID, the worker count its Cluster
 	// object's topology last showed.
 	applied *appliedCounts
@@ -125,7 +126,7 @@ func startResizeFleet(b *testing.B, clusters int) *resizeFleet {
 			}
 		}
 	}()
-	f := &resizeFleet{ctx: ctx, srv: srv, dc: dc, applied: newAppliedCounts()}
+	f := &resizeFleet{ctx: ctx, srv: srv, dc: dc, mc: mc, applied: newAppliedCounts()}
 	watchDone := f.watchClusters(b)
 	b.Cleanup(func() {
 		cancel()
@@ -169,6 +170,7 @@ func (f *resizeFleet) create(b *testing.B, n int) []string {
 func (f *resizeFleet) resizeAll(b *testing.B, ids []string, workers int) {
 	b.Helper()
 	sent := make([]time.Time, len(ids))
+	before := f.mc.Requests()
 	b.ResetTimer()
 	start := time.Now()
 	f.parallel(b, len(ids), func(i int) error {
@@ -181,6 +183,11 @@ func (f *resizeFleet) resizeAll(b *testing.B, ids []string, workers int) {
 	testenv.WaitEvery(b, fmt.Sprintf("%d resizes to reach the management cluster", len(ids)), 10*time.Minute, 100*time.Millisecond,
 		f.applied.progress(ids, workers))
 	b.StopTimer()
+	after := f.mc.Requests()
+	var sum int64
+	for method, n := range after {
+		sum += n - before[method]
+	}
 	lags := make([]time.Duration, len(ids))
 	var last time.Time
 	for i, id := range ids {
@@ -196,8 +203,11 @@ func (f *resizeFleet) resizeAll(b *testing.B, ids []string, workers int) {
 	b.ReportMetric(total.Seconds(), "burst-s")
 	b.ReportMetric(float64(pct(0.50).Milliseconds()), "p50-ms")
 	b.ReportMetric(float64(pct(0.99).Milliseconds()), "p99-ms")
-	b.Logf("%d resizes to %d workers: requests answered in %s, all applied in %s; a resize's apply p50 %s p99 %s max %s",
-		len(ids), workers, requested.Round(time.Millisecond), total.Round(time.Millisecond), pct(0.50), pct(0.99), lags[len(lags)-1])
+	b.ReportMetric(float64(sum)/float64(len(ids)), "mgmt-requests/resize")
+	b.Logf("%d resizes to %d workers: requests answered in %s, all applied in %s; a resize's apply p50 %s p99 %s max %s; "+
+		"the conductor sent the management cluster %d requests (before %v, after %v)",
+		len(ids), workers, requested.Round(time.Millisecond), total.Round(time.Millisecond), pct(0.50), pct(0.99), lags[len(lags)-1],
+		sum, before, after)
 }
 
 // watchClusters records, from a watch of every namespace's Cluster

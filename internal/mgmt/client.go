@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -63,6 +64,8 @@ type Client struct {
 	resources         map[string]Resource
 	discoveredAt      time.Time
 	discoveryFindings []Finding
+
+	requests *requestCounts
 }
 
 // New loads the kubeconfig named in opts and returns a client. A kubeconfig
@@ -101,6 +104,8 @@ func NewForConfig(cfg *rest.Config, opts Options) (*Client, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "magnetite"
 	}
+	requests := &requestCounts{}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, counts: requests} })
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mgmt: %w", err)
@@ -120,7 +125,7 @@ func NewForConfig(cfg *rest.Config, opts Options) (*Client, error) {
 	if err := validPrefix(prefix); err != nil {
 		return nil, err
 	}
-	return &Client{cfg: cfg, dyn: dyn, disc: disc, kinds: table, overrides: overrides, prefix: prefix, log: log}, nil
+	return &Client{cfg: cfg, dyn: dyn, disc: disc, kinds: table, overrides: overrides, prefix: prefix, log: log, requests: requests}, nil
 }
 
 // Kinds is the client's table of the kinds Magnetite uses: BaseKinds and
