@@ -2,17 +2,14 @@ package conductor
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
-	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
 
 // TestTenQuickChangesAreAppliedOnce: ten PATCHes of one cluster's
@@ -22,10 +19,7 @@ func TestTenQuickChangesAreAppliedOnce(t *testing.T) {
 	ctx := context.Background()
 	p := startPlane(t, 2, nil)
 	cl := p.create(t, "patched")
-	testenv.WaitFor(t, "create applied", time.Minute, func() (bool, string) {
-		n, err := p.st.PendingOperations(ctx, cl.UUID)
-		return err == nil && n == 0, "operations pending"
-	})
+	p.settled(t, cl, "create applied")
 	applies := func() int {
 		events, err := p.st.ListEvents(ctx, cl.UUID, store.EventQuery{})
 		if err != nil {
@@ -68,10 +62,7 @@ func TestTenQuickChangesAreAppliedOnce(t *testing.T) {
 		p.c.Notify()
 		ops = append(ops, op.UUID)
 	}
-	testenv.WaitFor(t, "every change done", time.Minute, func() (bool, string) {
-		n, err := p.st.PendingOperations(ctx, cl.UUID)
-		return err == nil && n == 0, fmt.Sprintf("%d operations pending", n)
-	})
+	p.settled(t, cl, "every change done")
 	for _, id := range ops {
 		op, err := p.st.GetOperation(ctx, id)
 		if err != nil || op.State != model.OpSucceeded {

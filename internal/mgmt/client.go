@@ -66,6 +66,10 @@ type Client struct {
 	discoveryFindings []Finding
 
 	requests *requestCounts
+
+	// ensured holds when each namespace was last ensured.
+	nsMu    sync.Mutex
+	ensured map[string]time.Time
 }
 
 // New loads the kubeconfig named in opts and returns a client. A kubeconfig
@@ -260,6 +264,10 @@ func (c *Client) Apply(ctx context.Context, owner Owner, obj *unstructured.Unstr
 	out, err := c.resourceClient(r, obj.GetNamespace()).Apply(ctx, obj.GetName(), obj,
 		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 	if err != nil {
+		if obj.GetNamespace() != "" {
+			// The namespace may be gone or going: ensure it again.
+			c.rememberNamespace(obj.GetNamespace(), false)
+		}
 		return nil, fmt.Errorf("mgmt: apply %s %s/%s (%s): %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), r.APIVersion(), err)
 	}
 	return out, nil
