@@ -22,7 +22,9 @@ import (
 var ErrKindNotServed = errors.New("mgmt: kind not served by the management cluster")
 
 // rediscoverAfter bounds how often a lookup of an unserved kind may trigger a
-// new discovery (CRDs installed after Magnetite started are then found).
+// new discovery (CRDs installed after Magnetite started are then found), and
+// how old the versions a render is given may be (a provider upgraded while
+// Magnetite runs is then written at the version it now serves).
 const rediscoverAfter = 10 * time.Second
 
 // Discover reads the API groups and resources the management cluster serves
@@ -80,14 +82,22 @@ func (c *Client) Resource(ctx context.Context, kind string) (Resource, error) {
 }
 
 // APIVersions maps every served kind to the apiVersion its objects must
-// carry, for the renderer to stamp on what it produces.
+// carry, for the renderer to stamp on what it produces. A discovery older
+// than rediscoverAfter is made again first: a kind Magnetite already finds
+// served keeps being served when its provider is upgraded (CAPO v0.15 serves
+// v1beta1 beside v1beta2), so only this tells Magnetite to write the version
+// it prefers. When that discovery fails, the last one is used.
 func (c *Client) APIVersions(ctx context.Context) (map[string]string, error) {
 	c.mu.RLock()
 	empty := c.discoveredAt.IsZero()
+	stale := time.Since(c.discoveredAt) > rediscoverAfter
 	c.mu.RUnlock()
-	if empty {
+	if stale {
 		if err := c.Discover(ctx); err != nil {
-			return nil, err
+			if empty {
+				return nil, err
+			}
+			c.log.Warn("management cluster: discovery failed; rendering at the versions found before", "err", err)
 		}
 	}
 	c.mu.RLock()
