@@ -17,9 +17,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/conductor"
@@ -210,30 +211,31 @@ func (f *resizeFleet) resizeAll(b *testing.B, ids []string, workers int) {
 		sum, before, after)
 }
 
-// watchClusters records, from a watch of every namespace's Cluster
+// watchClusters records, from an informer on every namespace's Cluster
 // objects, each cluster's default-worker count and when it was first seen.
+// An informer, unlike a bare watch, lists and watches again when the API
+// server ends a watch (as a loaded one does), so no change goes unseen.
 func (f *resizeFleet) watchClusters(b *testing.B) <-chan struct{} {
-	done := make(chan struct{})
-	w, err := f.dc.Resource(clusterGVR).Namespace(metav1.NamespaceAll).Watch(f.ctx, metav1.ListOptions{
-		LabelSelector: mgmt.LabelManagedBy + "=" + mgmt.ManagedByValue})
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() {
-		defer close(done)
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			if ev.Type != watch.Added && ev.Type != watch.Modified {
-				continue
-			}
-			obj, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok {
-				continue
-			}
-			if n, ok := defaultWorkers(obj); ok {
-				f.applied.see(obj.GetLabels()[mgmt.LabelClusterUUID], n, time.Now())
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(f.dc, 0, metav1.NamespaceAll, func(o *metav1.ListOptions) {
+		o.LabelSelector = mgmt.LabelManagedBy + "=" + mgmt.ManagedByValue
+	})
+	see := func(obj any) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			if n, ok := defaultWorkers(u); ok {
+				f.applied.see(u.GetLabels()[mgmt.LabelClusterUUID], n, time.Now())
 			}
 		}
+	}
+	inf := factory.ForResource(clusterGVR).Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, obj any) { see(obj) }}); err != nil {
+		b.Fatal(err)
+	}
+	factory.Start(f.ctx.Done())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-f.ctx.Done()
+		factory.Shutdown()
 	}()
 	return done
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -64,6 +65,7 @@ type Client struct {
 	resources         map[string]Resource
 	discoveredAt      time.Time
 	discoveryFindings []Finding
+	discovering       singleflight.Group
 
 	requests *requestCounts
 

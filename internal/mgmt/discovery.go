@@ -30,10 +30,18 @@ const rediscoverAfter = 10 * time.Second
 // Discover reads the API groups and resources the management cluster serves
 // and resolves every kind of the client's table, applying the configured overrides. It
 // keeps partial results when some API groups fail to answer.
+//
+// Callers that find discovery stale at once (every worker rendering in a
+// burst) share one: discovery is a request per API group.
 func (c *Client) Discover(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	_, err, _ := c.discovering.Do("discover", func() (any, error) { return nil, c.discover() })
+	return err
+}
+
+func (c *Client) discover() error {
 	groups, lists, err := c.disc.ServerGroupsAndResources()
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		return fmt.Errorf("mgmt: discover served API versions: %w", err)
@@ -42,8 +50,14 @@ func (c *Client) Discover(ctx context.Context) error {
 		c.log.Warn("management cluster: some API groups failed discovery", "err", err)
 	}
 	resolved, findings := resolveKinds(groups, lists, c.kinds, c.overrides)
+	c.mu.RLock()
+	known := c.discoveryFindings
+	c.mu.RUnlock()
 	for _, f := range findings {
-		c.log.Warn("management cluster: "+f.Message, "check", f.Check)
+		// Discovery runs every few seconds: say each finding once.
+		if !slices.Contains(known, f) {
+			c.log.Warn("management cluster: "+f.Message, "check", f.Check)
+		}
 	}
 	c.mu.Lock()
 	c.resources = resolved
