@@ -86,4 +86,10 @@ func TestTenQuickChangesAreAppliedOnce(t *testing.T) {
 	if r, _, _ := unstructured.NestedInt64(mds[0].(map[string]any), "replicas"); r != 11 {
 		t.Errorf("the worker machine deployment has %d replicas, want the last size asked for, 11", r)
 	}
+	// The cluster's own generation rose with each change; the one apply
+	// observed the last.
+	final, _ := p.cluster(t, cl.UUID)
+	if final.ObservedGeneration != final.Generation || final.Generation < 11 {
+		t.Errorf("the cluster is at generation %d and observed %d, want the ten changes' generation observed", final.Generation, final.ObservedGeneration)
+	}
 }
