@@ -10,6 +10,10 @@
 //
 // --repeat N runs it all N times, each on a fresh plane, and ends with how
 // often each test failed: the flake gate.
+//
+// It ends with the slowest packages, the CPU each package's test binary and
+// the processes it ran spent (the suite shares two cores in CI, so this is
+// what a package costs the others; see cpu.go), and the slowest tests.
 package main
 
 import (
@@ -35,6 +39,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 2 && os.Args[1] == execCPUFlag {
+		os.Exit(execCPU(os.Args[2:]))
+	}
 	repeat := flag.Int("repeat", 1, "run the packages this many times, each on a fresh plane, and report failures per test")
 	parallel := flag.Int("parallel", 8, "go test -parallel: parallel tests mostly wait on processes, not on the CPU")
 	packages := flag.Int("p", 4, "go test -p, how many packages build and run at once: twice the 2 cores of CI, as most tests wait on processes")
@@ -46,6 +53,7 @@ func main() {
 		pkgs = []string{"./..."}
 	}
 	r := &runner{parallel: *parallel, packages: *packages, timeout: *timeout, failures: map[string]int{}}
+	r.cpuLog = cpuLogPath()
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
@@ -79,6 +87,23 @@ type runner struct {
 	order []string
 	// testTimes is each top-level test's longest time over the runs.
 	testTimes map[string]float64
+	// cpuLog is the file the test binaries' CPU times go to, empty when
+	// none can be kept.
+	cpuLog string
+}
+
+// cpuLogPath is a new, empty file for the run's CPU times, under _output
+// (git ignores it) when testrun runs from the repository's root.
+func cpuLogPath() string {
+	dir := "_output/test"
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ""
+	}
+	path, err := filepath.Abs(filepath.Join(dir, "cpu.log"))
+	if err != nil || os.WriteFile(path, nil, 0o600) != nil {
+		return ""
+	}
+	return path
 }
 
 // runOnce is one run of the suite: the packages on a run-wide plane, then
@@ -171,6 +196,12 @@ type result struct {
 // Its packages' times are recorded under their names and phase.
 func (r *runner) goTest(env, pkgs, extra []string, phase string) result {
 	args := append([]string{"test", "-count=1", "-json", "-timeout", r.timeout.String(), "-p", fmt.Sprint(r.packages), "-parallel", fmt.Sprint(r.parallel)}, extra...)
+	if r.cpuLog != "" {
+		if self, err := os.Executable(); err == nil {
+			args = append(args, "-exec", self+" "+execCPUFlag)
+			env = append(slices.Clone(env), cpuLogEnv+"="+r.cpuLog)
+		}
+	}
 	cmd := exec.Command("go", append(args, pkgs...)...)
 	cmd.Env = env
 	cmd.Stderr = os.Stderr
@@ -318,6 +349,7 @@ func (r *runner) summary(runs int) int {
 		}
 		fmt.Printf("%-70s %s\n", pkg, strings.Join(s, " "))
 	}
+	r.printCPU()
 	tests := slices.Collect(maps.Keys(r.testTimes))
 	sort.Slice(tests, func(i, j int) bool { return r.testTimes[tests[i]] > r.testTimes[tests[j]] })
 	fmt.Println("== slowest tests (seconds, longest run)")
@@ -366,4 +398,28 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// printCPU prints the CPU time the packages' test binaries and their
+// processes spent, most first, and the whole run's.
+func (r *runner) printCPU() {
+	if r.cpuLog == "" {
+		return
+	}
+	root, _ := os.Getwd()
+	cpu, err := readCPU(r.cpuLog, root)
+	if err != nil || len(cpu) == 0 {
+		return
+	}
+	var total float64
+	for _, c := range cpu {
+		total += c.user + c.sys
+	}
+	fmt.Printf("== CPU of the test binaries and their processes (seconds: user+system, all runs): %.0f in all\n", total)
+	for i, c := range cpu {
+		if i == 20 || c.user+c.sys < 1 {
+			break
+		}
+		fmt.Printf("%-70s %7.1f (%.1f + %.1f)\n", c.pkg, c.user+c.sys, c.user, c.sys)
+	}
 }
