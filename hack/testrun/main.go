@@ -195,7 +195,13 @@ type result struct {
 // end and the output of each failing test.
 // Its packages' times are recorded under their names and phase.
 func (r *runner) goTest(env, pkgs, extra []string, phase string) result {
-	args := append([]string{"test", "-count=1", "-json", "-timeout", r.timeout.String(), "-p", fmt.Sprint(r.packages), "-parallel", fmt.Sprint(r.parallel)}, extra...)
+	args := append([]string{"test", "-count=1", "-json", "-timeout", r.timeout.String(), "-p", fmt.Sprint(r.packages), "-parallel", fmt.Sprint(r.parallel),
+		// hack/test.sh vets every package (all of vet's checks) before.
+		"-vet=off",
+		// Test binaries without DWARF link in half the CPU (stack traces
+		// keep their files and lines); on a fresh machine every one of
+		// the suite's sixty is linked.
+		"-ldflags=-s -w"}, extra...)
 	if r.cpuLog != "" {
 		if self, err := os.Executable(); err == nil {
 			args = append(args, "-exec", self+" "+execCPUFlag)
