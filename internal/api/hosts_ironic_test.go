@@ -19,6 +19,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/baremetal"
 	"github.com/magnetite-io/magnetite/internal/baremetal/ironic"
 	"github.com/magnetite-io/magnetite/internal/testing/testapi"
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 	"github.com/magnetite-io/magnetite/internal/testing/testironic"
 )
 
@@ -283,7 +284,16 @@ func TestHostInventoryAgainstIronic(t *testing.T) {
 		inspected := time.Since(inspectStart)
 
 		// Ironic's fake inspection finds nothing; write what an inspection
-		// reports into the node's properties and see it summarised.
+		// reports into the node's properties and see it summarised. Ironic
+		// records the inspection's end a moment before the node leaves
+		// "inspecting", and refuses updates until it has.
+		testenv.WaitFor(t, "Ironic to end the inspection", time.Minute, func() (bool, string) {
+			n, err := nodes.Get(context.Background(), f.ironic, h.UUID).Extract()
+			if err != nil {
+				return false, err.Error()
+			}
+			return n.ProvisionState == "manageable", "provision state " + n.ProvisionState
+		})
 		_, err = nodes.Update(context.Background(), f.ironic, h.UUID, nodes.UpdateOpts{
 			nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/cpus", Value: 32},
 			nodes.UpdateOperation{Op: nodes.AddOp, Path: "/properties/cpu_arch", Value: "x86_64"},
