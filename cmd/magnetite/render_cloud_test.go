@@ -58,9 +58,9 @@ const publicNetID = "9c8b7a65-4321-4fed-8cba-0987654321a0"
 // create because Nova or Neutron would (a zone Nova does not have, a
 // bare-metal control plane spread over every zone, image boot on a zero-disk
 // flavor, hard anti-affinity over more Ironic machines than nova-compute
-// hosts, a floating IP without a router to its network, a load balancer or
-// floating IP the cloud does not offer), render says the same, and the
-// fix the message names renders.
+// hosts, a floating IP without a router to its network, a load balancer,
+// floating IP, root volume or Cinder CSI driver the cloud does not offer),
+// render says the same, and the fix the message names renders.
 func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 	type variant struct {
 		edit  func(tmpl, cluster map[string]any)
@@ -73,12 +73,16 @@ func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 		return m["labels"].(map[string]any)
 	}
 	twoZones := func(f map[string]any) { f["availability_zones"] = []any{"az1", "az2"} }
+	withoutCinder := func(f map[string]any) {
+		f["services"] = map[string]any{"floating_ips": true, "load_balancers": true, "block_storage": false}
+	}
 	cases := []struct {
 		name, base string
 		refused    variant
 		want       []string
 		fixed      variant
-		rendered   string
+		// rendered is in the objects once fixed, absent is not.
+		rendered, absent string
 	}{
 		{name: "an availability_zone Nova does not have", base: "mixed",
 			refused: variant{edit: func(_, c map[string]any) {
@@ -89,6 +93,11 @@ func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 				labels(c)["availability_zone"] = "az2"
 			}, facts: twoZones},
 			rendered: "failureDomain: az2"},
+		{name: "control_plane_availability_zones naming a zone Nova does not have", base: "mixed",
+			refused:  variant{edit: func(tmpl, _ map[string]any) { labels(tmpl)["control_plane_availability_zones"] = "az1,az3" }, facts: twoZones},
+			want:     []string{"control_plane_availability_zones names az3, which is not one of Nova's availability zones (az1, az2); name only those"},
+			fixed:    variant{edit: func(tmpl, _ map[string]any) { labels(tmpl)["control_plane_availability_zones"] = "az1,az2" }, facts: twoZones},
+			rendered: "controlPlaneAvailabilityZones:"},
 		{name: "a bare-metal control plane left to every zone", base: "bm-only",
 			refused:  variant{facts: twoZones},
 			want:     []string{"set control_plane_availability_zones to the zones that hold them", "flavor bm.standard"},
@@ -139,6 +148,16 @@ func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 					f["services"] = map[string]any{"floating_ips": true, "load_balancers": false, "block_storage": true}
 				}},
 			rendered: "enabled: false"},
+		{name: "a root volume on a cloud without Cinder", base: "mixed",
+			refused:  variant{edit: func(tmpl, _ map[string]any) { labels(tmpl)["boot_volume_size"] = "40" }, facts: withoutCinder},
+			want:     []string{"boot_volume_size=40 asks for a Cinder root volume but the cloud has no Cinder", "remove the label"},
+			fixed:    variant{facts: withoutCinder},
+			rendered: "kind: OpenStackMachineTemplate", absent: "rootVolume"},
+		{name: "the Cinder CSI driver on a cloud without Cinder", base: "mixed",
+			refused:  variant{edit: func(tmpl, _ map[string]any) { labels(tmpl)["cinder_csi_enabled"] = "true" }, facts: withoutCinder},
+			want:     []string{"cinder_csi_enabled=true but the cloud has no Cinder", "set it to false"},
+			fixed:    variant{edit: func(tmpl, _ map[string]any) { labels(tmpl)["cinder_csi_enabled"] = "false" }, facts: withoutCinder},
+			rendered: "kind: Cluster\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,6 +184,9 @@ func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 			}
 			if !strings.Contains(out, tc.rendered) {
 				t.Errorf("after the fix the objects lack %q", tc.rendered)
+			}
+			if tc.absent != "" && strings.Contains(out, tc.absent) {
+				t.Errorf("after the fix the objects still hold %q", tc.absent)
 			}
 			if tc.base == "mixed" && tc.fixed.facts != nil && strings.Contains(tc.name, "without routers") &&
 				!strings.Contains(errOut, "warning: the cloud's Neutron has no L3 extension") {
