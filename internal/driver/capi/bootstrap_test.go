@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
@@ -85,14 +84,7 @@ func TestEveryOSProfileBootsTheControlPlaneClusterAPIWrites(t *testing.T) {
 			name := p.name + "-" + strings.ReplaceAll(version, ".", "-")
 			req.Cluster.Name, req.Cluster.StackID = name, &name
 			req.Cluster.UUID = fmt.Sprintf("%s%04x", req.Cluster.UUID[:len(req.Cluster.UUID)-4], len(clusters))
-			// The case's labels are merged into its cluster's and node
-			// groups' when it is read: set them in each.
-			for _, l := range append([]*map[string]string{&req.Template.Labels, &req.Cluster.Labels}, nodeGroupLabels(req)...) {
-				if *l == nil {
-					*l = map[string]string{}
-				}
-				(*l)["kube_tag"], (*l)["extra_files"] = version, extraFiles
-			}
+			testbootstrap.SetLabels(req, map[string]string{"kube_tag": version, "extra_files": extraFiles})
 			res := mustRender(t, req)
 			var clusterName string
 			for _, o := range res.Objects {
@@ -164,14 +156,6 @@ func TestEveryOSProfileBootsTheControlPlaneClusterAPIWrites(t *testing.T) {
 			}
 		})
 	}
-}
-
-func nodeGroupLabels(req driver.Request) []*map[string]string {
-	var out []*map[string]string
-	for _, ng := range req.NodeGroups {
-		out = append(out, &ng.Labels)
-	}
-	return out
 }
 
 // flatcarKubeadmConfig reads Ignition bootstrap data as a Flatcar server

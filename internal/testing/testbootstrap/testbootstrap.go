@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
+	"github.com/magnetite-io/magnetite/internal/driver"
 	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 	"github.com/magnetite-io/magnetite/internal/testing/testproc"
 )
@@ -439,4 +440,23 @@ func resource(t testing.TB, mapper meta.RESTMapper, group, kind string) schema.G
 		t.Fatal(err)
 	}
 	return m.Resource
+}
+
+// SetLabels sets labels on a request's template, cluster and node groups:
+// a case's template labels were merged into its cluster's and node
+// groups' when it was read, so a label changed on the template alone
+// would not reach the nodes.
+func SetLabels(req driver.Request, labels map[string]string) {
+	maps := []*map[string]string{&req.Template.Labels, &req.Cluster.Labels}
+	for _, ng := range req.NodeGroups {
+		maps = append(maps, &ng.Labels)
+	}
+	for _, m := range maps {
+		if *m == nil {
+			*m = map[string]string{}
+		}
+		for k, v := range labels {
+			(*m)[k] = v
+		}
+	}
 }

@@ -35,7 +35,7 @@ func TestMetal3ControlPlaneBootsTheCloudConfigClusterAPIWrites(t *testing.T) {
 		name := "boot-" + strings.ReplaceAll(version, ".", "-")
 		req.Cluster.Name, req.Cluster.StackID = name, &name
 		req.Cluster.UUID = fmt.Sprintf("%s%04x", req.Cluster.UUID[:len(req.Cluster.UUID)-4], 0xb00+i)
-		req.Template.Labels["kube_tag"] = version
+		testbootstrap.SetLabels(req, map[string]string{"kube_tag": version})
 		res := render(t, req, "v1beta2")
 		var clusterName string
 		for _, o := range res.Objects {
