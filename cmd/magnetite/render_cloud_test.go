@@ -59,7 +59,8 @@ const publicNetID = "9c8b7a65-4321-4fed-8cba-0987654321a0"
 // bare-metal control plane spread over every zone, image boot on a zero-disk
 // flavor, hard anti-affinity over more Ironic machines than nova-compute
 // hosts, a floating IP without a router to its network, a load balancer,
-// floating IP, root volume or Cinder CSI driver the cloud does not offer),
+// floating IP, root volume or Cinder CSI driver the cloud does not offer,
+// an API that would get neither a load balancer nor a floating IP),
 // render says the same, and the fix the message names renders.
 func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 	type variant struct {
@@ -73,6 +74,9 @@ func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 		return m["labels"].(map[string]any)
 	}
 	twoZones := func(f map[string]any) { f["availability_zones"] = []any{"az1", "az2"} }
+	withoutL3 := func(f map[string]any) {
+		f["services"] = map[string]any{"floating_ips": false, "load_balancers": true, "block_storage": true}
+	}
 	withoutCinder := func(f map[string]any) {
 		f["services"] = map[string]any{"floating_ips": true, "load_balancers": true, "block_storage": false}
 	}
@@ -148,6 +152,12 @@ func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 					f["services"] = map[string]any{"floating_ips": true, "load_balancers": false, "block_storage": true}
 				}},
 			rendered: "enabled: false"},
+		{name: "an API without a load balancer or a floating IP", base: "os-debian",
+			refused: variant{facts: withoutL3},
+			want: []string{"the Kubernetes API would get neither a load balancer (master_lb_enabled is false) nor a floating IP (the cloud's Neutron has no L3 extension)",
+				"unable to determine control plane endpoint", "use a cluster template with master_lb_enabled=true"},
+			fixed:    variant{edit: func(tmpl, _ map[string]any) { tmpl["master_lb_enabled"] = true }, facts: withoutL3},
+			rendered: "enabled: true"},
 		{name: "a root volume on a cloud without Cinder", base: "mixed",
 			refused:  variant{edit: func(tmpl, _ map[string]any) { labels(tmpl)["boot_volume_size"] = "40" }, facts: withoutCinder},
 			want:     []string{"boot_volume_size=40 asks for a Cinder root volume but the cloud has no Cinder", "remove the label"},

@@ -185,18 +185,43 @@ func TestCreateRefusesWhatNovaOrNeutronWouldRefuse(t *testing.T) {
 
 // TestCreateRefusesWhatACloudWithoutL3OrOctaviaCannotGive: a load balancer
 // on a cloud without Octavia, and a floating IP asked for by label on a
-// cloud without routers, are refused at create; without the label the
-// cluster is accepted and gets no floating IP.
+// cloud without routers, are refused at create, and so is a cluster whose
+// API would get neither (CAPO has no other address for it); what the cloud
+// can give is accepted: a floating IP without Octavia, a load balancer
+// without routers (its address on the cluster network).
 func TestCreateRefusesWhatACloudWithoutL3OrOctaviaCannotGive(t *testing.T) {
 	t.Parallel()
-	w := startCloudWorld(t, testcloud.WithoutL3, testcloud.WithoutOctavia)
-	w.template("lb", map[string]any{"master_lb_enabled": true})
-	w.template("plain", nil)
-	w.refusedThenAccepted(t, cluster("balanced", "lb", 1, nil), cluster("balanced", "plain", 1, nil),
-		"master_lb_enabled is set but the cloud has no Octavia", "master_lb_enabled=false")
-	w.refusedThenAccepted(t, cluster("floating", "plain", 1, map[string]string{"master_lb_floating_ip_enabled": "true"}),
-		cluster("floating", "plain", 1, nil),
-		"Neutron has no L3 extension (no routers or floating IPs), so the API cannot get a floating IP")
+	noEndpoint := "the Kubernetes API would get neither a load balancer (master_lb_enabled is false) nor a floating IP"
+	t.Run("without Octavia", func(t *testing.T) {
+		t.Parallel()
+		w := startCloudWorld(t, testcloud.WithoutOctavia)
+		w.template("lb", map[string]any{"master_lb_enabled": true})
+		w.template("plain", nil)
+		w.template("private", map[string]any{"floating_ip_enabled": false})
+		w.refusedThenAccepted(t, cluster("balanced", "lb", 1, nil), cluster("balanced", "plain", 1, nil),
+			"master_lb_enabled is set but the cloud has no Octavia", "master_lb_enabled=false")
+		w.refusedThenAccepted(t, cluster("hidden", "private", 1, nil), nil,
+			noEndpoint+" (floating_ip_enabled is false)", "unable to determine control plane endpoint",
+			"give the API a floating IP (floating_ip_enabled=true", "the cloud has no Octavia")
+	})
+	t.Run("without L3", func(t *testing.T) {
+		t.Parallel()
+		w := startCloudWorld(t, testcloud.WithoutL3)
+		w.template("lb", map[string]any{"master_lb_enabled": true})
+		w.template("plain", nil)
+		w.refusedThenAccepted(t, cluster("floating", "lb", 1, map[string]string{"master_lb_floating_ip_enabled": "true"}),
+			cluster("floating", "lb", 1, nil),
+			"Neutron has no L3 extension (no routers or floating IPs), so the API cannot get a floating IP")
+		w.refusedThenAccepted(t, cluster("plain", "plain", 1, nil), cluster("plain", "lb", 1, nil),
+			noEndpoint+" (the cloud's Neutron has no L3 extension)", "use a cluster template with master_lb_enabled=true")
+	})
+	t.Run("without either", func(t *testing.T) {
+		t.Parallel()
+		w := startCloudWorld(t, testcloud.WithoutL3, testcloud.WithoutOctavia)
+		w.template("plain", nil)
+		w.refusedThenAccepted(t, cluster("plain", "plain", 1, nil), nil,
+			noEndpoint, "the cloud has neither Octavia nor Neutron's L3 extension")
+	})
 }
 
 // TestCreateRefusesWhatACloudWithoutCinderCannotGive: a root volume, or the
