@@ -60,12 +60,15 @@ const publicNetID = "9c8b7a65-4321-4fed-8cba-0987654321a0"
 // flavor, hard anti-affinity over more Ironic machines than nova-compute
 // hosts, a floating IP without a router to its network, a load balancer,
 // floating IP, root volume or Cinder CSI driver the cloud does not offer,
-// an API that would get neither a load balancer nor a floating IP),
+// an API that would get neither a load balancer nor a floating IP, a load
+// balancer without a floating IP that CAPO's v1beta2 cannot record),
 // render says the same, and the fix the message names renders.
 func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 	type variant struct {
 		edit  func(tmpl, cluster map[string]any)
 		facts func(f map[string]any)
+		// args are render's further flags.
+		args []string
 	}
 	labels := func(m map[string]any) map[string]any {
 		if m["labels"] == nil {
@@ -74,6 +77,8 @@ func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 		return m["labels"].(map[string]any)
 	}
 	twoZones := func(f map[string]any) { f["availability_zones"] = []any{"az1", "az2"} }
+	// What a management cluster running CAPO v0.14 serves.
+	capoV014 := []string{"--api-versions", "infrastructure.cluster.x-k8s.io/v1beta1"}
 	withoutL3 := func(f map[string]any) {
 		f["services"] = map[string]any{"floating_ips": false, "load_balancers": true, "block_storage": true}
 	}
@@ -137,11 +142,15 @@ func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 				facts: func(f map[string]any) {
 					f["services"] = map[string]any{"floating_ips": false, "load_balancers": true, "block_storage": true}
 				}},
-			want: []string{"Neutron has no L3 extension (no routers or floating IPs), so the API cannot get a floating IP"},
-			fixed: variant{facts: func(f map[string]any) {
-				f["services"] = map[string]any{"floating_ips": false, "load_balancers": true, "block_storage": true}
-			}},
-			rendered: "enableExternalNetwork: false"},
+			want:     []string{"Neutron has no L3 extension (no routers or floating IPs), so the API cannot get a floating IP"},
+			fixed:    variant{facts: withoutL3, args: capoV014},
+			rendered: "disableExternalNetwork: true"},
+		{name: "an API load balancer without a floating IP where CAPO writes v1beta2", base: "mixed",
+			refused: variant{facts: withoutL3},
+			want: []string{"CAPO at infrastructure.cluster.x-k8s.io/v1beta2 (v0.15 and newer) cannot record a load balancer without one",
+				"or run CAPO v0.14, which serves v1beta1"},
+			fixed:    variant{facts: withoutL3, args: capoV014},
+			rendered: "disableAPIServerFloatingIP: true"},
 		{name: "a load balancer on a cloud without Octavia", base: "mixed",
 			refused: variant{facts: func(f map[string]any) {
 				f["services"] = map[string]any{"floating_ips": true, "load_balancers": false, "block_storage": true}
@@ -156,7 +165,7 @@ func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 			refused: variant{facts: withoutL3},
 			want: []string{"the Kubernetes API would get neither a load balancer (master_lb_enabled is false) nor a floating IP (the cloud's Neutron has no L3 extension)",
 				"unable to determine control plane endpoint", "use a cluster template with master_lb_enabled=true"},
-			fixed:    variant{edit: func(tmpl, _ map[string]any) { tmpl["master_lb_enabled"] = true }, facts: withoutL3},
+			fixed:    variant{edit: func(tmpl, _ map[string]any) { tmpl["master_lb_enabled"] = true }, facts: withoutL3, args: capoV014},
 			rendered: "enabled: true"},
 		{name: "a root volume on a cloud without Cinder", base: "mixed",
 			refused:  variant{edit: func(tmpl, _ map[string]any) { labels(tmpl)["boot_volume_size"] = "40" }, facts: withoutCinder},
@@ -177,7 +186,7 @@ func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 				if v.facts != nil {
 					facts = cloudFacts(t, v.facts)
 				}
-				return runRender(t, "--template", tmpl, "--cluster", cluster, "--facts", facts)
+				return runRender(t, append([]string{"--template", tmpl, "--cluster", cluster, "--facts", facts}, v.args...)...)
 			}
 			out, _, err := run(tc.refused)
 			if err == nil {
