@@ -224,6 +224,36 @@ func TestOpenStackClustersOnACloudWithoutL3ThroughTheCLI(t *testing.T) {
 	})
 }
 
+// TestOpenStackClustersOnACloudWithoutOctaviaThroughTheCLI: on a cloud
+// without Octavia a cluster whose template asks for the API load balancer
+// is refused at create with a 400 that says so; a VM cluster on the
+// private network whose template has none gets the API's floating IP,
+// which CAPO makes and gives its control-plane server, every machine gets
+// its server and node, and deleting it leaves nothing in the cloud (the
+// leftovers sweep asks Octavia nothing).
+func TestOpenStackClustersOnACloudWithoutOctaviaThroughTheCLI(t *testing.T) {
+	requireCLI(t) // skips under -short
+	t.Parallel()
+	e := startCAPOCloudWithout(t, testenv.CAPOv014, []testcloud.Missing{testcloud.WithoutOctavia})
+	e.createTemplates(t)
+	refused := e.c.fails(t, "coe", "cluster", "create", "balanced", "--cluster-template", "vm", "--master-count", "1", "--node-count", "1")
+	if !strings.Contains(refused, "(HTTP 400)") || !strings.Contains(refused, "master_lb_enabled is set but the cloud has no Octavia") {
+		t.Errorf("a cluster with the API load balancer on a cloud without Octavia: %q, want a 400 saying so", refused)
+	}
+	e.c.ok(t, "coe", "cluster", "template", "create", "plain", "--coe", "kubernetes", "--image", testcloud.ImageName,
+		"--external-network", testcloud.ExternalNet, "--fixed-network", testcloud.PrivateNet, "--flavor", testcloud.FlavorName,
+		"--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag="+testcloud.KubeTag+",boot_volume_size=10")
+	e.buildAndDelete(t, [][2]string{{"vm4", "plain"}}, func(string) {
+		fips, ports := e.cloud.FloatingIPs(), map[string]testcloud.Port{}
+		for _, p := range e.cloud.Ports() {
+			ports[p.ID] = p
+		}
+		if len(fips) != 1 || ports[fips[0].PortID].DeviceOwner != "compute:nova" {
+			t.Errorf("floating IPs %+v, want the API's on a server's port", fips)
+		}
+	})
+}
+
 // buildAndDelete creates each cluster (name, template) with one control
 // plane node and one worker through the CLI, waits until every machine of
 // each has its server and node, runs check on each cluster's UUID,

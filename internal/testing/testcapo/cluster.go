@@ -3,6 +3,7 @@ package testcapo
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -126,6 +127,17 @@ func (r *reconciler) reconcileCluster(ctx context.Context, o *unstructured.Unstr
 		_ = unstructured.SetNestedMap(o.Object, lb, "status", r.rel.loadBalancerStatus())
 	case api.floatingIP != "":
 		host = api.floatingIP
+	case !api.floatingIPDisabled && !r.rel.externalNetworkDisabled(spec):
+		// Without a load balancer CAPO makes the API's floating IP
+		// itself, unattached (reconcileControlPlaneEndpoint, v0.14.7);
+		// the first control-plane machine takes it
+		// (reconcileAPIServerLoadBalancer).
+		fip, err := r.apiFloatingIP(tok, o)
+		if err != nil {
+			endpointFailed(fmt.Errorf("floating IP cannot be got or created: %w", err))
+			return
+		}
+		host = str(fip, "floating_ip_address")
 	default:
 		endpointFailed(fmt.Errorf("unable to determine control plane endpoint"))
 		return
@@ -344,6 +356,20 @@ func (c *Controller) firstOrCreate(tok, path, query, key string, body map[string
 	}
 	made, err := c.cloud.Create(tok, path, key, body)
 	return made, err == nil, err
+}
+
+// apiFloatingIP gets or makes the floating IP of a cluster's API without a
+// load balancer on its external network, with the description CAPO gives
+// what it makes for a cluster.
+func (r *reconciler) apiFloatingIP(tok string, o *unstructured.Unstructured) (map[string]any, error) {
+	ext, _, _ := unstructured.NestedString(o.Object, "status", "externalNetwork", "id")
+	if ext == "" {
+		return nil, fmt.Errorf("no external network")
+	}
+	description := "Created by cluster-api-provider-openstack cluster " + resourceName(o)
+	fip, _, err := r.firstOrCreate(tok, "/networking/v2.0/floatingips", "description="+url.QueryEscape(description), "floatingip",
+		map[string]any{"floating_network_id": ext, "description": description})
+	return fip, err
 }
 
 // deleteAPILoadBalancer is CAPO's DeleteLoadBalancer
