@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -127,12 +128,19 @@ func TestRenderAtNamedAPIVersions(t *testing.T) {
 // TestRenderAtTheVersionsAManagementClusterServes renders the VM, the
 // all-bare-metal and the mixed case with --kubeconfig against a real
 // kube-apiserver serving Cluster API v1.14's CRDs and CAPO v0.14.7's, which
-// serves its kinds at v1beta1 only, and server-side dry-runs what it
-// printed there, as an operator previewing a cluster would.
+// serves its kinds at v1beta1 only, and dry-runs what it printed there as
+// an operator previewing a cluster would: with the testbin's kubectl
+// (kubectl apply --dry-run=server, strict validation) and object by object
+// through server-side apply.
 func TestRenderAtTheVersionsAManagementClusterServes(t *testing.T) {
 	t.Parallel()
 	env, dc, mapper := testenv.StartGolden(t, []string{testenv.CAPOv014})
 	kubeconfig := testenv.WriteKubeconfig(t, filepath.Join(t.TempDir(), "kubeconfig"), env.Config, "", 0o600)
+	bin, err := testenv.Testbin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl := filepath.Join(bin, "k8s-"+testenv.KubernetesVersion, "kubectl")
 	ctx := context.Background()
 	for _, name := range []string{"vm-only", "bm-only", "mixed"} {
 		t.Run(name, func(t *testing.T) {
@@ -164,6 +172,18 @@ func TestRenderAtTheVersionsAManagementClusterServes(t *testing.T) {
 			if infra == 0 {
 				t.Error("no OpenStack object rendered")
 			}
+
+			// What the operator would type, on what render printed.
+			cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "apply", "--dry-run=server", "--validate=strict", "-f", "-")
+			cmd.Stdin = strings.NewReader(out)
+			applied, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("kubectl apply --dry-run=server: %v\n%s", err, applied)
+			}
+			if n := strings.Count(string(applied), " (server dry run)\n"); n != len(objs) {
+				t.Errorf("kubectl accepted %d of the %d objects render printed:\n%s", n, len(objs), applied)
+			}
+			t.Logf("kubectl apply --dry-run=server accepted the %d objects render printed", len(objs))
 		})
 	}
 }

@@ -10,6 +10,10 @@
 //
 // --repeat N runs it all N times, each on a fresh plane, and ends with how
 // often each test failed: the flake gate.
+//
+// It ends with the slowest packages, the CPU each package's test binary and
+// the processes it ran spent (the suite shares two cores in CI, so this is
+// what a package costs the others; see cpu.go), and the slowest tests.
 package main
 
 import (
@@ -18,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -34,6 +39,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 2 && os.Args[1] == execCPUFlag {
+		os.Exit(execCPU(os.Args[2:]))
+	}
 	repeat := flag.Int("repeat", 1, "run the packages this many times, each on a fresh plane, and report failures per test")
 	parallel := flag.Int("parallel", 8, "go test -parallel: parallel tests mostly wait on processes, not on the CPU")
 	packages := flag.Int("p", 4, "go test -p, how many packages build and run at once: twice the 2 cores of CI, as most tests wait on processes")
@@ -45,6 +53,7 @@ func main() {
 		pkgs = []string{"./..."}
 	}
 	r := &runner{parallel: *parallel, packages: *packages, timeout: *timeout, failures: map[string]int{}}
+	r.cpuLog = cpuLogPath()
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
@@ -76,6 +85,25 @@ type runner struct {
 	// times are each package's elapsed seconds, per run.
 	times map[string][]float64
 	order []string
+	// testTimes is each top-level test's longest time over the runs.
+	testTimes map[string]float64
+	// cpuLog is the file the test binaries' CPU times go to, empty when
+	// none can be kept.
+	cpuLog string
+}
+
+// cpuLogPath is a new, empty file for the run's CPU times, under _output
+// (git ignores it) when testrun runs from the repository's root.
+func cpuLogPath() string {
+	dir := "_output/test"
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return ""
+	}
+	path, err := filepath.Abs(filepath.Join(dir, "cpu.log"))
+	if err != nil || os.WriteFile(path, nil, 0o600) != nil {
+		return ""
+	}
+	return path
 }
 
 // runOnce is one run of the suite: the packages on a run-wide plane, then
@@ -158,6 +186,8 @@ type event struct {
 type result struct {
 	failed  []string // "package Test", or "package" when it failed outside any test
 	elapsed map[string]float64
+	// tests holds each top-level test's time, by "package Test".
+	tests   map[string]float64
 	ownCAPD map[string][]string // package: top-level tests that skipped for a CAPD of their own
 }
 
@@ -165,7 +195,19 @@ type result struct {
 // end and the output of each failing test.
 // Its packages' times are recorded under their names and phase.
 func (r *runner) goTest(env, pkgs, extra []string, phase string) result {
-	args := append([]string{"test", "-count=1", "-json", "-timeout", r.timeout.String(), "-p", fmt.Sprint(r.packages), "-parallel", fmt.Sprint(r.parallel)}, extra...)
+	args := append([]string{"test", "-count=1", "-json", "-timeout", r.timeout.String(), "-p", fmt.Sprint(r.packages), "-parallel", fmt.Sprint(r.parallel),
+		// hack/test.sh vets every package (all of vet's checks) before.
+		"-vet=off",
+		// Test binaries without DWARF link in half the CPU (stack traces
+		// keep their files and lines); on a fresh machine every one of
+		// the suite's sixty is linked.
+		"-ldflags=-s -w"}, extra...)
+	if r.cpuLog != "" {
+		if self, err := os.Executable(); err == nil {
+			args = append(args, "-exec", self+" "+execCPUFlag)
+			env = append(slices.Clone(env), cpuLogEnv+"="+r.cpuLog)
+		}
+	}
 	cmd := exec.Command("go", append(args, pkgs...)...)
 	cmd.Env = env
 	cmd.Stderr = os.Stderr
@@ -202,7 +244,7 @@ func (r *runner) goTest(env, pkgs, extra []string, phase string) result {
 
 // parse reads go test -json from in and writes the readable account to w.
 func parse(in io.Reader, w io.Writer) result {
-	res := result{elapsed: map[string]float64{}, ownCAPD: map[string][]string{}}
+	res := result{elapsed: map[string]float64{}, tests: map[string]float64{}, ownCAPD: map[string][]string{}}
 	// Output of each test (package + " " + test) and of each package
 	// outside its tests, kept until the test or package ends.
 	buf := map[string]*strings.Builder{}
@@ -229,6 +271,7 @@ func parse(in io.Reader, w io.Writer) result {
 		case e.Action == "output":
 			text(key).WriteString(e.Output)
 		case e.Test != "" && e.Action == "fail":
+			res.noteTest(e)
 			fmt.Fprint(w, text(key).String())
 			res.failed = append(res.failed, key)
 			delete(buf, key)
@@ -241,6 +284,7 @@ func parse(in io.Reader, w io.Writer) result {
 			}
 			delete(buf, key)
 		case e.Test != "" && e.Action == "pass":
+			res.noteTest(e)
 			delete(buf, key)
 		case e.Test == "" && (e.Action == "pass" || e.Action == "fail" || e.Action == "skip"):
 			res.elapsed[e.Package] = e.Elapsed
@@ -268,12 +312,25 @@ func parse(in io.Reader, w io.Writer) result {
 	return res
 }
 
+// noteTest records the time of a top-level test that ended.
+func (res result) noteTest(e event) {
+	if !strings.Contains(e.Test, "/") {
+		res.tests[e.Package+" "+e.Test] = e.Elapsed
+	}
+}
+
 func (r *runner) record(res result) {
 	for _, f := range res.failed {
 		r.failures[f]++
 	}
 	if r.times == nil {
 		r.times = map[string][]float64{}
+	}
+	if r.testTimes == nil {
+		r.testTimes = map[string]float64{}
+	}
+	for test, s := range res.tests {
+		r.testTimes[test] = max(r.testTimes[test], s)
 	}
 	for pkg, s := range res.elapsed {
 		if _, ok := r.times[pkg]; !ok {
@@ -297,6 +354,16 @@ func (r *runner) summary(runs int) int {
 			s = append(s, fmt.Sprintf("%.1f", t))
 		}
 		fmt.Printf("%-70s %s\n", pkg, strings.Join(s, " "))
+	}
+	r.printCPU()
+	tests := slices.Collect(maps.Keys(r.testTimes))
+	sort.Slice(tests, func(i, j int) bool { return r.testTimes[tests[i]] > r.testTimes[tests[j]] })
+	fmt.Println("== slowest tests (seconds, longest run)")
+	for i, test := range tests {
+		if i == 20 || r.testTimes[test] < 1 {
+			break
+		}
+		fmt.Printf("%-100s %.1f\n", strings.TrimPrefix(test, "github.com/magnetite-io/magnetite/"), r.testTimes[test])
 	}
 	if len(r.failures) == 0 {
 		fmt.Printf("== PASS (%d run(s))\n", runs)
@@ -337,4 +404,28 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// printCPU prints the CPU time the packages' test binaries and their
+// processes spent, most first, and the whole run's.
+func (r *runner) printCPU() {
+	if r.cpuLog == "" {
+		return
+	}
+	root, _ := os.Getwd()
+	cpu, err := readCPU(r.cpuLog, root)
+	if err != nil || len(cpu) == 0 {
+		return
+	}
+	var total float64
+	for _, c := range cpu {
+		total += c.user + c.sys
+	}
+	fmt.Printf("== CPU of the test binaries and their processes (seconds: user+system, all runs): %.0f in all\n", total)
+	for i, c := range cpu {
+		if i == 20 || c.user+c.sys < 1 {
+			break
+		}
+		fmt.Printf("%-70s %7.1f (%.1f + %.1f)\n", c.pkg, c.user+c.sys, c.user, c.sys)
+	}
 }

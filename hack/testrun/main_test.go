@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -28,9 +29,10 @@ func TestParseReportsFailuresOwnCAPDTestsAndTimes(t *testing.T) {
 	const a, b, c = "example/a", "example/b", "example/c"
 	in := events(t,
 		event{Action: "output", Package: a, Test: "TestGood", Output: "=== RUN   TestGood\n"},
-		event{Action: "pass", Package: a, Test: "TestGood"},
+		event{Action: "pass", Package: a, Test: "TestGood/part", Elapsed: 4},
+		event{Action: "pass", Package: a, Test: "TestGood", Elapsed: 7},
 		event{Action: "output", Package: a, Test: "TestBad", Output: "    bad_test.go:9: the cluster never came up\n"},
-		event{Action: "fail", Package: a, Test: "TestBad"},
+		event{Action: "fail", Package: a, Test: "TestBad", Elapsed: 2},
 		event{Action: "output", Package: a, Test: "TestLocal/start", Output: "    " + testenv.OwnCAPDSkip + "\n"},
 		event{Action: "skip", Package: a, Test: "TestLocal/start"},
 		event{Action: "skip", Package: a, Test: "TestLocal"},
@@ -54,6 +56,9 @@ func TestParseReportsFailuresOwnCAPDTestsAndTimes(t *testing.T) {
 	}
 	if res.elapsed[a] != 12.5 || res.elapsed[b] != 3 {
 		t.Errorf("elapsed = %v", res.elapsed)
+	}
+	if want := map[string]float64{a + " TestGood": 7, a + " TestBad": 2}; !maps.Equal(res.tests, want) {
+		t.Errorf("top-level test times = %v, want %v (subtests left out)", res.tests, want)
 	}
 	for _, want := range []string{"the cluster never came up", "ok  \t" + b, "c.go:1: syntax error", "[build failed]"} {
 		if !strings.Contains(out.String(), want) {

@@ -132,6 +132,8 @@ func (c *Conductor) machineDeploymentOf(clusterUUID, nodeGroupUUID string) (*uns
 // first, and reports how many there were.
 func (c *Conductor) removeAutoscaler(ctx context.Context, namespace, clusterUUID string) (int, error) {
 	selector := mgmt.ClusterSelector(clusterUUID) + "," + driver.LabelComponent + "=" + driver.ComponentAutoscaler
+	// What the next reconcile applies must not be taken for present.
+	c.memo.forget(clusterUUID)
 	removed := 0
 	for _, kind := range driver.AutoscalerKinds {
 		objs, err := c.mc.List(ctx, kind, namespace, selector)

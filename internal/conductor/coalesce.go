@@ -14,10 +14,10 @@ import (
 // all. A change operation waits until its cluster has had no newer change
 // for coalesceQuiet (at most coalesceMax after it was queued); it then
 // applies the newest desired state and records as done the operations of
-// the same kind queued right behind it. The cluster's desired generation
-// is the newest of those operations and its observed generation the one
-// applied; both are the operations' own ids, so the store's spec and the
-// conductor's bookkeeping stay apart.
+// the same kind queued right behind it. The store raises the cluster's
+// generation with every change; the apply records the generation of the
+// spec it read as the cluster's observed generation, so the changes it
+// carried out are those the operations behind it stand for.
 const (
 	coalesceQuiet = 500 * time.Millisecond
 	coalesceMax   = 5 * time.Second

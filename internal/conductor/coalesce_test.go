@@ -2,17 +2,14 @@ package conductor
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
-	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
 
 // TestTenQuickChangesAreAppliedOnce: ten PATCHes of one cluster's
@@ -22,10 +19,7 @@ func TestTenQuickChangesAreAppliedOnce(t *testing.T) {
 	ctx := context.Background()
 	p := startPlane(t, 2, nil)
 	cl := p.create(t, "patched")
-	testenv.WaitFor(t, "create applied", time.Minute, func() (bool, string) {
-		n, err := p.st.PendingOperations(ctx, cl.UUID)
-		return err == nil && n == 0, "operations pending"
-	})
+	p.settled(t, cl, "create applied")
 	applies := func() int {
 		events, err := p.st.ListEvents(ctx, cl.UUID, store.EventQuery{})
 		if err != nil {
@@ -68,10 +62,7 @@ func TestTenQuickChangesAreAppliedOnce(t *testing.T) {
 		p.c.Notify()
 		ops = append(ops, op.UUID)
 	}
-	testenv.WaitFor(t, "every change done", time.Minute, func() (bool, string) {
-		n, err := p.st.PendingOperations(ctx, cl.UUID)
-		return err == nil && n == 0, fmt.Sprintf("%d operations pending", n)
-	})
+	p.settled(t, cl, "every change done")
 	for _, id := range ops {
 		op, err := p.st.GetOperation(ctx, id)
 		if err != nil || op.State != model.OpSucceeded {
@@ -94,5 +85,11 @@ func TestTenQuickChangesAreAppliedOnce(t *testing.T) {
 	}
 	if r, _, _ := unstructured.NestedInt64(mds[0].(map[string]any), "replicas"); r != 11 {
 		t.Errorf("the worker machine deployment has %d replicas, want the last size asked for, 11", r)
+	}
+	// The cluster's own generation rose with each change; the one apply
+	// observed the last.
+	final, _ := p.cluster(t, cl.UUID)
+	if final.ObservedGeneration != final.Generation || final.Generation < 11 {
+		t.Errorf("the cluster is at generation %d and observed %d, want the ten changes' generation observed", final.Generation, final.ObservedGeneration)
 	}
 }

@@ -93,6 +93,9 @@ type Conductor struct {
 	// autoHealNext is when auto-healing may next look at a cluster's
 	// failed machines.
 	autoHealNext sync.Map
+	// memo is what the conductor applied lately, so that a reconcile
+	// sends only what changed.
+	memo *appliedMemo
 }
 
 // New builds a conductor.
@@ -121,6 +124,7 @@ func New(opts Options) *Conductor {
 	return &Conductor{
 		opts: opts, st: opts.Store, mc: opts.Mgmt, log: opts.Log, now: time.Now,
 		wake:           make(chan struct{}, 1),
+		memo:           newAppliedMemo(),
 		waiting:        map[string]string{},
 		wakeQueue:      workqueue.NewTyped[string](),
 		lastTransition: map[string]time.Time{},
@@ -199,6 +203,11 @@ func (c *Conductor) onEvent(ev mgmt.Event) {
 		return
 	}
 	c.noteChange(ev, id)
+	if ev.Type == mgmt.Deleted && ev.Kind == "Cluster" {
+		// Deleted on purpose, or lost with the management cluster's
+		// state: either way, what was applied of the cluster is gone.
+		c.memo.forget(id)
+	}
 	c.queue.Add(id)
 	c.mu.Lock()
 	opUUID, ok := c.waiting[id]

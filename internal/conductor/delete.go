@@ -38,6 +38,8 @@ func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) (Res
 	}
 	ns := c.mc.NamespaceName(cl.ProjectID)
 	name := clusterObjectName(cl)
+	// The cluster's objects go: nothing applied of it is to be trusted.
+	c.memo.forget(cl.UUID)
 	// Once Cluster API is taking the Cluster apart (Cluster API keeps it,
 	// being deleted, until its machines are gone), an attempt woken by a
 	// change only looks at what remains.

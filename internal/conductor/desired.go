@@ -62,13 +62,18 @@ func (c *Conductor) applyDesired(ctx context.Context, sc *scope, desired []*unst
 			ann[annotationDesiredKinds] = strings.Join(kinds, ",")
 			obj.SetAnnotations(ann)
 		}
-		applied, err := c.mc.Apply(ctx, sc.owner, obj)
+		applied, err := c.applyChanged(ctx, sc, obj)
 		if err != nil {
+			c.memo.forget(sc.cluster.UUID)
 			return nil, nil, classifyApplyError(err)
 		}
 		if obj.GetKind() == "Cluster" {
 			cluster = applied
 		}
+	}
+	keys := prunedKeys(desired)
+	if c.memo.prunedRecently(sc.cluster.UUID, keys, c.now()) {
+		return cluster, nil, nil
 	}
 	scan := kinds
 	if known {
@@ -79,7 +84,63 @@ func (c *Conductor) applyDesired(ctx context.Context, sc *scope, desired []*unst
 		scan = table.Cleanup()
 	}
 	pruned, err := c.prune(ctx, sc, desired, scan)
-	return cluster, pruned, err
+	if err != nil {
+		c.memo.forget(sc.cluster.UUID)
+		return cluster, pruned, err
+	}
+	c.memo.prunedNow(sc.cluster.UUID, keys, c.now())
+	return cluster, pruned, nil
+}
+
+// applyChanged applies one object of the desired state unless the
+// conductor applied the same content lately and nothing says it changed
+// since (see appliedMemo). It returns the object as applied, or nil when
+// it was not sent; the Cluster object is always returned, from the watch
+// when it was not sent, since its generation is recorded.
+func (c *Conductor) applyChanged(ctx context.Context, sc *scope, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	kind := c.mc.Kinds()[obj.GetKind()]
+	shared := !kind.Cleanup && obj.GetKind() != "Cluster"
+	memoKey := sc.cluster.UUID
+	if shared {
+		memoKey = ""
+	}
+	key := objectKey(obj)
+	digest, ok := digestOf(sc.owner, obj, shared)
+	if ok && obj.GetNamespace() != "" {
+		live, watched := c.liveObject(obj, sc.cluster.UUID)
+		if c.memo.unchanged(memoKey, key, digest, c.now(), watched, live) && (obj.GetKind() != "Cluster" || live != nil) {
+			return live, nil
+		}
+	}
+	applied, err := c.mc.Apply(ctx, sc.owner, obj)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		c.memo.applied(memoKey, key, digest, applied.GetResourceVersion(), c.now())
+	}
+	return applied, nil
+}
+
+// liveObject is the watch's copy of obj, when the conductor watches its
+// kind (watched; live is nil when the watch does not hold it).
+func (c *Conductor) liveObject(obj *unstructured.Unstructured, clusterUUID string) (live *unstructured.Unstructured, watched bool) {
+	c.mu.Lock()
+	w := c.watch
+	c.mu.Unlock()
+	if w == nil || !c.mc.Kinds()[obj.GetKind()].Watched {
+		return nil, false
+	}
+	objs, err := w.Objects(obj.GetKind(), clusterUUID)
+	if err != nil {
+		return nil, true
+	}
+	for _, o := range objs {
+		if o.GetNamespace() == obj.GetNamespace() && o.GetName() == obj.GetName() {
+			return o, true
+		}
+	}
+	return nil, true
 }
 
 // previousDesiredKinds reads the kinds recorded on the cluster's Cluster
@@ -150,6 +211,8 @@ func (c *Conductor) prune(ctx context.Context, sc *scope, desired []*unstructure
 		}
 	}
 	if len(pruned) > 0 {
+		// A pruned object desired again must be applied again.
+		c.memo.forget(sc.cluster.UUID)
 		c.event(ctx, sc.cluster.UUID, model.EventOperation, "", "desired state", describePruned(pruned))
 	}
 	return pruned, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +17,6 @@ import (
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
-	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
 
 // quotaDriver is the in-memory driver with one more kind in its desired
@@ -54,13 +52,7 @@ func TestANewKindInTheDesiredStateIsCreatedAndPruned(t *testing.T) {
 	ctx := context.Background()
 	p := startPlane(t, 1, nil, quotaDriver{inmemory.New(capi.Options{}, inmemory.Options{})})
 	cl := p.create(t, "with-quota")
-	settle := func(what string) {
-		testenv.WaitFor(t, what, time.Minute, func() (bool, string) {
-			n, err := p.st.PendingOperations(ctx, cl.UUID)
-			return err == nil && n == 0, "operations pending"
-		})
-	}
-	settle("create applied")
+	p.settled(t, cl, "create applied")
 	quota := clusterObjectName(cl) + "-quota"
 	if _, err := p.mc.Get(ctx, "ResourceQuota", p.namespace, quota); err == nil {
 		t.Fatalf("ResourceQuota %s exists before the desired state has it", quota)
@@ -86,7 +78,7 @@ func TestANewKindInTheDesiredStateIsCreatedAndPruned(t *testing.T) {
 			t.Fatal(err)
 		}
 		p.c.Notify()
-		settle("update with quota=" + quotaLabel + " applied")
+		p.settled(t, cl, "update with quota="+quotaLabel+" applied")
 	}
 	// What another writer made with the cluster's labels is not Magnetite's
 	// to prune, as what Cluster API makes from the shared templates is not.

@@ -101,7 +101,7 @@ func (c *Conductor) apply(ctx context.Context, sc *scope, op *model.Operation) (
 		return Done, err
 	}
 	if applied != nil {
-		if err := c.recordAppliedGeneration(ctx, sc.cluster.UUID, applied.GetGeneration()); err != nil {
+		if err := c.recordAppliedGeneration(ctx, sc.cluster.UUID, applied.GetGeneration(), sc.cluster.Generation); err != nil {
 			return Done, err
 		}
 	}
@@ -309,13 +309,18 @@ func (c *Conductor) markMachinesForRemoval(ctx context.Context, sc *scope, op *m
 }
 
 // recordAppliedGeneration remembers which Cluster generation carries the
-// latest desired state, so status waits until Cluster API has observed it.
-func (c *Conductor) recordAppliedGeneration(ctx context.Context, clusterUUID string, gen int64) error {
+// latest desired state, so status waits until Cluster API has observed it,
+// and the cluster's own generation (its spec's, in the store) that this
+// desired state was computed from: the cluster's observed generation. The
+// observed generation never goes back: an apply of an older read, finishing
+// after a newer one, does not undo what the newer one observed.
+func (c *Conductor) recordAppliedGeneration(ctx context.Context, clusterUUID string, gen, specGeneration int64) error {
 	_, err := c.st.UpdateClusterStatus(ctx, clusterUUID, func(cl *model.Cluster, _ []*model.NodeGroup) ([]*model.NodeGroup, bool) {
-		if cl.AppliedGeneration == gen {
+		observed := max(cl.ObservedGeneration, specGeneration)
+		if cl.AppliedGeneration == gen && cl.ObservedGeneration == observed {
 			return nil, false
 		}
-		cl.AppliedGeneration = gen
+		cl.AppliedGeneration, cl.ObservedGeneration = gen, observed
 		return nil, true
 	})
 	if errors.Is(err, store.ErrNotFound) {

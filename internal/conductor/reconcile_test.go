@@ -158,24 +158,26 @@ func setStatus(t *testing.T, st *store.DB, clusterUUID string, status model.Stat
 }
 
 // TestAppliedGenerationIsRecordedOnce: status waits for Cluster API to
-// observe the generation that carries the latest desired state.
+// observe the generation that carries the latest desired state, and the
+// cluster's observed generation is the newest spec generation applied,
+// never going back.
 func TestAppliedGenerationIsRecordedOnce(t *testing.T) {
 	ctx := context.Background()
 	st, cl, _ := clusterWithOperation(t, model.OpClusterUpdate)
 	c := quietConductor(t, st, NoCloud{})
-	for _, gen := range []int64{3, 3, 5} {
-		if err := c.recordAppliedGeneration(ctx, cl.UUID, gen); err != nil {
+	for _, g := range []struct{ applied, spec, wantObserved int64 }{{3, 1, 1}, {3, 1, 1}, {5, 4, 4}, {6, 2, 4}} {
+		if err := c.recordAppliedGeneration(ctx, cl.UUID, g.applied, g.spec); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := st.GetClusterByUUID(ctx, cl.UUID)
-		if got.AppliedGeneration != gen {
-			t.Errorf("applied generation %d, want %d", got.AppliedGeneration, gen)
+		if got.AppliedGeneration != g.applied || got.ObservedGeneration != g.wantObserved {
+			t.Errorf("applied generation %d, observed %d; want %d and %d", got.AppliedGeneration, got.ObservedGeneration, g.applied, g.wantObserved)
 		}
 	}
 	if err := st.DeleteCluster(ctx, cl.UUID); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.recordAppliedGeneration(ctx, cl.UUID, 7); err != nil {
+	if err := c.recordAppliedGeneration(ctx, cl.UUID, 7, 9); err != nil {
 		t.Errorf("a cluster deleted meanwhile: %v", err)
 	}
 }

@@ -17,9 +17,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/magnetite-io/magnetite/internal/api"
 	"github.com/magnetite-io/magnetite/internal/conductor"
@@ -68,6 +69,7 @@ type resizeFleet struct {
 	ctx context.Context
 	srv *testapi.Server
 	dc  dynamic.Interface
+	mc  *mgmt.Client
 	// applied tells, per cluster UUID, the worker count its Cluster
 	// object's topology last showed.
 	applied *appliedCounts
@@ -125,7 +127,7 @@ func startResizeFleet(b *testing.B, clusters int) *resizeFleet {
 			}
 		}
 	}()
-	f := &resizeFleet{ctx: ctx, srv: srv, dc: dc, applied: newAppliedCounts()}
+	f := &resizeFleet{ctx: ctx, srv: srv, dc: dc, mc: mc, applied: newAppliedCounts()}
 	watchDone := f.watchClusters(b)
 	b.Cleanup(func() {
 		cancel()
@@ -169,6 +171,7 @@ func (f *resizeFleet) create(b *testing.B, n int) []string {
 func (f *resizeFleet) resizeAll(b *testing.B, ids []string, workers int) {
 	b.Helper()
 	sent := make([]time.Time, len(ids))
+	before := f.mc.Requests()
 	b.ResetTimer()
 	start := time.Now()
 	f.parallel(b, len(ids), func(i int) error {
@@ -181,6 +184,11 @@ func (f *resizeFleet) resizeAll(b *testing.B, ids []string, workers int) {
 	testenv.WaitEvery(b, fmt.Sprintf("%d resizes to reach the management cluster", len(ids)), 10*time.Minute, 100*time.Millisecond,
 		f.applied.progress(ids, workers))
 	b.StopTimer()
+	after := f.mc.Requests()
+	var sum int64
+	for method, n := range after {
+		sum += n - before[method]
+	}
 	lags := make([]time.Duration, len(ids))
 	var last time.Time
 	for i, id := range ids {
@@ -196,34 +204,38 @@ func (f *resizeFleet) resizeAll(b *testing.B, ids []string, workers int) {
 	b.ReportMetric(total.Seconds(), "burst-s")
 	b.ReportMetric(float64(pct(0.50).Milliseconds()), "p50-ms")
 	b.ReportMetric(float64(pct(0.99).Milliseconds()), "p99-ms")
-	b.Logf("%d resizes to %d workers: requests answered in %s, all applied in %s; a resize's apply p50 %s p99 %s max %s",
-		len(ids), workers, requested.Round(time.Millisecond), total.Round(time.Millisecond), pct(0.50), pct(0.99), lags[len(lags)-1])
+	b.ReportMetric(float64(sum)/float64(len(ids)), "mgmt-requests/resize")
+	b.Logf("%d resizes to %d workers: requests answered in %s, all applied in %s; a resize's apply p50 %s p99 %s max %s; "+
+		"the conductor sent the management cluster %d requests (before %v, after %v)",
+		len(ids), workers, requested.Round(time.Millisecond), total.Round(time.Millisecond), pct(0.50), pct(0.99), lags[len(lags)-1],
+		sum, before, after)
 }
 
-// watchClusters records, from a watch of every namespace's Cluster
+// watchClusters records, from an informer on every namespace's Cluster
 // objects, each cluster's default-worker count and when it was first seen.
+// An informer, unlike a bare watch, lists and watches again when the API
+// server ends a watch (as a loaded one does), so no change goes unseen.
 func (f *resizeFleet) watchClusters(b *testing.B) <-chan struct{} {
-	done := make(chan struct{})
-	w, err := f.dc.Resource(clusterGVR).Namespace(metav1.NamespaceAll).Watch(f.ctx, metav1.ListOptions{
-		LabelSelector: mgmt.LabelManagedBy + "=" + mgmt.ManagedByValue})
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() {
-		defer close(done)
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			if ev.Type != watch.Added && ev.Type != watch.Modified {
-				continue
-			}
-			obj, ok := ev.Object.(*unstructured.Unstructured)
-			if !ok {
-				continue
-			}
-			if n, ok := defaultWorkers(obj); ok {
-				f.applied.see(obj.GetLabels()[mgmt.LabelClusterUUID], n, time.Now())
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(f.dc, 0, metav1.NamespaceAll, func(o *metav1.ListOptions) {
+		o.LabelSelector = mgmt.LabelManagedBy + "=" + mgmt.ManagedByValue
+	})
+	see := func(obj any) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			if n, ok := defaultWorkers(u); ok {
+				f.applied.see(u.GetLabels()[mgmt.LabelClusterUUID], n, time.Now())
 			}
 		}
+	}
+	inf := factory.ForResource(clusterGVR).Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: see, UpdateFunc: func(_, obj any) { see(obj) }}); err != nil {
+		b.Fatal(err)
+	}
+	factory.Start(f.ctx.Done())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-f.ctx.Done()
+		factory.Shutdown()
 	}()
 	return done
 }

@@ -213,6 +213,16 @@ func (p *plane) cluster(t *testing.T, id string) (*model.Cluster, bool) {
 	return cl, true
 }
 
+// settled waits until none of cl's operations is pending: what was asked
+// of it is applied (or has failed).
+func (p *plane) settled(t *testing.T, cl *model.Cluster, what string) {
+	t.Helper()
+	testenv.WaitFor(t, what, time.Minute, func() (bool, string) {
+		n, err := p.st.PendingOperations(context.Background(), cl.UUID)
+		return err == nil && n == 0, fmt.Sprintf("%d operations pending (%v)", n, err)
+	})
+}
+
 // clusterObject reports whether cl's Cluster object is in the management
 // cluster.
 func (p *plane) clusterObject(t *testing.T, cl *model.Cluster) bool {
@@ -339,10 +349,7 @@ func TestDeleteShowsTheTransientErrorItRetries(t *testing.T) {
 	cloudSide := &neutronLeftovers{}
 	p := startPlane(t, 1, cloudSide)
 	cl := p.create(t, "lb-user")
-	testenv.WaitFor(t, "cluster applied", time.Minute, func() (bool, string) {
-		n, err := p.st.PendingOperations(context.Background(), cl.UUID)
-		return err == nil && n == 0, fmt.Sprintf("%d operations pending (%v)", n, err)
-	})
+	p.settled(t, cl, "cluster applied")
 	p.deleteCluster(t, cl, &model.ClusterCredential{ID: "ac-1", ClusterID: cl.UUID, UserID: "u", ProjectID: "p", Secret: "s3cret", CreatedAt: time.Now().UTC()})
 	seen := map[string]bool{}
 	testenv.WaitFor(t, "cluster deleted", time.Minute, func() (bool, string) {
@@ -391,10 +398,7 @@ func TestChangeShowsTheTransientErrorItRetries(t *testing.T) {
 	nova := &flakyNova{}
 	p := startPlane(t, 1, nova)
 	cl := p.create(t, "resized")
-	testenv.WaitFor(t, "create applied", time.Minute, func() (bool, string) {
-		n, err := p.st.PendingOperations(ctx, cl.UUID)
-		return err == nil && n == 0, "operations pending"
-	})
+	p.settled(t, cl, "create applied")
 	nova.down.Store(true)
 	got, _ := p.cluster(t, cl.UUID)
 	got.Status = model.UpdateInProgress
@@ -424,8 +428,5 @@ func TestChangeShowsTheTransientErrorItRetries(t *testing.T) {
 		t.Errorf("the status pass replaced the retried failure with %q", reason)
 	}
 	nova.down.Store(false)
-	testenv.WaitFor(t, "the change applied once Nova answers", time.Minute, func() (bool, string) {
-		n, err := p.st.PendingOperations(ctx, cl.UUID)
-		return err == nil && n == 0, "operations pending"
-	})
+	p.settled(t, cl, "the change applied once Nova answers")
 }

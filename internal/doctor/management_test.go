@@ -205,7 +205,8 @@ func TestCRDServedOnlyAtAnUnexpectedVersionFails(t *testing.T) {
 // kinds served at v1beta1 only) the infrastructure check passes, says
 // Magnetite writes v1beta1 for the OpenStack kinds, and names the release:
 // from the CRDs' contract labels, then from the provider Deployment's image
-// tag once clusterctl's provider label ties the CRDs to it.
+// tag once clusterctl's provider label ties the CRDs to it. Cluster API's
+// core is named alike from its manager's Deployment.
 func TestServedKindsNameTheProviderReleases(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()
@@ -230,10 +231,28 @@ func TestServedKindsNameTheProviderReleases(t *testing.T) {
 	maps.Copy(labels, testenv.ProviderLabels(testenv.CAPOv014))
 	env.InstallCRDs(t, testenv.ProviderCRDs(t, testenv.CAPOv014), labels)
 	image := "registry.k8s.io/capi-openstack/capi-openstack-controller:v0.14.7"
-	env.CreateNamespace(t, "capo-system")
-	sel := map[string]string{"control-plane": "capo-controller-manager"}
-	_, err = cs.AppsV1().Deployments("capo-system").Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "capo-controller-manager", Labels: map[string]string{"cluster.x-k8s.io/provider": provider}},
+	providerDeployment(t, env, cs, "capo-system", "capo-controller-manager", provider, image)
+	// clusterctl labels Cluster API's own CRDs and manager as the
+	// provider cluster-api.
+	env.InstallCRDs(t, filepath.Join(testenv.ClusterAPICRDs(t), "core"), map[string]string{"cluster.x-k8s.io/provider": "cluster-api"})
+	coreImage := "registry.k8s.io/cluster-api/cluster-api-controller:" + testenv.ClusterAPIVersion
+	providerDeployment(t, env, cs, "capi-system", "capi-controller-manager", "cluster-api", coreImage)
+	got = results(doctor.ServedKinds(ctx, c, builtin.KindsByDriver(), doctor.FindProviders(ctx, cs, env.Dynamic(t))))
+	expect(t, got["CRDs infrastructure"], doctor.Pass, "Magnetite writes infrastructure.cluster.x-k8s.io/v1beta1",
+		"release v0.14.7 (image "+image+" of deployment capo-system/capo-controller-manager)")
+	expect(t, got["CRDs Cluster API core"], doctor.Pass, "Magnetite writes cluster.x-k8s.io/v1beta2",
+		"release "+testenv.ClusterAPIVersion+" (image "+coreImage+" of deployment capi-system/capi-controller-manager)")
+}
+
+// providerDeployment makes a provider's manager Deployment as clusterctl
+// installs it: labelled with the provider's name, its image tag the
+// release.
+func providerDeployment(t *testing.T, env *testenv.APIServer, cs kubernetes.Interface, namespace, name, provider, image string) {
+	t.Helper()
+	env.CreateNamespace(t, namespace)
+	sel := map[string]string{"control-plane": name}
+	_, err := cs.AppsV1().Deployments(namespace).Create(context.Background(), &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"cluster.x-k8s.io/provider": provider}},
 		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: sel}, Template: corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: sel},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "manager", Image: image}}},
@@ -242,9 +261,6 @@ func TestServedKindsNameTheProviderReleases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = results(doctor.ServedKinds(ctx, c, builtin.KindsByDriver(), doctor.FindProviders(ctx, cs, env.Dynamic(t))))
-	expect(t, got["CRDs infrastructure"], doctor.Pass, "Magnetite writes infrastructure.cluster.x-k8s.io/v1beta1",
-		"release v0.14.7 (image "+image+" of deployment capo-system/capo-controller-manager)")
 }
 
 // openStackV1alpha7CRDs are CAPO's contract kinds served at v1alpha7 only,

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/magnetite-io/magnetite/internal/store"
 )
 
 // Magnum's rows as its database holds them (magnum/db/sqlalchemy/models.py
@@ -103,24 +105,9 @@ func Connect(ctx context.Context, connection string) (*sql.DB, error) {
 	default:
 		return nil, fmt.Errorf("magnum's connection scheme %q is not MySQL or MariaDB; Magnum supports only those (mysql+pymysql://user:password@host/magnum)", u.Scheme)
 	}
-	cfg := mysql.NewConfig()
-	cfg.User = u.User.Username()
-	cfg.Passwd, _ = u.User.Password()
-	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	cfg := store.MySQLAddress(u)
 	if cfg.DBName == "" {
 		return nil, errors.New("magnum's connection names no database; write mysql+pymysql://user:password@host/magnum")
-	}
-	if sock := u.Query().Get("unix_socket"); sock != "" {
-		cfg.Net, cfg.Addr = "unix", sock
-	} else {
-		host := u.Host
-		if host == "" {
-			host = "127.0.0.1"
-		}
-		if u.Port() == "" {
-			host += ":3306"
-		}
-		cfg.Net, cfg.Addr = "tcp", host
 	}
 	// Magnum writes DATETIME in UTC (oslo.db's TimestampMixin, utcnow).
 	cfg.ParseTime, cfg.Loc = true, time.UTC

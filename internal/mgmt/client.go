@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -63,6 +65,13 @@ type Client struct {
 	resources         map[string]Resource
 	discoveredAt      time.Time
 	discoveryFindings []Finding
+	discovering       singleflight.Group
+
+	requests *requestCounts
+
+	// ensured holds when each namespace was last ensured.
+	nsMu    sync.Mutex
+	ensured map[string]time.Time
 }
 
 // New loads the kubeconfig named in opts and returns a client. A kubeconfig
@@ -101,6 +110,8 @@ func NewForConfig(cfg *rest.Config, opts Options) (*Client, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = "magnetite"
 	}
+	requests := &requestCounts{}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, counts: requests} })
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mgmt: %w", err)
@@ -120,7 +131,7 @@ func NewForConfig(cfg *rest.Config, opts Options) (*Client, error) {
 	if err := validPrefix(prefix); err != nil {
 		return nil, err
 	}
-	return &Client{cfg: cfg, dyn: dyn, disc: disc, kinds: table, overrides: overrides, prefix: prefix, log: log}, nil
+	return &Client{cfg: cfg, dyn: dyn, disc: disc, kinds: table, overrides: overrides, prefix: prefix, log: log, requests: requests}, nil
 }
 
 // Kinds is the client's table of the kinds Magnetite uses: BaseKinds and
@@ -255,6 +266,10 @@ func (c *Client) Apply(ctx context.Context, owner Owner, obj *unstructured.Unstr
 	out, err := c.resourceClient(r, obj.GetNamespace()).Apply(ctx, obj.GetName(), obj,
 		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 	if err != nil {
+		if obj.GetNamespace() != "" {
+			// The namespace may be gone or going: ensure it again.
+			c.rememberNamespace(obj.GetNamespace(), false)
+		}
 		return nil, fmt.Errorf("mgmt: apply %s %s/%s (%s): %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), r.APIVersion(), err)
 	}
 	return out, nil

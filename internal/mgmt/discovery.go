@@ -22,16 +22,26 @@ import (
 var ErrKindNotServed = errors.New("mgmt: kind not served by the management cluster")
 
 // rediscoverAfter bounds how often a lookup of an unserved kind may trigger a
-// new discovery (CRDs installed after Magnetite started are then found).
+// new discovery (CRDs installed after Magnetite started are then found), and
+// how old the versions a render is given may be (a provider upgraded while
+// Magnetite runs is then written at the version it now serves).
 const rediscoverAfter = 10 * time.Second
 
 // Discover reads the API groups and resources the management cluster serves
 // and resolves every kind of the client's table, applying the configured overrides. It
 // keeps partial results when some API groups fail to answer.
+//
+// Callers that find discovery stale at once (every worker rendering in a
+// burst) share one: discovery is a request per API group.
 func (c *Client) Discover(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	_, err, _ := c.discovering.Do("discover", func() (any, error) { return nil, c.discover() })
+	return err
+}
+
+func (c *Client) discover() error {
 	groups, lists, err := c.disc.ServerGroupsAndResources()
 	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
 		return fmt.Errorf("mgmt: discover served API versions: %w", err)
@@ -40,8 +50,14 @@ func (c *Client) Discover(ctx context.Context) error {
 		c.log.Warn("management cluster: some API groups failed discovery", "err", err)
 	}
 	resolved, findings := resolveKinds(groups, lists, c.kinds, c.overrides)
+	c.mu.RLock()
+	known := c.discoveryFindings
+	c.mu.RUnlock()
 	for _, f := range findings {
-		c.log.Warn("management cluster: "+f.Message, "check", f.Check)
+		// Discovery runs every few seconds: say each finding once.
+		if !slices.Contains(known, f) {
+			c.log.Warn("management cluster: "+f.Message, "check", f.Check)
+		}
 	}
 	c.mu.Lock()
 	c.resources = resolved
@@ -80,14 +96,22 @@ func (c *Client) Resource(ctx context.Context, kind string) (Resource, error) {
 }
 
 // APIVersions maps every served kind to the apiVersion its objects must
-// carry, for the renderer to stamp on what it produces.
+// carry, for the renderer to stamp on what it produces. A discovery older
+// than rediscoverAfter is made again first: a kind Magnetite already finds
+// served keeps being served when its provider is upgraded (CAPO v0.15 serves
+// v1beta1 beside v1beta2), so only this tells Magnetite to write the version
+// it prefers. When that discovery fails, the last one is used.
 func (c *Client) APIVersions(ctx context.Context) (map[string]string, error) {
 	c.mu.RLock()
 	empty := c.discoveredAt.IsZero()
+	stale := time.Since(c.discoveredAt) > rediscoverAfter
 	c.mu.RUnlock()
-	if empty {
+	if stale {
 		if err := c.Discover(ctx); err != nil {
-			return nil, err
+			if empty {
+				return nil, err
+			}
+			c.log.Warn("management cluster: discovery failed; rendering at the versions found before", "err", err)
 		}
 	}
 	c.mu.RLock()

@@ -187,6 +187,48 @@ func TestDiscoveryFollowsTheServedVersion(t *testing.T) {
 	}
 }
 
+// TestAProviderUpgradedWhileMagnetiteRunsIsWrittenAtItsNewVersion: with
+// CAPO v0.14.7's CRDs (v1beta1 only) the versions a render is given say
+// v1beta1 for the OpenStack kinds; once the operator installs
+// v0.15.0-beta.0's over them (v1beta1 still served beside v1beta2), they say
+// v1beta2 within seconds, without a restart. Overrides still win.
+func TestAProviderUpgradedWhileMagnetiteRunsIsWrittenAtItsNewVersion(t *testing.T) {
+	env := testenv.Start(t)
+	ctx := context.Background()
+	env.InstallProviders(t, testenv.CAPOv014)
+	openstack := []kinds.Kind{{Kind: "OpenStackClusterTemplate", Group: kinds.GroupInfrastructure, Versions: []string{"v1beta2", "v1beta1"}}}
+	client := func(overrides string) *mgmt.Client {
+		c, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: openstack, APIResources: overrides})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	discovered, pinned := client(""), client("OpenStackClusterTemplate=infrastructure.cluster.x-k8s.io/v1beta1")
+	writtenAt := func(c *mgmt.Client) string {
+		v, err := c.APIVersions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v["OpenStackClusterTemplate"]
+	}
+	if got := writtenAt(discovered); got != "infrastructure.cluster.x-k8s.io/v1beta1" {
+		t.Fatalf("with CAPO v0.14.7: %s, want v1beta1", got)
+	}
+	writtenAt(pinned)
+
+	env.InstallProviders(t, testenv.CAPOv015)
+	start := time.Now()
+	testenv.WaitFor(t, "the upgraded provider's v1beta2 to be what a render is given", time.Minute, func() (bool, string) {
+		got := writtenAt(discovered)
+		return got == "infrastructure.cluster.x-k8s.io/v1beta2", got
+	})
+	t.Logf("v1beta2 was found %s after the upgrade", time.Since(start).Round(time.Second))
+	if got := writtenAt(pinned); got != "infrastructure.cluster.x-k8s.io/v1beta1" {
+		t.Errorf("with api_resources naming v1beta1: %s after the upgrade", got)
+	}
+}
+
 func TestOverrideWinsOverThePreferredVersion(t *testing.T) {
 	env := testenv.Start(t)
 	ctx := context.Background()

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,8 +86,16 @@ var ErrNamespaceTerminating = errors.New("mgmt: namespace is being deleted")
 
 // EnsureNamespace creates (or re-labels) the project's namespace and returns
 // its name; ErrNamespaceTerminating while an earlier one is being deleted.
+//
+// A namespace this client ensured less than namespaceTrusted ago is taken to
+// be there without asking the API server again (every reconcile of every
+// cluster ensures its namespace): this client's own ReleaseNamespace, and any
+// apply into the namespace that fails, make it ask again.
 func (c *Client) EnsureNamespace(ctx context.Context, projectID string) (string, error) {
 	name := c.NamespaceName(projectID)
+	if c.namespaceEnsured(name) {
+		return name, nil
+	}
 	ns := &unstructured.Unstructured{}
 	ns.SetAPIVersion("v1")
 	ns.SetKind("Namespace")
@@ -98,7 +107,33 @@ func (c *Client) EnsureNamespace(ctx context.Context, projectID string) (string,
 	if applied.GetDeletionTimestamp() != nil {
 		return "", fault.New(ErrNamespaceTerminating, "namespace %s of project %s is still being deleted; waiting until it is gone", name, projectID)
 	}
+	c.rememberNamespace(name, true)
 	return name, nil
+}
+
+// namespaceTrusted is how long an ensured namespace is taken to be there.
+const namespaceTrusted = 10 * time.Minute
+
+func (c *Client) namespaceEnsured(name string) bool {
+	c.nsMu.Lock()
+	defer c.nsMu.Unlock()
+	at, ok := c.ensured[name]
+	return ok && time.Since(at) < namespaceTrusted
+}
+
+// rememberNamespace records that the namespace was ensured now, or forgets
+// that it was.
+func (c *Client) rememberNamespace(name string, ensured bool) {
+	c.nsMu.Lock()
+	defer c.nsMu.Unlock()
+	if !ensured {
+		delete(c.ensured, name)
+		return
+	}
+	if c.ensured == nil {
+		c.ensured = map[string]time.Time{}
+	}
+	c.ensured[name] = time.Now()
 }
 
 // ReleaseNamespace deletes the project's namespace when no Cluster is left
@@ -119,6 +154,7 @@ func (c *Client) ReleaseNamespace(ctx context.Context, projectID string) (delete
 	if kept, err = c.foreignObjects(ctx, name); err != nil || len(kept) > 0 {
 		return false, kept, err
 	}
+	c.rememberNamespace(name, false)
 	deleted, err = c.Delete(ctx, "Namespace", "", name)
 	return deleted, nil, err
 }

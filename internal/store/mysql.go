@@ -57,6 +57,31 @@ func connectMySQL(ctx context.Context, dsn string, pool func(*sql.DB)) (*sql.DB,
 	return db, nil
 }
 
+// MySQLAddress is the driver's configuration for the server, account and
+// database a MySQL URL names (mysql://user:password@host:port/database,
+// or ?unix_socket=/path for a local socket), as Magnetite's own and
+// oslo.db's connection URLs write them: the port defaults to 3306 and the
+// host to 127.0.0.1. DBName is empty when the URL names no database.
+func MySQLAddress(u *url.URL) *mysql.Config {
+	cfg := mysql.NewConfig()
+	cfg.User = u.User.Username()
+	cfg.Passwd, _ = u.User.Password()
+	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	if sock := u.Query().Get("unix_socket"); sock != "" {
+		cfg.Net, cfg.Addr = "unix", sock
+		return cfg
+	}
+	host := u.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if u.Port() == "" {
+		host += ":3306"
+	}
+	cfg.Net, cfg.Addr = "tcp", host
+	return cfg
+}
+
 // mysqlConfig turns a mysql:// URL into the driver's configuration.
 func mysqlConfig(dsn string) (*mysql.Config, error) {
 	u, err := url.Parse(dsn)
@@ -68,25 +93,9 @@ func mysqlConfig(dsn string) (*mysql.Config, error) {
 	default:
 		return nil, fmt.Errorf("config: [database] connection scheme %q is not mysql://", u.Scheme)
 	}
-	cfg := mysql.NewConfig()
-	cfg.User = u.User.Username()
-	cfg.Passwd, _ = u.User.Password()
-	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	cfg := MySQLAddress(u)
 	if cfg.DBName == "" {
 		return nil, fmt.Errorf("config: [database] connection names no database; use mysql://user:password@host:port/magnetite")
-	}
-	q := u.Query()
-	if sock := q.Get("unix_socket"); sock != "" {
-		cfg.Net, cfg.Addr = "unix", sock
-	} else {
-		host := u.Host
-		if host == "" {
-			host = "127.0.0.1"
-		}
-		if u.Port() == "" {
-			host += ":3306"
-		}
-		cfg.Net, cfg.Addr = "tcp", host
 	}
 	// Times are stored as fixed-width strings, so no parseTime; placeholders
 	// are filled in client-side (one round trip instead of prepare+execute),

@@ -66,7 +66,10 @@ const nokeyTimeout = 5
 // is replaced from the template naming the new one, and the workers'
 // MachineDeployment rolls its machine to the new group. nokey, whose
 // keypair is never restored, fails at its create_timeout with Nova's
-// message. Deleting every cluster leaves no server, port, server
+// message. flavorlost (auto-healing off) meets the removed flavor and
+// grouplost its removed server groups, and neither is retried: each fails at
+// its create_timeout with Nova's message, its refused machine never
+// replaced. Deleting every cluster leaves no server, port, server
 // group, load balancer, volume, floating IP, security group, network,
 // subnet or router, including those the test made the way the cloud
 // controller manager and the Cinder CSI driver would.
@@ -82,7 +85,8 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 	e.createTemplates(t)
 	c.ok(t, "keypair", "create", "alice-key")
 	c.ok(t, "keypair", "create", "bob-key")
-	for _, cl := range [][2]string{{"vm1", "managed"}, {"bm1", "bm"}, {"mixed1", "mixed"}, {"noflavor", "mixed"}, {"nogroup", "mixed"}, {"noportsec", "vm"}, {"nokey", "managed"}} {
+	for _, cl := range [][2]string{{"vm1", "managed"}, {"bm1", "bm"}, {"mixed1", "mixed"}, {"noflavor", "mixed"}, {"nogroup", "mixed"}, {"noportsec", "vm"}, {"nokey", "managed"},
+		{"flavorlost", "mixed"}, {"grouplost", "mixed"}} {
 		args := []string{"coe", "cluster", "create", cl[0], "--cluster-template", cl[1], "--master-count", "1", "--node-count", "1"}
 		switch cl[0] {
 		case "vm1":
@@ -105,16 +109,26 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		case "nokey":
 			// Its keypair goes for good: it fails at create_timeout.
 			args = append(args, "--master-flavor", testcloud.FlavorName, "--keypair", "bob-key", "--timeout", strconv.Itoa(nokeyTimeout))
+		case "flavorlost":
+			// Loses noflavor's flavor, gets it back with noflavor and is
+			// never retried; auto-healing, which would retry it once the
+			// flavor is back, is off.
+			args = append(args, "--timeout", strconv.Itoa(nokeyTimeout), "--merge-labels", "--labels", "auto_healing_enabled=false")
+		case "grouplost":
+			// Loses its server groups and is never retried (auto-healing
+			// cannot make server groups again).
+			args = append(args, "--master-flavor", testcloud.FlavorName, "--timeout", strconv.Itoa(nokeyTimeout))
 		}
 		c.ok(t, args...)
 	}
-	// nokey, created last, times out counting from here.
+	// nokey, flavorlost and grouplost, created last, time out counting from
+	// here.
 	created := time.Now()
 	c.ok(t, "coe", "nodegroup", "create", "mixed1", "vms", "--flavor", testcloud.FlavorName, "--node-count", "1")
 
 	ctx := t.Context()
 	uuids := map[string]string{}
-	for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec", "nokey"} {
+	for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec", "nokey", "flavorlost", "grouplost"} {
 		uuids[cl] = e.uuid(t, cl)
 		// Magnetite has read the cloud and rendered the cluster once its
 		// Cluster object exists: the changes below come after.
@@ -130,6 +144,24 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 			}
 		}
 		return ""
+	}
+	// serverGroups are the IDs of a cluster's default node groups' server
+	// groups, the control plane's first.
+	serverGroups := func(t *testing.T, cluster string) []string {
+		name := clusterObjectName(ctx, t, dc, uuids[cluster])
+		var cp, workers string
+		for _, g := range cloud.ServerGroups() {
+			switch {
+			case strings.HasPrefix(g.Name, name) && strings.HasSuffix(g.Name, "-default-master"):
+				cp = g.ID
+			case strings.HasPrefix(g.Name, name) && strings.HasSuffix(g.Name, "-default-worker"):
+				workers = g.ID
+			}
+		}
+		if cp == "" || workers == "" {
+			t.Fatalf("%s (%s): server groups %+v, want its control plane's and its workers'", cluster, name, cloud.ServerGroups())
+		}
+		return []string{cp, workers}
 	}
 
 	// The refusals: each change is made once Magnetite has rendered the
@@ -149,6 +181,40 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		}
 	}
 	var deletedGroups, noflavorFailed []string
+	// failsAtTimeout waits for a cluster nobody retries to fail at its
+	// create_timeout with message, the control-plane machines refused
+	// before (refused) still there without a server: nothing replaced
+	// them.
+	failsAtTimeout := func(t *testing.T, cluster, message string, refused []string) {
+		c.waitStatus(t, cluster, "CREATE_FAILED", time.Duration(nokeyTimeout+2)*time.Minute)
+		want := fmt.Sprintf("Timed out after %d minutes; last reported problem: ", nokeyTimeout)
+		if r := field(t, cluster, "status_reason"); !strings.HasPrefix(r, want) || !strings.Contains(r, message) {
+			t.Errorf("%s's status_reason %q, want %q and Nova's message %q", cluster, r, want, message)
+		}
+		for _, m := range machines(t, cluster) {
+			if _, cp := m.GetLabels()["cluster.x-k8s.io/control-plane"]; !cp {
+				continue
+			}
+			if !slices.Contains(refused, m.GetName()) {
+				t.Errorf("%s: control-plane machine %s was made after the refusal; none was retried", cluster, m.GetName())
+			}
+			if id, _, _ := unstructured.NestedString(m.Object, "status", "instanceID"); id != "" {
+				t.Errorf("%s: machine %s has server %s after Nova refused it", cluster, m.GetName(), id)
+			}
+		}
+	}
+	controlPlaneMachines := func(t *testing.T, cluster string) []string {
+		var out []string
+		for _, m := range machines(t, cluster) {
+			if _, cp := m.GetLabels()["cluster.x-k8s.io/control-plane"]; cp {
+				out = append(out, m.GetName())
+			}
+		}
+		if len(out) == 0 {
+			t.Fatalf("%s has no control-plane machine", cluster)
+		}
+		return out
+	}
 	t.Run("refusals", func(t *testing.T) {
 		refusal := func(cluster, message string, breakIt func(), fixIt func(t *testing.T)) {
 			breakIt()
@@ -174,11 +240,21 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 					noflavorFailed = append(noflavorFailed, m.GetName())
 				}
 			}
+			// flavorlost must meet the removed flavor too before it is back.
+			showsNext(t, "flavorlost", "the refusal", "Flavor 3 could not be found.")
 			cloud.RemoveFlavor("3", false)
 			retry(t, "noflavor")
 			showsNext(t, "noflavor", "Nova's keypair refusal", "Invalid key_name provided.")
 			c.ok(t, "keypair", "create", "alice-key")
 			retry(t, "noflavor")
+		})
+		// flavorlost loses the same flavor (removed above), gets it back
+		// with noflavor (which waits for its refusal first) and is never
+		// retried: it fails at its create_timeout with Nova's message.
+		t.Run("flavorlost", func(t *testing.T) {
+			t.Parallel()
+			showsNext(t, "flavorlost", "the refusal", "Flavor 3 could not be found.")
+			failsAtTimeout(t, "flavorlost", "Flavor 3 could not be found.", controlPlaneMachines(t, "flavorlost"))
 		})
 		// noportsec's API load balancer comes first (CAPO makes it before
 		// any machine): the operator's router1 has lost its interface on
@@ -209,24 +285,18 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		// nokey's keypair never comes back: without a retry that could
 		// help, it fails at its create_timeout with Nova's message.
 		refusal("nokey", "Invalid key_name provided.", func() { c.ok(t, "keypair", "delete", "bob-key") }, func(t *testing.T) {
-			// At its create_timeout.
-			c.waitStatus(t, "nokey", "CREATE_FAILED", time.Duration(nokeyTimeout+2)*time.Minute)
-			want := fmt.Sprintf("Timed out after %d minutes; last reported problem: ", nokeyTimeout)
-			if r := field(t, "nokey", "status_reason"); !strings.HasPrefix(r, want) || !strings.Contains(r, "Invalid key_name provided.") {
-				t.Errorf("nokey's status_reason %q, want %q and Nova's message", r, want)
-			}
+			failsAtTimeout(t, "nokey", "Invalid key_name provided.", controlPlaneMachines(t, "nokey"))
 		})
 		// The server groups go: Nova refuses the control plane's server
 		// for its group; the user's retry makes the groups again and
 		// replaces the control plane's machine from the template naming
 		// the new group; the workers' MachineDeployment rolls to the
 		// template naming the new worker group.
-		refusal("nogroup", "Instance group ", func() {
-			for _, g := range cloud.ServerGroups() {
-				if strings.Contains(g.Name, "nogroup") && (strings.HasSuffix(g.Name, "-default-master") || strings.HasSuffix(g.Name, "-default-worker")) {
-					deletedGroups = append(deletedGroups, g.ID)
-					cloud.DeleteServerGroup(g.ID)
-				}
+		nogroupGroups := serverGroups(t, "nogroup")
+		refusal("nogroup", "Instance group "+nogroupGroups[0]+" could not be found.", func() {
+			for _, id := range nogroupGroups {
+				deletedGroups = append(deletedGroups, id)
+				cloud.DeleteServerGroup(id)
 			}
 		}, func(t *testing.T) {
 			// The worker's machine was made before its group went: it names
@@ -241,6 +311,17 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 				return false, "no worker machine names a deleted group"
 			})
 			c.ok(t, "coe", "cluster", "resize", "nogroup", "1")
+		})
+		// grouplost loses its server groups too and is never retried: it
+		// fails at its create_timeout with Nova's message.
+		grouplostGroups := serverGroups(t, "grouplost")
+		message := "Instance group " + grouplostGroups[0] + " could not be found."
+		refusal("grouplost", message, func() {
+			for _, id := range grouplostGroups {
+				cloud.DeleteServerGroup(id)
+			}
+		}, func(t *testing.T) {
+			failsAtTimeout(t, "grouplost", message, controlPlaneMachines(t, "grouplost"))
 		})
 	})
 
@@ -368,7 +449,7 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		if _, err := cloud.MakeWorkload(ks.Token("alice", "alice-password", "demo"), name, "default", "web"); err != nil {
 			t.Fatal(err)
 		}
-		for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec", "nokey"} {
+		for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec", "nokey", "flavorlost", "grouplost"} {
 			c.ok(t, "coe", "cluster", "delete", cl)
 		}
 		c.waitNoClusters(t, 5*time.Minute)

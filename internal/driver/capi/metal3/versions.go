@@ -2,9 +2,9 @@ package metal3
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
-	"slices"
 )
 
 // CAPM3's API versions, preferred first. CAPM3 up to v1.12 serves its kinds
