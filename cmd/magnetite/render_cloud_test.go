@@ -58,13 +58,17 @@ const publicNetID = "9c8b7a65-4321-4fed-8cba-0987654321a0"
 // create because Nova or Neutron would (a zone Nova does not have, a
 // bare-metal control plane spread over every zone, image boot on a zero-disk
 // flavor, hard anti-affinity over more Ironic machines than nova-compute
-// hosts, a floating IP without a router to its network, a load balancer or
-// floating IP the cloud does not offer), render says the same, and the
-// fix the message names renders.
+// hosts, a floating IP without a router to its network, a load balancer,
+// floating IP, root volume or Cinder CSI driver the cloud does not offer,
+// an API that would get neither a load balancer nor a floating IP, a load
+// balancer without a floating IP that CAPO's v1beta2 cannot record),
+// render says the same, and the fix the message names renders.
 func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 	type variant struct {
 		edit  func(tmpl, cluster map[string]any)
 		facts func(f map[string]any)
+		// args are render's further flags.
+		args []string
 	}
 	labels := func(m map[string]any) map[string]any {
 		if m["labels"] == nil {
@@ -73,12 +77,21 @@ func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 		return m["labels"].(map[string]any)
 	}
 	twoZones := func(f map[string]any) { f["availability_zones"] = []any{"az1", "az2"} }
+	// What a management cluster running CAPO v0.14 serves.
+	capoV014 := []string{"--api-versions", "infrastructure.cluster.x-k8s.io/v1beta1"}
+	withoutL3 := func(f map[string]any) {
+		f["services"] = map[string]any{"floating_ips": false, "load_balancers": true, "block_storage": true}
+	}
+	withoutCinder := func(f map[string]any) {
+		f["services"] = map[string]any{"floating_ips": true, "load_balancers": true, "block_storage": false}
+	}
 	cases := []struct {
 		name, base string
 		refused    variant
 		want       []string
 		fixed      variant
-		rendered   string
+		// rendered is in the objects once fixed, absent is not.
+		rendered, absent string
 	}{
 		{name: "an availability_zone Nova does not have", base: "mixed",
 			refused: variant{edit: func(_, c map[string]any) {
@@ -89,6 +102,11 @@ func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 				labels(c)["availability_zone"] = "az2"
 			}, facts: twoZones},
 			rendered: "failureDomain: az2"},
+		{name: "control_plane_availability_zones naming a zone Nova does not have", base: "mixed",
+			refused:  variant{edit: func(tmpl, _ map[string]any) { labels(tmpl)["control_plane_availability_zones"] = "az1,az3" }, facts: twoZones},
+			want:     []string{"control_plane_availability_zones names az3, which is not one of Nova's availability zones (az1, az2); name only those"},
+			fixed:    variant{edit: func(tmpl, _ map[string]any) { labels(tmpl)["control_plane_availability_zones"] = "az1,az2" }, facts: twoZones},
+			rendered: "controlPlaneAvailabilityZones:"},
 		{name: "a bare-metal control plane left to every zone", base: "bm-only",
 			refused:  variant{facts: twoZones},
 			want:     []string{"set control_plane_availability_zones to the zones that hold them", "flavor bm.standard"},
@@ -124,11 +142,15 @@ func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 				facts: func(f map[string]any) {
 					f["services"] = map[string]any{"floating_ips": false, "load_balancers": true, "block_storage": true}
 				}},
-			want: []string{"Neutron has no L3 extension (no routers or floating IPs), so the API cannot get a floating IP"},
-			fixed: variant{facts: func(f map[string]any) {
-				f["services"] = map[string]any{"floating_ips": false, "load_balancers": true, "block_storage": true}
-			}},
-			rendered: "enableExternalNetwork: false"},
+			want:     []string{"Neutron has no L3 extension (no routers or floating IPs), so the API cannot get a floating IP"},
+			fixed:    variant{facts: withoutL3, args: capoV014},
+			rendered: "disableExternalNetwork: true"},
+		{name: "an API load balancer without a floating IP where CAPO writes v1beta2", base: "mixed",
+			refused: variant{facts: withoutL3},
+			want: []string{"CAPO at infrastructure.cluster.x-k8s.io/v1beta2 (v0.15 and newer) cannot record a load balancer without one",
+				"or run CAPO v0.14, which serves v1beta1"},
+			fixed:    variant{facts: withoutL3, args: capoV014},
+			rendered: "disableAPIServerFloatingIP: true"},
 		{name: "a load balancer on a cloud without Octavia", base: "mixed",
 			refused: variant{facts: func(f map[string]any) {
 				f["services"] = map[string]any{"floating_ips": true, "load_balancers": false, "block_storage": true}
@@ -139,6 +161,22 @@ func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 					f["services"] = map[string]any{"floating_ips": true, "load_balancers": false, "block_storage": true}
 				}},
 			rendered: "enabled: false"},
+		{name: "an API without a load balancer or a floating IP", base: "os-debian",
+			refused: variant{facts: withoutL3},
+			want: []string{"the Kubernetes API would get neither a load balancer (master_lb_enabled is false) nor a floating IP (the cloud's Neutron has no L3 extension)",
+				"unable to determine control plane endpoint", "use a cluster template with master_lb_enabled=true"},
+			fixed:    variant{edit: func(tmpl, _ map[string]any) { tmpl["master_lb_enabled"] = true }, facts: withoutL3, args: capoV014},
+			rendered: "enabled: true"},
+		{name: "a root volume on a cloud without Cinder", base: "mixed",
+			refused:  variant{edit: func(tmpl, _ map[string]any) { labels(tmpl)["boot_volume_size"] = "40" }, facts: withoutCinder},
+			want:     []string{"boot_volume_size=40 asks for a Cinder root volume but the cloud has no Cinder", "remove the label"},
+			fixed:    variant{facts: withoutCinder},
+			rendered: "kind: OpenStackMachineTemplate", absent: "rootVolume"},
+		{name: "the Cinder CSI driver on a cloud without Cinder", base: "mixed",
+			refused:  variant{edit: func(tmpl, _ map[string]any) { labels(tmpl)["cinder_csi_enabled"] = "true" }, facts: withoutCinder},
+			want:     []string{"cinder_csi_enabled=true but the cloud has no Cinder", "set it to false"},
+			fixed:    variant{edit: func(tmpl, _ map[string]any) { labels(tmpl)["cinder_csi_enabled"] = "false" }, facts: withoutCinder},
+			rendered: "kind: Cluster\n"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,7 +186,7 @@ func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 				if v.facts != nil {
 					facts = cloudFacts(t, v.facts)
 				}
-				return runRender(t, "--template", tmpl, "--cluster", cluster, "--facts", facts)
+				return runRender(t, append([]string{"--template", tmpl, "--cluster", cluster, "--facts", facts}, v.args...)...)
 			}
 			out, _, err := run(tc.refused)
 			if err == nil {
@@ -165,6 +203,9 @@ func TestRenderRefusesWhatTheCloudWouldRefuse(t *testing.T) {
 			}
 			if !strings.Contains(out, tc.rendered) {
 				t.Errorf("after the fix the objects lack %q", tc.rendered)
+			}
+			if tc.absent != "" && strings.Contains(out, tc.absent) {
+				t.Errorf("after the fix the objects still hold %q", tc.absent)
 			}
 			if tc.base == "mixed" && tc.fixed.facts != nil && strings.Contains(tc.name, "without routers") &&
 				!strings.Contains(errOut, "warning: the cloud's Neutron has no L3 extension") {

@@ -120,6 +120,29 @@ func TestCreateRefusesWhatNovaOrNeutronWouldRefuse(t *testing.T) {
 	t.Run("image boot on a zero-disk Ironic flavor", func(t *testing.T) {
 		w.refusedThenAccepted(t, cluster("zero", "metal-zero", 1, nil), cluster("zero", "metal", 1, nil),
 			"flavor bm.zero has a root disk of 0 GiB", "Only volume-backed servers are allowed for flavors with zero disk.")
+		// A bare-metal node group of a VM cluster on the zero-disk flavor:
+		// refused without a root volume, accepted with its own
+		// boot_volume_size (Ironic boots it from Cinder).
+		if status, out := w.do("POST", "/v1/clusters", cluster("hybrid", "vms", 1, nil)); status != http.StatusAccepted {
+			t.Fatalf("the VM cluster: %d %s", status, out)
+		}
+		group := func(labels map[string]string) map[string]any {
+			ng := map[string]any{"name": "metal", "flavor_id": zeroDisk, "node_count": 1}
+			if labels != nil {
+				ng["labels"], ng["merge_labels"] = labels, true
+			}
+			return ng
+		}
+		status, out := w.do("POST", "/v1/clusters/hybrid/nodegroups", group(nil))
+		for _, want := range []string{"The node group cannot be built as asked", "flavor bm.zero has a root disk of 0 GiB",
+			"Only volume-backed servers are allowed for flavors with zero disk.", "give the node group a boot_volume_size label"} {
+			if status != http.StatusBadRequest || !strings.Contains(out, want) {
+				t.Errorf("a bare-metal node group on the zero-disk flavor: %d %s, want 400 with %q", status, out, want)
+			}
+		}
+		if status, out := w.do("POST", "/v1/clusters/hybrid/nodegroups", group(map[string]string{"boot_volume_size": "50"})); status != http.StatusAccepted {
+			t.Errorf("the node group with a boot volume: %d %s, want 202", status, out)
+		}
 	})
 	t.Run("hard anti-affinity over more Ironic machines than nova-compute hosts", func(t *testing.T) {
 		w.refusedThenAccepted(t, cluster("apart", "metal", 2, map[string]string{"server_group_policies": "anti-affinity"}),
@@ -162,16 +185,57 @@ func TestCreateRefusesWhatNovaOrNeutronWouldRefuse(t *testing.T) {
 
 // TestCreateRefusesWhatACloudWithoutL3OrOctaviaCannotGive: a load balancer
 // on a cloud without Octavia, and a floating IP asked for by label on a
-// cloud without routers, are refused at create; without the label the
-// cluster is accepted and gets no floating IP.
+// cloud without routers, are refused at create, and so is a cluster whose
+// API would get neither (CAPO has no other address for it); what the cloud
+// can give is accepted: a floating IP without Octavia, a load balancer
+// without routers (its address on the cluster network).
 func TestCreateRefusesWhatACloudWithoutL3OrOctaviaCannotGive(t *testing.T) {
 	t.Parallel()
-	w := startCloudWorld(t, testcloud.WithoutL3, testcloud.WithoutOctavia)
-	w.template("lb", map[string]any{"master_lb_enabled": true})
+	noEndpoint := "the Kubernetes API would get neither a load balancer (master_lb_enabled is false) nor a floating IP"
+	t.Run("without Octavia", func(t *testing.T) {
+		t.Parallel()
+		w := startCloudWorld(t, testcloud.WithoutOctavia)
+		w.template("lb", map[string]any{"master_lb_enabled": true})
+		w.template("plain", nil)
+		w.template("private", map[string]any{"floating_ip_enabled": false})
+		w.refusedThenAccepted(t, cluster("balanced", "lb", 1, nil), cluster("balanced", "plain", 1, nil),
+			"master_lb_enabled is set but the cloud has no Octavia", "master_lb_enabled=false")
+		w.refusedThenAccepted(t, cluster("hidden", "private", 1, nil), nil,
+			noEndpoint+" (floating_ip_enabled is false)", "unable to determine control plane endpoint",
+			"give the API a floating IP (floating_ip_enabled=true", "the cloud has no Octavia")
+	})
+	t.Run("without L3", func(t *testing.T) {
+		t.Parallel()
+		w := startCloudWorld(t, testcloud.WithoutL3)
+		w.template("lb", map[string]any{"master_lb_enabled": true})
+		w.template("plain", nil)
+		w.refusedThenAccepted(t, cluster("floating", "lb", 1, map[string]string{"master_lb_floating_ip_enabled": "true"}),
+			cluster("floating", "lb", 1, nil),
+			"Neutron has no L3 extension (no routers or floating IPs), so the API cannot get a floating IP")
+		w.refusedThenAccepted(t, cluster("plain", "plain", 1, nil), cluster("plain", "lb", 1, nil),
+			noEndpoint+" (the cloud's Neutron has no L3 extension)", "use a cluster template with master_lb_enabled=true")
+	})
+	t.Run("without either", func(t *testing.T) {
+		t.Parallel()
+		w := startCloudWorld(t, testcloud.WithoutL3, testcloud.WithoutOctavia)
+		w.template("plain", nil)
+		w.refusedThenAccepted(t, cluster("plain", "plain", 1, nil), nil,
+			noEndpoint, "the cloud has neither Octavia nor Neutron's L3 extension")
+	})
+}
+
+// TestCreateRefusesWhatACloudWithoutCinderCannotGive: a root volume, or the
+// Cinder CSI driver, asked of a cloud whose catalog has no block-storage
+// service is refused at create; without them the cluster is accepted and
+// its servers boot from their flavors' disks.
+func TestCreateRefusesWhatACloudWithoutCinderCannotGive(t *testing.T) {
+	t.Parallel()
+	w := startCloudWorld(t, testcloud.WithoutCinder)
 	w.template("plain", nil)
-	w.refusedThenAccepted(t, cluster("balanced", "lb", 1, nil), cluster("balanced", "plain", 1, nil),
-		"master_lb_enabled is set but the cloud has no Octavia", "master_lb_enabled=false")
-	w.refusedThenAccepted(t, cluster("floating", "plain", 1, map[string]string{"master_lb_floating_ip_enabled": "true"}),
-		cluster("floating", "plain", 1, nil),
-		"Neutron has no L3 extension (no routers or floating IPs), so the API cannot get a floating IP")
+	w.refusedThenAccepted(t, cluster("volumes", "plain", 1, map[string]string{"boot_volume_size": "40"}),
+		cluster("volumes", "plain", 1, nil),
+		"boot_volume_size=40 asks for a Cinder root volume but the cloud has no Cinder", "remove the label")
+	w.refusedThenAccepted(t, cluster("csi", "plain", 1, map[string]string{"cinder_csi_enabled": "true"}),
+		cluster("csi", "plain", 1, map[string]string{"cinder_csi_enabled": "false"}),
+		"cinder_csi_enabled=true but the cloud has no Cinder", "set it to false")
 }

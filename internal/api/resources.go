@@ -31,10 +31,24 @@ func (s *Server) checkResources(r *http.Request, refs cloud.Refs) (cloud.Found, 
 
 // resolveShape resolves a cluster's shape (driver.Resolve) with what the
 // cloud told checkResources about its flavors and images.
+// The template's driver adds what its infrastructure cannot build
+// (driver.ShapeChecker), as its renderer does.
 func (s *Server) resolveShape(ct *model.ClusterTemplate, c *model.Cluster, ngs []*model.NodeGroup, found cloud.Found) *driver.Shape {
-	return driver.Resolve(driver.ShapeInput{Template: ct, Cluster: c, NodeGroups: ngs, Facts: &found.Facts,
+	in := driver.ShapeInput{Template: ct, Cluster: c, NodeGroups: ngs, Facts: &found.Facts,
 		Defaults: driver.ShapeDefaults{CreateTimeout: s.opts.DefaultCreateTimeout, BareMetalCreateTimeout: s.opts.DefaultBareMetalCreateTimeout,
-			IronicComputeHosts: s.opts.IronicComputeHosts}})
+			IronicComputeHosts: s.opts.IronicComputeHosts}}
+	shape := driver.Resolve(in)
+	if s.opts.Drivers == nil {
+		return shape
+	}
+	d, err := s.opts.Drivers.ForTemplate(ct, shape.OSDistro)
+	if err != nil {
+		return shape // checkDriver answers for a template no driver builds
+	}
+	if sc, ok := d.(driver.ShapeChecker); ok {
+		shape.Problems = append(shape.Problems, sc.CheckShape(in, shape)...)
+	}
+	return shape
 }
 
 // refuseUnbuildable answers 400 with what the renderer would refuse of a

@@ -1,13 +1,16 @@
 package cloud_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/magnetite-io/magnetite/internal/cloud"
 	"github.com/magnetite-io/magnetite/internal/facts"
 	"github.com/magnetite-io/magnetite/internal/testing/testapi"
 	"github.com/magnetite-io/magnetite/internal/testing/testcloud"
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 	"github.com/magnetite-io/magnetite/internal/testing/testkeystone"
 )
 
@@ -107,5 +110,48 @@ func TestACloudWithoutL3OctaviaOrCinderHasNothingOfThemToSweep(t *testing.T) {
 	out, err := rs.CleanWorkloadLeftovers(t.Context(), token, "demo-1a2b3c4d", cloud.LeftoverPolicy{})
 	if err != nil || !out.Done() {
 		t.Fatalf("sweep on a cloud without L3, Octavia or Cinder: %+v, %v", out, err)
+	}
+}
+
+// TestTheAPILoadBalancerIsReleasedOnlyOnACloudWithoutL3: where Neutron has
+// no L3 extension, the API load balancer CAPO made for a cluster is deleted
+// (CAPO cannot: it lists the load balancer's floating IPs first) and no
+// other; where Neutron has it, nothing is, CAPO deleting its own.
+func TestTheAPILoadBalancerIsReleasedOnlyOnACloudWithoutL3(t *testing.T) {
+	const api, other = "k8s-clusterapi-cluster-magnetite-p1-demo-1a2b3c4d-kubeapi", "kube_service_demo-1a2b3c4d_default_web"
+	for _, tc := range []struct {
+		name     string
+		missing  []testcloud.Missing
+		released bool
+	}{{"without L3", []testcloud.Missing{testcloud.WithoutL3}, true}, {"with L3", nil, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			oc, rs, token := standIn(t, tc.missing...)
+			for _, name := range []string{api, other} {
+				if err := oc.Do(token, "POST", "/load-balancer/v2.0/lbaas/loadbalancers", map[string]any{"loadbalancer": map[string]any{
+					"name": name, "vip_subnet_id": testcloud.PrivateSubnetID}}, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			names := func() []string {
+				var out []string
+				for _, lb := range oc.LoadBalancers() {
+					out = append(out, lb.Name)
+				}
+				return out
+			}
+			var released bool
+			testenv.WaitFor(t, "the API load balancer's release to settle", time.Minute, func() (bool, string) {
+				res, err := rs.ReleaseAPILoadBalancer(t.Context(), token, api)
+				if err != nil {
+					t.Fatal(err)
+				}
+				released = released || len(res.Deleted) > 0
+				return res.Done(), fmt.Sprintf("%+v", res)
+			})
+			if got := names(); released != tc.released || slices.Contains(got, api) == tc.released || !slices.Contains(got, other) {
+				t.Errorf("released %v, load balancers left %v; want the API's released: %v, the workload's kept", released, got, tc.released)
+			}
+		})
 	}
 }

@@ -144,7 +144,7 @@ func (rs *Resources) CleanWorkloadLeftovers(ctx context.Context, token, cluster 
 		return out, err
 	}
 	err = rs.with(ctx, token, "load-balancer", openstack.NewLoadBalancerV2, func(sc *gophercloud.ServiceClient) error {
-		return cleanLoadBalancers(ctx, sc, cluster, &out)
+		return cleanLoadBalancers(ctx, sc, func(name string) bool { return IsWorkloadLoadBalancer(name, cluster) }, &out)
 	})
 	if err != nil {
 		return out, err
@@ -250,11 +250,37 @@ func cleanFloatingIPs(ctx context.Context, sc *gophercloud.ServiceClient, cluste
 	}.run(ctx, out)
 }
 
-func cleanLoadBalancers(ctx context.Context, sc *gophercloud.ServiceClient, cluster string, out *Cleanup) error {
+// ReleaseAPILoadBalancer deletes, as the token's project, the load
+// balancer CAPO made for a cluster's API (named name) when the cloud's
+// Neutron has no L3 extension, and does nothing elsewhere. Released CAPO
+// deletes it only after asking Neutron for the floating IPs on its VIP
+// port (DeleteLoadBalancer, pkg/cloud/services/loadbalancer/loadbalancer.go,
+// v0.14.7 and v0.15.0-beta.0), which such a Neutron answers with 404, so
+// the cluster's delete would wait for ever; with the load balancer gone,
+// CAPO finds none to delete and goes on.
+func (rs *Resources) ReleaseAPILoadBalancer(ctx context.Context, token, name string) (Cleanup, error) {
+	var out Cleanup
+	withoutL3 := false
+	err := rs.with(ctx, token, "network", openstack.NewNetworkV2, func(sc *gophercloud.ServiceClient) error {
+		aliases, err := neutronExtensions(ctx, sc)
+		withoutL3 = err == nil && !slices.Contains(aliases, l3Alias)
+		return err
+	})
+	if err != nil || !withoutL3 {
+		return out, err
+	}
+	err = rs.with(ctx, token, "load-balancer", openstack.NewLoadBalancerV2, func(sc *gophercloud.ServiceClient) error {
+		return cleanLoadBalancers(ctx, sc, func(lb string) bool { return lb == name }, &out)
+	})
+	return out, err
+}
+
+// cleanLoadBalancers deletes the load balancers whose names ours accepts.
+func cleanLoadBalancers(ctx context.Context, sc *gophercloud.ServiceClient, ours func(name string) bool, out *Cleanup) error {
 	return sweep[loadbalancers.LoadBalancer]{service: "Octavia", plural: "load balancers",
 		pages: loadbalancers.List(sc, loadbalancers.ListOpts{}), extract: loadbalancers.ExtractLoadBalancers,
 		leftover: func(lb loadbalancers.LoadBalancer) (Leftover, bool) {
-			return Leftover{Kind: "load balancer", ID: lb.ID, Name: lb.Name, Status: lb.ProvisioningStatus}, IsWorkloadLoadBalancer(lb.Name, cluster)
+			return Leftover{Kind: "load balancer", ID: lb.ID, Name: lb.Name, Status: lb.ProvisioningStatus}, ours(lb.Name)
 		},
 		// Octavia takes no delete until it settles (a delete already under
 		// way shows as PENDING_DELETE).

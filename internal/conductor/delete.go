@@ -57,6 +57,13 @@ func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) (Res
 		}
 	}
 	if holding, err := c.remaining(cl.UUID, "Cluster", "Machine"); err != nil || len(holding) > 0 {
+		if err == nil && len(holding) == 1 && holding[0].GetKind() == "Cluster" {
+			// The machines are gone: what holds the Cluster is its
+			// infrastructure.
+			if res, err := c.releaseAPILoadBalancer(ctx, cl, ns, name); err != nil || !res.IsDone() {
+				return res, err
+			}
+		}
 		return waitingFor(deleteRecheck, "Deleting: waiting for Cluster API to remove %s", describeHolding(holding)), err
 	}
 	if res, err := c.cleanWorkloadLeftovers(ctx, cl); err != nil || !res.IsDone() {
@@ -89,6 +96,41 @@ func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) (Res
 		}
 	}
 	c.log.Info("cluster deleted", "cluster", cl.UUID, "name", cl.Name)
+	return Done, nil
+}
+
+// releaseAPILoadBalancer deletes, as the cluster, the API load balancer
+// released CAPO cannot delete on a cloud without Neutron's L3 extension
+// (cloud.Resources.ReleaseAPILoadBalancer), once the cluster's machines are
+// gone and only its infrastructure holds the Cluster. While Octavia
+// deletes it the delete waits, saying why; on other clouds it does
+// nothing.
+func (c *Conductor) releaseAPILoadBalancer(ctx context.Context, cl *model.Cluster, ns, name string) (Result, error) {
+	rel, ok := c.opts.Facts.(APILoadBalancerRelease)
+	if !ok {
+		return Done, nil
+	}
+	if creds, err := c.st.ClusterCredentials(ctx, cl.UUID); err != nil || len(creds) == 0 || creds[0].Retired {
+		return Done, err
+	}
+	// CAPO's name for it (getLoadBalancerName of the cluster's resource
+	// name, namespace-name: pkg/cloud/services/loadbalancer/loadbalancer.go
+	// and pkg/utils/names, v0.14.7).
+	lb := "k8s-clusterapi-cluster-" + ns + "-" + name + "-kubeapi"
+	res, err := rel.ReleaseAPILoadBalancer(ctx, cl, lb)
+	if err != nil {
+		return Done, fmt.Errorf("delete the API load balancer CAPO cannot delete on a cloud without Neutron's L3 extension: %w", err)
+	}
+	if len(res.Deleted) > 0 {
+		c.event(ctx, cl.UUID, model.EventOperation, "", "delete",
+			"deleting the API load balancer "+lb+": the cloud's Neutron has no L3 extension, and CAPO deletes a load balancer only after listing its floating IPs, which Neutron answers with 404")
+	}
+	if len(res.Refused) > 0 {
+		return Done, permanentf("the cloud refused to delete the cluster's API load balancer: %s", joinStrings(res.Refused))
+	}
+	if len(res.Remaining) > 0 {
+		return waitingFor(leftoverRecheck, "Deleting the API load balancer that CAPO cannot delete on a cloud without Neutron's L3 extension: %s", joinStrings(res.Remaining)), nil
+	}
 	return Done, nil
 }
 

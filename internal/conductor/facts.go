@@ -41,6 +41,7 @@ type FactsReader interface {
 	EnsureServerGroups(ctx context.Context, token string, groups []driver.ServerGroup) (map[string]string, error)
 	DeleteServerGroups(ctx context.Context, token string, ids []string) error
 	CleanWorkloadLeftovers(ctx context.Context, token, cluster string, policy cloud.LeftoverPolicy) (cloud.Cleanup, error)
+	ReleaseAPILoadBalancer(ctx context.Context, token, name string) (cloud.Cleanup, error)
 	ServerFault(ctx context.Context, token, id string) (string, error)
 	MissingServerRefs(ctx context.Context, token string, refs cloud.ServerRefs) ([]string, error)
 }
@@ -58,6 +59,14 @@ type ServerGroups interface {
 // a facts source without it (no cloud) has nothing to clean.
 type WorkloadLeftovers interface {
 	CleanWorkloadLeftovers(ctx context.Context, c *model.Cluster, name string, policy cloud.LeftoverPolicy) (cloud.Cleanup, error)
+}
+
+// APILoadBalancerRelease deletes, as the cluster itself, the API load
+// balancer released CAPO cannot delete on a cloud without Neutron's L3
+// extension (CloudFacts); a facts source without it (no cloud) leaves it
+// to CAPO.
+type APILoadBalancerRelease interface {
+	ReleaseAPILoadBalancer(ctx context.Context, c *model.Cluster, name string) (cloud.Cleanup, error)
 }
 
 // ServerFaults reads, as the cluster itself, why Nova put one of its
@@ -129,6 +138,19 @@ func (f *CloudFacts) DeleteServerGroups(ctx context.Context, c *model.Cluster, i
 		return err
 	}
 	return nil
+}
+
+// ReleaseAPILoadBalancer implements APILoadBalancerRelease.
+func (f *CloudFacts) ReleaseAPILoadBalancer(ctx context.Context, c *model.Cluster, name string) (cloud.Cleanup, error) {
+	tok, cred, err := f.asCluster(ctx, c)
+	if err != nil {
+		return cloud.Cleanup{}, err
+	}
+	res, err := f.Reader.ReleaseAPILoadBalancer(ctx, tok, name)
+	if err != nil {
+		f.forget(cred)
+	}
+	return res, err
 }
 
 // CleanWorkloadLeftovers implements WorkloadLeftovers.

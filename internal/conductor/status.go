@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/magnetite-io/magnetite/internal/cloud"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -201,7 +202,42 @@ func machineProblem(m map[string]any) string {
 	return ""
 }
 
+// capiInfrastructureReasons are the reasons Cluster API itself gives the
+// Cluster's InfrastructureReady condition (core/reconcilers/cluster/
+// cluster_controller_status.go, setInfrastructureReadyCondition, v1.14):
+// its fallback while the provider has said nothing, and the object's
+// absence. Any other reason is the provider's, mirrored from its Ready
+// condition.
+var capiInfrastructureReasons = []string{"Ready", "NotReady", "NoReasonReported", "DoesNotExist", "Deleted", "InternalError"}
+
+// infrastructureProblem is why the infrastructure provider says the
+// cluster's infrastructure is not ready, when it says so: CAPO v0.14.7
+// marks its OpenStackCluster's Ready condition False with OpenStack's
+// words when a step fails (controllers/openstackcluster_controller.go,
+// handleUpdateOSCError), among them Neutron's refusal of the API load
+// balancer's floating IP, and Cluster API mirrors it onto the Cluster.
+func infrastructureProblem(obs Observed) (string, bool) {
+	c, ok := falseCondition(obs.Cluster, conditionInfraReady)
+	if !ok || strings.TrimSpace(c.Message) == "" || slices.Contains(capiInfrastructureReasons, c.Reason) {
+		return "", false
+	}
+	// CAPO quotes gophercloud's error, the refused request and the
+	// service's whole answer: keep the step that failed and the service's
+	// own message.
+	if refused := cloud.RefusalMessage(c.Message); refused != strings.TrimSpace(c.Message) {
+		step, _, _ := strings.Cut(c.Message, "Expected HTTP response code")
+		c.Message = step + refused
+	}
+	return "cluster " + c.String(), true
+}
+
 func firstProblem(obs Observed, s Snapshot) string {
+	// Nothing of the control plane can start before the cluster's
+	// infrastructure is there: the provider's reason comes before the
+	// control plane's waiting for it.
+	if p, ok := infrastructureProblem(obs); ok && !s.ControlPlaneInitialized {
+		return p
+	}
 	if s.ControlPlane.Problem != "" {
 		return s.ControlPlane.Problem
 	}

@@ -134,6 +134,41 @@ func TestSummarizeQuotesMachineInfrastructureFailure(t *testing.T) {
 	}
 }
 
+// TestSummarizeQuotesTheInfrastructureProvidersReasonFirst: while the
+// cluster's infrastructure is not ready, what the provider says of it
+// (CAPO's Ready condition, which Cluster API mirrors onto the Cluster) is
+// the problem users read, not the control plane's waiting for it; Cluster
+// API's own fallback, said while the provider is silent, is not.
+func TestSummarizeQuotesTheInfrastructureProvidersReasonFirst(t *testing.T) {
+	// CAPO's words (handleUpdateOSCError of gophercloud's error) with
+	// Neutron's answer (neutron/db/l3_db.py, _get_assoc_data).
+	const refusal = "failed to reconcile load balancer: Expected HTTP response code [201] when accessing [POST /v2.0/floatingips], " +
+		`but got 404 instead: {"NeutronError": {"type": "ExternalGatewayForFloatingIPNotFound", "message": "External network 9c8b7a65 ` +
+		`is not reachable from subnet 2f1e0b6a.  Therefore, cannot associate Port 5d8c1f7e with a Floating IP.", "detail": ""}}`
+	waiting := func(infra map[string]any) Observed {
+		return Observed{
+			Cluster: clusterObj("cluster.x-k8s.io/v1beta2", 1, 1, infra, cond("ControlPlaneInitialized", "False", "NotInitialized", ""),
+				cond("ControlPlaneAvailable", "False", "NotAvailable", "Control plane not yet initialized")),
+			ControlPlane: map[string]any{
+				"metadata": map[string]any{"name": "demo-1234-cp"},
+				"spec":     map[string]any{"replicas": int64(1), "version": "v1.31.2"},
+				"status": map[string]any{"conditions": []any{
+					cond("Available", "False", "NotAvailable", "Control plane not yet initialized")}},
+			},
+		}
+	}
+	s := Summarize(waiting(cond("InfrastructureReady", "False", "OpenStackError", refusal)), identityGroup)
+	want := "cluster InfrastructureReady (OpenStackError): failed to reconcile load balancer: ExternalGatewayForFloatingIPNotFound: " +
+		"External network 9c8b7a65 is not reachable from subnet 2f1e0b6a. Therefore, cannot associate Port 5d8c1f7e with a Floating IP."
+	if s.Problem != want {
+		t.Errorf("problem %q, want Neutron's refusal as CAPO reported it: %q", s.Problem, want)
+	}
+	s = Summarize(waiting(cond("InfrastructureReady", "False", "NotReady", "OpenStackCluster status.initialization.provisioned is false")), identityGroup)
+	if !strings.HasPrefix(s.Problem, "control plane Available") {
+		t.Errorf("problem %q, want the control plane's while the provider says nothing", s.Problem)
+	}
+}
+
 func TestSummarizeWithoutClusterIsUnknown(t *testing.T) {
 	s := Summarize(Observed{}, identityGroup)
 	if s.Exists || s.Health != model.Unknown || s.Converged() {

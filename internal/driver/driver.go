@@ -189,6 +189,14 @@ type LabelChecker interface {
 	CheckLabels(ct *model.ClusterTemplate, labels map[string]string) error
 }
 
+// ShapeChecker is implemented by drivers whose infrastructure cannot build
+// some shapes the shared resolver accepts (an OpenStack cluster whose API
+// gets neither a load balancer nor a floating IP), so that the API refuses
+// them at create as the renderer does.
+type ShapeChecker interface {
+	CheckShape(in ShapeInput, s *Shape) []string
+}
+
 // ValidationError lists every problem found in a request.
 type ValidationError struct {
 	Problems []string

@@ -133,8 +133,20 @@ metal on provider networks often runs), Octavia, or Cinder; Magnetite reads
 the catalog and Neutron's extension list. Without L3 the API gets no floating
 IP and the cluster's network is not routed to an external network
 (` + "`api_server_floating_ip`" + ` or an explicit ` + "`master_lb_floating_ip_enabled`" + ` is refused);
-without Octavia a template with ` + "`master_lb_enabled`" + ` is refused; without Cinder a
+without Octavia a template with ` + "`master_lb_enabled`" + ` is refused. The API needs a load
+balancer or a floating IP: CAPO takes the control plane's address from one of them
+and otherwise answers "unable to determine control plane endpoint" until the cluster
+times out, so a cluster that would get neither is refused (on a cloud without L3 its
+template needs ` + "`master_lb_enabled`" + `; on a cloud without L3 or Octavia no OpenStack
+cluster can be reached). A load balancer without a floating IP needs CAPO v0.14
+(infrastructure v1beta1): from v0.15 CAPO's v1beta2 status requires the load
+balancer's floating IP, which it then cannot record, so such a cluster fails its
+render with that reason on a management cluster serving v1beta2. Without Cinder a
 ` + "`boot_volume_size`" + ` or ` + "`cinder_csi_enabled=true`" + ` is refused, the operator's default
 root volume is not used and the Cinder CSI driver is off. Deleting a cluster
-sweeps only the kinds the cloud has.
+sweeps only the kinds the cloud has. On a cloud without L3, released CAPO (v0.14.7,
+v0.15.0-beta.0) cannot delete a cluster's API load balancer: it first lists the
+floating IPs on it, which Neutron answers with 404. Once the cluster's machines are
+gone Magnetite deletes that load balancer as the cluster, and CAPO, finding none, goes
+on (at its next retry of the delete).
 `

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/yaml"
 
 	"github.com/magnetite-io/magnetite/internal/driver/capi"
 	"github.com/magnetite-io/magnetite/internal/driver/capi/openstack"
@@ -27,9 +25,6 @@ import (
 var (
 	secretsGVR        = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	kubeadmConfigsGVR = schema.GroupVersionResource{Group: "bootstrap.cluster.x-k8s.io", Version: "v1beta2", Resource: "kubeadmconfigs"}
-	// kubeadmCommand is how Cluster API's kubeadm bootstrap provider runs
-	// kubeadm in runcmd (bootstrap/kubeadm/pkg/cloudinit, v1.14).
-	kubeadmCommand = regexp.MustCompile(`kubeadm (init|join) --config (\S+)`)
 )
 
 // jinjaFile is an extra file whose text jinja would read as a template:
@@ -130,28 +125,17 @@ func checkNodeBootstrap(ctx context.Context, t *testing.T, dc dynamic.Interface,
 		for _, f := range cfg.WriteFiles {
 			node.files[f.Path] = f.Data(t)
 		}
-		var path string
-		for _, c := range cfg.RunCmd {
-			if m := kubeadmCommand.FindStringSubmatch(strings.TrimSpace(toString(c))); m != nil {
-				node.kubeadmCommand, path = m[1], m[2]
-			}
-		}
-		if path == "" {
-			t.Fatalf("%s: runcmd runs no kubeadm init or join: %v", machine.GetName(), cfg.RunCmd)
-		}
-		config := cfg.File(t, path).Data(t)
+		var config []byte
+		node.kubeadmCommand, config = cfg.KubeadmConfig(t)
 		if err := testbootstrap.ValidateKubeadm(t, version, config); err != nil {
 			t.Errorf("%s (server %s, Kubernetes %s): kubeadm refuses the configuration cloud-init writes: %v\n%s",
 				machine.GetName(), server.Name, version, err, config)
 		}
-		name, args := nodeRegistration(t, config, node.kubeadmCommand)
+		name, args := testbootstrap.NodeRegistration(t, config, node.kubeadmCommand)
 		if name != host {
 			t.Errorf("%s: kubeadm would register node %q, want the server's host name %q", machine.GetName(), name, host)
 		}
-		// The quotes CAPO puts around the instance ID reach kubelet's
-		// environment file; systemd's word splitting of
-		// $KUBELET_KUBEADM_ARGS in the kubelet unit takes them away.
-		if got := strings.ReplaceAll(args["provider-id"], "'", ""); got != providerID {
+		if got := testbootstrap.KubeletArg(args["provider-id"]); got != providerID {
 			t.Errorf("%s: kubelet's provider ID %q, want the machine's %q", machine.GetName(), args["provider-id"], providerID)
 		}
 		if node.userDataBase64 > openstack.NovaUserDataLimit {
@@ -163,14 +147,6 @@ func checkNodeBootstrap(ctx context.Context, t *testing.T, dc dynamic.Interface,
 		booted = append(booted, node)
 	}
 	return booted
-}
-
-func toString(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	b, _ := yaml.Marshal(v)
-	return string(b)
 }
 
 func ownerMachine(ctx context.Context, t *testing.T, dc dynamic.Interface, om unstructured.Unstructured) *unstructured.Unstructured {
@@ -217,38 +193,6 @@ func bootstrapFiles(ctx context.Context, t *testing.T, dc dynamic.Interface, mac
 			Owner: str("owner"), Permissions: str("permissions")})
 	}
 	return files
-}
-
-// nodeRegistration returns the node name and kubelet arguments of the
-// kubeadm init or join configuration.
-func nodeRegistration(t *testing.T, config []byte, command string) (string, map[string]string) {
-	t.Helper()
-	kind := map[string]string{"init": "InitConfiguration", "join": "JoinConfiguration"}[command]
-	for _, doc := range strings.Split(string(config), "\n---") {
-		var c struct {
-			Kind             string `json:"kind"`
-			NodeRegistration struct {
-				Name             string `json:"name"`
-				KubeletExtraArgs []struct {
-					Name  string `json:"name"`
-					Value string `json:"value"`
-				} `json:"kubeletExtraArgs"`
-			} `json:"nodeRegistration"`
-		}
-		if err := yaml.Unmarshal([]byte(doc), &c); err != nil {
-			t.Fatalf("kubeadm configuration document is not YAML: %v\n%s", err, doc)
-		}
-		if c.Kind != kind {
-			continue
-		}
-		args := map[string]string{}
-		for _, a := range c.NodeRegistration.KubeletExtraArgs {
-			args[a.Name] = a.Value
-		}
-		return c.NodeRegistration.Name, args
-	}
-	t.Fatalf("the kubeadm configuration has no %s:\n%s", kind, config)
-	return "", nil
 }
 
 // TestTheAPIRefusesExtraFilesTooLargeForNova creates, through Debian's

@@ -36,13 +36,20 @@ type capoCloud struct {
 
 func startCAPOCloud(t *testing.T, release string, opts ...testcapo.Option) *capoCloud {
 	t.Helper()
+	return startCAPOCloudWithout(t, release, nil, opts...)
+}
+
+// startCAPOCloudWithout is the cloud of startCAPOCloud lacking what missing
+// names (Neutron's L3 extension, Octavia, Cinder).
+func startCAPOCloudWithout(t *testing.T, release string, missing []testcloud.Missing, opts ...testcapo.Option) *capoCloud {
+	t.Helper()
 	ks := testkeystone.Start(t)
 	const servicePassword = "magnetite-capo-test-password"
 	svc := ks.ServiceUser("magnetite", servicePassword)
 	ks.Grant(svc, ks.ProjectID("service"), "admin")
 	project := ks.CreateProject("demo")
 	ks.Grant(ks.CreateUser("alice", "alice-password"), project, "member")
-	cloud := testcloud.Start(t, ks)
+	cloud := testcloud.Start(t, ks, missing...)
 
 	plane := testenv.Start(t)
 	plane.InstallClusterAPI(t)
@@ -183,7 +190,76 @@ func TestOpenStackClustersOnCAPOv015ThroughTheCLI(t *testing.T) {
 	t.Parallel()
 	e := startCAPOCloud(t, testenv.CAPOv015)
 	e.createTemplates(t)
-	clusters := [][2]string{{"vm2", "managed"}, {"bm2", "bm"}, {"mixed2", "mixed"}}
+	e.buildAndDelete(t, [][2]string{{"vm2", "managed"}, {"bm2", "bm"}, {"mixed2", "mixed"}}, func(uuid string) {
+		e.checkWrittenAt(t, uuid, "v1beta2")
+	})
+	if r := e.capo.Release(); r != "v0.15.0-beta.0" {
+		t.Errorf("the CAPO stand-in imitated %q, want v0.15.0-beta.0", r)
+	}
+}
+
+// TestOpenStackClustersOnACloudWithoutL3ThroughTheCLI: on a cloud whose
+// Neutron has no L3 extension (no routers, no floating IPs), as clouds
+// that run bare metal on provider networks often are, an all-bare-metal
+// cluster on the provisioning network and a VM cluster on the private
+// network, each behind its API load balancer, whose address on the
+// cluster network is the API's, are created through Debian's openstack
+// CLI; every machine gets its server and node, no floating IP is asked
+// for, and deleting them leaves nothing in the cloud (the leftovers sweep
+// asks Neutron for no router or floating IP).
+func TestOpenStackClustersOnACloudWithoutL3ThroughTheCLI(t *testing.T) {
+	requireCLI(t) // skips under -short
+	t.Parallel()
+	e := startCAPOCloudWithout(t, testenv.CAPOv014, []testcloud.Missing{testcloud.WithoutL3})
+	e.createTemplates(t)
+	e.buildAndDelete(t, [][2]string{{"vm3", "vm"}, {"bm3", "bm"}}, func(string) {
+		if fips := e.cloud.FloatingIPs(); len(fips) > 0 {
+			t.Errorf("floating IPs on a cloud without L3: %+v", fips)
+		}
+		for _, lb := range e.cloud.LoadBalancers() {
+			if lb.VIPAddress == "" || lb.VIPSubnetID == "" {
+				t.Errorf("load balancer %s has no address on the cluster network: %+v", lb.Name, lb)
+			}
+		}
+	})
+}
+
+// TestOpenStackClustersOnACloudWithoutOctaviaThroughTheCLI: on a cloud
+// without Octavia a cluster whose template asks for the API load balancer
+// is refused at create with a 400 that says so; a VM cluster on the
+// private network whose template has none gets the API's floating IP,
+// which CAPO makes and gives its control-plane server, every machine gets
+// its server and node, and deleting it leaves nothing in the cloud (the
+// leftovers sweep asks Octavia nothing).
+func TestOpenStackClustersOnACloudWithoutOctaviaThroughTheCLI(t *testing.T) {
+	requireCLI(t) // skips under -short
+	t.Parallel()
+	e := startCAPOCloudWithout(t, testenv.CAPOv014, []testcloud.Missing{testcloud.WithoutOctavia})
+	e.createTemplates(t)
+	refused := e.c.fails(t, "coe", "cluster", "create", "balanced", "--cluster-template", "vm", "--master-count", "1", "--node-count", "1")
+	if !strings.Contains(refused, "(HTTP 400)") || !strings.Contains(refused, "master_lb_enabled is set but the cloud has no Octavia") {
+		t.Errorf("a cluster with the API load balancer on a cloud without Octavia: %q, want a 400 saying so", refused)
+	}
+	e.c.ok(t, "coe", "cluster", "template", "create", "plain", "--coe", "kubernetes", "--image", testcloud.ImageName,
+		"--external-network", testcloud.ExternalNet, "--fixed-network", testcloud.PrivateNet, "--flavor", testcloud.FlavorName,
+		"--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag="+testcloud.KubeTag+",boot_volume_size=10")
+	e.buildAndDelete(t, [][2]string{{"vm4", "plain"}}, func(string) {
+		fips, ports := e.cloud.FloatingIPs(), map[string]testcloud.Port{}
+		for _, p := range e.cloud.Ports() {
+			ports[p.ID] = p
+		}
+		if len(fips) != 1 || ports[fips[0].PortID].DeviceOwner != "compute:nova" {
+			t.Errorf("floating IPs %+v, want the API's on a server's port", fips)
+		}
+	})
+}
+
+// buildAndDelete creates each cluster (name, template) with one control
+// plane node and one worker through the CLI, waits until every machine of
+// each has its server and node, runs check on each cluster's UUID,
+// deletes them and checks nothing is left in the cloud.
+func (e *capoCloud) buildAndDelete(t *testing.T, clusters [][2]string, check func(uuid string)) {
+	t.Helper()
 	for _, cl := range clusters {
 		e.c.ok(t, "coe", "cluster", "create", cl[0], "--cluster-template", cl[1], "--master-count", "1", "--node-count", "1")
 	}
@@ -202,10 +278,7 @@ func TestOpenStackClustersOnCAPOv015ThroughTheCLI(t *testing.T) {
 			}
 			return true, ""
 		})
-		e.checkWrittenAt(t, uuid, "v1beta2")
-	}
-	if r := e.capo.Release(); r != "v0.15.0-beta.0" {
-		t.Errorf("the CAPO stand-in imitated %q, want v0.15.0-beta.0", r)
+		check(uuid)
 	}
 	for _, cl := range clusters {
 		e.c.ok(t, "coe", "cluster", "delete", cl[0])

@@ -51,11 +51,12 @@ const nokeyTimeout = 5
 // groups, whose IDs its ports carry.
 //
 // The stand-in is released CAPO v0.14.7, which gives a server up for good
-// once Nova or Cinder refused to make it. A flavor and a keypair removed
-// and a network's port security turned off behind Magnetite's back, and a
-// volume type and zone Cinder lacks, show Nova's, Neutron's and Cinder's
-// own messages in status_reason (Magnetite reads them from what CAPO
-// recorded; CAPO retries only the port). Once an operator restores each,
+// once Nova or Cinder refused to make it. A flavor and a keypair removed,
+// a network's port security turned off and the operator's router taken
+// off a subnet behind Magnetite's back, and a volume type and zone Cinder
+// lacks, show Nova's, Neutron's and Cinder's own messages in status_reason
+// (Magnetite reads them from what CAPO recorded; CAPO retries only the
+// port and the API load balancer's floating IP). Once an operator restores each,
 // the user's retry (a resize to the same size, as Magnum users re-run a
 // failed stack) replaces the failed control-plane machine, and the next
 // refusal shows, until the cluster comes up; vm1 and mixed1, whose control
@@ -255,21 +256,32 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 			showsNext(t, "flavorlost", "the refusal", "Flavor 3 could not be found.")
 			failsAtTimeout(t, "flavorlost", "Flavor 3 could not be found.", controlPlaneMachines(t, "flavorlost"))
 		})
-		// noportsec asks for a volume type and zone Cinder does not have:
-		// CAPO makes the port before the root volume (and retries a
-		// refused port), so Cinder's refusals show once port security is
-		// back, one after the other (Cinder checks the type first), each
-		// until an operator makes what it lacks and the user retries.
-		refusal("noportsec", "Port security must be enabled and port must have an IP address in order to use security groups.",
-			func() { cloud.SetPortSecurity(testcloud.PrivateNetID, false) }, func(t *testing.T) {
-				cloud.SetPortSecurity(testcloud.PrivateNetID, true)
-				showsNext(t, "noportsec", "Cinder's volume type refusal", "Volume type with name fast could not be found.")
-				cloud.AddVolumeType("fast")
-				retry(t, "noportsec")
-				showsNext(t, "noportsec", "Cinder's availability zone refusal", "Invalid input received: Availability zone 'az2' is invalid.")
-				cloud.AddVolumeAvailabilityZone("az2")
-				retry(t, "noportsec")
-			})
+		// noportsec's API load balancer comes first (CAPO makes it before
+		// any machine): the operator's router1 has lost its interface on
+		// the private subnet, so Neutron refuses its floating IP (Magnetite
+		// accepted the cluster: it cannot see the routers of the cloud's
+		// shared networks) until the interface is back. Then its port is
+		// refused until port security is back. It also asks for a volume
+		// type and zone Cinder does not have: CAPO makes the port before
+		// the root volume (and retries a refused port), so Cinder's
+		// refusals show next, one after the other (Cinder checks the type
+		// first), each until an operator makes what it lacks and the user
+		// retries.
+		refusal("noportsec", "ExternalGatewayForFloatingIPNotFound: External network "+testcloud.ExternalNetID+
+			" is not reachable from subnet "+testcloud.PrivateSubnetID+". Therefore, cannot associate Port ", func() {
+			cloud.SetPortSecurity(testcloud.PrivateNetID, false)
+			cloud.SetCloudRoute(testcloud.PrivateSubnetID, false)
+		}, func(t *testing.T) {
+			cloud.SetCloudRoute(testcloud.PrivateSubnetID, true)
+			showsNext(t, "noportsec", "Neutron's port security refusal", "Port security must be enabled and port must have an IP address in order to use security groups.")
+			cloud.SetPortSecurity(testcloud.PrivateNetID, true)
+			showsNext(t, "noportsec", "Cinder's volume type refusal", "Volume type with name fast could not be found.")
+			cloud.AddVolumeType("fast")
+			retry(t, "noportsec")
+			showsNext(t, "noportsec", "Cinder's availability zone refusal", "Invalid input received: Availability zone 'az2' is invalid.")
+			cloud.AddVolumeAvailabilityZone("az2")
+			retry(t, "noportsec")
+		})
 		// nokey's keypair never comes back: without a retry that could
 		// help, it fails at its create_timeout with Nova's message.
 		refusal("nokey", "Invalid key_name provided.", func() { c.ok(t, "keypair", "delete", "bob-key") }, func(t *testing.T) {

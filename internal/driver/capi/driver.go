@@ -199,3 +199,12 @@ func (d *Driver) servedVersions(req driver.Request) APIVersions {
 }
 
 var _ driver.Driver = (*Driver)(nil)
+
+// CheckShape implements driver.ShapeChecker with the infrastructure's own
+// checks, when it has any.
+func (d *Driver) CheckShape(in driver.ShapeInput, s *driver.Shape) []string {
+	if sc, ok := d.infra.(driver.ShapeChecker); ok {
+		return sc.CheckShape(in, s)
+	}
+	return nil
+}

@@ -134,10 +134,14 @@ func (pl planner) plan(req driver.Request, v APIVersions) (*Plan, error) {
 	if p.Namespace == "" {
 		p.Namespace = "magnetite-system"
 	}
-	shape := driver.Resolve(driver.ShapeInput{Template: ct, Cluster: c, NodeGroups: req.NodeGroups, Facts: req.Facts,
-		Authoritative: pl.infra.NeedsCloud(), Defaults: pl.opts.shapeDefaults()})
+	in := driver.ShapeInput{Template: ct, Cluster: c, NodeGroups: req.NodeGroups, Facts: req.Facts,
+		Authoritative: pl.infra.NeedsCloud(), Defaults: pl.opts.shapeDefaults()}
+	shape := driver.Resolve(in)
 	p.Name = shape.ObjectName
 	p.problems = append(p.problems, shape.Problems...)
+	if sc, ok := pl.infra.(driver.ShapeChecker); ok {
+		p.problems = append(p.problems, sc.CheckShape(in, shape)...)
+	}
 	pl.planLabels(p, shape)
 	pl.planGroups(p, shape)
 	pl.planOS(p, shape)

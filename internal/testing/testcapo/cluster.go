@@ -3,6 +3,7 @@ package testcapo
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,7 +30,8 @@ func (r *reconciler) reconcileCluster(ctx context.Context, o *unstructured.Unstr
 	}
 	lbName := "k8s-clusterapi-cluster-" + resourceName(o) + "-kubeapi"
 	if o.GetDeletionTimestamp() != nil {
-		if err := r.deleteAPILoadBalancer(tok, o, lbName); err != nil {
+		spec, _ := o.Object["spec"].(map[string]any)
+		if err := r.deleteAPILoadBalancer(tok, lbName, r.rel.apiServer(spec)); err != nil {
 			return // retried next pass
 		}
 		if err := r.deleteNetworkComponents(tok, o); err != nil {
@@ -115,9 +117,27 @@ func (r *reconciler) reconcileCluster(ctx context.Context, o *unstructured.Unstr
 		if host == "" {
 			host = str(lb, "internalIP")
 		}
+		if _, ok := lb["ip"]; !ok && r.rel.v1beta1() {
+			// v0.14.7's LoadBalancer status has ip without omitempty:
+			// empty without a floating IP, and its CRD requires it.
+			// v1beta2's omits it, and v0.15.0-beta.0's CRD then refuses
+			// the status (ip is required, of at least one character).
+			lb["ip"] = ""
+		}
 		_ = unstructured.SetNestedMap(o.Object, lb, "status", r.rel.loadBalancerStatus())
 	case api.floatingIP != "":
 		host = api.floatingIP
+	case !api.floatingIPDisabled && !r.rel.externalNetworkDisabled(spec):
+		// Without a load balancer CAPO makes the API's floating IP
+		// itself, unattached (reconcileControlPlaneEndpoint, v0.14.7);
+		// the first control-plane machine takes it
+		// (reconcileAPIServerLoadBalancer).
+		fip, err := r.apiFloatingIP(tok, o)
+		if err != nil {
+			endpointFailed(fmt.Errorf("floating IP cannot be got or created: %w", err))
+			return
+		}
+		host = str(fip, "floating_ip_address")
 	default:
 		endpointFailed(fmt.Errorf("unable to determine control plane endpoint"))
 		return
@@ -338,32 +358,56 @@ func (c *Controller) firstOrCreate(tok, path, query, key string, body map[string
 	return made, err == nil, err
 }
 
-// deleteAPILoadBalancer deletes the API load balancer (cascade) and the
-// floating IP CAPO made for it, and reports whether they are gone.
-func (c *Controller) deleteAPILoadBalancer(tok string, o *unstructured.Unstructured, name string) error {
-	fips, err := c.list(tok, "/networking/v2.0/floatingips?description="+
-		"Created%20by%20cluster-api-provider-openstack%20cluster%20"+resourceName(o), "floatingips")
-	if err != nil {
-		return err
+// apiFloatingIP gets or makes the floating IP of a cluster's API without a
+// load balancer on its external network, with the description CAPO gives
+// what it makes for a cluster.
+func (r *reconciler) apiFloatingIP(tok string, o *unstructured.Unstructured) (map[string]any, error) {
+	ext, _, _ := unstructured.NestedString(o.Object, "status", "externalNetwork", "id")
+	if ext == "" {
+		return nil, fmt.Errorf("no external network")
 	}
-	for _, f := range fips {
-		if err := c.cloud.Do(tok, "DELETE", "/networking/v2.0/floatingips/"+str(f, "id"), nil, nil); err != nil {
-			return err
-		}
+	description := "Created by cluster-api-provider-openstack cluster " + resourceName(o)
+	fip, _, err := r.firstOrCreate(tok, "/networking/v2.0/floatingips", "description="+url.QueryEscape(description), "floatingip",
+		map[string]any{"floating_network_id": ext, "description": description})
+	return fip, err
+}
+
+// deleteAPILoadBalancer is CAPO's DeleteLoadBalancer
+// (pkg/cloud/services/loadbalancer/loadbalancer.go, v0.14.7 and
+// v0.15.0-beta.0), which its cluster delete runs only for a cluster with
+// an API load balancer: it looks for a floating IP on the load balancer's
+// VIP port by listing Neutron's floating IPs (a Neutron without its L3
+// extension answers 404, and CAPO retries the delete for ever), deletes it
+// unless the user gave it, then deletes the load balancer, cascading. It
+// returns nil once the load balancer is gone.
+func (c *Controller) deleteAPILoadBalancer(tok, name string, api apiServer) error {
+	if !api.managedLB {
+		return nil
 	}
 	lbs, err := c.list(tok, "/load-balancer/v2.0/lbaas/loadbalancers?name="+name, "loadbalancers")
-	if err != nil {
+	if err != nil || len(lbs) == 0 {
 		return err
 	}
-	for _, lb := range lbs {
-		if str(lb, "provisioning_status") != "PENDING_DELETE" {
-			_ = c.cloud.Do(tok, "DELETE", "/load-balancer/v2.0/lbaas/loadbalancers/"+str(lb, "id")+"?cascade=true", nil, nil)
-		}
-	}
-	if len(lbs) > 0 {
+	lb := lbs[0]
+	if str(lb, "provisioning_status") == "PENDING_DELETE" {
 		return fmt.Errorf("load balancer %s is being deleted", name)
 	}
-	return nil
+	if port := str(lb, "vip_port_id"); port != "" {
+		fips, err := c.list(tok, "/networking/v2.0/floatingips?port_id="+port, "floatingips")
+		if err != nil {
+			return err
+		}
+		for _, f := range fips {
+			if str(f, "floating_ip_address") == api.floatingIP {
+				continue // the user's own
+			}
+			if err := c.cloud.Do(tok, "DELETE", "/networking/v2.0/floatingips/"+str(f, "id"), nil, nil); err != nil {
+				return err
+			}
+		}
+	}
+	_ = c.cloud.Do(tok, "DELETE", "/load-balancer/v2.0/lbaas/loadbalancers/"+str(lb, "id")+"?cascade=true", nil, nil)
+	return fmt.Errorf("load balancer %s is being deleted", name)
 }
 
 // apiPool is the API load balancer's pool of a cluster with a managed

@@ -145,6 +145,12 @@ func (r *reconciler) reconcileMachine(ctx context.Context, o *unstructured.Unstr
 			write()
 			return
 		}
+		if err := r.attachAPIFloatingIP(tok, osc, id); err != nil {
+			r.rel.set(o, falseCondition(apiServerIngressReady, "FloatingIPError", severityError,
+				"Associating floating IP failed: "+err.Error()))
+			write()
+			return
+		}
 		r.rel.set(o, trueCondition(apiServerIngressReady))
 	}
 	if !copiesServerState && !r.machineState(o, machine, server) {
@@ -369,6 +375,11 @@ func (r *reconciler) deleteMachine(ctx context.Context, tok string, o, osc *unst
 		r.updateStatus(ctx, gvr, o)
 		return
 	}
+	if err := r.deleteMachineFloatingIPs(ctx, tok, osc, o); err != nil {
+		r.rel.set(o, falseCondition(apiServerIngressReady, "FloatingIPError", severityError, "Deleting floating IP failed: "+err.Error()))
+		r.updateStatus(ctx, gvr, o)
+		return
+	}
 	servers := r.dc.Resource(serversGVR).Namespace(o.GetNamespace())
 	s, err := servers.Get(ctx, o.GetName(), metav1.GetOptions{})
 	if isNotFound(err) {
@@ -396,4 +407,62 @@ func addresses(s map[string]any) []any {
 		}
 	}
 	return append(addrs, map[string]any{"type": "InternalDNS", "address": str(s, "name")})
+}
+
+// attachAPIFloatingIP gives a control-plane machine's server the floating
+// IP CAPO made for a cluster's API without a load balancer, unless a
+// machine has it already (reconcileAPIServerLoadBalancer,
+// controllers/openstackmachine_controller.go, v0.14.7; CAPO finds it by
+// the control plane endpoint's address, which the stand-in replaces with
+// its workload API server's, so it is found by its description here).
+func (r *reconciler) attachAPIFloatingIP(tok string, osc *unstructured.Unstructured, serverID string) error {
+	spec, _ := osc.Object["spec"].(map[string]any)
+	if api := r.rel.apiServer(spec); api.managedLB || api.floatingIPDisabled || r.rel.externalNetworkDisabled(spec) {
+		return nil
+	}
+	fip, err := r.apiFloatingIP(tok, osc)
+	if err != nil || str(fip, "port_id") != "" {
+		return err
+	}
+	ports, err := r.list(tok, "/networking/v2.0/ports?device_id="+serverID, "ports")
+	if err != nil || len(ports) == 0 {
+		return err
+	}
+	return r.cloud.Do(tok, "PUT", "/networking/v2.0/floatingips/"+str(fip, "id"),
+		map[string]any{"floatingip": map[string]any{"port_id": str(ports[0], "id")}}, nil)
+}
+
+// deleteMachineFloatingIPs deletes the floating IPs on a machine's server
+// (its external addresses) when the cluster names no API floating IP of
+// its own: what CAPO v0.14.7's machine delete does (reconcileDelete), which
+// takes the API's floating IP with the control-plane machine that had it.
+func (r *reconciler) deleteMachineFloatingIPs(ctx context.Context, tok string, osc, o *unstructured.Unstructured) error {
+	spec, _ := osc.Object["spec"].(map[string]any)
+	if r.rel.apiServer(spec).floatingIP != "" || r.rel.externalNetworkDisabled(spec) {
+		return nil
+	}
+	s, err := r.dc.Resource(serversGVR).Namespace(o.GetNamespace()).Get(ctx, o.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return nil // no server, no addresses
+	}
+	id, _, _ := unstructured.NestedString(s.Object, "status", "instanceID")
+	if id == "" {
+		return nil
+	}
+	ports, err := r.list(tok, "/networking/v2.0/ports?device_id="+id, "ports")
+	if err != nil {
+		return err
+	}
+	for _, p := range ports {
+		fips, err := r.list(tok, "/networking/v2.0/floatingips?port_id="+str(p, "id"), "floatingips")
+		if err != nil {
+			return err
+		}
+		for _, f := range fips {
+			if err := r.cloud.Do(tok, "DELETE", "/networking/v2.0/floatingips/"+str(f, "id"), nil, nil); err != nil && !notFound(err) {
+				return err
+			}
+		}
+	}
+	return nil
 }

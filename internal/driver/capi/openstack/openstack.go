@@ -43,9 +43,24 @@ func (Infrastructure) Kinds() []kinds.Kind {
 func (Infrastructure) NeedsCloud() bool { return true }
 func (Infrastructure) Addons() bool     { return true }
 
-// Validate has nothing to add: flavors, images and networks were checked
-// against the facts by the shared planner.
-func (Infrastructure) Validate(*capi.Plan) []string { return nil }
+// Validate refuses an API load balancer without a floating IP where CAPO
+// writes its kinds at v1beta2 (v0.15 and newer): that version's
+// OpenStackCluster status requires the load balancer's ip, at least one
+// character (its CRD, v0.15.0-beta.0 and main), while CAPO fills it only
+// from the floating IP (ReconcileLoadBalancer,
+// pkg/cloud/services/loadbalancer/loadbalancer.go) and omits it otherwise,
+// so the API server refuses every status CAPO writes and the cluster never
+// gets its infrastructure. v1beta1 (v0.14) writes it empty, which its CRD
+// takes. Flavors, images and networks were checked against the facts by
+// the shared planner.
+func (Infrastructure) Validate(p *capi.Plan) []string {
+	if n := p.Network; n.LoadBalancer && !n.APIFloatingIP && p.Versions.Infrastructure == "v1beta2" {
+		return []string{"the API load balancer would get no floating IP, and CAPO at infrastructure.cluster.x-k8s.io/v1beta2 (v0.15 and newer) " +
+			"cannot record a load balancer without one (its OpenStackCluster status requires the load balancer's ip), so the cluster would never get its infrastructure; " +
+			"give the API a floating IP (floating_ip_enabled and an external network on a cloud with Neutron's L3 extension), or run CAPO v0.14, which serves v1beta1"}
+	}
+	return nil
+}
 
 // placeholder marks base-template fields that every cluster's variables
 // replace; the CRDs require them to be present.
