@@ -98,6 +98,8 @@ type Controller struct {
 	workloads *workloads
 	rel       release
 	retries   map[types.UID]retry // main's backoff, by OpenStackServer
+	// kick makes the next pass come at once.
+	kick chan struct{}
 }
 
 // Option changes what the stand-in imitates.
@@ -129,16 +131,35 @@ type retry struct {
 // and CAPO's acting on it.
 func (c *Controller) Pause(paused bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.paused = paused
+	c.mu.Unlock()
+	if !paused {
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	}
 }
+
+// How often the stand-in passes over its objects: while they change, and
+// at most once they stand still.
+const (
+	passFast = 300 * time.Millisecond
+	passIdle = 2 * time.Second
+)
 
 // Start runs the controller until the test ends, as the CAPO release the
 // management cluster's CRDs belong to (released semantics unless an Option
-// says otherwise). It resyncs every object every interval, as
-// controller-runtime requeues do.
+// says otherwise). It resyncs every object, as controller-runtime requeues
+// do: every passFast while its objects change (its own writes, or
+// Magnetite's and Cluster API's), backing off to passIdle once a pass finds
+// them as the last one left them. A change in the cloud alone (a flavor an
+// operator puts back) is seen within passIdle, as CAPO sees it at its next
+// requeue. Resyncing every passFast for ever cost a test with a handful of
+// clusters a core for its whole length.
 func Start(t testing.TB, dc dynamic.Interface, cloud *testcloud.Cloud, keystoneURL string, opts ...Option) *Controller {
-	c := &Controller{t: t, dc: dc, cloud: cloud, authURL: keystoneURL, tokens: map[string]string{}, retries: map[types.UID]retry{}}
+	c := &Controller{t: t, dc: dc, cloud: cloud, authURL: keystoneURL, tokens: map[string]string{}, retries: map[types.UID]retry{},
+		kick: make(chan struct{}, 1)}
 	for _, o := range opts {
 		o(c)
 	}
@@ -146,14 +167,26 @@ func Start(t testing.TB, dc dynamic.Interface, cloud *testcloud.Cloud, keystoneU
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(300 * time.Millisecond)
-		defer tick.Stop()
+		idle := passIdle
+		if c.backoff != nil {
+			// A retry main's backoff makes due is not left for longer.
+			idle = min(idle, c.backoff.Max)
+		}
+		wait, last := passFast, ""
 		for {
-			c.pass(ctx)
+			seen := c.pass(ctx)
+			if seen != last {
+				wait = passFast
+			} else {
+				wait = min(2*wait, idle)
+			}
+			last = seen
 			select {
 			case <-ctx.Done():
 				return
-			case <-tick.C:
+			case <-c.kick:
+				wait = passFast
+			case <-time.After(wait):
 			}
 		}
 	}()
@@ -177,21 +210,25 @@ func (c *Controller) OpenStackMachines() schema.GroupVersionResource {
 	return c.rel.gvr("openstackmachines")
 }
 
-func (c *Controller) pass(ctx context.Context) {
+// pass reconciles every OpenStack object once and returns what it found:
+// each object's name and resourceVersion, so that the next pass can tell
+// whether anything changed since.
+func (c *Controller) pass(ctx context.Context) string {
 	c.mu.Lock()
 	paused := c.paused
 	c.mu.Unlock()
 	if paused {
-		return
+		return ""
 	}
 	rel, ok := discoverRelease(ctx, c.dc)
 	if !ok {
-		return // CRDs not installed yet, or shutting down
+		return "" // CRDs not installed yet, or shutting down
 	}
 	c.mu.Lock()
 	c.rel = rel
 	c.mu.Unlock()
 	r := &reconciler{Controller: c, rel: rel}
+	var seen strings.Builder
 	for _, res := range []string{"openstackclusters", "openstackmachines", "openstackservers"} {
 		gvr := rel.gvr(res)
 		if res == "openstackservers" {
@@ -199,10 +236,12 @@ func (c *Controller) pass(ctx context.Context) {
 		}
 		list, err := c.dc.Resource(gvr).List(ctx, metav1.ListOptions{})
 		if err != nil {
+			seen.WriteString("error ")
 			continue
 		}
 		for i := range list.Items {
 			o := &list.Items[i]
+			seen.WriteString(o.GetNamespace() + "/" + o.GetName() + "@" + o.GetResourceVersion() + " ")
 			switch res {
 			case "openstackclusters":
 				r.reconcileCluster(ctx, o)
@@ -213,6 +252,7 @@ func (c *Controller) pass(ctx context.Context) {
 			}
 		}
 	}
+	return seen.String()
 }
 
 // reconciler is one pass of the controllers, as the release it imitates.
