@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/magnetite-io/magnetite/internal/cloud"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
@@ -156,7 +158,10 @@ func Summarize(obs Observed, groupOf func(labels map[string]string) string) Snap
 		} else if text, retried := obs.ServerRetries[name(m)]; retried {
 			problem = text
 		}
-		if c, ok := findCondition(m, conditionNodeHealthy); ok && c.Status == "False" {
+		// A machine on its way out (a scale down, a remediation) loses
+		// its node first: that node is going, not unhealthy.
+		deleting, _, _ := unstructured.NestedString(m, "metadata", "deletionTimestamp")
+		if c, ok := findCondition(m, conditionNodeHealthy); ok && c.Status == "False" && deleting == "" {
 			unhealthy++
 		}
 		if _, isCP := labels[labelControlPlane]; isCP {

@@ -169,6 +169,25 @@ func TestSummarizeQuotesTheInfrastructureProvidersReasonFirst(t *testing.T) {
 	}
 }
 
+// TestSummarizeScaleDownStaysHealthy: after a scale down to one worker,
+// the machine Cluster API is deleting has lost its node (NodeHealthy
+// False); the cluster it leaves, one worker ready of one, is healthy.
+func TestSummarizeScaleDownStaysHealthy(t *testing.T) {
+	obs := availableCluster("cluster.x-k8s.io/v1beta2")
+	obs.MachineDeployments = []map[string]any{md("default-worker", 1, 1, 1)}
+	going := obs.Machines[2]
+	going["metadata"].(map[string]any)["deletionTimestamp"] = "2026-11-27T18:16:00Z"
+	going["status"].(map[string]any)["conditions"] = []any{cond("NodeHealthy", "False", "NodeDeleted", "")}
+	if s := Summarize(obs, identityGroup); s.Health != model.Healthy {
+		t.Errorf("health after a scale down = %s, reasons %v; want HEALTHY", s.Health, s.HealthReasons)
+	}
+	// The same node lost by a machine that stays is an unhealthy node.
+	delete(going["metadata"].(map[string]any), "deletionTimestamp")
+	if s := Summarize(obs, identityGroup); s.Health != model.Unhealthy || s.HealthReasons["nodes"] == "" {
+		t.Errorf("health with a machine's node lost = %s, reasons %v; want UNHEALTHY naming the node", s.Health, s.HealthReasons)
+	}
+}
+
 func TestSummarizeWithoutClusterIsUnknown(t *testing.T) {
 	s := Summarize(Observed{}, identityGroup)
 	if s.Exists || s.Health != model.Unknown || s.Converged() {
