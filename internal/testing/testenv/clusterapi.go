@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -122,9 +123,10 @@ func (s *APIServer) StartManagers(t TB, managers ...string) {
 	type started struct {
 		name, manifest          string
 		webhookPort, healthPort int
+		proc                    *proc
 	}
-	var all []started
-	for _, m := range managers {
+	// launch starts manager m on ports free a moment ago.
+	launch := func(m string) started {
 		manifest, ok := webhookManifest[m]
 		if !ok {
 			t.Fatalf("testenv: unknown manager %s", m)
@@ -133,7 +135,7 @@ func (s *APIServer) StartManagers(t TB, managers ...string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ports, err := freePorts(3)
+		ports, err := managerPorts(3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,21 +152,41 @@ func (s *APIServer) StartManagers(t TB, managers ...string) {
 		} else if err := start(); err != nil {
 			t.Fatal(err)
 		}
-		all = append(all, started{m, filepath.Join(capiDir, "webhooks", manifest), ports[0], ports[1]})
+		return started{m, filepath.Join(capiDir, "webhooks", manifest), ports[0], ports[1], s.procs[len(s.procs)-1]}
+	}
+	var all []started
+	for _, m := range managers {
+		all = append(all, launch(m))
 	}
 	dc := s.Dynamic(t)
 	errs := make([]error, len(all))
 	var wg sync.WaitGroup
 	for i, m := range all {
-		wg.Go(func() { errs[i] = s.awaitManager(dc, m.name, m.manifest, m.webhookPort, m.healthPort) })
+		wg.Go(func() { errs[i] = s.awaitManager(dc, m.name, m.manifest, m.webhookPort, m.healthPort, m.proc.done) })
 	}
 	wg.Wait()
 	for i, err := range errs {
+		// Another process took a port between freePorts and the
+		// manager's listen (tests start planes side by side): start it
+		// again on other ports. CAPD holds the machine's one in-memory
+		// lock from its first start, and its backend's ports are fixed.
+		for try := 0; errors.Is(err, errPortTaken) && all[i].name != InMemoryManager && try < 3; try++ {
+			all[i] = launch(all[i].name)
+			m := all[i]
+			err = s.awaitManager(dc, m.name, m.manifest, m.webhookPort, m.healthPort, m.proc.done)
+		}
 		if err != nil {
 			t.Fatalf("%v\n%s", err, s.logTail(all[i].name))
 		}
 	}
 }
+
+// managerPorts picks the ports a manager listens on; a test of the retry
+// hands out a taken one.
+var managerPorts = freePorts
+
+// errPortTaken: a manager exited because a port it was given was taken.
+var errPortTaken = errors.New("a port given to it was taken before it listened")
 
 // writeServingCert writes a webhook serving certificate of the test CA for
 // manager m and returns the folder holding it.
@@ -187,7 +209,7 @@ func (s *APIServer) writeServingCert(m string) (string, error) {
 // reports ready and its webhook server answers. The time allowed counts
 // from the manager's start, not from StartManagers' call: CAPD may first
 // have waited for its machine-wide lock.
-func (s *APIServer) awaitManager(dc dynamic.Interface, m, manifest string, webhookPort, healthPort int) error {
+func (s *APIServer) awaitManager(dc dynamic.Interface, m, manifest string, webhookPort, healthPort int, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if err := s.registerWebhooks(ctx, dc, m, manifest, webhookPort); err != nil {
@@ -197,6 +219,14 @@ func (s *APIServer) awaitManager(dc dynamic.Interface, m, manifest string, webho
 	webhook := fmt.Sprintf("https://127.0.0.1:%d/", webhookPort)
 	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	if err := poll(ctx, func() (bool, error) {
+		select {
+		case <-exited:
+			if strings.Contains(s.logTail(m), "address already in use") {
+				return false, fmt.Errorf("testenv: %s exited: %w", m, errPortTaken)
+			}
+			return false, fmt.Errorf("testenv: %s exited", m)
+		default:
+		}
 		for _, u := range []string{health, webhook} {
 			res, err := hc.Get(u)
 			if err != nil {
