@@ -163,6 +163,14 @@ func TestSummarizeQuotesTheInfrastructureProvidersReasonFirst(t *testing.T) {
 	if s.Problem != want {
 		t.Errorf("problem %q, want Neutron's refusal as CAPO reported it: %q", s.Problem, want)
 	}
+	// Neutron's quota refusal (neutron_lib's OverQuota, 409) takes the
+	// same way: the step CAPO failed at and Neutron's words.
+	const overQuota = "failed to reconcile load balancer: Expected HTTP response code [201] when accessing [POST /v2.0/floatingips], " +
+		`but got 409 instead: {"NeutronError": {"type": "OverQuota", "message": "Quota exceeded for resources: ['floatingip'].", "detail": ""}}`
+	s = Summarize(waiting(cond("InfrastructureReady", "False", "OpenStackError", overQuota)), identityGroup)
+	if want := "cluster InfrastructureReady (OpenStackError): failed to reconcile load balancer: OverQuota: Quota exceeded for resources: ['floatingip']."; s.Problem != want {
+		t.Errorf("problem %q, want Neutron's quota refusal as CAPO reported it: %q", s.Problem, want)
+	}
 	s = Summarize(waiting(cond("InfrastructureReady", "False", "NotReady", "OpenStackCluster status.initialization.provisioned is false")), identityGroup)
 	if !strings.HasPrefix(s.Problem, "control plane Available") {
 		t.Errorf("problem %q, want the control plane's while the provider says nothing", s.Problem)
