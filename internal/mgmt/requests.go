@@ -1,6 +1,7 @@
 package mgmt
 
 import (
+	"maps"
 	"net/http"
 	"sync"
 )
@@ -25,11 +26,7 @@ func (r *requestCounts) add(method string) {
 func (r *requestCounts) snapshot() map[string]int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make(map[string]int64, len(r.counts))
-	for k, v := range r.counts {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(r.counts)
 }
 
 // countingTransport counts every request before it is sent.

@@ -14,7 +14,7 @@ import (
 func TestKeystonesStartFromTheKeptSetupWithKeysOfTheirOwn(t *testing.T) {
 	first := Start(t)
 	if setupCacheKey() == "" {
-		t.Skip("Keystone's release cannot be told from its installed package: no setup is kept")
+		t.Skip("Keystone's release cannot be told from its installed package, so no setup is kept; runs where Debian's keystone package is installed")
 	}
 	if _, err := os.Stat(filepath.Join(setupCacheDir, setupCacheKey()+".db")); err != nil {
 		t.Fatalf("no setup kept after a Keystone started: %v", err)
