@@ -18,8 +18,22 @@ var readOnlyActions = map[string]bool{
 	"credential:rotate": true, "certificate:rotate_ca": true,
 }
 
+// adoptedActions are the changes Magnetite makes to a cluster whose Cluster
+// API objects it adopted from a Magnum Cluster API driver: it changes
+// those objects in place, in their driver's shape, and only in these ways.
+var adoptedActions = map[string]bool{"cluster:update": true, "cluster:resize": true, "cluster:delete": true}
+
+// refusedToAdopted says what Magnetite does not do to an adopted cluster.
+var refusedToAdopted = map[string]string{
+	"cluster:upgrade": "upgrade it", "nodegroup:create": "add node groups to it", "nodegroup:update": "change its node groups (resize the cluster instead)",
+	"nodegroup:delete": "remove its node groups", "credential:rotate": "rotate its credentials", "certificate:rotate_ca": "rotate its CA",
+}
+
 // refuseReadOnly refuses a change of a cluster Magnetite must not change.
 func refuseReadOnly(c *model.Cluster, action string) error {
+	if a := c.Adopted(); a != nil && readOnlyActions[action] && !adoptedActions[action] {
+		return conflict("Cluster %s was adopted from %s, whose Cluster API objects Magnetite changes in place: it resizes the cluster's node groups and deletes the cluster, and does not %s.", c.Name, a.Driver, refusedToAdopted[action])
+	}
 	why := c.ReadOnlyReason()
 	if why == "" || !readOnlyActions[action] {
 		return nil

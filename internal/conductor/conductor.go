@@ -373,7 +373,8 @@ func (c *Conductor) run(ctx context.Context, op *model.Operation) (Result, error
 			}
 		}
 		return c.removeNodeGroup(ctx, op)
-	case model.OpClusterCreate, model.OpClusterResize, model.OpClusterUpgrade, model.OpNodeGroupCreate, model.OpCredentialRotate:
+	case model.OpClusterCreate, model.OpClusterResize, model.OpClusterUpgrade, model.OpNodeGroupCreate, model.OpCredentialRotate,
+		model.OpClusterAdopt:
 		return c.reconcile(ctx, op)
 	}
 	return Done, permanentf("unknown operation type %q", op.Type)

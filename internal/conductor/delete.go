@@ -38,6 +38,10 @@ func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) (Res
 	}
 	ns := c.mc.NamespaceName(cl.ProjectID)
 	name := clusterObjectName(cl)
+	adopted := cl.Adopted()
+	if adopted != nil {
+		ns, name = adopted.Namespace, adopted.Name
+	}
 	// The cluster's objects go: nothing applied of it is to be trusted.
 	c.memo.forget(cl.UUID)
 	// Once Cluster API is taking the Cluster apart (Cluster API keeps it,
@@ -48,7 +52,12 @@ func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) (Res
 		if _, err := c.removeAutoscaler(ctx, ns, cl.UUID); err != nil {
 			return Done, err
 		}
-		deleted, err := c.mc.Delete(ctx, "Cluster", ns, name)
+		var deleted bool
+		if adopted != nil {
+			deleted, err = c.askToDeleteAdopted(ctx, adopted)
+		} else {
+			deleted, err = c.mc.Delete(ctx, "Cluster", ns, name)
+		}
 		if err != nil {
 			return Done, err
 		}
@@ -71,6 +80,11 @@ func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) (Res
 	}
 	if err := c.cleanup(ctx, cl, ns); err != nil {
 		return Done, err
+	}
+	if adopted != nil {
+		if err := c.deleteAdoptedLeftovers(ctx, cl, adopted); err != nil {
+			return Done, err
+		}
 	}
 	ngs, err := c.st.NodeGroupsOf(ctx, []string{cl.UUID})
 	if err != nil {

@@ -57,6 +57,9 @@ func (c *Conductor) load(ctx context.Context, clusterUUID string) (*scope, error
 		}
 	}
 	sc.namespace = c.mc.NamespaceName(cl.ProjectID)
+	if a := cl.Adopted(); a != nil {
+		sc.namespace = a.Namespace
+	}
 	return sc, nil
 }
 
@@ -73,6 +76,9 @@ func (c *Conductor) reconcile(ctx context.Context, op *model.Operation) (Result,
 	}
 	if sc.cluster.Status == model.DeleteInProgress {
 		return Done, nil // the queued delete supersedes
+	}
+	if a := sc.cluster.Adopted(); a != nil {
+		return c.applyAdopted(ctx, sc, a, op)
 	}
 	return c.apply(ctx, sc, op)
 }

@@ -15,6 +15,7 @@ import (
 // ClusterAPIReader reads the management cluster (*mgmt.Client).
 type ClusterAPIReader interface {
 	Get(ctx context.Context, kind, namespace, name string) (*unstructured.Unstructured, error)
+	List(ctx context.Context, kind, namespace, selector string) ([]unstructured.Unstructured, error)
 }
 
 // The two Magnum drivers that build clusters with Cluster API name their

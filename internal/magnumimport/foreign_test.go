@@ -2,6 +2,7 @@ package magnumimport
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -95,26 +96,41 @@ func TestImportFindsTheClustersMagnumClusterAPIDriversMade(t *testing.T) {
 	for _, tc := range []struct {
 		uuid   string
 		want   *model.ForeignCluster
-		reason string
+		reason string // why read-only, "" for adopted
 	}{
-		{mca.UUID, &model.ForeignCluster{Driver: "magnum-cluster-api", Namespace: "magnum-system", Name: "kube-ab12c"},
-			"magnum-cluster-api made its Cluster API objects (Cluster magnum-system/kube-ab12c in the management cluster)"},
+		// MCA's topology has a machine deployment for the worker node
+		// group: adopted.
+		{mca.UUID, &model.ForeignCluster{Driver: "magnum-cluster-api", Namespace: "magnum-system", Name: "kube-ab12c", Adopted: true,
+			NodeGroups: map[string]string{"b" + mca.UUID[1:]: "default-worker"}}, ""},
+		// MCH's Cluster refers to a KubeadmControlPlane that is not there.
 		{mch.UUID, &model.ForeignCluster{Driver: "magnum-capi-helm", Namespace: "magnum-9f1c2ad3be74", Name: "dev-x7k2m9q4r1ab"},
-			"magnum-capi-helm made its Cluster API objects (Cluster magnum-9f1c2ad3be74/dev-x7k2m9q4r1ab in the management cluster)"},
+			"magnum-capi-helm made its Cluster API objects (Cluster magnum-9f1c2ad3be74/dev-x7k2m9q4r1ab in the management cluster), and Magnetite cannot change them safely: its KubeadmControlPlane dev-x7k2m9q4r1ab-control-plane is gone"},
 		{gone.UUID, nil, "not in the management cluster (no Cluster magnum-system/kube-zzzzz or magnum-p1/kube-zzzzz)"},
 	} {
 		c, err := st.GetClusterByUUID(ctx, tc.uuid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := c.Imported.ClusterAPI; (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+		if got := c.Imported.ClusterAPI; !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("cluster %s: found %+v, want %+v", c.Name, got, tc.want)
 		}
-		if !strings.Contains(c.ReadOnlyReason(), tc.reason) {
+		switch {
+		case tc.reason == "" && c.ReadOnlyReason() != "":
+			t.Errorf("cluster %s is read-only (%s), want it adopted", c.Name, c.ReadOnlyReason())
+		case tc.reason == "" && !strings.Contains(derefStr(c.StatusReason), "Adopted from magnum-cluster-api"):
+			t.Errorf("adopted cluster %s has status reason %q", c.Name, derefStr(c.StatusReason))
+		case !strings.Contains(c.ReadOnlyReason(), tc.reason):
 			t.Errorf("cluster %s is read-only for %q, want it to say %q", c.Name, c.ReadOnlyReason(), tc.reason)
 		}
 		if tc.want != nil && c.Imported.MagnumDriver != tc.want.Driver {
 			t.Errorf("cluster %s: Magnum driver %q, want %q", c.Name, c.Imported.MagnumDriver, tc.want.Driver)
 		}
 	}
+}
+
+func derefStr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

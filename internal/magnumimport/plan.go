@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
@@ -100,6 +102,9 @@ type plannedCluster struct {
 	groupRows  []*Row
 	certs      []*model.ClusterCertificate
 	certRows   []*Row
+	// adopt queues the conductor's taking over of the cluster's Cluster
+	// API objects with the cluster's row.
+	adopt bool
 }
 
 type plan struct {
@@ -242,17 +247,23 @@ func (p *plan) planCluster(ctx context.Context, src *magnumDB, dst Target, c *ma
 	imported := &model.Imported{MagnumDriver: ct.Imported.MagnumDriver, At: at}
 	if heatDriverName(imported.MagnumDriver) {
 		imported.Unsupported = fmt.Sprintf("Imported from Magnum, read-only: Magnum's Heat driver %s built it (Heat stack %s), and Magnetite does not change Heat stacks.", imported.MagnumDriver, deref(c.StackID))
-	} else if imported.Unsupported, err = p.foreignReason(ctx, c, imported, opts); err != nil {
+	} else if imported.Unsupported, err = p.foreignReason(ctx, c, src.NodeGroups[c.UUID], imported, opts); err != nil {
 		return err
 	}
 	pc.cluster.Imported = imported
 	reason := pc.cluster.Imported.Unsupported
+	if a := pc.cluster.Adopted(); a != nil {
+		reason = fmt.Sprintf("Adopted from %s: Magnetite observes, resizes and deletes its Cluster API objects (Cluster %s/%s) in place.", a.Driver, a.Namespace, a.Name)
+		pc.adopt = true
+	}
 	if c.StatusReason != nil && *c.StatusReason != "" {
 		reason += " Magnum's last status reason: " + *c.StatusReason
 	}
 	pc.cluster.StatusReason = &reason
 	row.Outcome, row.Note = Import, pc.cluster.Imported.Unsupported
-	if pc.cluster.Status.InProgress() {
+	if pc.adopt {
+		row.Note = reason
+	} else if pc.cluster.Status.InProgress() {
 		// Nothing finishes the operation Magnum was running: Magnetite does
 		// not change the cluster, and its conductor reports the status as
 		// it finds it.
@@ -283,7 +294,7 @@ func (p *plan) planCluster(ctx context.Context, src *magnumDB, dst Target, c *ma
 // foreignReason is why a cluster a Magnum Cluster API driver built is
 // read-only, after looking for its Cluster API objects where those drivers
 // put them; a found Cluster is recorded for adoption.
-func (p *plan) foreignReason(ctx context.Context, c *magnumCluster, imported *model.Imported, opts Options) (string, error) {
+func (p *plan) foreignReason(ctx context.Context, c *magnumCluster, groups []*magnumNodeGroup, imported *model.Imported, opts Options) (string, error) {
 	stack := deref(c.StackID)
 	if opts.Management == nil {
 		return fmt.Sprintf("Imported from Magnum, read-only: a Magnum Cluster API driver made its Cluster API objects (%s); the import was not given the management cluster to find them ([management] kubeconfig).", stack), nil
@@ -299,7 +310,16 @@ func (p *plan) foreignReason(ctx context.Context, c *magnumCluster, imported *mo
 	if imported.MagnumDriver == clusterAPIDriver {
 		imported.MagnumDriver = found.Driver
 	}
-	return fmt.Sprintf("Imported from Magnum, read-only: %s made its Cluster API objects (Cluster %s/%s in the management cluster), which Magnetite has not taken over.", found.Driver, found.Namespace, found.Name), nil
+	problem, err := adoptionProblem(ctx, opts.Management, found, groups)
+	if err != nil {
+		return "", fmt.Errorf("read cluster %s's Cluster API objects: %w", c.UUID, err)
+	}
+	if problem != "" {
+		found.NodeGroups = nil
+		return fmt.Sprintf("Imported from Magnum, read-only: %s made its Cluster API objects (Cluster %s/%s in the management cluster), and Magnetite cannot change them safely: %s.", found.Driver, found.Namespace, found.Name, problem), nil
+	}
+	found.Adopted = true
+	return "", nil
 }
 
 func heatDriverName(name string) bool {
@@ -380,8 +400,13 @@ func (p *plan) apply(ctx context.Context, dst Target) {
 			}
 			continue
 		}
-		err := dst.ApplyClusterChange(ctx, store.ClusterChange{Cluster: pc.cluster, Create: true, QuotaLimit: math.MaxInt32,
-			NodeGroups: pc.nodeGroups, Certificates: pc.certs})
+		ch := store.ClusterChange{Cluster: pc.cluster, Create: true, QuotaLimit: math.MaxInt32,
+			NodeGroups: pc.nodeGroups, Certificates: pc.certs}
+		if pc.adopt {
+			ch.Operation = &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterAdopt, ClusterID: pc.cluster.UUID,
+				ProjectID: pc.cluster.ProjectID, State: model.OpPending}
+		}
+		err := dst.ApplyClusterChange(ctx, ch)
 		if err != nil {
 			fail(pc.row, err)
 			for _, r := range append(pc.groupRows, pc.certRows...) {

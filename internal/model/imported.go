@@ -27,6 +27,28 @@ type ForeignCluster struct {
 	Driver    string `json:"driver"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
+	// Adopted says the import found the objects in a shape Magnetite
+	// changes in place (internal/conductor/adopt.go): it then observes,
+	// resizes and deletes the cluster as that driver left it.
+	Adopted bool `json:"adopted,omitempty"`
+	// ControlPlane is the KubeadmControlPlane's name.
+	ControlPlane string `json:"control_plane,omitempty"`
+	// NodeGroups maps each worker node group's UUID to its machine
+	// deployment: the name of the topology's machine deployment for
+	// magnum-cluster-api, the MachineDeployment's for magnum-capi-helm.
+	NodeGroups map[string]string `json:"node_groups,omitempty"`
+	// HelmRelease is the magnum-capi-helm release that made the objects.
+	HelmRelease string `json:"helm_release,omitempty"`
+}
+
+// Adopted is the Cluster API objects of another driver that Magnetite
+// took over for the cluster, or nil when Magnetite made them itself or
+// took nothing over.
+func (c *Cluster) Adopted() *ForeignCluster {
+	if c.Imported == nil || c.Imported.Unsupported != "" || c.Imported.ClusterAPI == nil || !c.Imported.ClusterAPI.Adopted {
+		return nil
+	}
+	return c.Imported.ClusterAPI
 }
 
 // ReadOnlyReason is why Magnetite must not change the cluster, or "" when

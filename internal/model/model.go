@@ -205,6 +205,9 @@ const (
 	OpNodeGroupCreate OperationType = "nodegroup_create"
 	OpNodeGroupUpdate OperationType = "nodegroup_update"
 	OpNodeGroupDelete OperationType = "nodegroup_delete"
+	// OpClusterAdopt takes over the Cluster API objects another driver
+	// made for an imported cluster.
+	OpClusterAdopt OperationType = "cluster_adopt"
 )
 
 // OperationState is where an operation is in its life.

@@ -1,0 +1,239 @@
+package conductor
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/magnetite-io/magnetite/internal/model"
+)
+
+// Clusters imported from Magnum whose Cluster API objects magnum-cluster-api
+// (MCA) or magnum-capi-helm (MCH) made are adopted: Magnetite changes those
+// objects in place, in the shape their driver gave them
+// (internal/magnumimport/adopt.go checked it at import), and never renders
+// its own for them.
+//
+//   - Taking over (OpClusterAdopt) applies only Magnetite's ownership labels:
+//     on the Cluster, on the control plane's and each machine deployment's
+//     machine template, so that Cluster API carries them to the machines in
+//     place (it propagates machine template labels without a rollout), and
+//     the watch sees every object as the cluster's. Nothing a machine is
+//     made from changes, so no machine is replaced.
+//   - A resize sets the replicas of the node group's machine deployment:
+//     the topology's for MCA, the MachineDeployment's for MCH.
+//   - A delete deletes what the driver would: MCA's Cluster (Cluster API
+//     takes its dependents), MCH's Helm release as `helm uninstall` would;
+//     then what either left behind (deleteAdoptedLeftovers).
+const (
+	driverMCA = "magnum-cluster-api"
+	driverMCH = "magnum-capi-helm"
+	// mcaClusterUUIDLabel is the label magnum-cluster-api v0.38.1 puts on
+	// everything it makes for a cluster: its Magnum UUID
+	// (magnum_cluster_api/resources.py ClusterBase.labels).
+	mcaClusterUUIDLabel = "cluster-uuid"
+)
+
+// adoptedObjects are the server-side apply patches that take over an
+// adopted cluster's objects, or resize them when resize is set: only the
+// fields Magnetite owns from then on. clusterObj is the Cluster as the
+// management cluster serves it. The owner labels of every top-level object
+// are added by the management client; labels are the ones the machines
+// must carry.
+func adoptedObjects(a *model.ForeignCluster, clusterObj *unstructured.Unstructured, owner map[string]string, ngs []*model.NodeGroup, versions map[string]string, resize bool) ([]*unstructured.Unstructured, error) {
+	meta := func(kind, name string) map[string]any {
+		return map[string]any{"apiVersion": versions[kind], "kind": kind,
+			"metadata": map[string]any{"name": name, "namespace": a.Namespace}}
+	}
+	labelsFor := func(ng *model.NodeGroup) map[string]any {
+		l := map[string]any{}
+		for k, v := range owner {
+			l[k] = v
+		}
+		if ng != nil {
+			l[LabelNodeGroupUUID] = ng.UUID
+		}
+		return l
+	}
+	byUUID := map[string]*model.NodeGroup{}
+	for _, ng := range ngs {
+		byUUID[ng.UUID] = ng
+	}
+	groups := slices.Sorted(maps.Keys(a.NodeGroups))
+	var cp *model.NodeGroup
+	for _, ng := range ngs {
+		if ng.Role == model.RoleMaster {
+			cp = ng
+		}
+	}
+	switch a.Driver {
+	case driverMCA:
+		topo, _, _ := unstructured.NestedMap(clusterObj.Object, "spec", "topology")
+		present, _, _ := unstructured.NestedSlice(topo, "workers", "machineDeployments")
+		autoscaled := map[string]bool{}
+		for _, md := range present {
+			if m, ok := md.(map[string]any); ok {
+				if _, has := m["replicas"]; !has {
+					autoscaled[fmt.Sprint(m["name"])] = true
+				}
+			}
+		}
+		var mds []any
+		for _, id := range groups {
+			ng := byUUID[id]
+			if ng == nil {
+				continue
+			}
+			md := map[string]any{"name": a.NodeGroups[id], "metadata": map[string]any{"labels": labelsFor(ng)}}
+			if resize {
+				if autoscaled[a.NodeGroups[id]] {
+					return nil, permanentf("node group %s is autoscaled by magnum-cluster-api's autoscaler (its machine deployment has no replicas): Magnetite does not set its size", ng.Name)
+				}
+				md["replicas"] = int64(ng.NodeCount)
+			}
+			mds = append(mds, md)
+		}
+		controlPlane := map[string]any{"metadata": map[string]any{"labels": labelsFor(cp)}}
+		c := meta("Cluster", a.Name)
+		c["spec"] = map[string]any{"topology": map[string]any{"controlPlane": controlPlane, "workers": map[string]any{"machineDeployments": mds}}}
+		return []*unstructured.Unstructured{{Object: c}}, nil
+	case driverMCH:
+		out := []*unstructured.Unstructured{{Object: meta("Cluster", a.Name)}}
+		kcp := meta("KubeadmControlPlane", a.ControlPlane)
+		kcp["spec"] = map[string]any{"machineTemplate": map[string]any{"metadata": map[string]any{"labels": labelsFor(cp)}}}
+		if cp != nil {
+			kcp["metadata"].(map[string]any)["labels"] = map[string]any{LabelNodeGroupUUID: cp.UUID}
+		}
+		out = append(out, &unstructured.Unstructured{Object: kcp})
+		for _, id := range groups {
+			ng := byUUID[id]
+			if ng == nil {
+				continue
+			}
+			md := meta("MachineDeployment", a.NodeGroups[id])
+			md["metadata"].(map[string]any)["labels"] = map[string]any{LabelNodeGroupUUID: ng.UUID}
+			spec := map[string]any{"template": map[string]any{"metadata": map[string]any{"labels": labelsFor(ng)}}}
+			if resize {
+				spec["replicas"] = int64(ng.NodeCount)
+			}
+			md["spec"] = spec
+			out = append(out, &unstructured.Unstructured{Object: md})
+		}
+		return out, nil
+	}
+	return nil, permanentf("Magnetite does not know the shape of %s's objects", a.Driver)
+}
+
+// applyAdopted takes over an adopted cluster's objects, or resizes them.
+func (c *Conductor) applyAdopted(ctx context.Context, sc *scope, a *model.ForeignCluster, op *model.Operation) (Result, error) {
+	switch op.Type {
+	case model.OpClusterAdopt, model.OpClusterResize, model.OpClusterUpdate:
+	default:
+		return Done, permanentf("cluster %s was adopted from %s: Magnetite resizes and deletes it, and does not %s it", sc.cluster.Name, a.Driver, op.Type)
+	}
+	cl, err := c.mc.Get(ctx, "Cluster", a.Namespace, a.Name)
+	if err != nil {
+		return Done, fmt.Errorf("read the adopted Cluster %s/%s: %w", a.Namespace, a.Name, err)
+	}
+	versions, err := c.mc.APIVersions(ctx)
+	if err != nil {
+		return Done, err
+	}
+	resize := op.Type != model.OpClusterAdopt
+	if resize {
+		if err := c.markMachinesForRemoval(ctx, sc, op); err != nil {
+			return Done, err
+		}
+	}
+	objs, err := adoptedObjects(a, cl, sc.owner.Labels(), sc.nodeGroups, versions, resize)
+	if err != nil {
+		return Done, err
+	}
+	applied := cl
+	for _, o := range objs {
+		out, err := c.mc.Apply(ctx, sc.owner, o)
+		if err != nil {
+			return Done, classifyApplyError(err)
+		}
+		if o.GetKind() == "Cluster" {
+			applied = out
+		}
+	}
+	if err := c.recordAppliedGeneration(ctx, sc.cluster.UUID, applied.GetGeneration(), sc.cluster.Generation); err != nil {
+		return Done, err
+	}
+	what := "took over"
+	if resize {
+		what = "resized"
+	}
+	c.event(ctx, sc.cluster.UUID, model.EventOperation, "", string(op.Type),
+		fmt.Sprintf("%s %s's Cluster API objects (Cluster %s/%s) in place: %d objects applied", what, a.Driver, a.Namespace, a.Name, len(objs)))
+	return Done, nil
+}
+
+// askToDeleteAdopted asks for an adopted cluster to be taken apart the way
+// its driver does: MCA deletes the Cluster; MCH uninstalls its Helm
+// release, deleting every object of it but those the chart marks to keep
+// (which the Cluster's deletion needs: its cloud credentials, its
+// infrastructure and templates).
+func (c *Conductor) askToDeleteAdopted(ctx context.Context, a *model.ForeignCluster) (bool, error) {
+	if a.Driver != driverMCH {
+		return c.mc.Delete(ctx, "Cluster", a.Namespace, a.Name)
+	}
+	objs, err := c.mc.HelmReleaseObjects(ctx, a.Namespace, a.HelmRelease)
+	if err != nil {
+		return false, err
+	}
+	asked := false
+	for _, o := range objs {
+		if o.Keep {
+			continue
+		}
+		deleted, err := c.mc.DeleteObject(ctx, o.APIVersion, o.Kind, o.Namespace, o.Name)
+		if err != nil {
+			return false, err
+		}
+		asked = asked || deleted
+	}
+	return asked, nil
+}
+
+// deleteAdoptedLeftovers deletes, once the Cluster and its machines are
+// gone, what the driver made besides them: for MCH the objects its chart
+// kept and the release's records; for MCA the objects labelled with the
+// cluster's UUID (its cloud-config and cloud-provider Secrets, its
+// ClusterResourceSets).
+func (c *Conductor) deleteAdoptedLeftovers(ctx context.Context, cl *model.Cluster, a *model.ForeignCluster) error {
+	if a.Driver == driverMCH {
+		objs, err := c.mc.HelmReleaseObjects(ctx, a.Namespace, a.HelmRelease)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		for _, o := range objs {
+			if _, err := c.mc.DeleteObject(ctx, o.APIVersion, o.Kind, o.Namespace, o.Name); err != nil {
+				return err
+			}
+		}
+		_, err = c.mc.DeleteHelmRelease(ctx, a.Namespace, a.HelmRelease)
+		return err
+	}
+	for _, kind := range c.mc.Kinds().Cleanup() {
+		if _, err := c.mc.Resource(ctx, kind); err != nil {
+			continue
+		}
+		objs, err := c.mc.List(ctx, kind, a.Namespace, mcaClusterUUIDLabel+"="+cl.UUID)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if _, err := c.mc.Delete(ctx, kind, a.Namespace, o.GetName()); err != nil {
+				return fmt.Errorf("clean up %s %s: %w", kind, o.GetName(), err)
+			}
+		}
+	}
+	return nil
+}
