@@ -284,21 +284,6 @@ func (e *capoCloud) buildAndDelete(t *testing.T, clusters [][2]string, check fun
 		e.c.ok(t, "coe", "cluster", "delete", cl[0])
 	}
 	e.c.waitNoClusters(t, 5*time.Minute)
-	checkNothingLeft(t, e.cloud)
+	e.cloud.CheckNothingLeft(t)
 }
 
-// checkNothingLeft fails for anything left in the cloud once every cluster
-// is gone: what CAPO made and what the workloads' cloud controller manager
-// and Cinder CSI driver made as the clusters.
-func checkNothingLeft(t *testing.T, cloud *testcloud.Cloud) {
-	t.Helper()
-	if s, p, g, l, v, f := cloud.Servers(), cloud.Ports(), cloud.ServerGroups(), cloud.LoadBalancers(), cloud.Volumes(), cloud.FloatingIPs(); len(s)+len(p)+len(g)+len(l)+len(v)+len(f) > 0 {
-		t.Errorf("left in the cloud: servers %+v ports %+v server groups %+v load balancers %+v volumes %+v floating IPs %+v", s, p, g, l, v, f)
-	}
-	if sg, snap := cloud.SecurityGroups(), cloud.Snapshots(); len(sg)+len(snap) > 0 {
-		t.Errorf("left in the cloud: security groups %+v snapshots %+v", sg, snap)
-	}
-	if n, s, r := cloud.Networks(), cloud.Subnets(), cloud.Routers(); len(n)+len(s)+len(r) > 0 {
-		t.Errorf("left in the cloud: networks %+v subnets %+v routers %+v", n, s, r)
-	}
-}

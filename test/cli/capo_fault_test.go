@@ -116,5 +116,5 @@ func TestNovasFaultOfAServerInErrorThroughTheCLI(t *testing.T) {
 
 	e.c.ok(t, "coe", "cluster", "delete", "nohost")
 	e.c.waitNoClusters(t, 5*time.Minute)
-	checkNothingLeft(t, e.cloud)
+	e.cloud.CheckNothingLeft(t)
 }

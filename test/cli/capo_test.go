@@ -453,7 +453,7 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 			c.ok(t, "coe", "cluster", "delete", cl)
 		}
 		c.waitNoClusters(t, 5*time.Minute)
-		checkNothingLeft(t, cloud)
+		cloud.CheckNothingLeft(t)
 	})
 }
 

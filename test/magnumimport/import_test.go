@@ -68,6 +68,9 @@ func TestImportMagnum(t *testing.T) {
 	testproc.Require(t, "magnum-db-manage", "/usr/bin/python3", openstackBin)
 	db := testmariadb.Start(t)
 	magnum := filledMagnum(t, db)
+	if len(magnum.objects.Templates) != 2 || len(magnum.objects.Clusters) != 3 {
+		t.Fatalf("Magnum holds %d templates and %d clusters, want 2 and 3", len(magnum.objects.Templates), len(magnum.objects.Clusters))
+	}
 
 	bin := testmagnetite.Build(t)
 	state := filepath.Join(t.TempDir(), "state")
@@ -124,8 +127,9 @@ type filled struct {
 }
 
 // filledMagnum makes Magnum's schema with Debian's magnum-db-manage and
-// fills it through Magnum's objects (testdata/fill_magnum.py).
-func filledMagnum(t *testing.T, db *testmariadb.Server) filled {
+// fills it through Magnum's objects (testdata/fill_magnum.py, given args
+// after its own).
+func filledMagnum(t *testing.T, db *testmariadb.Server, args ...string) filled {
 	t.Helper()
 	dir := t.TempDir()
 	url := strings.Replace(db.NewDatabase(), "mysql://", "mysql+pymysql://", 1)
@@ -140,7 +144,7 @@ func filledMagnum(t *testing.T, db *testmariadb.Server) filled {
 		t.Fatalf("magnum-db-manage upgrade: %v\n%s", err, out)
 	}
 	made := filepath.Join(dir, "magnum.json")
-	if out, err := exec.CommandContext(ctx, "/usr/bin/python3", "testdata/fill_magnum.py", conf, made).CombinedOutput(); err != nil {
+	if out, err := exec.CommandContext(ctx, "/usr/bin/python3", append([]string{"testdata/fill_magnum.py", conf, made}, args...)...).CombinedOutput(); err != nil {
 		t.Fatalf("fill Magnum's database: %v\n%s", err, out)
 	}
 	b, err := os.ReadFile(made)
@@ -150,9 +154,6 @@ func filledMagnum(t *testing.T, db *testmariadb.Server) filled {
 	var objs magnumObjects
 	if err := json.Unmarshal(b, &objs); err != nil {
 		t.Fatal(err)
-	}
-	if len(objs.Templates) != 2 || len(objs.Clusters) != 3 {
-		t.Fatalf("Magnum holds %d templates and %d clusters, want 2 and 3", len(objs.Templates), len(objs.Clusters))
 	}
 	return filled{conf: conf, objects: &objs}
 }
@@ -299,13 +300,20 @@ func (c *cli) run(t *testing.T, args ...string) (stdout, stderr string, code int
 	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 }
 
-// json runs a command that must succeed and decodes its JSON output.
-func (c *cli) json(t *testing.T, v any, args ...string) {
+// ok runs a command that must succeed.
+func (c *cli) ok(t *testing.T, args ...string) string {
 	t.Helper()
 	out, errOut, code := c.run(t, args...)
 	if code != 0 {
 		t.Fatalf("openstack %v exited %d: %s%s", args, code, out, errOut)
 	}
+	return out
+}
+
+// json runs a command that must succeed and decodes its JSON output.
+func (c *cli) json(t *testing.T, v any, args ...string) {
+	t.Helper()
+	out := c.ok(t, args...)
 	if err := json.Unmarshal([]byte(out[strings.IndexAny(out, "{["):]), v); err != nil {
 		t.Fatalf("openstack %v: %v in %q", args, err, out)
 	}

@@ -53,6 +53,7 @@ import (
 // The resources the cloud holds.
 const (
 	ImageName    = "ubuntu-2204-kube-v1.31.2"
+	ImageID      = "0b3a6c1e-6f0e-4c2a-9d55-3f1f8c2d7a01"
 	KubeTag      = "v1.31.2"
 	FlavorName   = "m1.small"
 	MasterFlavor = "m1.medium"
@@ -190,7 +191,7 @@ var (
 			"resources:CUSTOM_BAREMETAL_GOLD": "1", "resources:VCPU": "0", "resources:MEMORY_MB": "0", "resources:DISK_GB": "0"}},
 	}
 	images = []image{
-		{ID: "0b3a6c1e-6f0e-4c2a-9d55-3f1f8c2d7a01", Name: ImageName, OSDistro: "ubuntu", KubeVersion: KubeTag},
+		{ID: ImageID, Name: ImageName, OSDistro: "ubuntu", KubeVersion: KubeTag},
 		{ID: "0b3a6c1e-6f0e-4c2a-9d55-3f1f8c2d7a02", Name: "cirros-0.6.2", OSDistro: ""},
 	}
 	networks = []network{

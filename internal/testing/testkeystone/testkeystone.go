@@ -521,3 +521,22 @@ func (k *Keystone) RegisterService(serviceType, name, url string) {
 		"service_id": svc.Service.ID, "interface": "public", "region_id": Region, "url": url, "enabled": true,
 	}}, http.StatusCreated, nil)
 }
+
+// ApplicationCredential makes an application credential of a user, on the
+// project its token is scoped to (as `openstack application credential
+// create` does), and returns its id and secret.
+func (k *Keystone) ApplicationCredential(userID, userName, password, projectName, name string) (id, secret string) {
+	k.t.Helper()
+	b, _ := json.Marshal(map[string]any{"application_credential": map[string]any{"name": name}})
+	req, err := http.NewRequestWithContext(context.Background(), "POST", k.AuthURL()+"/users/"+userID+"/application_credentials", bytes.NewReader(b))
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Auth-Token", k.Token(userName, password, projectName))
+	var out struct {
+		AppCred struct{ ID, Secret string } `json:"application_credential"`
+	}
+	k.do(req, http.StatusCreated, &out)
+	return out.AppCred.ID, out.AppCred.Secret
+}

@@ -2,6 +2,9 @@
 and its conductor's certificate code, and print what it made as JSON.
 
 Run with Debian's python3 and Magnum: fill_magnum.py MAGNUM_CONF OUT_JSON.
+With "adopt PROJECT_ID" after them it makes instead the two clusters whose
+Cluster API objects the adoption test makes as magnum-cluster-api and
+magnum-capi-helm would.
 A Heat driver's template and cluster (project-heat), a Cluster API
 driver's template and cluster (project-capi), a cluster whose CAs Magnum
 keeps in Barbican, node groups and quotas.
@@ -63,6 +66,57 @@ def dump(obj):
     return out
 
 
+
+
+def ca(c, context, kind=None):
+    cert = cert_manager.get_cluster_ca_certificate(c, context=context, ca_cert_type=kind).get_certificate()
+    return cert.decode() if isinstance(cert, bytes) else cert
+
+
+def read_back(made, quotas):
+    # Reads as an administrator of every project: a project's own reads
+    # would ask Keystone for the trustee domain.
+    admin = magnum_context.make_admin_context(all_tenants=True)
+    out = {'templates': [dump(objects.ClusterTemplate.get_by_uuid(admin, t.uuid)) for t in made['templates']],
+           'clusters': [], 'quotas': quotas}
+    for c, certs in made['clusters']:
+        c = objects.Cluster.get_by_uuid(admin, c.uuid)
+        d = dump(c)
+        d['nodegroups'] = [dump(ng) for ng in objects.NodeGroup.list(admin, c.uuid)]
+        if certs:
+            d['ca'] = {'kubernetes': ca(c, admin), 'etcd': ca(c, admin, 'etcd'),
+                       'front-proxy': ca(c, admin, 'front-proxy')}
+        out['clusters'].append(d)
+    with open(sys.argv[2], 'w') as f:
+        json.dump(out, f, indent=1, default=str)
+
+
+def fill_adopted(project):
+    """A template of a Cluster API driver and two clusters of it, named by
+    the stack_ids their drivers give: magnum-cluster-api's "kube-" and five
+    characters, magnum-capi-helm's release name."""
+    context = ctx(project, 'user-carol')
+    tpl = template(context, name='k8s-capi', image_id='ubuntu-2204-kube-v1.31.2', cluster_distro='ubuntu',
+                   flavor_id='m1.small', master_flavor_id='m1.medium', external_network_id='public',
+                   master_lb_enabled=True, labels={'kube_tag': 'v1.31.2'})
+    made = {'templates': [tpl], 'clusters': []}
+    for name, stack in (('mca', 'kube-ab12c'), ('mch', 'mch-a1b2c3d4e5f6')):
+        c = cluster(context, tpl, [
+            dict(name='default-master', role='master', node_count=1, is_default=True, flavor_id='m1.medium',
+                 status='CREATE_COMPLETE', version='v1.31.2'),
+            dict(name='default-worker', role='worker', node_count=2, is_default=True, flavor_id='m1.small',
+                 status='CREATE_COMPLETE'),
+        ], name=name, stack_id=stack, status='CREATE_COMPLETE', status_reason=None, coe_version='v1.31.2',
+            master_flavor_id='m1.medium', flavor_id='m1.small', create_timeout=60,
+            labels={'kube_tag': 'v1.31.2'}, master_lb_enabled=True)
+        made['clusters'].append((c, True))
+    read_back(made, [])
+
+
+if len(sys.argv) > 4 and sys.argv[3] == 'adopt':
+    fill_adopted(sys.argv[4])
+    sys.exit(0)
+
 heat, capi = ctx(HEAT, 'user-alice'), ctx(CAPI, 'user-bob')
 
 fcos = template(heat, name='k8s-fcos-heat', image_id='fedora-coreos-35', cluster_distro='fedora-coreos',
@@ -112,27 +166,5 @@ objects.Quota(heat, project_id=HEAT, resource='Cluster', hard_limit=10).create()
 objects.Quota(capi, project_id=CAPI, resource='Cluster', hard_limit=3).create()
 
 
-def ca(c, context, kind=None):
-    cert = cert_manager.get_cluster_ca_certificate(c, context=context, ca_cert_type=kind).get_certificate()
-    return cert.decode() if isinstance(cert, bytes) else cert
-
-
-# Reads as an administrator of every project: a project's own reads would
-# ask Keystone for the trustee domain.
-admin = magnum_context.make_admin_context(all_tenants=True)
-out = {
-    'templates': [dump(objects.ClusterTemplate.get_by_uuid(admin, t.uuid)) for t in (fcos, ubuntu)],
-    'clusters': [],
-    'quotas': [{'project_id': HEAT, 'hard_limit': 10}, {'project_id': CAPI, 'hard_limit': 3}],
-}
-for c, certs in ((prod, True), (dev, True), (legacy, False)):
-    c = objects.Cluster.get_by_uuid(admin, c.uuid)
-    d = dump(c)
-    d['nodegroups'] = [dump(ng) for ng in objects.NodeGroup.list(admin, c.uuid)]
-    if certs:
-        d['ca'] = {'kubernetes': ca(c, admin), 'etcd': ca(c, admin, 'etcd'),
-                   'front-proxy': ca(c, admin, 'front-proxy')}
-    out['clusters'].append(d)
-
-with open(sys.argv[2], 'w') as f:
-    json.dump(out, f, indent=1, default=str)
+read_back({'templates': [fcos, ubuntu], 'clusters': [(prod, True), (dev, True), (legacy, False)]},
+          [{'project_id': HEAT, 'hard_limit': 10}, {'project_id': CAPI, 'hard_limit': 3}])

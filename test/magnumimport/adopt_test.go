@@ -1,0 +1,296 @@
+package magnumimport
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/testing/testcapo"
+	"github.com/magnetite-io/magnetite/internal/testing/testcloud"
+	"github.com/magnetite-io/magnetite/internal/testing/testenv"
+	"github.com/magnetite-io/magnetite/internal/testing/testkeystone"
+	"github.com/magnetite-io/magnetite/internal/testing/testmagnetite"
+	"github.com/magnetite-io/magnetite/internal/testing/testmariadb"
+	"github.com/magnetite-io/magnetite/internal/testing/testproc"
+)
+
+// TestAdoptTheClustersMagnumClusterAPIDriversBuilt moves two running
+// clusters to Magnetite without rebuilding them: one magnum-cluster-api
+// built (a ClusterClass topology in magnum-system) and one magnum-capi-helm
+// built (a Helm release of the openstack-cluster chart), each with its
+// machines built by Cluster API's managers and the CAPO stand-in on the
+// OpenStack stand-ins. After `magnetite import magnum`, Magnetite reports
+// their status from their objects within seconds, a resize through the
+// openstack CLI adds a worker and replaces no machine, what Magnetite does
+// not do to adopted clusters is refused with the reason, and a delete
+// removes everything the drivers made, in the management cluster and in
+// the cloud.
+func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: needs Debian's Magnum, MariaDB, Keystone and openstack CLI and a Cluster API plane; runs in the full suite (hack/test.sh)")
+	}
+	testproc.Require(t, "magnum-db-manage", "/usr/bin/python3", openstackBin)
+	ctx := t.Context()
+
+	ks := testkeystone.Start(t)
+	project := ks.CreateProject("demo")
+	user := ks.CreateUser("carol", "carol-password")
+	ks.Grant(user, project, "member")
+	cloud := testcloud.Start(t, ks)
+	plane := testenv.Start(t)
+	plane.InstallClusterAPI(t)
+	plane.InstallProviders(t, testenv.CAPOv014)
+	plane.StartManagers(t, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
+	dc, mapper := plane.Dynamic(t), plane.Mapper(t)
+	capo := testcapo.Start(t, dc, cloud, ks.AuthURL())
+	capo.ServeWorkloads(t, testenv.Start(t))
+
+	db := testmariadb.Start(t)
+	magnum := filledMagnum(t, db, "adopt", project)
+	uuids := map[string]string{}
+	for _, c := range magnum.objects.Clusters {
+		uuids[str(c.Fields["name"])] = str(c.Fields["uuid"])
+	}
+	credID, credSecret := ks.ApplicationCredential(user, "carol", "carol-password", "demo", "magnum-clusters")
+	mca := driverCluster{uuid: uuids["mca"], stackID: "kube-ab12c", namespace: mcaNamespace,
+		credID: credID, credSecret: credSecret, authURL: ks.AuthURL(), workers: 2}
+	mch := driverCluster{uuid: uuids["mch"], stackID: "mch-a1b2c3d4e5f6",
+		namespace: "magnum-" + regexp.MustCompile("[^a-z0-9]").ReplaceAllString(project, ""),
+		credID: credID, credSecret: credSecret, authURL: ks.AuthURL(), workers: 2}
+	plane.CreateNamespace(t, mca.namespace)
+	plane.CreateNamespace(t, mch.namespace)
+	createAsDriver(ctx, t, dc, mapper, "magnum-cluster-api", mcaObjects(mca))
+	manifest := mchObjects(mch)
+	mchMade := createAsDriver(ctx, t, dc, mapper, "helm", manifest)
+	recordHelmRelease(t, plane.Config, mch.namespace, mch.stackID, manifest)
+
+	// The drivers' clusters run: every machine has its server and node.
+	built := map[string]map[string]string{}
+	for _, c := range []driverCluster{mca, mch} {
+		waitMachines(ctx, t, dc, c, 1+c.workers, 6*time.Minute)
+		built[c.stackID] = machineUIDs(ctx, t, dc, c)
+	}
+
+	bin := testmagnetite.Build(t)
+	state := filepath.Join(t.TempDir(), "state")
+	conf := filepath.Join(t.TempDir(), "magnetite.conf")
+	settings := fmt.Sprintf("[DEFAULT]\nstate_dir = %s\nhost = adopt-test\n\n[auth]\nnoauth_roles = admin,member\n\n[management]\nkubeconfig = %s\n\n[conductor]\ninfrastructure = openstack\n",
+		state, plane.KubeconfigFile(t))
+	if err := os.WriteFile(conf, []byte(settings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	importMagnum := func(args ...string) []importRow {
+		t.Helper()
+		out, err := exec.Command(bin, append([]string{"--config-file", conf, "import", "magnum", "--magnum-config", magnum.conf}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("magnetite import magnum %v: %v\n%s%s", args, err, out, stderrOf(err))
+		}
+		return importTable(t, string(out))
+	}
+	for _, dry := range []bool{true, false} {
+		var rows []importRow
+		want := "import"
+		if dry {
+			rows, want = importMagnum("--dry-run"), "would import"
+		} else {
+			rows = importMagnum()
+		}
+		for _, c := range []struct{ uuid, driver string }{{mca.uuid, "magnum-cluster-api"}, {mch.uuid, "magnum-capi-helm"}} {
+			i := slices.IndexFunc(rows, func(r importRow) bool { return r.Kind == "cluster" && r.ID == c.uuid })
+			if i < 0 || rows[i].Outcome != want || !strings.Contains(rows[i].Reason, "Adopted from "+c.driver) {
+				t.Fatalf("import (dry run %v): cluster %s's row, want %q and adoption from %s, in %+v", dry, c.uuid, want, c.driver, rows)
+			}
+		}
+	}
+
+	addr := testmagnetite.FreeAddr(t)
+	p, err := testmagnetite.Start(t, bin, "magnetite", addr, settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.WaitReady(t, 30*time.Second)
+	cli := newCLI(t, "http://"+addr+"/v1")
+
+	t.Run("status", func(t *testing.T) {
+		started := time.Now()
+		for _, c := range []driverCluster{mca, mch} {
+			cl := objectOf(ctx, t, dc, testcapo.Clusters, c.namespace, c.stackID)
+			host, _, _ := unstructured.NestedString(cl.Object, "spec", "controlPlaneEndpoint", "host")
+			testenv.WaitFor(t, "Magnetite to report "+c.stackID+" from its objects", time.Minute, func() (bool, string) {
+				got := apiGet(t, p.Base, "/v1/clusters/"+c.uuid, "1.10")
+				nodes, _ := got["node_addresses"].([]any)
+				masters, _ := got["master_addresses"].([]any)
+				if str(got["api_address"]) == "" || !strings.Contains(str(got["api_address"]), host) || len(nodes) != c.workers || len(masters) != 1 {
+					return false, fmt.Sprintf("api_address %v, node_addresses %v, master_addresses %v", got["api_address"], got["node_addresses"], got["master_addresses"])
+				}
+				if h := str(got["health_status"]); h == "" || h == "UNKNOWN" {
+					return false, "health_status " + h
+				}
+				return true, ""
+			})
+		}
+		t.Logf("both clusters reported from their objects %s after Magnetite answered", time.Since(started).Round(100*time.Millisecond))
+		for _, c := range []driverCluster{mca, mch} {
+			// Taking over labelled every machine as the cluster's, in place.
+			for _, m := range machinesOf(ctx, t, dc, c) {
+				if m.GetLabels()[mgmt.LabelClusterUUID] != c.uuid {
+					t.Errorf("machine %s has labels %v, want Magnetite's for cluster %s", m.GetName(), m.GetLabels(), c.uuid)
+				}
+			}
+			checkNoneReplaced(ctx, t, dc, c, built[c.stackID])
+		}
+	})
+
+	t.Run("resize", func(t *testing.T) {
+		for _, c := range []driverCluster{mca, mch} {
+			cli.ok(t, "coe", "cluster", "resize", c.uuid, "3")
+		}
+		for _, c := range []driverCluster{mca, mch} {
+			waitMachines(ctx, t, dc, c, 1+3, 5*time.Minute)
+			checkNoneReplaced(ctx, t, dc, c, built[c.stackID])
+			if n := apiGet(t, p.Base, "/v1/clusters/"+c.uuid, "1.10")["node_count"]; fmt.Sprint(n) != "3" {
+				t.Errorf("cluster %s: node_count %v after the resize, want 3", c.stackID, n)
+			}
+		}
+	})
+
+	t.Run("refused", func(t *testing.T) {
+		out, errOut, code := cli.run(t, "coe", "cluster", "upgrade", mca.uuid, str(magnum.objects.Templates[0]["uuid"]))
+		if code == 0 || !strings.Contains(out+errOut, "adopted from magnum-cluster-api") || !strings.Contains(out+errOut, "does not upgrade it") {
+			t.Errorf("upgrade of an adopted cluster: exit %d, %s%s; want it refused with the reason", code, out, errOut)
+		}
+	})
+
+	t.Run("delete", func(t *testing.T) {
+		cli.ok(t, "coe", "cluster", "delete", mca.uuid, mch.uuid)
+		for _, c := range []driverCluster{mca, mch} {
+			testenv.WaitFor(t, "cluster "+c.stackID+" to be deleted", 5*time.Minute, func() (bool, string) {
+				code, body := apiStatus(t, p.Base, "/v1/clusters/"+c.uuid)
+				return code == http.StatusNotFound, body
+			})
+		}
+		if left := machinesOf(ctx, t, dc, mca); len(left) > 0 {
+			t.Errorf("machines of %s left: %d", mca.stackID, len(left))
+		}
+		if !gone(ctx, t, dc, testcapo.Clusters, mca.namespace, mca.stackID) {
+			t.Errorf("Cluster %s/%s is left", mca.namespace, mca.stackID)
+		}
+		secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+		if list, err := dc.Resource(secrets).Namespace(mca.namespace).List(ctx, metav1.ListOptions{LabelSelector: "cluster-uuid=" + mca.uuid}); err != nil || len(list.Items) > 0 {
+			t.Errorf("magnum-cluster-api's Secrets of the cluster left: %v %v", list, err)
+		}
+		for _, o := range mchMade {
+			gvk := o.GroupVersionKind()
+			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !gone(ctx, t, dc, m.Resource, o.GetNamespace(), o.GetName()) {
+				t.Errorf("%s %s/%s of the Helm release is left", o.GetKind(), o.GetNamespace(), o.GetName())
+			}
+		}
+		if list, err := dc.Resource(secrets).Namespace(mch.namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"}); err != nil || len(list.Items) > 0 {
+			t.Errorf("Helm's records of the release left: %v %v", list, err)
+		}
+		cloud.CheckNothingLeft(t)
+	})
+}
+
+// machinesOf lists the Machines of a driver's cluster.
+func machinesOf(ctx context.Context, t *testing.T, dc dynamic.Interface, c driverCluster) []unstructured.Unstructured {
+	t.Helper()
+	list, err := dc.Resource(testcapo.Machines).Namespace(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: "cluster.x-k8s.io/cluster-name=" + c.stackID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// waitMachines waits until the cluster has n machines, each with its
+// server and its node.
+func waitMachines(ctx context.Context, t *testing.T, dc dynamic.Interface, c driverCluster, n int, limit time.Duration) {
+	t.Helper()
+	testenv.WaitFor(t, fmt.Sprintf("%s's %d machines to have servers and nodes", c.stackID, n), limit, func() (bool, string) {
+		ms := machinesOf(ctx, t, dc, c)
+		if len(ms) != n {
+			return false, fmt.Sprintf("%d machines", len(ms))
+		}
+		for _, m := range ms {
+			provider, _, _ := unstructured.NestedString(m.Object, "spec", "providerID")
+			node, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name")
+			if provider == "" || node == "" {
+				return false, fmt.Sprintf("machine %s: provider ID %q, node %q", m.GetName(), provider, node)
+			}
+		}
+		return true, ""
+	})
+}
+
+func machineUIDs(ctx context.Context, t *testing.T, dc dynamic.Interface, c driverCluster) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, m := range machinesOf(ctx, t, dc, c) {
+		out[m.GetName()] = string(m.GetUID())
+	}
+	return out
+}
+
+// checkNoneReplaced fails for a machine of before that is gone or was
+// made again.
+func checkNoneReplaced(ctx context.Context, t *testing.T, dc dynamic.Interface, c driverCluster, before map[string]string) {
+	t.Helper()
+	now := machineUIDs(ctx, t, dc, c)
+	for name, uid := range before {
+		if now[name] != uid {
+			t.Errorf("%s's machine %s was replaced or removed (uid %s, now %q)", c.stackID, name, uid, now[name])
+		}
+	}
+}
+
+func objectOf(ctx context.Context, t *testing.T, dc dynamic.Interface, gvr schema.GroupVersionResource, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	o, err := dc.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func gone(ctx context.Context, t *testing.T, dc dynamic.Interface, gvr schema.GroupVersionResource, ns, name string) bool {
+	t.Helper()
+	_, err := dc.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	return apierrors.IsNotFound(err)
+}
+
+// apiStatus reads an object's status code and body as an administrator.
+func apiStatus(t *testing.T, base, path string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+path, nil)
+	req.Header.Set("X-Roles", "admin")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var b strings.Builder
+	_, _ = fmt.Fprint(&b, res.Status)
+	return res.StatusCode, b.String()
+}
