@@ -286,4 +286,3 @@ func (e *capoCloud) buildAndDelete(t *testing.T, clusters [][2]string, check fun
 	e.c.waitNoClusters(t, 5*time.Minute)
 	e.cloud.CheckNothingLeft(t)
 }
-

@@ -71,7 +71,7 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 		credID: credID, credSecret: credSecret, authURL: ks.AuthURL(), workers: 2}
 	mch := driverCluster{uuid: uuids["mch"], stackID: "mch-a1b2c3d4e5f6",
 		namespace: "magnum-" + regexp.MustCompile("[^a-z0-9]").ReplaceAllString(project, ""),
-		credID: credID, credSecret: credSecret, authURL: ks.AuthURL(), workers: 2}
+		credID:    credID, credSecret: credSecret, authURL: ks.AuthURL(), workers: 2}
 	plane.CreateNamespace(t, mca.namespace)
 	plane.CreateNamespace(t, mch.namespace)
 	createAsDriver(ctx, t, dc, mapper, "magnum-cluster-api", mcaObjects(mca))
