@@ -321,8 +321,16 @@ func (c *Client) Delete(ctx context.Context, kind, namespace, name string) (bool
 	if err != nil {
 		return false, err
 	}
+	return deleteObject(ctx, c.resourceClient(r, namespace), kind, namespace, name)
+}
+
+// deleteObject deletes one object through d, its dependents collected in
+// the background, and reports whether it still existed.
+func deleteObject(ctx context.Context, d interface {
+	Delete(context.Context, string, metav1.DeleteOptions, ...string) error
+}, kind, namespace, name string) (bool, error) {
 	policy := metav1.DeletePropagationBackground
-	err = c.resourceClient(r, namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy})
+	err := d.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy})
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil

@@ -11,11 +11,11 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 )
@@ -127,20 +127,9 @@ func (c *Client) DeleteObject(ctx context.Context, apiVersion, kind, namespace, 
 	if err != nil {
 		return false, fmt.Errorf("mgmt: delete %s %s: %w", kind, name, err)
 	}
-	ri := c.dyn.Resource(m.Resource)
-	var del interface {
-		Delete(context.Context, string, metav1.DeleteOptions, ...string) error
-	} = ri
+	var ri dynamic.ResourceInterface = c.dyn.Resource(m.Resource)
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		del = ri.Namespace(namespace)
+		ri = c.dyn.Resource(m.Resource).Namespace(namespace)
 	}
-	policy := metav1.DeletePropagationBackground
-	err = del.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &policy})
-	switch {
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("mgmt: delete %s %s/%s: %w", kind, namespace, name, err)
-	}
-	return true, nil
+	return deleteObject(ctx, ri, kind, namespace, name)
 }

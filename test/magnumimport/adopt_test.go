@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -24,7 +21,6 @@ import (
 	"github.com/magnetite-io/magnetite/internal/testing/testcloud"
 	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 	"github.com/magnetite-io/magnetite/internal/testing/testkeystone"
-	"github.com/magnetite-io/magnetite/internal/testing/testmagnetite"
 	"github.com/magnetite-io/magnetite/internal/testing/testmariadb"
 	"github.com/magnetite-io/magnetite/internal/testing/testproc"
 )
@@ -86,29 +82,14 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 		built[c.stackID] = machineUIDs(ctx, t, dc, c)
 	}
 
-	bin := testmagnetite.Build(t)
-	state := filepath.Join(t.TempDir(), "state")
-	conf := filepath.Join(t.TempDir(), "magnetite.conf")
-	settings := fmt.Sprintf("[DEFAULT]\nstate_dir = %s\nhost = adopt-test\n\n[auth]\nnoauth_roles = admin,member\n\n[management]\nkubeconfig = %s\n\n[conductor]\ninfrastructure = openstack\n",
-		state, plane.KubeconfigFile(t))
-	if err := os.WriteFile(conf, []byte(settings), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	importMagnum := func(args ...string) []importRow {
-		t.Helper()
-		out, err := exec.Command(bin, append([]string{"--config-file", conf, "import", "magnum", "--magnum-config", magnum.conf}, args...)...).Output()
-		if err != nil {
-			t.Fatalf("magnetite import magnum %v: %v\n%s%s", args, err, out, stderrOf(err))
-		}
-		return importTable(t, string(out))
-	}
+	m := newMagnetite(t, "adopt-test", fmt.Sprintf("\n[management]\nkubeconfig = %s\n\n[conductor]\ninfrastructure = openstack\n", plane.KubeconfigFile(t)))
 	for _, dry := range []bool{true, false} {
 		var rows []importRow
 		want := "import"
 		if dry {
-			rows, want = importMagnum("--dry-run"), "would import"
+			rows, want = m.importMagnum(t, magnum.conf, "--dry-run"), "would import"
 		} else {
-			rows = importMagnum()
+			rows = m.importMagnum(t, magnum.conf)
 		}
 		for _, c := range []struct{ uuid, driver string }{{mca.uuid, "magnum-cluster-api"}, {mch.uuid, "magnum-capi-helm"}} {
 			i := slices.IndexFunc(rows, func(r importRow) bool { return r.Kind == "cluster" && r.ID == c.uuid })
@@ -118,13 +99,7 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 		}
 	}
 
-	addr := testmagnetite.FreeAddr(t)
-	p, err := testmagnetite.Start(t, bin, "magnetite", addr, settings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.WaitReady(t, 30*time.Second)
-	cli := newCLI(t, "http://"+addr+"/v1")
+	p, cli := m.serve(t)
 
 	t.Run("status", func(t *testing.T) {
 		started := time.Now()

@@ -209,8 +209,15 @@ spec:
 // release annotations to each (pkg/action/install.go).
 func mchObjects(c driverCluster) string {
 	rel := c.stackID
-	common := func(component string) string {
-		return fmt.Sprintf(`
+	// meta is the labels and annotations of an object of the release: the
+	// chart's for its component (and node group), Helm's, and the chart's
+	// keep policy where it sets one.
+	meta := func(component string, keep bool) string {
+		labels := componentLabel(component)
+		if component == "worker" {
+			labels += "\n    capi.stackhpc.com/node-group: default-worker"
+		}
+		m := fmt.Sprintf(`
   labels:
     app.kubernetes.io/managed-by: Helm
     helm.sh/chart: openstack-cluster-%s
@@ -219,7 +226,11 @@ func mchObjects(c driverCluster) string {
     capi.stackhpc.com/cluster: %s%s
   annotations:
     meta.helm.sh/release-name: %s
-    meta.helm.sh/release-namespace: %s`, mchChartVersion, rel, componentLabel(component), rel, c.namespace)
+    meta.helm.sh/release-namespace: %s`, mchChartVersion, rel, labels, rel, c.namespace)
+		if keep {
+			m += "\n    helm.sh/resource-policy: keep"
+		}
+		return m
 	}
 	cpMachine := fmt.Sprintf("flavor: %s\n      identityRef: {name: %s-cloud-credentials, cloudName: openstack}\n      image: {id: %s}",
 		testcloud.MasterFlavor, rel, testcloud.ImageID)
@@ -233,7 +244,6 @@ kind: Secret
 metadata:
   name: %[1]s-cloud-credentials
   namespace: %[2]s%[3]s
-    helm.sh/resource-policy: keep
 stringData:
   clouds.yaml: |
 %[4]s
@@ -243,7 +253,6 @@ kind: OpenStackCluster
 metadata:
   name: %[1]s
   namespace: %[2]s%[5]s
-    helm.sh/resource-policy: keep
 spec:
   identityRef: {name: %[1]s-cloud-credentials, cloudName: openstack}
   apiServerLoadBalancer: {enabled: true}
@@ -255,7 +264,7 @@ apiVersion: cluster.x-k8s.io/v1beta2
 kind: Cluster
 metadata:
   name: %[1]s
-  namespace: %[2]s%[5]s
+  namespace: %[2]s%[18]s
 spec:
   clusterNetwork:
     pods: {cidrBlocks: [172.16.0.0/13]}
@@ -268,7 +277,6 @@ kind: OpenStackMachineTemplate
 metadata:
   name: %[8]s
   namespace: %[2]s%[9]s
-    helm.sh/resource-policy: keep
 spec:
   template:
     spec:
@@ -279,7 +287,6 @@ kind: KubeadmControlPlane
 metadata:
   name: %[1]s-control-plane
   namespace: %[2]s%[9]s
-    helm.sh/resource-policy: keep
 spec:
   version: %[11]s
   replicas: 1
@@ -297,11 +304,6 @@ kind: OpenStackMachineTemplate
 metadata:
   name: %[12]s
   namespace: %[2]s%[13]s
-    capi.stackhpc.com/node-group: default-worker
-  annotations:
-    meta.helm.sh/release-name: %[1]s
-    meta.helm.sh/release-namespace: %[2]s
-    helm.sh/resource-policy: keep
 spec:
   template:
     spec:
@@ -312,11 +314,6 @@ kind: KubeadmConfigTemplate
 metadata:
   name: %[15]s
   namespace: %[2]s%[13]s
-    capi.stackhpc.com/node-group: default-worker
-  annotations:
-    meta.helm.sh/release-name: %[1]s
-    meta.helm.sh/release-namespace: %[2]s
-    helm.sh/resource-policy: keep
 spec:
   template:
     spec:
@@ -326,11 +323,7 @@ apiVersion: cluster.x-k8s.io/v1beta2
 kind: MachineDeployment
 metadata:
   name: %[1]s-default-worker
-  namespace: %[2]s%[13]s
-    capi.stackhpc.com/node-group: default-worker
-  annotations:
-    meta.helm.sh/release-name: %[1]s
-    meta.helm.sh/release-namespace: %[2]s
+  namespace: %[2]s%[19]s
 spec:
   clusterName: %[1]s
   replicas: %[17]d
@@ -352,9 +345,9 @@ spec:
       bootstrap:
         configRef: {apiGroup: bootstrap.cluster.x-k8s.io, kind: KubeadmConfigTemplate, name: %[15]s}
       infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: OpenStackMachineTemplate, name: %[12]s}
-`, rel, c.namespace, common("cloud-credentials"), indent(cloudsYAML(c, "openstack"), 4), common(""),
-		testcloud.ExternalNetID, testcloud.PrivateNetID, cpMT, common("control-plane"), cpMachine, testcloud.KubeTag,
-		workerMT, strings.SplitN(common("worker"), "\n  annotations:", 2)[0], workerMachine, workerKCT, workerConfig, c.workers)
+`, rel, c.namespace, meta("cloud-credentials", true), indent(cloudsYAML(c, "openstack"), 4), meta("", true),
+		testcloud.ExternalNetID, testcloud.PrivateNetID, cpMT, meta("control-plane", true), cpMachine, testcloud.KubeTag,
+		workerMT, meta("worker", true), workerMachine, workerKCT, workerConfig, c.workers, meta("", false), meta("worker", false))
 }
 
 func componentLabel(component string) string {

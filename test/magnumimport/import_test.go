@@ -72,23 +72,9 @@ func TestImportMagnum(t *testing.T) {
 		t.Fatalf("Magnum holds %d templates and %d clusters, want 2 and 3", len(magnum.objects.Templates), len(magnum.objects.Clusters))
 	}
 
-	bin := testmagnetite.Build(t)
-	state := filepath.Join(t.TempDir(), "state")
-	conf := filepath.Join(t.TempDir(), "magnetite.conf")
-	settings := fmt.Sprintf("[DEFAULT]\nstate_dir = %s\nhost = import-test\n\n[auth]\nnoauth_roles = admin,member\n", state)
-	if err := os.WriteFile(conf, []byte(settings), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	importMagnum := func(args ...string) []importRow {
-		t.Helper()
-		cmd := exec.Command(bin, append([]string{"--config-file", conf, "import", "magnum", "--magnum-config", magnum.conf}, args...)...)
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("magnetite import magnum %v: %v\n%s%s", args, err, out, stderrOf(err))
-		}
-		return importTable(t, string(out))
-	}
-	magnetiteDB := filepath.Join(state, "magnetite.db")
+	m := newMagnetite(t, "import-test", "")
+	importMagnum := func(args ...string) []importRow { t.Helper(); return m.importMagnum(t, magnum.conf, args...) }
+	magnetiteDB := filepath.Join(m.state, "magnetite.db")
 
 	// Every row of Magnum's is listed with what would happen to it, and
 	// nothing is written.
@@ -106,19 +92,53 @@ func TestImportMagnum(t *testing.T) {
 		t.Errorf("the second import changed Magnetite's database:\nbefore:\n%s\nafter:\n%s", imported, again)
 	}
 
-	addr := testmagnetite.FreeAddr(t)
-	p, err := testmagnetite.Start(t, bin, "magnetite", addr, settings)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.WaitReady(t, 30*time.Second)
-	cli := newCLI(t, "http://"+addr+"/v1")
+	p, cli := m.serve(t)
 
 	t.Run("templates", func(t *testing.T) { checkTemplates(t, cli, p.Base, magnum.objects) })
 	t.Run("clusters", func(t *testing.T) { checkClusters(t, cli, p.Base, magnum.objects) })
 	t.Run("quotas", func(t *testing.T) { checkQuotas(t, cli, magnum.objects) })
 	t.Run("kubeconfig", func(t *testing.T) { checkKubeconfigs(t, cli, p.Base, magnum.objects) })
 	t.Run("read-only", func(t *testing.T) { checkReadOnly(t, cli) })
+}
+
+// magnetite is a build of Magnetite with its settings (noauth, SQLite in
+// a state directory of its own, and extra).
+type magnetite struct {
+	bin, state, conf, settings string
+}
+
+func newMagnetite(t *testing.T, host, extra string) *magnetite {
+	t.Helper()
+	m := &magnetite{bin: testmagnetite.Build(t), state: filepath.Join(t.TempDir(), "state"), conf: filepath.Join(t.TempDir(), "magnetite.conf")}
+	m.settings = fmt.Sprintf("[DEFAULT]\nstate_dir = %s\nhost = %s\n\n[auth]\nnoauth_roles = admin,member\n%s", m.state, host, extra)
+	if err := os.WriteFile(m.conf, []byte(m.settings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// importMagnum runs `magnetite import magnum` on the Magnum of magnumConf
+// and reads its table.
+func (m *magnetite) importMagnum(t *testing.T, magnumConf string, args ...string) []importRow {
+	t.Helper()
+	out, err := exec.Command(m.bin, append([]string{"--config-file", m.conf, "import", "magnum", "--magnum-config", magnumConf}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("magnetite import magnum %v: %v\n%s%s", args, err, out, stderrOf(err))
+	}
+	return importTable(t, string(out))
+}
+
+// serve starts `magnetite serve` and returns it with the openstack CLI
+// pointed at it.
+func (m *magnetite) serve(t *testing.T) (*testmagnetite.Process, *cli) {
+	t.Helper()
+	addr := testmagnetite.FreeAddr(t)
+	p, err := testmagnetite.Start(t, m.bin, "magnetite", addr, m.settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.WaitReady(t, 30*time.Second)
+	return p, newCLI(t, "http://"+addr+"/v1")
 }
 
 type filled struct {
