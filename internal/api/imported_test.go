@@ -80,3 +80,61 @@ func TestImportedClustersAreReadOnly(t *testing.T) {
 		t.Errorf("a cluster from the imported Heat template = %d %s, want a 400 naming its Heat driver", res.Status, res.Body)
 	}
 }
+
+// TestAdoptedClustersAreResizedAndDeletedOnly: a cluster whose Cluster API
+// objects Magnetite adopted from magnum-cluster-api is resized and deleted
+// like its own (the requests queue operations), and every other change is
+// refused with a 409 that says what Magnetite does to such a cluster.
+func TestAdoptedClustersAreResizedAndDeletedOnly(t *testing.T) {
+	srv := testapi.Start(t)
+	ctx := context.Background()
+	at := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+	tpl := &model.ClusterTemplate{UUID: "5e0c1f3a-9d2b-4c6e-8a7f-1b2c3d4e5f60", Name: "capi", ProjectID: "default",
+		TemplateSpec: model.TemplateSpec{COE: "kubernetes", ImageID: "ubuntu", ServerType: model.ServerTypeVM, Labels: map[string]string{}},
+		CreatedAt:    at, Imported: &model.Imported{MagnumDriver: "cluster-api", At: at}}
+	if err := srv.Store.CreateClusterTemplate(ctx, tpl); err != nil {
+		t.Fatal(err)
+	}
+	c := &model.Cluster{UUID: "7a1d2c3b-4e5f-4a6b-8c7d-9e0f1a2b3c4d", Name: "mca", ProjectID: "default", ClusterTemplateID: tpl.UUID,
+		Status: model.CreateComplete, Labels: map[string]string{}, CreatedAt: at,
+		Imported: &model.Imported{MagnumDriver: "magnum-cluster-api", At: at, ClusterAPI: &model.ForeignCluster{Driver: "magnum-cluster-api",
+			Namespace: "magnum-system", Name: "kube-ab12c", Adopted: true, NodeGroups: map[string]string{"b8e7d6c5-4a3b-4c2d-9e1f-0a9b8c7d6e5f": "default-worker"}}}}
+	groups := []*model.NodeGroup{
+		{UUID: "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d", Name: "default-master", ClusterID: c.UUID, ProjectID: "default", Role: "master", NodeCount: 1, IsDefault: true, Status: model.CreateComplete, Labels: map[string]string{}, NodeAddresses: []string{}, CreatedAt: at},
+		{UUID: "b8e7d6c5-4a3b-4c2d-9e1f-0a9b8c7d6e5f", Name: "default-worker", ClusterID: c.UUID, ProjectID: "default", Role: "worker", NodeCount: 2, IsDefault: true, Status: model.CreateComplete, Labels: map[string]string{}, NodeAddresses: []string{}, CreatedAt: at},
+	}
+	if err := srv.Store.ApplyClusterChange(ctx, store.ClusterChange{Cluster: c, Create: true, QuotaLimit: 10, NodeGroups: groups}); err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []struct{ method, path, body, says string }{
+		{http.MethodPost, "/v1/clusters/mca/actions/upgrade", `{"cluster_template":"capi"}`, "does not upgrade it"},
+		{http.MethodPost, "/v1/clusters/mca/nodegroups", `{"name":"extra","node_count":1}`, "does not add node groups to it"},
+		{http.MethodPatch, "/v1/clusters/mca/nodegroups/default-worker", `[{"op":"replace","path":"/max_node_count","value":3}]`, "does not change its node groups"},
+		{http.MethodDelete, "/v1/clusters/mca/nodegroups/default-worker", "", "does not remove its node groups"},
+	} {
+		res := srv.Do(t, req.method, req.path, req.body, testapi.Latest())
+		if res.Status != http.StatusConflict || !strings.Contains(string(res.Body), "adopted from magnum-cluster-api") || !strings.Contains(string(res.Body), req.says) {
+			t.Errorf("%s %s = %d %s, want a 409 saying Magnetite %s", req.method, req.path, res.Status, res.Body, req.says)
+		}
+	}
+	if ops, err := srv.Store.OperationsForCluster(ctx, c.UUID); err != nil || len(ops) != 0 {
+		t.Errorf("the refused requests queued %d operations (%v)", len(ops), err)
+	}
+	if res := srv.Do(t, http.MethodPost, "/v1/clusters/mca/actions/resize", `{"node_count":3}`, testapi.Latest()); res.Status != http.StatusAccepted {
+		t.Fatalf("resize of the adopted cluster = %d %s", res.Status, res.Body)
+	}
+	if res := srv.Do(t, http.MethodDelete, "/v1/clusters/mca", "", testapi.Latest()); res.Status != http.StatusNoContent {
+		t.Fatalf("delete of the adopted cluster = %d %s", res.Status, res.Body)
+	}
+	ops, err := srv.Store.OperationsForCluster(ctx, c.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []model.OperationType
+	for _, op := range ops {
+		types = append(types, op.Type)
+	}
+	if len(types) != 2 || types[0] != model.OpClusterResize || types[1] != model.OpClusterDelete {
+		t.Errorf("operations queued %v, want a resize and a delete", types)
+	}
+}
