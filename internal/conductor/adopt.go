@@ -237,3 +237,26 @@ func (c *Conductor) deleteAdoptedLeftovers(ctx context.Context, cl *model.Cluste
 	}
 	return nil
 }
+
+// remainingAdopted is what of an adopted cluster its delete waits for: its
+// Cluster and Machines, read from the management cluster rather than the
+// watch, since a cluster deleted before its take-over ran carries none of
+// the labels the watch selects by.
+func (c *Conductor) remainingAdopted(ctx context.Context, a *model.ForeignCluster) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	cl, err := c.mc.Get(ctx, "Cluster", a.Namespace, a.Name)
+	switch {
+	case err == nil:
+		out = append(out, cl)
+	case !apierrors.IsNotFound(err):
+		return nil, err
+	}
+	machines, err := c.mc.List(ctx, "Machine", a.Namespace, labelClusterName+"="+a.Name)
+	if err != nil {
+		return nil, err
+	}
+	for i := range machines {
+		out = append(out, &machines[i])
+	}
+	return out, nil
+}

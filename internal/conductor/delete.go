@@ -65,7 +65,11 @@ func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) (Res
 			c.event(ctx, cl.UUID, model.EventOperation, "", string(op.Type), "asked Cluster API to delete the cluster")
 		}
 	}
-	if holding, err := c.remaining(cl.UUID, "Cluster", "Machine"); err != nil || len(holding) > 0 {
+	remaining := func() ([]*unstructured.Unstructured, error) { return c.remaining(cl.UUID, "Cluster", "Machine") }
+	if adopted != nil {
+		remaining = func() ([]*unstructured.Unstructured, error) { return c.remainingAdopted(ctx, adopted) }
+	}
+	if holding, err := remaining(); err != nil || len(holding) > 0 {
 		if err == nil && len(holding) == 1 && holding[0].GetKind() == "Cluster" {
 			// The machines are gone: what holds the Cluster is its
 			// infrastructure.
