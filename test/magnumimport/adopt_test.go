@@ -40,6 +40,8 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: needs Debian's Magnum, MariaDB, Keystone and openstack CLI and a Cluster API plane; runs in the full suite (hack/test.sh)")
 	}
+	// Nothing it starts is shared with the package's other tests.
+	t.Parallel()
 	testproc.Require(t, "magnum-db-manage", "/usr/bin/python3", openstackBin)
 	ctx := t.Context()
 

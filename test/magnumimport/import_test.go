@@ -65,6 +65,8 @@ func TestImportMagnum(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: needs Debian's Magnum, MariaDB and openstack CLI; runs in the full suite (hack/test.sh)")
 	}
+	// Nothing it starts is shared with the package's other tests.
+	t.Parallel()
 	testproc.Require(t, "magnum-db-manage", "/usr/bin/python3", openstackBin)
 	db := testmariadb.Start(t)
 	magnum := filledMagnum(t, db)
