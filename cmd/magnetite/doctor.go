@@ -19,6 +19,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/doctor"
 	"github.com/magnetite-io/magnetite/internal/driver/builtin"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/store"
 )
 
@@ -74,6 +75,7 @@ func runDoctor(ctx context.Context, g *globalFlags) []doctor.Result {
 	}
 	rs = append(rs, databaseChecks(ctx, cfg)...)
 	rs = append(rs, managementChecks(ctx, cfg)...)
+	rs = append(rs, adoptedChecks(ctx, cfg)...)
 	rs = append(rs, addonChecks(ctx, cfg)...)
 	rs = append(rs, cloudChecks(ctx, cfg)...)
 	return append(rs, hostInventoryChecks(ctx, cfg)...)
@@ -184,6 +186,36 @@ func managementChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
 	}
 	rs = append(rs, doctor.ServedKinds(ctx, client, builtin.KindsByDriver(), doctor.FindProviders(ctx, cs, dyn))...)
 	return append(rs, doctor.ProviderControllers(ctx, cs)...)
+}
+
+// adoptedChecks check the clusters adopted from Magnum's Cluster API
+// drivers against the management cluster, when both the database and the
+// management cluster can be read (their own checks report otherwise).
+func adoptedChecks(ctx context.Context, cfg *config.Config) []doctor.Result {
+	opts := managementOptions(cfg)
+	if opts.Kubeconfig == "" {
+		return nil
+	}
+	db, _, err := connectStore(ctx, cfg, store.InspectSQLite, store.InspectMySQL)
+	if err != nil {
+		return nil
+	}
+	defer db.Close()
+	uuids, err := db.ClusterUUIDs(ctx)
+	if err != nil {
+		return nil
+	}
+	var clusters []*model.Cluster
+	for _, id := range uuids {
+		if c, err := db.GetClusterByUUID(ctx, id); err == nil {
+			clusters = append(clusters, c)
+		}
+	}
+	client, err := mgmt.New(opts)
+	if err != nil {
+		return nil
+	}
+	return []doctor.Result{doctor.AdoptedClusters(ctx, clusters, client)}
 }
 
 // cloudChecks check Keystone, the service endpoints in its catalog and the

@@ -101,6 +101,10 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 		}
 	}
 
+	// Until `magnetite serve` runs, doctor says they wait to be taken over.
+	if status, detail := m.doctor(t, "adopted clusters"); status != "WARN" || !strings.Contains(detail, "2 of 2 adopted clusters are not taken over yet") {
+		t.Errorf("doctor before the take-over: %s %s", status, detail)
+	}
 	p, cli := m.serve(t)
 
 	t.Run("status", func(t *testing.T) {
@@ -122,6 +126,9 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 			})
 		}
 		t.Logf("both clusters reported from their objects %s after Magnetite answered", time.Since(started).Round(100*time.Millisecond))
+		if status, detail := m.doctor(t, "adopted clusters"); status != "PASS" || !strings.Contains(detail, "2 adopted clusters taken over") {
+			t.Errorf("doctor after the take-over: %s %s", status, detail)
+		}
 		for _, c := range []driverCluster{mca, mch} {
 			// Taking over labelled every machine as the cluster's, in place.
 			for _, m := range machinesOf(ctx, t, dc, c) {

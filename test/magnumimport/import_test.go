@@ -130,6 +130,24 @@ func (m *magnetite) importMagnum(t *testing.T, magnumConf string, args ...string
 	return importTable(t, string(out))
 }
 
+// doctor runs `magnetite doctor` and returns the result of one check (its
+// exit status is not looked at: other checks of the test's setup may fail).
+func (m *magnetite) doctor(t *testing.T, check string) (status, detail string) {
+	t.Helper()
+	out, _ := exec.Command(m.bin, "--config-file", m.conf, "doctor", "-o", "json").Output()
+	var rs []struct{ Check, Status, Detail string }
+	if err := json.Unmarshal(out, &rs); err != nil {
+		t.Fatalf("magnetite doctor -o json: %v in %q", err, out)
+	}
+	for _, r := range rs {
+		if r.Check == check {
+			return r.Status, r.Detail
+		}
+	}
+	t.Fatalf("magnetite doctor has no check %q: %s", check, out)
+	return "", ""
+}
+
 // serve starts `magnetite serve` and returns it with the openstack CLI
 // pointed at it.
 func (m *magnetite) serve(t *testing.T) (*testmagnetite.Process, *cli) {
