@@ -74,16 +74,7 @@ func objectKey(o *unstructured.Unstructured) string {
 // digest leaves the owner out, so that one cluster's apply serves all.
 func digestOf(owner mgmt.Owner, o *unstructured.Unstructured, shared bool) ([sha256.Size]byte, bool) {
 	if shared {
-		// The renderer labels every object with the cluster it renders
-		// for; a shared object keeps whichever cluster applied it last.
-		o = o.DeepCopy()
-		labels := o.GetLabels()
-		delete(labels, mgmt.LabelClusterUUID)
-		delete(labels, mgmt.LabelProjectID)
-		o.SetLabels(labels)
-		ann := o.GetAnnotations()
-		delete(ann, mgmt.AnnotationProjectID)
-		o.SetAnnotations(ann)
+		o = sharedForm(o)
 	}
 	raw, err := json.Marshal(o.Object)
 	if err != nil {
@@ -161,4 +152,20 @@ func (m *appliedMemo) prunedNow(cluster, keys string, now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.pruned[cluster] = prunedState{keys: keys, at: now}
+}
+
+// sharedForm is an object clusters share without the cluster and project
+// the renderer labelled it with (it labels every object with the cluster
+// it renders for): a ClusterClass or template belongs to no one cluster,
+// and is applied so, with only Magnetite's managed-by label.
+func sharedForm(o *unstructured.Unstructured) *unstructured.Unstructured {
+	o = o.DeepCopy()
+	labels := o.GetLabels()
+	delete(labels, mgmt.LabelClusterUUID)
+	delete(labels, mgmt.LabelProjectID)
+	o.SetLabels(labels)
+	ann := o.GetAnnotations()
+	delete(ann, mgmt.AnnotationProjectID)
+	o.SetAnnotations(ann)
+	return o
 }

@@ -112,7 +112,14 @@ func (c *Conductor) applyChanged(ctx context.Context, sc *scope, obj *unstructur
 			return live, nil
 		}
 	}
-	applied, err := c.mc.Apply(ctx, sc.owner, obj)
+	owner := sc.owner
+	if shared {
+		owner, obj = mgmt.Owner{}, sharedForm(obj)
+		if obj.GetNamespace() == "" {
+			obj.SetNamespace(sc.namespace)
+		}
+	}
+	applied, err := c.mc.Apply(ctx, owner, obj)
 	if err != nil {
 		return nil, err
 	}

@@ -54,6 +54,15 @@ func TestANewKindInTheDesiredStateIsCreatedAndPruned(t *testing.T) {
 	cl := p.create(t, "with-quota")
 	p.settled(t, cl, "create applied")
 	quota := clusterObjectName(cl) + "-quota"
+	// The ClusterClass and templates clusters share belong to none of them.
+	for _, kind := range []string{"ClusterClass", "DevClusterTemplate", "KubeadmControlPlaneTemplate"} {
+		if objs, err := p.mc.List(ctx, kind, "", mgmt.LabelClusterUUID); err != nil || len(objs) > 0 {
+			t.Errorf("%d %s objects carry a cluster's label (%v)", len(objs), kind, err)
+		}
+		if objs, err := p.mc.List(ctx, kind, "", mgmt.ManagedSelector); err != nil || len(objs) == 0 {
+			t.Errorf("no %s carries Magnetite's managed-by label (%v)", kind, err)
+		}
+	}
 	if _, err := p.mc.Get(ctx, "ResourceQuota", p.namespace, quota); err == nil {
 		t.Fatalf("ResourceQuota %s exists before the desired state has it", quota)
 	}

@@ -433,7 +433,51 @@ func (s *APIServer) InstallCRDs(t TB, dir string, labels map[string]string) []st
 			t.Fatalf("testenv: CRD %s not established: %v", n, err)
 		}
 	}
+	s.waitDiscoverable(ctx, t, crds, names)
 	return names
+}
+
+// waitDiscoverable waits until discovery lists every served version of the
+// CRDs: an Established CRD may still be missing from discovery for a
+// moment, and a REST mapper that reads discovery then keeps not knowing
+// that version.
+func (s *APIServer) waitDiscoverable(ctx context.Context, t TB, crds dynamic.ResourceInterface, names []string) {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(s.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		crd, err := crds.Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("testenv: read CRD %s: %v", n, err)
+		}
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+		for _, v := range versions {
+			m, _ := v.(map[string]any)
+			if served, _ := m["served"].(bool); !served {
+				continue
+			}
+			gv := group + "/" + fmt.Sprint(m["name"])
+			err := poll(ctx, func() (bool, error) {
+				list, err := dc.ServerResourcesForGroupVersion(gv)
+				if err != nil {
+					return false, nil
+				}
+				for _, r := range list.APIResources {
+					if r.Name == plural {
+						return true, nil
+					}
+				}
+				return false, nil
+			})
+			if err != nil {
+				t.Fatalf("testenv: %s of CRD %s not in discovery: %v", gv, n, err)
+			}
+		}
+	}
 }
 
 // ReadObjects decodes every object of a (multi-document) YAML file.
