@@ -2,6 +2,7 @@ package conductor
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -74,23 +75,37 @@ func adoptedObjects(a *model.ForeignCluster, clusterObj *unstructured.Unstructur
 	case driverMCA:
 		topo, _, _ := unstructured.NestedMap(clusterObj.Object, "spec", "topology")
 		present, _, _ := unstructured.NestedSlice(topo, "workers", "machineDeployments")
-		autoscaled := map[string]bool{}
+		entries := map[string]map[string]any{}
+		var first map[string]any
 		for _, md := range present {
 			if m, ok := md.(map[string]any); ok {
-				if _, has := m["replicas"]; !has {
-					autoscaled[fmt.Sprint(m["name"])] = true
+				entries[fmt.Sprint(m["name"])] = m
+				if first == nil {
+					first = m
 				}
 			}
 		}
 		var mds []any
-		for _, id := range groups {
-			ng := byUUID[id]
-			if ng == nil {
+		for _, ng := range ngs {
+			if ng.Role == model.RoleMaster {
 				continue
 			}
-			md := map[string]any{"name": a.NodeGroups[id], "metadata": map[string]any{"labels": labelsFor(ng)}}
-			if resize {
-				if autoscaled[a.NodeGroups[id]] {
+			// magnum-cluster-api names each topology machine deployment
+			// after its node group, the ones Magnetite adds too.
+			name := ng.Name
+			if n, ok := a.NodeGroups[ng.UUID]; ok {
+				name = n
+			}
+			md := map[string]any{"name": name, "metadata": map[string]any{"labels": labelsFor(ng)}}
+			live, exists := entries[name]
+			switch {
+			case !exists:
+				if first == nil {
+					return nil, permanentf("the Cluster's topology has no machine deployment to make node group %s like", ng.Name)
+				}
+				mcaNewMachineDeployment(md, ng, first)
+			case resize:
+				if _, has := live["replicas"]; !has {
 					return nil, permanentf("node group %s is autoscaled by magnum-cluster-api's autoscaler (its machine deployment has no replicas): Magnetite does not set its size", ng.Name)
 				}
 				md["replicas"] = int64(ng.NodeCount)
@@ -128,10 +143,65 @@ func adoptedObjects(a *model.ForeignCluster, clusterObj *unstructured.Unstructur
 	return nil, permanentf("Magnetite does not know the shape of %s's objects", a.Driver)
 }
 
+// mcaNewMachineDeployment makes md, a node group's machine deployment that
+// the topology does not have yet, as magnum-cluster-api makes a new one
+// (mutate_machine_deployment in magnum_cluster_api/resources.py, v0.38.1):
+// its class, its node-role and node group labels, its size, and the
+// variable overrides of like, the topology's first machine deployment,
+// with the node group's flavor. like's server group is not taken: that is
+// the other node group's own.
+func mcaNewMachineDeployment(md map[string]any, ng *model.NodeGroup, like map[string]any) {
+	md["class"] = like["class"]
+	md["replicas"] = int64(ng.NodeCount)
+	labels := md["metadata"].(map[string]any)["labels"].(map[string]any)
+	labels["node-role.kubernetes.io/"+ng.Role] = ""
+	labels["node.cluster.x-k8s.io/nodegroup"] = ng.Name
+	overrides, _, _ := unstructured.NestedSlice(like, "variables", "overrides")
+	var out []any
+	for _, o := range overrides {
+		v, ok := o.(map[string]any)
+		if !ok || v["name"] == "serverGroupId" {
+			continue
+		}
+		v = maps.Clone(v)
+		if v["name"] == "flavor" && ng.FlavorID != nil && *ng.FlavorID != "" {
+			v["value"] = *ng.FlavorID
+		}
+		out = append(out, v)
+	}
+	if len(out) > 0 {
+		md["variables"] = map[string]any{"overrides": out}
+	}
+}
+
+// removeAdoptedNodeGroup takes a deleted node group's machine deployment
+// out of a magnum-cluster-api Cluster's topology, so that Cluster API
+// deletes it and its machines. The entry is another writer's, so it is
+// removed by position, with a test that the position still holds it.
+func (c *Conductor) removeAdoptedNodeGroup(ctx context.Context, a *model.ForeignCluster, cl *unstructured.Unstructured, ng *model.NodeGroup) error {
+	name := ng.Name
+	if n, ok := a.NodeGroups[ng.UUID]; ok {
+		name = n
+	}
+	mds, _, _ := unstructured.NestedSlice(cl.Object, "spec", "topology", "workers", "machineDeployments")
+	for i, md := range mds {
+		if m, ok := md.(map[string]any); ok && m["name"] == name {
+			path := fmt.Sprintf("/spec/topology/workers/machineDeployments/%d", i)
+			patch, _ := json.Marshal([]map[string]any{{"op": "test", "path": path + "/name", "value": name}, {"op": "remove", "path": path}})
+			return c.mc.JSONPatch(ctx, "Cluster", a.Namespace, a.Name, patch)
+		}
+	}
+	return nil
+}
+
 // applyAdopted takes over an adopted cluster's objects, or resizes them.
 func (c *Conductor) applyAdopted(ctx context.Context, sc *scope, a *model.ForeignCluster, op *model.Operation) (Result, error) {
 	switch op.Type {
 	case model.OpClusterAdopt, model.OpClusterResize, model.OpClusterUpdate:
+	case model.OpNodeGroupCreate, model.OpNodeGroupDelete:
+		if a.Driver != driverMCA {
+			return Done, permanentf("cluster %s was adopted from %s: Magnetite adds and removes node groups only of clusters magnum-cluster-api made", sc.cluster.Name, a.Driver)
+		}
 	default:
 		return Done, permanentf("cluster %s was adopted from %s: Magnetite resizes and deletes it, and does not %s it", sc.cluster.Name, a.Driver, op.Type)
 	}
@@ -142,6 +212,18 @@ func (c *Conductor) applyAdopted(ctx context.Context, sc *scope, a *model.Foreig
 	versions, err := c.mc.APIVersions(ctx)
 	if err != nil {
 		return Done, err
+	}
+	if op.Type == model.OpNodeGroupDelete {
+		ng, err := c.st.GetNodeGroup(ctx, sc.cluster.UUID, op.NodeGroupID)
+		if err != nil {
+			return Done, err
+		}
+		if err := c.removeAdoptedNodeGroup(ctx, a, cl, ng); err != nil {
+			return Done, classifyApplyError(err)
+		}
+		c.event(ctx, sc.cluster.UUID, model.EventOperation, "", string(op.Type),
+			fmt.Sprintf("took node group %s's machine deployment out of %s's topology (Cluster %s/%s)", ng.Name, a.Driver, a.Namespace, a.Name))
+		return Done, nil
 	}
 	resize := op.Type != model.OpClusterAdopt
 	if resize {

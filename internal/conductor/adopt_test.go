@@ -92,13 +92,35 @@ func TestAdoptedObjectsSetOnlyLabelsAndReplicas(t *testing.T) {
 		})
 	}
 
+	// A node group added to a magnum-cluster-api cluster is made as that
+	// driver makes a new one: like the first machine deployment, with its
+	// own flavor and no other node group's server group.
+	withOverrides := mcaCluster(true)
+	md := withOverrides.Object["spec"].(map[string]any)["topology"].(map[string]any)["workers"].(map[string]any)["machineDeployments"].([]any)[0].(map[string]any)
+	md["variables"] = map[string]any{"overrides": []any{map[string]any{"name": "flavor", "value": "m1.small"},
+		map[string]any{"name": "imageUUID", "value": "0b3a"}, map[string]any{"name": "serverGroupId", "value": "sg-default-worker"}}}
+	large := "m1.large"
+	extra := &model.NodeGroup{UUID: "ng-x", Name: "extra", Role: "worker", NodeCount: 1, FlavorID: &large}
+	objs, err := adoptedObjects(mca, withOverrides, owner, append(ngs, extra), versions, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := withGroup("ng-x")
+	added["node-role.kubernetes.io/worker"], added["node.cluster.x-k8s.io/nodegroup"] = "", "extra"
+	want := map[string]any{"name": "extra", "class": "default-worker", "replicas": int64(1), "metadata": map[string]any{"labels": added},
+		"variables": map[string]any{"overrides": []any{map[string]any{"name": "flavor", "value": "m1.large"}, map[string]any{"name": "imageUUID", "value": "0b3a"}}}}
+	got, _, _ := unstructured.NestedSlice(objs[0].Object, "spec", "topology", "workers", "machineDeployments")
+	if len(got) != 2 || !reflect.DeepEqual(got[1], want) {
+		t.Errorf("machine deployments with a node group added: %v, want the second %v", got, want)
+	}
+
 	// A node group magnum-cluster-api's autoscaler sizes (its topology
 	// entry has no replicas) is not resized by Magnetite; taking it over
 	// is fine.
 	if _, err := adoptedObjects(mca, mcaCluster(false), owner, ngs, versions, false); err != nil {
 		t.Errorf("take-over of an autoscaled node group: %v", err)
 	}
-	_, err := adoptedObjects(mca, mcaCluster(false), owner, ngs, versions, true)
+	_, err = adoptedObjects(mca, mcaCluster(false), owner, ngs, versions, true)
 	if !errors.Is(err, errPermanent) || !strings.Contains(err.Error(), "default-worker is autoscaled") {
 		t.Errorf("resize of an autoscaled node group: %v, want a permanent refusal naming it", err)
 	}

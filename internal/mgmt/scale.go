@@ -24,3 +24,17 @@ func (c *Client) Scale(ctx context.Context, kind, namespace, name string, replic
 	}
 	return nil
 }
+
+// JSONPatch applies an RFC 6902 patch to an object as Magnetite: for
+// changes server-side apply cannot make, such as removing a list entry
+// another writer owns.
+func (c *Client) JSONPatch(ctx context.Context, kind, namespace, name string, patch []byte) error {
+	r, err := c.Resource(ctx, kind)
+	if err != nil {
+		return err
+	}
+	if _, err := c.resourceClient(r, namespace).Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("mgmt: patch %s %s/%s: %w", kind, namespace, name, err)
+	}
+	return nil
+}

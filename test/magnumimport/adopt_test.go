@@ -153,6 +153,25 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 		}
 	})
 
+	t.Run("node group", func(t *testing.T) {
+		// magnum-cluster-api's node groups are machine deployments of its
+		// topology: one is added and removed, and no other machine moves.
+		cli.ok(t, "coe", "nodegroup", "create", "--node-count", "1", "--flavor", testcloud.FlavorName, mca.uuid, "extra")
+		waitMachines(ctx, t, dc, mca, 1+3+1, 5*time.Minute)
+		checkNoneReplaced(ctx, t, dc, mca, built[mca.stackID])
+		cli.ok(t, "coe", "nodegroup", "delete", mca.uuid, "extra")
+		testenv.WaitFor(t, "node group extra to be deleted", 5*time.Minute, func() (bool, string) {
+			code, body := apiStatus(t, p.Base, "/v1/clusters/"+mca.uuid+"/nodegroups/extra")
+			return code == http.StatusNotFound, body
+		})
+		waitMachines(ctx, t, dc, mca, 1+3, time.Minute)
+		checkNoneReplaced(ctx, t, dc, mca, built[mca.stackID])
+		// magnum-capi-helm keeps its node groups as values of its release.
+		if out, errOut, code := cli.run(t, "coe", "nodegroup", "create", "--node-count", "1", mch.uuid, "extra"); code == 0 || !strings.Contains(out+errOut, "does not add node groups to it") {
+			t.Errorf("node group create on the magnum-capi-helm cluster: exit %d, %s%s; want it refused with the reason", code, out, errOut)
+		}
+	})
+
 	t.Run("refused", func(t *testing.T) {
 		out, errOut, code := cli.run(t, "coe", "cluster", "upgrade", mca.uuid, str(magnum.objects.Templates[0]["uuid"]))
 		if code == 0 || !strings.Contains(out+errOut, "adopted from magnum-cluster-api") || !strings.Contains(out+errOut, "does not upgrade it") {
@@ -269,6 +288,7 @@ func apiStatus(t *testing.T, base, path string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+path, nil)
 	req.Header.Set("X-Roles", "admin")
+	req.Header.Set("OpenStack-API-Version", "container-infra latest")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
