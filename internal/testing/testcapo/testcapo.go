@@ -227,7 +227,7 @@ func (c *Controller) pass(ctx context.Context) string {
 	c.mu.Lock()
 	c.rel = rel
 	c.mu.Unlock()
-	r := &reconciler{Controller: c, rel: rel, read: map[types.UID][]byte{}}
+	r := &reconciler{Controller: c, rel: rel, read: map[types.UID][]byte{}, identities: map[string]*unstructured.Unstructured{}}
 	var seen strings.Builder
 	for _, res := range []string{"openstackclusters", "openstackmachines", "openstackservers"} {
 		gvr := rel.gvr(res)
@@ -273,6 +273,8 @@ type reconciler struct {
 	// Clusters, OpenStackClusters and OpenStackServers from its
 	// informers' cache, not from the API server at each reconcile.
 	machines, clusters, openStackClusters, servers map[string]*unstructured.Unstructured
+	// identities are the identityRef Secrets the pass has read (token).
+	identities map[string]*unstructured.Unstructured
 }
 
 // cacheForMachines lists what the machine controller reads (see
@@ -309,16 +311,24 @@ func statusJSON(o *unstructured.Unstructured) []byte {
 }
 
 // token logs in to Keystone with the application credential of the
-// clouds.yaml Secret identityRef names, as CAPO's scope does.
-func (c *Controller) token(ctx context.Context, ns string, o *unstructured.Unstructured) (string, error) {
+// clouds.yaml Secret identityRef names, as CAPO's scope does. CAPO reads
+// the Secret from the API server at every reconcile (v0.14.7's main.go
+// keeps Secrets out of its cache); a pass, which reconciles every object
+// of every cluster, reads each Secret once.
+func (r *reconciler) token(ctx context.Context, ns string, o *unstructured.Unstructured) (string, error) {
+	c := r.Controller
 	name, _, _ := unstructured.NestedString(o.Object, "spec", "identityRef", "name")
 	cloudName, _, _ := unstructured.NestedString(o.Object, "spec", "identityRef", "cloudName")
 	if name == "" {
 		return "", fmt.Errorf("no identityRef")
 	}
-	s, err := c.dc.Resource(secretsGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return "", fmt.Errorf("failed to get secret %s/%s: %w", ns, name, err)
+	s, ok := cached(r.identities, ns, name)
+	if !ok {
+		var err error
+		if s, err = c.dc.Resource(secretsGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return "", fmt.Errorf("failed to get secret %s/%s: %w", ns, name, err)
+		}
+		r.identities[ns+"/"+name] = s
 	}
 	enc, _, _ := unstructured.NestedString(s.Object, "data", "clouds.yaml")
 	raw, err := base64.StdEncoding.DecodeString(enc)
