@@ -40,17 +40,17 @@ const (
 func (r *reconciler) reconcileMachine(ctx context.Context, o *unstructured.Unstructured) {
 	gvr := r.rel.gvr("openstackmachines")
 	ns := o.GetNamespace()
-	machine := r.ownerMachine(ctx, o)
+	machine := r.ownerMachine(o)
 	if machine == nil {
 		return // "Machine Controller has not yet set OwnerRef"
 	}
-	capiCluster, err := r.dc.Resource(Clusters).Namespace(ns).Get(ctx, machine.GetLabels()[labelCluster], metav1.GetOptions{})
-	if err != nil {
+	capiCluster, ok := cached(r.clusters, ns, machine.GetLabels()[labelCluster])
+	if !ok {
 		return
 	}
 	infraName, _, _ := unstructured.NestedString(capiCluster.Object, "spec", "infrastructureRef", "name")
-	osc, err := r.dc.Resource(r.rel.gvr("openstackclusters")).Namespace(ns).Get(ctx, infraName, metav1.GetOptions{})
-	if err != nil {
+	osc, ok := cached(r.openStackClusters, ns, infraName)
+	if !ok {
 		return
 	}
 	// The machine's own identityRef, else the cluster's.
@@ -236,11 +236,10 @@ func (r *reconciler) machineState(o, machine, server *unstructured.Unstructured)
 
 // ownerMachine is the Cluster API Machine that owns an infrastructure
 // machine, or nil.
-func (r *reconciler) ownerMachine(ctx context.Context, o *unstructured.Unstructured) *unstructured.Unstructured {
+func (r *reconciler) ownerMachine(o *unstructured.Unstructured) *unstructured.Unstructured {
 	for _, ref := range o.GetOwnerReferences() {
 		if ref.Kind == "Machine" {
-			m, err := r.dc.Resource(Machines).Namespace(o.GetNamespace()).Get(ctx, ref.Name, metav1.GetOptions{})
-			if err == nil {
+			if m, ok := cached(r.machines, o.GetNamespace(), ref.Name); ok {
 				return m
 			}
 		}
@@ -256,12 +255,8 @@ func (r *reconciler) ownerMachine(ctx context.Context, o *unstructured.Unstructu
 // failure domain as availability zone, the bootstrap Secret as user data.
 // The server's spec never changes after.
 func (r *reconciler) machineServer(ctx context.Context, o, osc, machine *unstructured.Unstructured, secret string) (*unstructured.Unstructured, error) {
-	s, err := r.dc.Resource(serversGVR).Namespace(o.GetNamespace()).Get(ctx, o.GetName(), metav1.GetOptions{})
-	if err == nil {
+	if s, ok := cached(r.servers, o.GetNamespace(), o.GetName()); ok {
 		return s, nil
-	}
-	if !isNotFound(err) {
-		return nil, err
 	}
 	ms, _, _ := unstructured.NestedMap(o.Object, "spec")
 	identity, ok := ms["identityRef"]
@@ -332,7 +327,7 @@ func (r *reconciler) machineServer(ctx context.Context, o, osc, machine *unstruc
 		ports = append(ports, p)
 	}
 	spec["ports"] = ports
-	s = &unstructured.Unstructured{Object: map[string]any{
+	s := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": serversGVR.GroupVersion().String(), "kind": "OpenStackServer",
 		"metadata": map[string]any{"name": o.GetName(), "namespace": o.GetNamespace(),
 			"labels": map[string]any{labelCluster: osc.GetLabels()[labelCluster]},

@@ -227,12 +227,16 @@ func (c *Controller) pass(ctx context.Context) string {
 	c.mu.Lock()
 	c.rel = rel
 	c.mu.Unlock()
-	r := &reconciler{Controller: c, rel: rel}
+	r := &reconciler{Controller: c, rel: rel, read: map[types.UID][]byte{}, identities: map[string]*unstructured.Unstructured{}}
 	var seen strings.Builder
 	for _, res := range []string{"openstackclusters", "openstackmachines", "openstackservers"} {
 		gvr := rel.gvr(res)
 		if res == "openstackservers" {
 			gvr = serversGVR
+		}
+		if res == "openstackmachines" && !r.cacheForMachines(ctx) {
+			seen.WriteString("error ")
+			continue
 		}
 		list, err := c.dc.Resource(gvr).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -242,6 +246,7 @@ func (c *Controller) pass(ctx context.Context) string {
 		for i := range list.Items {
 			o := &list.Items[i]
 			seen.WriteString(o.GetNamespace() + "/" + o.GetName() + "@" + o.GetResourceVersion() + " ")
+			r.read[o.GetUID()] = statusJSON(o)
 			switch res {
 			case "openstackclusters":
 				r.reconcileCluster(ctx, o)
@@ -259,19 +264,71 @@ func (c *Controller) pass(ctx context.Context) string {
 type reconciler struct {
 	*Controller
 	rel release
+	// read is each object's status as the pass read it, so that a status
+	// the reconcile left as it was is not written again: CAPO's patch
+	// helper sends only a difference, and nothing when there is none.
+	read map[types.UID][]byte
+	// The objects the machine controller reads, listed once before it
+	// runs (cacheForMachines), by namespace/name: CAPO reads Machines,
+	// Clusters, OpenStackClusters and OpenStackServers from its
+	// informers' cache, not from the API server at each reconcile.
+	machines, clusters, openStackClusters, servers map[string]*unstructured.Unstructured
+	// identities are the identityRef Secrets the pass has read (token).
+	identities map[string]*unstructured.Unstructured
+}
+
+// cacheForMachines lists what the machine controller reads (see
+// reconciler), after the cluster controller has run, so that machines see
+// their cluster's infrastructure as this pass left it. It reports whether
+// every list was read.
+func (r *reconciler) cacheForMachines(ctx context.Context) bool {
+	byKey := func(gvr schema.GroupVersionResource) map[string]*unstructured.Unstructured {
+		list, err := r.dc.Resource(gvr).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil
+		}
+		m := make(map[string]*unstructured.Unstructured, len(list.Items))
+		for i := range list.Items {
+			m[list.Items[i].GetNamespace()+"/"+list.Items[i].GetName()] = &list.Items[i]
+		}
+		return m
+	}
+	r.machines, r.clusters = byKey(Machines), byKey(Clusters)
+	r.openStackClusters, r.servers = byKey(r.rel.gvr("openstackclusters")), byKey(serversGVR)
+	return r.machines != nil && r.clusters != nil && r.openStackClusters != nil && r.servers != nil
+}
+
+// cached is the object named ns/name in one of the pass's caches.
+func cached(cache map[string]*unstructured.Unstructured, ns, name string) (*unstructured.Unstructured, bool) {
+	o, ok := cache[ns+"/"+name]
+	return o, ok
+}
+
+// statusJSON is o's status as JSON, to tell whether a reconcile changed it.
+func statusJSON(o *unstructured.Unstructured) []byte {
+	b, _ := json.Marshal(o.Object["status"])
+	return b
 }
 
 // token logs in to Keystone with the application credential of the
-// clouds.yaml Secret identityRef names, as CAPO's scope does.
-func (c *Controller) token(ctx context.Context, ns string, o *unstructured.Unstructured) (string, error) {
+// clouds.yaml Secret identityRef names, as CAPO's scope does. CAPO reads
+// the Secret from the API server at every reconcile (v0.14.7's main.go
+// keeps Secrets out of its cache); a pass, which reconciles every object
+// of every cluster, reads each Secret once.
+func (r *reconciler) token(ctx context.Context, ns string, o *unstructured.Unstructured) (string, error) {
+	c := r.Controller
 	name, _, _ := unstructured.NestedString(o.Object, "spec", "identityRef", "name")
 	cloudName, _, _ := unstructured.NestedString(o.Object, "spec", "identityRef", "cloudName")
 	if name == "" {
 		return "", fmt.Errorf("no identityRef")
 	}
-	s, err := c.dc.Resource(secretsGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return "", fmt.Errorf("failed to get secret %s/%s: %w", ns, name, err)
+	s, ok := cached(r.identities, ns, name)
+	if !ok {
+		var err error
+		if s, err = c.dc.Resource(secretsGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return "", fmt.Errorf("failed to get secret %s/%s: %w", ns, name, err)
+		}
+		r.identities[ns+"/"+name] = s
 	}
 	enc, _, _ := unstructured.NestedString(s.Object, "data", "clouds.yaml")
 	raw, err := base64.StdEncoding.DecodeString(enc)
@@ -324,12 +381,16 @@ func (c *Controller) update(ctx context.Context, gvr schema.GroupVersionResource
 	return u, true
 }
 
-// updateStatus writes o's status; a conflict is left to the next pass,
-// anything else the API server refuses is the stand-in's bug.
-func (c *Controller) updateStatus(ctx context.Context, gvr schema.GroupVersionResource, o *unstructured.Unstructured) {
-	_, err := c.dc.Resource(gvr).Namespace(o.GetNamespace()).UpdateStatus(ctx, o, metav1.UpdateOptions{})
+// updateStatus writes o's status unless it is the status the pass read; a
+// conflict is left to the next pass, anything else the API server refuses
+// is the stand-in's bug.
+func (r *reconciler) updateStatus(ctx context.Context, gvr schema.GroupVersionResource, o *unstructured.Unstructured) {
+	if was, ok := r.read[o.GetUID()]; ok && bytes.Equal(was, statusJSON(o)) {
+		return
+	}
+	_, err := r.dc.Resource(gvr).Namespace(o.GetNamespace()).UpdateStatus(ctx, o, metav1.UpdateOptions{})
 	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
-		c.t.Errorf("testcapo: status of %s %s refused: %v", o.GetKind(), o.GetName(), err)
+		r.t.Errorf("testcapo: status of %s %s refused: %v", o.GetKind(), o.GetName(), err)
 	}
 }
 

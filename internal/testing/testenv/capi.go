@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -31,9 +32,21 @@ func StartClusterAPI(t TB) *APIServer {
 // processEnv is the environment of a process the environment starts; nil
 // inherits the test's. CAPD's in-memory backend serves each workload
 // cluster's API server on POD_IP, which must be loopback here.
+//
+// kube-apiserver collects garbage half as often as Go's default (GOGC=200,
+// unless the test's environment sets GOGC): with Cluster API's and the
+// providers' CRDs its live heap is about 220 MB, and a collection every
+// 100% of growth took a quarter of its CPU. Measured with process
+// accounting on TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn, the
+// test's two API servers used 108.5 s of CPU instead of 122.7 s; the cost
+// is a heap goal of about 660 MB instead of 440 MB for a management
+// plane's API server.
 func processEnv(name string) []string {
-	if name == InMemoryManager {
+	switch {
+	case name == InMemoryManager:
 		return append(os.Environ(), "POD_IP=127.0.0.1")
+	case strings.HasPrefix(name, "kube-apiserver") && os.Getenv("GOGC") == "":
+		return append(os.Environ(), "GOGC=200")
 	}
 	return nil
 }
