@@ -89,7 +89,10 @@ type Conductor struct {
 	// machine of a cluster was last replaced.
 	faults       sync.Map
 	failureNoted sync.Map
-	cpReplaced   sync.Map
+	// serverLooks holds each cluster's last look at its OpenStack machines
+	// (serverLook), while some wait for their servers.
+	serverLooks sync.Map
+	cpReplaced  sync.Map
 	// autoHealNext is when auto-healing may next look at a cluster's
 	// failed machines.
 	autoHealNext sync.Map

@@ -44,6 +44,7 @@ func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) (Res
 	}
 	// The cluster's objects go: nothing applied of it is to be trusted.
 	c.memo.forget(cl.UUID)
+	c.serverLooks.Delete(cl.UUID)
 	// Once Cluster API is taking the Cluster apart (Cluster API keeps it,
 	// being deleted, until its machines are gone), an attempt woken by a
 	// change only looks at what remains.

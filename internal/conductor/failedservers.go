@@ -39,6 +39,12 @@ const (
 	// serverCheckEvery is how often the servers of machines on their way
 	// are looked at again.
 	serverCheckEvery = 10 * time.Second
+	// serverLookFresh is how long one look at a cluster's OpenStack
+	// machines, servers and CAPO's events serves the status syncs that
+	// follow: they are listed, not watched (CAPO's objects carry no label
+	// the watch selects by), and Cluster API's changes of a busy cluster
+	// wake many syncs a second.
+	serverLookFresh = 2 * time.Second
 )
 
 // machineServer is one machine of a cluster on OpenStack, read from its
@@ -296,30 +302,50 @@ func needsServerCheck(obs Observed) bool {
 	return false
 }
 
+// serverLook is one look at a cluster's OpenStack machines and servers.
+type serverLook struct {
+	at                time.Time
+	ms                []machineServer
+	failures, retries map[string]string
+}
+
 // lookAtServers reads the cluster's OpenStack machines when some wait for
 // infrastructure, and puts why their servers failed into obs, recording
 // each new failure as an event.
 func (c *Conductor) lookAtServers(ctx context.Context, clusterUUID string, obs *Observed) []machineServer {
 	if !needsServerCheck(*obs) {
+		c.serverLooks.Delete(clusterUUID)
 		return nil
 	}
-	ms, err := c.machineServers(ctx, nestedString(obs.Cluster, "metadata", "namespace"), name(obs.Cluster))
-	if err != nil {
-		c.log.Warn("read the cluster's OpenStack machines", "cluster", clusterUUID, "error", err)
-		return nil
-	}
-	obs.ServerFailures = c.serverFailures(ctx, clusterUUID, ms)
-	obs.ServerRetries = c.serverRetries(ctx, nestedString(obs.Cluster, "metadata", "namespace"), ms)
-	// Nothing Magnetite watches changes when CAPO gives a server up: at
-	// v0.14.7 only the OpenStackServer says so, and it carries none of
-	// Magnetite's labels. While a machine's server may still fail, look
-	// again after a while.
-	for _, m := range ms {
-		if !m.Failed && !m.Provisioned && !m.Deleting {
-			c.queue.AddAfter(clusterUUID, serverCheckEvery)
-			break
+	now := c.now()
+	var look serverLook
+	if v, ok := c.serverLooks.Load(clusterUUID); ok && now.Sub(v.(serverLook).at) < serverLookFresh {
+		// A busy cluster wakes many syncs a second; the look that follows
+		// this one's freshness sees what they did not.
+		look = v.(serverLook)
+		c.queue.AddAfter(clusterUUID, serverLookFresh-now.Sub(look.at))
+	} else {
+		namespace := nestedString(obs.Cluster, "metadata", "namespace")
+		ms, err := c.machineServers(ctx, namespace, name(obs.Cluster))
+		if err != nil {
+			c.log.Warn("read the cluster's OpenStack machines", "cluster", clusterUUID, "error", err)
+			return nil
+		}
+		look = serverLook{at: now, ms: ms, failures: c.serverFailures(ctx, clusterUUID, ms), retries: c.serverRetries(ctx, namespace, ms)}
+		c.serverLooks.Store(clusterUUID, look)
+		// Nothing Magnetite watches changes when CAPO gives a server up:
+		// at v0.14.7 only the OpenStackServer says so, and it carries none
+		// of Magnetite's labels. While a machine's server may still fail,
+		// look again after a while.
+		for _, m := range ms {
+			if !m.Failed && !m.Provisioned && !m.Deleting {
+				c.queue.AddAfter(clusterUUID, serverCheckEvery)
+				break
+			}
 		}
 	}
+	ms := look.ms
+	obs.ServerFailures, obs.ServerRetries = look.failures, look.retries
 	for _, m := range ms {
 		text, failed := obs.ServerFailures[m.Machine]
 		if !failed || m.UID == "" {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -180,6 +181,17 @@ func failedMachinesAreReplaced(t *testing.T, rel capoRelease) {
 	failures := c.serverFailures(ctx, cluster.UUID, ms)
 	if len(failures) != 3 || failures["demo-cp-a"] != "OpenStack refused to create its server: Flavor 3 could not be found." || failures["demo-md-ok"] != "" {
 		t.Fatalf("failures %v", failures)
+	}
+	// Status syncs that follow one another closely share one look at the
+	// machines: the second lists nothing.
+	waiting := Observed{Cluster: map[string]any{"metadata": map[string]any{"name": demo, "namespace": ns}},
+		Machines: []map[string]any{{"metadata": map[string]any{"name": "demo-cp-a"}}}}
+	first, second := waiting, waiting
+	c.lookAtServers(ctx, cluster.UUID, &first)
+	gets := mc.Requests()["GET"]
+	c.lookAtServers(ctx, cluster.UUID, &second)
+	if again := mc.Requests()["GET"] - gets; again != 0 || !maps.Equal(first.ServerFailures, second.ServerFailures) || len(second.ServerFailures) != 3 {
+		t.Errorf("a second look right after the first sent %d GETs and found %v (first %v)", again, second.ServerFailures, first.ServerFailures)
 	}
 
 	observed := func() Observed {
