@@ -1,12 +1,9 @@
 package testcapo_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -54,23 +51,9 @@ func startPlane(t *testing.T, release string, opts ...testcapo.Option) *plane {
 
 	// The cluster's application credential, in the clouds.yaml Secret
 	// identityRef names, as Magnetite makes it.
-	var cred struct {
-		AppCred struct{ ID, Secret string } `json:"application_credential"`
-	}
-	body, _ := json.Marshal(map[string]any{"application_credential": map[string]any{"name": "capo"}})
-	req, _ := http.NewRequest("POST", ks.AuthURL()+"/users/"+user+"/application_credentials", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Auth-Token", ks.Token("capo", "capo-password", "demo"))
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusCreated || json.NewDecoder(res.Body).Decode(&cred) != nil {
-		t.Fatalf("application credential: %s", res.Status)
-	}
+	credID, credSecret := ks.ApplicationCredential(user, "capo", "capo-password", "demo", "capo")
 	clouds := fmt.Sprintf("clouds:\n  openstack:\n    auth:\n      auth_url: %s\n      application_credential_id: %s\n      application_credential_secret: %s\n    auth_type: v3applicationcredential\n",
-		ks.AuthURL(), cred.AppCred.ID, cred.AppCred.Secret)
+		ks.AuthURL(), credID, credSecret)
 	create(t, dc, secretsGVR, map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "cloud"},
 		"stringData": map[string]any{"clouds.yaml": clouds}})
 	create(t, dc, secretsGVR, map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "bootstrap"},
