@@ -112,12 +112,11 @@ func importMagnum(ctx context.Context, cfg *config.Config, connection string, op
 		return ""
 	}
 	report, err := magnumimport.Run(ctx, src, st, opts)
-	if err != nil {
-		return err
+	if report != nil {
+		printImport(out, report)
 	}
-	printImport(out, report)
-	if n := report.Count(magnumimport.Failed); n > 0 {
-		return fmt.Errorf("%d rows failed to import (see above); running the import again retries them", n)
+	if err != nil {
+		return fmt.Errorf("%w; running the import again retries every row", err)
 	}
 	return nil
 }

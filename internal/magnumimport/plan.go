@@ -16,18 +16,16 @@ import (
 )
 
 // Target is the part of Magnetite's store the import reads and writes:
-// only its ordinary methods, so the rows it writes are those the API would.
+// it reads with the API's methods and writes the rows the API would, all
+// in one transaction.
 type Target interface {
 	GetClusterTemplateByUUID(ctx context.Context, uuid string) (*model.ClusterTemplate, error)
-	CreateClusterTemplate(ctx context.Context, ct *model.ClusterTemplate) error
 	GetClusterByUUID(ctx context.Context, uuid string) (*model.Cluster, error)
 	GetCluster(ctx context.Context, sc store.Scope, ident string) (*model.Cluster, error)
 	GetNodeGroup(ctx context.Context, clusterUUID, ident string) (*model.NodeGroup, error)
-	ApplyClusterChange(ctx context.Context, ch store.ClusterChange) error
 	ClusterCertificates(ctx context.Context, clusterUUID string) ([]*model.ClusterCertificate, error)
-	AddClusterCertificates(ctx context.Context, certs []*model.ClusterCertificate) error
 	GetQuota(ctx context.Context, projectID, resource string) (*model.Quota, error)
-	CreateQuota(ctx context.Context, q *model.Quota) error
+	WriteImport(ctx context.Context, im store.Import) error
 }
 
 // Options steer an import.
@@ -59,8 +57,9 @@ const (
 	Import          Outcome = "import"
 	AlreadyImported Outcome = "already imported"
 	Refused         Outcome = "refused"
-	// Failed is a planned import the store did not take (the error is
-	// the reason); running the import again retries it.
+	// Failed is a planned import that was not written because the
+	// store refused the import's transaction (Run's error says why);
+	// running the import again retries it.
 	Failed Outcome = "failed"
 )
 
@@ -122,7 +121,8 @@ type plan struct {
 }
 
 // Run imports Magnum's database db into dst, or only reports what it
-// would do when opts.DryRun is set.
+// would do when opts.DryRun is set. When the write fails, the report says
+// which rows were not written and the error why.
 func Run(ctx context.Context, db *sql.DB, dst Target, opts Options) (*Report, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -137,15 +137,20 @@ func Run(ctx context.Context, db *sql.DB, dst Target, opts Options) (*Report, er
 	if err != nil {
 		return nil, err
 	}
+	return run(ctx, src, dst, opts)
+}
+
+// run imports src, read from Magnum's database, into dst.
+func run(ctx context.Context, src *magnumDB, dst Target, opts Options) (*Report, error) {
 	p, err := makePlan(ctx, src, dst, opts)
 	if err != nil {
 		return nil, err
 	}
 	p.report.DryRun = opts.DryRun
 	if !opts.DryRun {
-		p.apply(ctx, dst)
+		err = p.apply(ctx, dst)
 	}
-	return &p.report, nil
+	return &p.report, err
 }
 
 func (p *plan) add(r *Row) *Row {
@@ -380,54 +385,33 @@ func (p *plan) planQuota(ctx context.Context, dst Target, q *magnumQuota) error 
 	return nil
 }
 
-// apply writes the plan: templates, then each cluster with its node groups
-// and CAs in one transaction, then quotas (after the clusters, so a
-// project Magnum let exceed its quota is imported whole). A row the store
-// refuses is reported failed and the rest go on; a second run retries it.
-func (p *plan) apply(ctx context.Context, dst Target) {
-	failedTemplates := map[string]bool{}
-	for i, ct := range p.templates {
-		if err := dst.CreateClusterTemplate(ctx, ct); err != nil {
-			fail(p.tplRows[i], err)
-			failedTemplates[ct.UUID] = true
-		}
-	}
+// apply writes the plan in one transaction: templates, each cluster with
+// its node groups, CAs and adoption, CAs of clusters imported before, then
+// quotas (after the clusters, so a project Magnum let exceed its quota is
+// imported whole). When the store refuses a row, nothing is written and
+// every planned row is reported failed with the reason; the error names
+// the row, and running the import again retries all of them.
+func (p *plan) apply(ctx context.Context, dst Target) error {
+	im := store.Import{Templates: p.templates, Certificates: p.addCerts, Quotas: p.quotas}
 	for _, pc := range p.clusters {
-		if failedTemplates[pc.cluster.ClusterTemplateID] {
-			fail(pc.row, errors.New("its cluster template was not imported"))
-			for _, r := range append(pc.groupRows, pc.certRows...) {
-				fail(r, errors.New("its cluster was not imported"))
-			}
-			continue
-		}
 		ch := store.ClusterChange{Cluster: pc.cluster, Create: true, QuotaLimit: math.MaxInt32,
 			NodeGroups: pc.nodeGroups, Certificates: pc.certs}
 		if pc.adopt {
 			ch.Operation = &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterAdopt, ClusterID: pc.cluster.UUID,
 				ProjectID: pc.cluster.ProjectID, State: model.OpPending}
 		}
-		err := dst.ApplyClusterChange(ctx, ch)
-		if err != nil {
-			fail(pc.row, err)
-			for _, r := range append(pc.groupRows, pc.certRows...) {
-				fail(r, errors.New("its cluster was not imported"))
-			}
+		im.Clusters = append(im.Clusters, ch)
+	}
+	err := dst.WriteImport(ctx, im)
+	if err == nil {
+		return nil
+	}
+	for _, r := range p.report.Rows {
+		if r.Outcome == Import {
+			r.Outcome, r.Reason = Failed, "not written: the store refused the import, see its error"
 		}
 	}
-	for i, c := range p.addCerts {
-		if err := dst.AddClusterCertificates(ctx, []*model.ClusterCertificate{c}); err != nil {
-			fail(p.addCertRows[i], err)
-		}
-	}
-	for i, q := range p.quotas {
-		if err := dst.CreateQuota(ctx, q); err != nil {
-			fail(p.quotaRows[i], err)
-		}
-	}
-}
-
-func fail(r *Row, err error) {
-	r.Outcome, r.Reason = Failed, err.Error()
+	return fmt.Errorf("nothing was imported: %w", err)
 }
 
 func deref(p *string) string {

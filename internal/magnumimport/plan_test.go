@@ -85,7 +85,9 @@ func runPlan(t *testing.T, m *magnumDB, st *store.DB, dryRun bool) *Report {
 		t.Fatal(err)
 	}
 	if !dryRun {
-		p.apply(context.Background(), st)
+		if err := p.apply(context.Background(), st); err != nil {
+			t.Fatalf("%v: %v", err, outcomes(&p.report))
+		}
 	}
 	return &p.report
 }
@@ -233,7 +235,9 @@ func TestCAsKeptOutsideMagnumsDatabaseComeFromTheCertDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.apply(ctx, st)
+	if err := p.apply(ctx, st); err != nil {
+		t.Fatal(err)
+	}
 	second := outcomes(&p.report)
 	for _, purpose := range []string{"ca", "etcd"} {
 		if got := second["certificate "+c.UUID+"/"+purpose]; got != "import " {
@@ -245,5 +249,63 @@ func TestCAsKeptOutsideMagnumsDatabaseComeFromTheCertDir(t *testing.T) {
 		if err != nil || string(held.CertPEM) != string(pairs[i].Cert) {
 			t.Errorf("the %s CA held is %v (%v)", purpose, held, err)
 		}
+	}
+}
+
+// racingWriter is Magnetite's store while someone creates a quota through
+// the API between the import's plan and its write.
+type racingWriter struct {
+	*store.DB
+	quota *model.Quota
+}
+
+func (w racingWriter) WriteImport(ctx context.Context, im store.Import) error {
+	if err := w.CreateQuota(ctx, w.quota); err != nil {
+		return err
+	}
+	return w.DB.WriteImport(ctx, im)
+}
+
+// TestAnImportTheStoreRefusesWritesNothing: the import is one transaction.
+// A row the store refuses at the last step leaves no template, cluster,
+// node group or CA behind, every planned row says it was not written, the
+// error names the row, and the next run imports the rest.
+func TestAnImportTheStoreRefusesWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t)
+	c := cluster("22222222-0000-0000-0000-000000000002", "dev", "11111111-0000-0000-0000-000000000002")
+	m := magnumWith(c)
+	withCA(t, m, c, "33333333-0000-0000-0000-000000000001")
+	opts := Options{Now: time.Now, Unbuildable: func(*model.ClusterTemplate) string { return "" }}
+
+	r, err := run(ctx, m, racingWriter{st, &model.Quota{ProjectID: "p1", Resource: "Cluster", HardLimit: 7, CreatedAt: created}}, opts)
+	if err == nil || !strings.Contains(err.Error(), "quota of project p1 for Cluster") {
+		t.Fatalf("the refused import returned %v, want an error naming the quota", err)
+	}
+	if r.Count(Import) != 0 || r.Count(Failed) != 2+1+2+1+1 {
+		t.Errorf("rows of the refused import: %v", outcomes(r))
+	}
+	for _, row := range r.Rows {
+		if row.Outcome == Failed && !strings.Contains(row.Reason, "not written") {
+			t.Errorf("%s %s failed with %q", row.Kind, row.ID, row.Reason)
+		}
+	}
+	if _, err := st.GetClusterTemplateByUUID(ctx, "11111111-0000-0000-0000-000000000001"); err == nil {
+		t.Error("a template of the refused import was written")
+	}
+	if _, err := st.GetClusterByUUID(ctx, c.UUID); err == nil {
+		t.Error("a cluster of the refused import was written")
+	}
+	if held, err := st.ClusterCertificates(ctx, c.UUID); err != nil || len(held) != 0 {
+		t.Errorf("the refused import left key pairs %v (%v)", held, err)
+	}
+
+	again, err := run(ctx, m, st, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := outcomes(again)
+	if again.Count(Import) != 2+1+2+1 || !strings.HasPrefix(got["quota p1/Cluster"], "refused Magnetite has its own quota") {
+		t.Errorf("the next run: %v", got)
 	}
 }

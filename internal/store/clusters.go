@@ -66,101 +66,21 @@ func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
 		// from a read made before a delete of the cluster must fail.
 		return errors.New("store: a change of node groups names no cluster")
 	}
-	inserted := make([]bool, len(ch.NodeGroups))
-	for i, ng := range ch.NodeGroups {
-		inserted[i] = ng.ID == 0
-	}
-	// What the written objects learn, set once the transaction committed:
-	// a retried attempt starts again from the objects as they were given.
+	inserted := insertedNodeGroups(ch)
+	return s.retryTxLearning(ctx, func(tx *sql.Tx, learn []func()) ([]func(), error) {
+		return s.writeClusterChange(ctx, tx, ch, inserted, learn)
+	})
+}
+
+// retryTxLearning runs write in a transaction as retryTx does. write
+// appends what the objects it writes learn (IDs, versions); that is set
+// only once the transaction committed, and a retried attempt starts again
+// from the objects as they were given.
+func (s *DB) retryTxLearning(ctx context.Context, write func(tx *sql.Tx, learn []func()) ([]func(), error)) error {
 	var learn []func()
-	err := s.retryTx(ctx, func(tx *sql.Tx) error {
-		learn = learn[:0]
-		if ch.Reserve != nil {
-			// First, so that every read after it sees what the change that
-			// held the lock before wrote.
-			if err := s.takeLock(ctx, tx, lockBareMetalCapacity); err != nil {
-				return err
-			}
-			building, err := s.buildingClusters(ctx, tx)
-			if err != nil {
-				return err
-			}
-			if err := ch.Reserve(building); err != nil {
-				return err
-			}
-		}
-		if ch.Cluster != nil && ch.Create {
-			if err := s.quotaCheck(ctx, tx, ch.Cluster.ProjectID, ch.QuotaLimit); err != nil {
-				return err
-			}
-			id, err := insertCluster(ctx, tx, ch.Cluster)
-			if err != nil {
-				return err
-			}
-			c := ch.Cluster
-			learn = append(learn, func() { c.ID, c.ResourceVersion, c.Generation = id, 1, 1 })
-		}
-		// The cluster's row is locked and checked first, then its node
-		// groups', in the order a status write takes them (so the two
-		// never deadlock); the cluster is written last, its generation
-		// raised when the spec of one of its node groups changed.
-		var cur clusterVersion
-		if ch.Cluster != nil && !ch.Create {
-			var err error
-			if cur, err = lockCluster(ctx, tx, ch.Cluster, s.forUpdate()); err != nil {
-				return err
-			}
-		}
-		specChanged := len(ch.DeleteNodeGroups) > 0
-		for i, ng := range ch.NodeGroups {
-			if inserted[i] {
-				id, err := insertNodeGroup(ctx, tx, ng)
-				if err != nil {
-					return err
-				}
-				learn = append(learn, func() { ng.ID, ng.ResourceVersion = id, 1 })
-				specChanged = true
-				continue
-			}
-			version, changed, err := updateNodeGroup(ctx, tx, ng, s.forUpdate())
-			if err != nil {
-				return err
-			}
-			learn = append(learn, func() { ng.ResourceVersion = version })
-			specChanged = specChanged || changed
-		}
-		for _, id := range ch.DeleteNodeGroups {
-			if _, err := tx.ExecContext(ctx, `DELETE FROM nodegroups WHERE uuid = ?`, id); err != nil {
-				return err
-			}
-		}
-		if ch.Cluster != nil && !ch.Create {
-			version, generation, err := updateCluster(ctx, tx, ch.Cluster, cur, specChanged)
-			if err != nil {
-				return err
-			}
-			c := ch.Cluster
-			learn = append(learn, func() { c.ResourceVersion, c.Generation = version, generation })
-		}
-		for _, c := range ch.Certificates {
-			if err := s.insertCertificate(ctx, tx, c); err != nil {
-				return err
-			}
-		}
-		if ch.Credential != nil {
-			if err := s.putCredential(ctx, tx, ch.Credential); err != nil {
-				return err
-			}
-		}
-		if ch.Operation != nil {
-			if err := insertOperation(ctx, tx, ch.Operation); err != nil {
-				return err
-			}
-		}
-		if ch.Cluster != nil || len(ch.NodeGroups) > 0 || len(ch.DeleteNodeGroups) > 0 {
-			return bumpGeneration(ctx, tx, generationClusters)
-		}
-		return nil
+	err := s.retryTx(ctx, func(tx *sql.Tx) (err error) {
+		learn, err = write(tx, learn[:0])
+		return err
 	})
 	if err != nil {
 		return err
@@ -169,6 +89,107 @@ func (s *DB) ApplyClusterChange(ctx context.Context, ch ClusterChange) error {
 		f()
 	}
 	return nil
+}
+
+// insertedNodeGroups says which of ch's node groups are new, read before a
+// first attempt so that a retried one inserts the same ones.
+func insertedNodeGroups(ch ClusterChange) []bool {
+	inserted := make([]bool, len(ch.NodeGroups))
+	for i, ng := range ch.NodeGroups {
+		inserted[i] = ng.ID == 0
+	}
+	return inserted
+}
+
+// writeClusterChange writes ch inside tx and appends to learn what the
+// written objects learn once tx commits.
+func (s *DB) writeClusterChange(ctx context.Context, tx *sql.Tx, ch ClusterChange, inserted []bool, learn []func()) ([]func(), error) {
+	if ch.Reserve != nil {
+		// First, so that every read after it sees what the change that
+		// held the lock before wrote.
+		if err := s.takeLock(ctx, tx, lockBareMetalCapacity); err != nil {
+			return learn, err
+		}
+		building, err := s.buildingClusters(ctx, tx)
+		if err != nil {
+			return learn, err
+		}
+		if err := ch.Reserve(building); err != nil {
+			return learn, err
+		}
+	}
+	if ch.Cluster != nil && ch.Create {
+		if err := s.quotaCheck(ctx, tx, ch.Cluster.ProjectID, ch.QuotaLimit); err != nil {
+			return learn, err
+		}
+		id, err := insertCluster(ctx, tx, ch.Cluster)
+		if err != nil {
+			return learn, err
+		}
+		c := ch.Cluster
+		learn = append(learn, func() { c.ID, c.ResourceVersion, c.Generation = id, 1, 1 })
+	}
+	// The cluster's row is locked and checked first, then its node
+	// groups', in the order a status write takes them (so the two never
+	// deadlock); the cluster is written last, its generation raised when
+	// the spec of one of its node groups changed.
+	var cur clusterVersion
+	if ch.Cluster != nil && !ch.Create {
+		var err error
+		if cur, err = lockCluster(ctx, tx, ch.Cluster, s.forUpdate()); err != nil {
+			return learn, err
+		}
+	}
+	specChanged := len(ch.DeleteNodeGroups) > 0
+	for i, ng := range ch.NodeGroups {
+		if inserted[i] {
+			id, err := insertNodeGroup(ctx, tx, ng)
+			if err != nil {
+				return learn, err
+			}
+			learn = append(learn, func() { ng.ID, ng.ResourceVersion = id, 1 })
+			specChanged = true
+			continue
+		}
+		version, changed, err := updateNodeGroup(ctx, tx, ng, s.forUpdate())
+		if err != nil {
+			return learn, err
+		}
+		learn = append(learn, func() { ng.ResourceVersion = version })
+		specChanged = specChanged || changed
+	}
+	for _, id := range ch.DeleteNodeGroups {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM nodegroups WHERE uuid = ?`, id); err != nil {
+			return learn, err
+		}
+	}
+	if ch.Cluster != nil && !ch.Create {
+		version, generation, err := updateCluster(ctx, tx, ch.Cluster, cur, specChanged)
+		if err != nil {
+			return learn, err
+		}
+		c := ch.Cluster
+		learn = append(learn, func() { c.ResourceVersion, c.Generation = version, generation })
+	}
+	for _, c := range ch.Certificates {
+		if err := s.insertCertificate(ctx, tx, c); err != nil {
+			return learn, err
+		}
+	}
+	if ch.Credential != nil {
+		if err := s.putCredential(ctx, tx, ch.Credential); err != nil {
+			return learn, err
+		}
+	}
+	if ch.Operation != nil {
+		if err := insertOperation(ctx, tx, ch.Operation); err != nil {
+			return learn, err
+		}
+	}
+	if ch.Cluster != nil || len(ch.NodeGroups) > 0 || len(ch.DeleteNodeGroups) > 0 {
+		return learn, bumpGeneration(ctx, tx, generationClusters)
+	}
+	return learn, nil
 }
 
 // lockBareMetalCapacity is the row of the locks table that serializes

@@ -27,16 +27,28 @@ const quotaCols = "id, project_id, resource, hard_limit, created_at, COALESCE(up
 
 // CreateQuota inserts a quota; one per project and resource.
 func (s *DB) CreateQuota(ctx context.Context, q *model.Quota) error {
-	res, err := s.db.ExecContext(ctx, `INSERT INTO quotas (project_id, resource, hard_limit, created_at) VALUES (?, ?, ?, ?)`,
+	id, err := insertQuota(ctx, s.db, q)
+	if err != nil {
+		return err
+	}
+	q.ID = id
+	return nil
+}
+
+// insertQuota inserts q through x (the database or a transaction).
+func insertQuota(ctx context.Context, x interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, q *model.Quota) (int64, error) {
+	res, err := x.ExecContext(ctx, `INSERT INTO quotas (project_id, resource, hard_limit, created_at) VALUES (?, ?, ?, ?)`,
 		q.ProjectID, q.Resource, q.HardLimit, formatTime(q.CreatedAt))
 	if err != nil {
 		if isUniqueViolation(err) {
-			return fault.New(ErrConflict, "Quota for project %s already exists for resource %s.", q.ProjectID, q.Resource)
+			return 0, fault.New(ErrConflict, "Quota for project %s already exists for resource %s.", q.ProjectID, q.Resource)
 		}
-		return err
+		return 0, err
 	}
-	q.ID, _ = res.LastInsertId()
-	return nil
+	id, _ := res.LastInsertId()
+	return id, nil
 }
 
 // GetQuota reads the quota of a project for a resource.

@@ -31,13 +31,23 @@ func (sc TemplateScope) filter(q *pageQuery) {
 
 // CreateClusterTemplate inserts a template; ID is filled in.
 func (s *DB) CreateClusterTemplate(ctx context.Context, ct *model.ClusterTemplate) error {
-	data, err := json.Marshal(ct)
+	var id int64
+	err := s.retryTx(ctx, func(tx *sql.Tx) (err error) {
+		id, err = insertTemplate(ctx, tx, ct)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	ct.ID = id
+	return nil
+}
+
+// insertTemplate inserts ct inside tx and returns its ID.
+func insertTemplate(ctx context.Context, tx *sql.Tx, ct *model.ClusterTemplate) (int64, error) {
+	data, err := json.Marshal(ct)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO cluster_templates
 		(uuid, name, project_id, user_id, coe, server_type, public, hidden, created_at, updated_at, data)
@@ -48,17 +58,10 @@ func (s *DB) CreateClusterTemplate(ctx context.Context, ct *model.ClusterTemplat
 		if isUniqueViolation(err) {
 			err = fault.New(ErrConflict, "cluster template %s", ct.UUID)
 		}
-		return rollback(tx, err)
+		return 0, err
 	}
 	id, _ := res.LastInsertId()
-	if err := bumpGeneration(ctx, tx, generationTemplates); err != nil {
-		return rollback(tx, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return err
-	}
-	ct.ID = id
-	return nil
+	return id, bumpGeneration(ctx, tx, generationTemplates)
 }
 
 func decodeTemplate(id int64, data []byte) (*model.ClusterTemplate, error) {
