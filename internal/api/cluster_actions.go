@@ -124,6 +124,9 @@ func (s *Server) upgradeCluster(w http.ResponseWriter, r *http.Request) error {
 	if ct.COE != cur.COE {
 		return badRequest("Cannot upgrade cluster %s from a %s template to a %s template.", c.Name, cur.COE, ct.COE)
 	}
+	if a := c.Adopted(); a != nil && ct.Labels["kube_tag"] == "" {
+		return badRequest("Cluster template %s has no kube_tag label: cluster %s, adopted from %s, is upgraded to its template's kube_tag and image. Choose a template with a kube_tag label.", ct.Name, c.Name, a.Driver)
+	}
 	ng, err := s.resolveNodeGroup(r, c, vals["nodegroup"])
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,12 +82,13 @@ func TestImportedClustersAreReadOnly(t *testing.T) {
 	}
 }
 
-// TestAdoptedClustersAreResizedAndDeletedOnly: a cluster whose Cluster API
-// objects Magnetite adopted from magnum-cluster-api is resized, given node
-// groups and deleted like its own (the requests queue operations), and
-// every other change is refused with a 409 that says what Magnetite does
-// to such a cluster.
-func TestAdoptedClustersAreResizedAndDeletedOnly(t *testing.T) {
+// TestAdoptedClustersTakeOnlyTheChangesMagnetiteMakesInTheirDriversShape: a
+// cluster whose Cluster API objects Magnetite adopted from
+// magnum-cluster-api is resized, given node groups, upgraded (to a template
+// with a kube_tag) and deleted like its own (the requests queue
+// operations), and every other change is refused with a 409 that says what
+// Magnetite does to such a cluster.
+func TestAdoptedClustersTakeOnlyTheChangesMagnetiteMakesInTheirDriversShape(t *testing.T) {
 	srv := testapi.Start(t)
 	ctx := context.Background()
 	at := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
@@ -108,7 +110,6 @@ func TestAdoptedClustersAreResizedAndDeletedOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, req := range []struct{ method, path, body, says string }{
-		{http.MethodPost, "/v1/clusters/mca/actions/upgrade", `{"cluster_template":"capi"}`, "does not upgrade it"},
 		{http.MethodPatch, "/v1/clusters/mca/nodegroups/default-worker", `[{"op":"replace","path":"/max_node_count","value":3}]`, "does not change its node groups"},
 		{http.MethodPatch, "/v1/credentials/mca", "", "does not rotate its credentials"},
 	} {
@@ -128,6 +129,19 @@ func TestAdoptedClustersAreResizedAndDeletedOnly(t *testing.T) {
 	if res := srv.Do(t, http.MethodPost, "/v1/clusters/mca/actions/resize", `{"node_count":3}`, testapi.Latest()); res.Status != http.StatusAccepted {
 		t.Fatalf("resize of the adopted cluster = %d %s", res.Status, res.Body)
 	}
+	if res := srv.Do(t, http.MethodPost, "/v1/clusters/mca/actions/upgrade", `{"cluster_template":"capi"}`, testapi.Latest()); res.Status != http.StatusBadRequest ||
+		!strings.Contains(string(res.Body), "no kube_tag label") {
+		t.Errorf("upgrade of the adopted cluster to a template without kube_tag = %d %s, want a 400 asking for one", res.Status, res.Body)
+	}
+	newer := &model.ClusterTemplate{UUID: "6f1d2a4b-0e3c-4d7f-9b8a-2c3d4e5f6a71", Name: "capi-newer", ProjectID: "default",
+		TemplateSpec: model.TemplateSpec{COE: "kubernetes", ImageID: "ubuntu-newer", ServerType: model.ServerTypeVM, Labels: map[string]string{"kube_tag": "v1.35.4"}},
+		CreatedAt:    at}
+	if err := srv.Store.CreateClusterTemplate(ctx, newer); err != nil {
+		t.Fatal(err)
+	}
+	if res := srv.Do(t, http.MethodPost, "/v1/clusters/mca/actions/upgrade", `{"cluster_template":"capi-newer"}`, testapi.Latest()); res.Status != http.StatusAccepted {
+		t.Fatalf("upgrade of the adopted cluster = %d %s", res.Status, res.Body)
+	}
 	if res := srv.Do(t, http.MethodDelete, "/v1/clusters/mca", "", testapi.Latest()); res.Status != http.StatusNoContent {
 		t.Fatalf("delete of the adopted cluster = %d %s", res.Status, res.Body)
 	}
@@ -139,7 +153,7 @@ func TestAdoptedClustersAreResizedAndDeletedOnly(t *testing.T) {
 	for _, op := range ops {
 		types = append(types, op.Type)
 	}
-	if len(types) != 3 || types[0] != model.OpNodeGroupCreate || types[1] != model.OpClusterResize || types[2] != model.OpClusterDelete {
-		t.Errorf("operations queued %v, want a node group create, a resize and a delete", types)
+	if !slices.Equal(types, []model.OperationType{model.OpNodeGroupCreate, model.OpClusterResize, model.OpClusterUpgrade, model.OpClusterDelete}) {
+		t.Errorf("operations queued %v, want a node group create, a resize, an upgrade and a delete", types)
 	}
 }

@@ -27,6 +27,8 @@ import (
 //     made from changes, so no machine is replaced.
 //   - A resize sets the replicas of the node group's machine deployment:
 //     the topology's for MCA, the MachineDeployment's for MCH.
+//   - An upgrade of an MCA cluster sets the topology's version and image
+//     as MCA does (adopt_upgrade.go).
 //   - A delete deletes what the driver would: MCA's Cluster (Cluster API
 //     takes its dependents), MCH's Helm release as `helm uninstall` would;
 //     then what either left behind (deleteAdoptedLeftovers).
@@ -202,8 +204,12 @@ func (c *Conductor) applyAdopted(ctx context.Context, sc *scope, a *model.Foreig
 		if a.Driver != driverMCA {
 			return Done, permanentf("cluster %s was adopted from %s: Magnetite adds and removes node groups only of clusters magnum-cluster-api made", sc.cluster.Name, a.Driver)
 		}
+	case model.OpClusterUpgrade:
+		if a.Driver != driverMCA {
+			return Done, permanentf("cluster %s was adopted from %s: Magnetite upgrades only clusters magnum-cluster-api made", sc.cluster.Name, a.Driver)
+		}
 	default:
-		return Done, permanentf("cluster %s was adopted from %s: Magnetite resizes and deletes it, and does not %s it", sc.cluster.Name, a.Driver, op.Type)
+		return Done, permanentf("cluster %s was adopted from %s: Magnetite resizes, upgrades and deletes it, and does not %s it", sc.cluster.Name, a.Driver, op.Type)
 	}
 	cl, err := c.mc.Get(ctx, "Cluster", a.Namespace, a.Name)
 	if err != nil {
@@ -212,6 +218,9 @@ func (c *Conductor) applyAdopted(ctx context.Context, sc *scope, a *model.Foreig
 	versions, err := c.mc.APIVersions(ctx)
 	if err != nil {
 		return Done, err
+	}
+	if op.Type == model.OpClusterUpgrade {
+		return Done, c.upgradeAdopted(ctx, sc, a, cl)
 	}
 	if op.Type == model.OpNodeGroupDelete {
 		ng, err := c.st.GetNodeGroup(ctx, sc.cluster.UUID, op.NodeGroupID)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,8 +33,10 @@ import (
 // machines built by Cluster API's managers and the CAPO stand-in on the
 // OpenStack stand-ins. After `magnetite import magnum`, Magnetite reports
 // their status from their objects within seconds, a resize through the
-// openstack CLI adds a worker and replaces no machine, what Magnetite does
-// not do to adopted clusters is refused with the reason, and a delete
+// openstack CLI adds a worker and replaces no machine, an upgrade of the
+// magnum-cluster-api one takes its control plane to the new version and
+// image, what Magnetite does not do to adopted clusters is refused with the
+// reason, and a delete
 // removes everything the drivers made, in the management cluster and in
 // the cloud.
 func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
@@ -172,10 +175,37 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 		}
 	})
 
-	t.Run("refused", func(t *testing.T) {
-		out, errOut, code := cli.run(t, "coe", "cluster", "upgrade", mca.uuid, str(magnum.objects.Templates[0]["uuid"]))
-		if code == 0 || !strings.Contains(out+errOut, "adopted from magnum-cluster-api") || !strings.Contains(out+errOut, "does not upgrade it") {
-			t.Errorf("upgrade of an adopted cluster: exit %d, %s%s; want it refused with the reason", code, out, errOut)
+	t.Run("upgrade", func(t *testing.T) {
+		// magnum-cluster-api upgrades the whole cluster to the template's
+		// kube_tag and image: Cluster API's topology controller takes the
+		// new version and image to the control plane first.
+		cli.ok(t, "coe", "cluster", "template", "create", "mca-next", "--coe", "kubernetes",
+			"--image", testcloud.NextImageName, "--external-network", testcloud.ExternalNet, "--labels", "kube_tag="+testcloud.NextKubeTag)
+		cli.ok(t, "coe", "cluster", "upgrade", mca.uuid, "mca-next")
+		testenv.WaitFor(t, "the control plane of "+mca.stackID+" to take "+testcloud.NextKubeTag+" and its image", 3*time.Minute, func() (bool, string) {
+			cl := objectOf(ctx, t, dc, testcapo.Clusters, mca.namespace, mca.stackID)
+			version, _, _ := unstructured.NestedString(cl.Object, "spec", "topology", "version")
+			images := variableValues(cl, "imageUUID")
+			if version != testcloud.NextKubeTag || len(images) != 2 || images[0] != testcloud.NextImageID || images[1] != testcloud.NextImageID {
+				got := apiGet(t, p.Base, "/v1/clusters/"+mca.uuid, "1.10")
+				return false, fmt.Sprintf("topology version %s, imageUUID (cluster, default-worker) %v; Magnetite says %v: %v",
+					version, images, got["status"], got["status_reason"])
+			}
+			kcp := referenced(ctx, t, dc, mapper, cl, "spec", "controlPlaneRef")
+			kcpVersion, _, _ := unstructured.NestedString(kcp.Object, "spec", "version")
+			osmt := referenced(ctx, t, dc, mapper, kcp, "spec", "machineTemplate", "spec", "infrastructureRef")
+			image, _, _ := unstructured.NestedString(osmt.Object, "spec", "template", "spec", "image", "id")
+			return kcpVersion == testcloud.NextKubeTag && image == testcloud.NextImageID,
+				fmt.Sprintf("KubeadmControlPlane at %s, its machine template %s with image %s", kcpVersion, osmt.GetName(), image)
+		})
+		got := apiGet(t, p.Base, "/v1/clusters/"+mca.uuid, "1.10")
+		if tag := str(got["labels"].(map[string]any)["kube_tag"]); tag != testcloud.NextKubeTag {
+			t.Errorf("the upgraded cluster's kube_tag label is %s", tag)
+		}
+		// magnum-capi-helm keeps the version and images as Helm values.
+		out, errOut, code := cli.run(t, "coe", "cluster", "upgrade", mch.uuid, "mca-next")
+		if code == 0 || !strings.Contains(out+errOut, "adopted from magnum-capi-helm") || !strings.Contains(out+errOut, "does not upgrade it") {
+			t.Errorf("upgrade of the magnum-capi-helm cluster: exit %d, %s%s; want it refused with the reason", code, out, errOut)
 		}
 	})
 
@@ -297,4 +327,39 @@ func apiStatus(t *testing.T, base, path string) (int, string) {
 	var b strings.Builder
 	_, _ = fmt.Fprint(&b, res.Status)
 	return res.StatusCode, b.String()
+}
+
+// variableValues is the value of a topology variable: the Cluster's, then
+// each machine deployment's override of it.
+func variableValues(cl *unstructured.Unstructured, name string) []string {
+	var out []string
+	pick := func(list []any) {
+		for _, v := range list {
+			if m, ok := v.(map[string]any); ok && m["name"] == name {
+				out = append(out, fmt.Sprint(m["value"]))
+			}
+		}
+	}
+	vars, _, _ := unstructured.NestedSlice(cl.Object, "spec", "topology", "variables")
+	pick(vars)
+	mds, _, _ := unstructured.NestedSlice(cl.Object, "spec", "topology", "workers", "machineDeployments")
+	for _, md := range mds {
+		if m, ok := md.(map[string]any); ok {
+			overrides, _, _ := unstructured.NestedSlice(m, "variables", "overrides")
+			pick(overrides)
+		}
+	}
+	return out
+}
+
+// referenced reads the object that the reference at path of o names
+// (apiGroup, kind and name, in o's namespace).
+func referenced(ctx context.Context, t *testing.T, dc dynamic.Interface, mapper meta.RESTMapper, o *unstructured.Unstructured, path ...string) *unstructured.Unstructured {
+	t.Helper()
+	ref, _, _ := unstructured.NestedStringMap(o.Object, path...)
+	m, err := mapper.RESTMapping(schema.GroupKind{Group: ref["apiGroup"], Kind: ref["kind"]})
+	if err != nil {
+		t.Fatalf("%s %s's %v: %v", o.GetKind(), o.GetName(), path, err)
+	}
+	return objectOf(ctx, t, dc, m.Resource, o.GetNamespace(), ref["name"])
 }

@@ -8,8 +8,8 @@ const novaMaxMicroversion = "2.95"
 
 // discoveryRoutes serve what clients read before they call a service:
 // Nova's version documents (novaclient asks for them to choose a
-// microversion), Neutron's and Octavia's versions, and Glance's image schema (glanceclient validates the
-// images it lists against it).
+// microversion), Neutron's, Octavia's and Glance's versions, and Glance's
+// image schema (glanceclient validates the images it lists against it).
 func (c *Cloud) discoveryRoutes(mux *http.ServeMux) {
 	v21 := func() map[string]any {
 		return map[string]any{
@@ -44,6 +44,15 @@ func (c *Cloud) discoveryRoutes(mux *http.ServeMux) {
 				version("load-balancer", "v2", "CURRENT")}})
 		})
 	}
+	// Glance's root answers 300 Multiple Choices with its versions
+	// (glance/api/versions.py), which clients that discover versions from
+	// the catalog read.
+	mux.HandleFunc("GET /image/{$}", func(w http.ResponseWriter, r *http.Request) {
+		glance := func(id, status string) map[string]any {
+			return map[string]any{"id": id, "status": status, "links": []any{map[string]any{"rel": "self", "href": c.URL + "/image/v2/"}}}
+		}
+		writeJSON(w, http.StatusMultipleChoices, map[string]any{"versions": []any{glance("v2.16", "CURRENT"), glance("v2.0", "SUPPORTED")}})
+	})
 	mux.HandleFunc("GET /image/v2/schemas/image", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, imageSchema())
 	})

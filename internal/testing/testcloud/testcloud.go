@@ -52,11 +52,16 @@ import (
 
 // The resources the cloud holds.
 const (
-	ImageName    = "ubuntu-2204-kube-v1.31.2"
-	ImageID      = "0b3a6c1e-6f0e-4c2a-9d55-3f1f8c2d7a01"
-	KubeTag      = "v1.31.2"
-	FlavorName   = "m1.small"
-	MasterFlavor = "m1.medium"
+	ImageName = "ubuntu-2204-kube-v1.31.2"
+	ImageID   = "0b3a6c1e-6f0e-4c2a-9d55-3f1f8c2d7a01"
+	KubeTag   = "v1.31.2"
+	// NextImageName and NextImageID are an image of the next Kubernetes
+	// minor, NextKubeTag, for upgrades that change the image too.
+	NextImageName = "ubuntu-2204-kube-v1.32.0"
+	NextImageID   = "0b3a6c1e-6f0e-4c2a-9d55-3f1f8c2d7a03"
+	NextKubeTag   = "v1.32.0"
+	FlavorName    = "m1.small"
+	MasterFlavor  = "m1.medium"
 	// BareMetalFlavor is scheduled onto Ironic nodes of resource class
 	// BAREMETAL_GOLD.
 	BareMetalFlavor = "bm.gold"
@@ -193,6 +198,7 @@ var (
 	images = []image{
 		{ID: ImageID, Name: ImageName, OSDistro: "ubuntu", KubeVersion: KubeTag},
 		{ID: "0b3a6c1e-6f0e-4c2a-9d55-3f1f8c2d7a02", Name: "cirros-0.6.2", OSDistro: ""},
+		{ID: NextImageID, Name: NextImageName, OSDistro: "ubuntu", KubeVersion: NextKubeTag},
 	}
 	networks = []network{
 		{ID: ExternalNetID, Name: ExternalNet, External: true},
