@@ -32,11 +32,12 @@ type DriverCloud struct {
 	Insecure bool
 }
 
-// ParseCloudsYAML reads the cloud named "default" of a clouds.yaml, or its
-// only cloud; caCert is the CA that came with it, if any. Only an
+// ParseCloudsYAML reads cloud cloudName of a clouds.yaml or, when that is
+// "", its cloud named "default" or its only one; caCert is the CA that
+// came with it, if any. Only an
 // application credential is taken: that is what Cluster API's providers
 // are given.
-func ParseCloudsYAML(data, caCert []byte) (DriverCloud, error) {
+func ParseCloudsYAML(data, caCert []byte, cloudName string) (DriverCloud, error) {
 	var doc struct {
 		Clouds map[string]struct {
 			Auth struct {
@@ -53,13 +54,19 @@ func ParseCloudsYAML(data, caCert []byte) (DriverCloud, error) {
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return DriverCloud{}, errors.New("its clouds.yaml is not YAML")
 	}
-	c, ok := doc.Clouds["default"]
-	if !ok && len(doc.Clouds) == 1 {
-		for _, only := range doc.Clouds {
-			c, ok = only, true
+	c, ok := doc.Clouds[cloudName]
+	if cloudName == "" {
+		c, ok = doc.Clouds["default"]
+		if !ok && len(doc.Clouds) == 1 {
+			for _, only := range doc.Clouds {
+				c, ok = only, true
+			}
 		}
 	}
-	if !ok {
+	switch {
+	case !ok && cloudName != "":
+		return DriverCloud{}, fmt.Errorf("its clouds.yaml has no cloud named %q", cloudName)
+	case !ok:
 		return DriverCloud{}, errors.New(`its clouds.yaml has no cloud named "default" and more or less than one other`)
 	}
 	if c.Auth.AuthURL == "" || c.Auth.ID == "" || c.Auth.Secret == "" {

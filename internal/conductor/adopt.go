@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -27,8 +28,9 @@ import (
 //     made from changes, so no machine is replaced.
 //   - A resize sets the replicas of the node group's machine deployment:
 //     the topology's for MCA, the MachineDeployment's for MCH.
-//   - An upgrade of an MCA cluster sets the topology's version and image
-//     as MCA does (adopt_upgrade.go).
+//   - An upgrade sets the new version and image as the driver would: in
+//     MCA's topology, in new machine templates of MCH's release
+//     (adopt_upgrade.go).
 //   - A delete deletes what the driver would: MCA's Cluster (Cluster API
 //     takes its dependents), MCH's Helm release as `helm uninstall` would;
 //     then what either left behind (deleteAdoptedLeftovers).
@@ -199,14 +201,10 @@ func (c *Conductor) removeAdoptedNodeGroup(ctx context.Context, a *model.Foreign
 // applyAdopted takes over an adopted cluster's objects, or resizes them.
 func (c *Conductor) applyAdopted(ctx context.Context, sc *scope, a *model.ForeignCluster, op *model.Operation) (Result, error) {
 	switch op.Type {
-	case model.OpClusterAdopt, model.OpClusterResize, model.OpClusterUpdate:
+	case model.OpClusterAdopt, model.OpClusterResize, model.OpClusterUpdate, model.OpClusterUpgrade:
 	case model.OpNodeGroupCreate, model.OpNodeGroupDelete:
 		if a.Driver != driverMCA {
 			return Done, permanentf("cluster %s was adopted from %s: Magnetite adds and removes node groups only of clusters magnum-cluster-api made", sc.cluster.Name, a.Driver)
-		}
-	case model.OpClusterUpgrade:
-		if a.Driver != driverMCA {
-			return Done, permanentf("cluster %s was adopted from %s: Magnetite upgrades only clusters magnum-cluster-api made", sc.cluster.Name, a.Driver)
 		}
 	default:
 		return Done, permanentf("cluster %s was adopted from %s: Magnetite resizes, upgrades and deletes it, and does not %s it", sc.cluster.Name, a.Driver, op.Type)
@@ -295,7 +293,8 @@ func (c *Conductor) askToDeleteAdopted(ctx context.Context, a *model.ForeignClus
 
 // deleteAdoptedLeftovers deletes, once the Cluster and its machines are
 // gone, what the driver made besides them: for MCH the objects its chart
-// kept and the release's records; for MCA the objects labelled with the
+// kept, the machine templates of upgrades and the release's records; for
+// MCA the objects labelled with the
 // cluster's UUID (its cloud-config and cloud-provider Secrets, its
 // ClusterResourceSets).
 func (c *Conductor) deleteAdoptedLeftovers(ctx context.Context, cl *model.Cluster, a *model.ForeignCluster) error {
@@ -307,6 +306,16 @@ func (c *Conductor) deleteAdoptedLeftovers(ctx context.Context, cl *model.Cluste
 		for _, o := range objs {
 			if _, err := c.mc.DeleteObject(ctx, o.APIVersion, o.Kind, o.Namespace, o.Name); err != nil {
 				return err
+			}
+		}
+		// The machine templates an upgrade made are Magnetite's.
+		made, err := c.mc.List(ctx, "OpenStackMachineTemplate", a.Namespace, mgmt.LabelClusterUUID+"="+cl.UUID)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		for _, o := range made {
+			if _, err := c.mc.Delete(ctx, "OpenStackMachineTemplate", a.Namespace, o.GetName()); err != nil {
+				return fmt.Errorf("clean up OpenStackMachineTemplate %s: %w", o.GetName(), err)
 			}
 		}
 		_, err = c.mc.DeleteHelmRelease(ctx, a.Namespace, a.HelmRelease)

@@ -2,10 +2,16 @@ package conductor
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -81,12 +87,15 @@ func mcaUpgradePatch(cl *unstructured.Unstructured, up mcaUpgrade) ([]byte, erro
 	return json.Marshal(ops)
 }
 
-// upgradeAdopted upgrades an adopted magnum-cluster-api cluster to its
-// template (the API moved the cluster to the new one).
+// upgradeAdopted upgrades an adopted cluster to its template (the API
+// moved the cluster to the new one) in its driver's way.
 func (c *Conductor) upgradeAdopted(ctx context.Context, sc *scope, a *model.ForeignCluster, cl *unstructured.Unstructured) error {
 	version := sc.template.Labels["kube_tag"]
 	if version == "" {
-		return permanentf("cluster template %s has no kube_tag label: magnum-cluster-api clusters are upgraded to their template's kube_tag", sc.template.Name)
+		return permanentf("cluster template %s has no kube_tag label: clusters adopted from %s are upgraded to their template's kube_tag", sc.template.Name, a.Driver)
+	}
+	if a.Driver == driverMCH {
+		return c.upgradeAdoptedMCH(ctx, sc, a, version)
 	}
 	img, err := c.adoptedImage(ctx, a, cl, sc.template.ImageID)
 	if err != nil {
@@ -106,8 +115,7 @@ func (c *Conductor) upgradeAdopted(ctx context.Context, sc *scope, a *model.Fore
 
 // adoptedImage looks ref up in Glance as the cluster: with the application
 // credential of the clouds.yaml Secret its Cluster's identity variable
-// names (magnum-cluster-api's <stack_id>-cloud-config, with its CA in
-// "cacert"), as CAPO will when it builds the cluster's servers.
+// names (magnum-cluster-api's <stack_id>-cloud-config).
 func (c *Conductor) adoptedImage(ctx context.Context, a *model.ForeignCluster, cl *unstructured.Unstructured, ref string) (facts.Image, error) {
 	secretName := ""
 	vars, _, _ := unstructured.NestedSlice(cl.Object, "spec", "topology", "variables")
@@ -119,14 +127,25 @@ func (c *Conductor) adoptedImage(ctx context.Context, a *model.ForeignCluster, c
 	if secretName == "" {
 		return facts.Image{}, permanentf("Cluster %s/%s names no cloud credentials (its clusterIdentityRefName variable) to look the image up with", a.Namespace, a.Name)
 	}
+	return c.imageAsIdentity(ctx, a, secretName, "", ref)
+}
+
+// imageAsIdentity looks ref up in Glance with the application credential
+// of cloud cloudName ("" for the "default" or only one) in the clouds.yaml
+// of Secret secretName (with its CA in "cacert"), as CAPO will when it
+// builds the cluster's servers from it.
+func (c *Conductor) imageAsIdentity(ctx context.Context, a *model.ForeignCluster, secretName, cloudName, ref string) (facts.Image, error) {
+	if secretName == "" {
+		return facts.Image{}, permanentf("the machine templates of %s's cluster %s name no cloud credentials to look the image up with", a.Driver, a.Name)
+	}
 	secret, err := c.mc.Get(ctx, "Secret", a.Namespace, secretName)
 	if apierrors.IsNotFound(err) {
-		return facts.Image{}, permanentf("the cloud credentials Secret %s/%s of Cluster %s is gone", a.Namespace, secretName, a.Name)
+		return facts.Image{}, permanentf("the cloud credentials Secret %s/%s of cluster %s is gone", a.Namespace, secretName, a.Name)
 	}
 	if err != nil {
 		return facts.Image{}, err
 	}
-	dc, err := cloud.ParseCloudsYAML(secretValue(secret, "clouds.yaml"), secretValue(secret, "cacert"))
+	dc, err := cloud.ParseCloudsYAML(secretValue(secret, "clouds.yaml"), secretValue(secret, "cacert"), cloudName)
 	if err != nil {
 		return facts.Image{}, permanentf("Secret %s/%s: %v", a.Namespace, secretName, err)
 	}
@@ -151,4 +170,109 @@ func secretValue(secret *unstructured.Unstructured, key string) []byte {
 		return nil
 	}
 	return raw
+}
+
+// An adopted magnum-capi-helm cluster is upgraded as `helm upgrade` of
+// its openstack-cluster chart (0.27.0) with the new kubernetesVersion and
+// machineImageId would change it: a new OpenStackMachineTemplate of the
+// new image for the control plane and for each node group, named as the
+// chart names them (the component's name and a checksum of the spec: its
+// *.mt.name helpers in templates/_helpers.tpl), since CAPO refuses changes
+// to a template's spec; then the KubeadmControlPlane's and each
+// MachineDeployment's version and machine template reference, each by a
+// JSON patch that tests the reference it replaces. The new templates
+// carry Magnetite's labels, not Helm's: they are not in Helm's record of
+// the release, and the cluster's delete finds them by those labels.
+
+// mchUpgradeTarget is an object of the release whose version and machine
+// template an upgrade changes, and where in it they are.
+type mchUpgradeTarget struct {
+	kind, name      string
+	versionPath     []string
+	templateRefPath []string
+}
+
+// upgradeAdoptedMCH upgrades an adopted magnum-capi-helm cluster.
+func (c *Conductor) upgradeAdoptedMCH(ctx context.Context, sc *scope, a *model.ForeignCluster, version string) error {
+	targets := []mchUpgradeTarget{{kind: "KubeadmControlPlane", name: a.ControlPlane,
+		versionPath: []string{"spec", "version"}, templateRefPath: []string{"spec", "machineTemplate", "spec", "infrastructureRef"}}}
+	for _, id := range slices.Sorted(maps.Keys(a.NodeGroups)) {
+		targets = append(targets, mchUpgradeTarget{kind: "MachineDeployment", name: a.NodeGroups[id],
+			versionPath: []string{"spec", "template", "spec", "version"}, templateRefPath: []string{"spec", "template", "spec", "infrastructureRef"}})
+	}
+	var img facts.Image
+	for i, tg := range targets {
+		obj, err := c.mc.Get(ctx, tg.kind, a.Namespace, tg.name)
+		if err != nil {
+			return fmt.Errorf("read %s %s/%s of the release: %w", tg.kind, a.Namespace, tg.name, err)
+		}
+		ref, _, _ := unstructured.NestedStringMap(obj.Object, tg.templateRefPath...)
+		if ref["kind"] != "OpenStackMachineTemplate" || ref["name"] == "" {
+			return permanentf("%s %s/%s refers to no OpenStackMachineTemplate at %s", tg.kind, a.Namespace, tg.name, strings.Join(tg.templateRefPath, "."))
+		}
+		current, err := c.mc.Get(ctx, "OpenStackMachineTemplate", a.Namespace, ref["name"])
+		if err != nil {
+			return fmt.Errorf("read the machine template of %s %s: %w", tg.kind, tg.name, err)
+		}
+		if i == 0 {
+			identity, _, _ := unstructured.NestedStringMap(current.Object, "spec", "template", "spec", "identityRef")
+			if img, err = c.imageAsIdentity(ctx, a, identity["name"], identity["cloudName"], sc.template.ImageID); err != nil {
+				return err
+			}
+		}
+		next, err := mchMachineTemplate(current, img.ID)
+		if err != nil {
+			return err
+		}
+		if _, err := c.mc.Apply(ctx, sc.owner, next); err != nil {
+			return classifyApplyError(err)
+		}
+		at := "/" + strings.Join(tg.versionPath, "/")
+		refAt := "/" + strings.Join(tg.templateRefPath, "/") + "/name"
+		patch, _ := json.Marshal([]map[string]any{
+			{"op": "test", "path": refAt, "value": ref["name"]},
+			{"op": "replace", "path": refAt, "value": next.GetName()},
+			{"op": "replace", "path": at, "value": version},
+		})
+		if err := c.mc.JSONPatch(ctx, tg.kind, a.Namespace, tg.name, patch); err != nil {
+			return classifyApplyError(err)
+		}
+	}
+	c.event(ctx, sc.cluster.UUID, model.EventOperation, "", string(model.OpClusterUpgrade),
+		fmt.Sprintf("set Kubernetes %s and image %s (%s) on %s's control plane and %d machine deployments (release %s/%s)", version, img.Name, img.ID, a.Driver, len(targets)-1, a.Namespace, a.HelmRelease))
+	return nil
+}
+
+// chartChecksum matches the checksum suffix the openstack-cluster chart
+// gives a machine template's name.
+var chartChecksum = regexp.MustCompile(`-[0-9a-f]{8}$`)
+
+// mchMachineTemplate is current with image, named as the chart names a
+// template of that spec: its name without the checksum, and the first 8
+// hex digits of a SHA-256 of the spec. It keeps the chart's labels but
+// Helm's: it is not part of the release.
+func mchMachineTemplate(current *unstructured.Unstructured, image string) (*unstructured.Unstructured, error) {
+	spec, ok, _ := unstructured.NestedMap(current.Object, "spec", "template", "spec")
+	if !ok {
+		return nil, permanentf("OpenStackMachineTemplate %s has no spec.template.spec", current.GetName())
+	}
+	spec = maps.Clone(spec)
+	spec["image"] = map[string]any{"id": image}
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(raw)
+	name := chartChecksum.ReplaceAllString(current.GetName(), "") + "-" + hex.EncodeToString(sum[:])[:8]
+	labels := map[string]any{}
+	for k, v := range current.GetLabels() {
+		if k != "app.kubernetes.io/managed-by" && k != "helm.sh/chart" && k != "capi.stackhpc.com/managed-by" {
+			labels[k] = v
+		}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": current.GetAPIVersion(), "kind": current.GetKind(),
+		"metadata": map[string]any{"name": name, "namespace": current.GetNamespace(), "labels": labels},
+		"spec":     map[string]any{"template": map[string]any{"spec": spec}},
+	}}, nil
 }

@@ -3,6 +3,7 @@ package conductor
 import (
 	"encoding/json"
 	"reflect"
+	"regexp"
 	"testing"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -96,5 +97,46 @@ func TestAnAdoptedMagnumClusterAPIClusterIsUpgradedAsThatDriverUpgradesIt(t *tes
 	delete(noVersion["spec"].(map[string]any)["topology"].(map[string]any), "version")
 	if _, err := mcaUpgradePatch(&unstructured.Unstructured{Object: noVersion}, mcaUpgrade{version: "v1.35.4"}); err == nil {
 		t.Error("a Cluster without a topology version got an upgrade patch")
+	}
+}
+
+// TestAnAdoptedMagnumCAPIHelmClusterGetsMachineTemplatesOfTheNewImage: the
+// machine template an upgrade makes for the openstack-cluster chart is the
+// current one with the new image, named as the chart names templates (the
+// component and a checksum of the spec), the same for the same spec, and
+// without Helm's labels: it is not the release's.
+func TestAnAdoptedMagnumCAPIHelmClusterGetsMachineTemplatesOfTheNewImage(t *testing.T) {
+	current := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta1", "kind": "OpenStackMachineTemplate",
+		"metadata": map[string]any{"name": "web-x-control-plane-0a1b2c3d", "namespace": "magnum-p1",
+			"labels": map[string]any{"app.kubernetes.io/managed-by": "Helm", "helm.sh/chart": "openstack-cluster-0.27.0",
+				"capi.stackhpc.com/managed-by": "Helm", "capi.stackhpc.com/cluster": "web-x", "capi.stackhpc.com/component": "control-plane"},
+			"annotations": map[string]any{"meta.helm.sh/release-name": "web-x", "helm.sh/resource-policy": "keep"}},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"flavor": "m1.large", "image": map[string]any{"filter": map[string]any{"name": "ubuntu-old"}},
+			"identityRef": map[string]any{"name": "web-x-cloud-credentials", "cloudName": "openstack"}}}}}}
+	next, err := mchMachineTemplate(current, "new-image")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^web-x-control-plane-[0-9a-f]{8}$`).MatchString(next.GetName()) || next.GetName() == current.GetName() {
+		t.Errorf("the new template is named %s", next.GetName())
+	}
+	wantLabels := map[string]string{"capi.stackhpc.com/cluster": "web-x", "capi.stackhpc.com/component": "control-plane"}
+	if !reflect.DeepEqual(next.GetLabels(), wantLabels) || len(next.GetAnnotations()) != 0 {
+		t.Errorf("the new template's labels %v, annotations %v; want %v and none", next.GetLabels(), next.GetAnnotations(), wantLabels)
+	}
+	spec, _, _ := unstructured.NestedMap(next.Object, "spec", "template", "spec")
+	want := map[string]any{"flavor": "m1.large", "image": map[string]any{"id": "new-image"},
+		"identityRef": map[string]any{"name": "web-x-cloud-credentials", "cloudName": "openstack"}}
+	if !reflect.DeepEqual(spec, want) {
+		t.Errorf("the new template's spec %v, want %v", spec, want)
+	}
+	again, _ := mchMachineTemplate(next, "new-image")
+	if again.GetName() != next.GetName() {
+		t.Errorf("a retried upgrade names the template %s, then %s", next.GetName(), again.GetName())
+	}
+	if old, _, _ := unstructured.NestedString(current.Object, "spec", "template", "spec", "image", "filter", "name"); old != "ubuntu-old" {
+		t.Errorf("making the new template changed the current one's image to %v", old)
 	}
 }

@@ -33,10 +33,10 @@ import (
 // machines built by Cluster API's managers and the CAPO stand-in on the
 // OpenStack stand-ins. After `magnetite import magnum`, Magnetite reports
 // their status from their objects within seconds, a resize through the
-// openstack CLI adds a worker and replaces no machine, an upgrade of the
-// magnum-cluster-api one takes its control plane to the new version and
-// image, what Magnetite does not do to adopted clusters is refused with the
-// reason, and a delete
+// openstack CLI adds a worker and replaces no machine, an upgrade takes
+// each cluster's control plane (and the magnum-capi-helm one's workers) to
+// the new version and image in its driver's way, what Magnetite does not
+// do to adopted clusters is refused with the reason, and a delete
 // removes everything the drivers made, in the management cluster and in
 // the cloud.
 func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
@@ -202,10 +202,33 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 		if tag := str(got["labels"].(map[string]any)["kube_tag"]); tag != testcloud.NextKubeTag {
 			t.Errorf("the upgraded cluster's kube_tag label is %s", tag)
 		}
-		// magnum-capi-helm keeps the version and images as Helm values.
-		out, errOut, code := cli.run(t, "coe", "cluster", "upgrade", mch.uuid, "mca-next")
-		if code == 0 || !strings.Contains(out+errOut, "adopted from magnum-capi-helm") || !strings.Contains(out+errOut, "does not upgrade it") {
-			t.Errorf("upgrade of the magnum-capi-helm cluster: exit %d, %s%s; want it refused with the reason", code, out, errOut)
+		// magnum-capi-helm's upgrade is its chart's with the new version
+		// and image: new machine templates, and the control plane and
+		// machine deployment pointed at them.
+		cli.ok(t, "coe", "cluster", "upgrade", mch.uuid, "mca-next")
+		for _, kind := range []string{"KubeadmControlPlane", "MachineDeployment"} {
+			name, versionPath, refPath := mch.stackID+"-control-plane", []string{"spec", "version"}, []string{"spec", "machineTemplate", "spec", "infrastructureRef"}
+			if kind == "MachineDeployment" {
+				name, versionPath, refPath = mch.stackID+"-default-worker", []string{"spec", "template", "spec", "version"}, []string{"spec", "template", "spec", "infrastructureRef"}
+			}
+			m, err := mapper.RESTMapping(schema.GroupKind{Group: map[string]string{"KubeadmControlPlane": "controlplane.cluster.x-k8s.io", "MachineDeployment": "cluster.x-k8s.io"}[kind], Kind: kind})
+			if err != nil {
+				t.Fatal(err)
+			}
+			testenv.WaitFor(t, kind+" "+name+" to take "+testcloud.NextKubeTag+" and its image", 3*time.Minute, func() (bool, string) {
+				o := objectOf(ctx, t, dc, m.Resource, mch.namespace, name)
+				version, _, _ := unstructured.NestedString(o.Object, versionPath...)
+				osmt := referenced(ctx, t, dc, mapper, o, refPath...)
+				image, _, _ := unstructured.NestedString(osmt.Object, "spec", "template", "spec", "image", "id")
+				if version != testcloud.NextKubeTag || image != testcloud.NextImageID {
+					got := apiGet(t, p.Base, "/v1/clusters/"+mch.uuid, "1.10")
+					return false, fmt.Sprintf("at %s, machine template %s with image %s; Magnetite says %v: %v", version, osmt.GetName(), image, got["status"], got["status_reason"])
+				}
+				if osmt.GetLabels()[mgmt.LabelClusterUUID] != mch.uuid || osmt.GetLabels()["app.kubernetes.io/managed-by"] == "Helm" {
+					t.Errorf("the new machine template %s has labels %v, want Magnetite's and not Helm's", osmt.GetName(), osmt.GetLabels())
+				}
+				return true, ""
+			})
 		}
 	})
 
@@ -239,6 +262,13 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 		}
 		if list, err := dc.Resource(secrets).Namespace(mch.namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"}); err != nil || len(list.Items) > 0 {
 			t.Errorf("Helm's records of the release left: %v %v", list, err)
+		}
+		osmts, err := mapper.RESTMapping(schema.GroupKind{Group: "infrastructure.cluster.x-k8s.io", Kind: "OpenStackMachineTemplate"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if list, err := dc.Resource(osmts.Resource).Namespace(mch.namespace).List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) > 0 {
+			t.Errorf("machine templates left in %s: %v %v", mch.namespace, list, err)
 		}
 		cloud.CheckNothingLeft(t)
 	})
