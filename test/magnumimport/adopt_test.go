@@ -267,8 +267,12 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if list, err := dc.Resource(osmts.Resource).Namespace(mch.namespace).List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) > 0 {
-			t.Errorf("machine templates left in %s: %v %v", mch.namespace, list, err)
+		list, err := dc.Resource(osmts.Resource).Namespace(mch.namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range list.Items {
+			t.Errorf("machine template %s/%s is left (labels %v)", o.GetNamespace(), o.GetName(), o.GetLabels())
 		}
 		cloud.CheckNothingLeft(t)
 	})
