@@ -21,25 +21,19 @@ var readOnlyActions = map[string]bool{
 // adoptedActions are the changes Magnetite makes to a cluster whose Cluster
 // API objects it adopted from a Magnum Cluster API driver: it changes
 // those objects in place, in their driver's shape, and only in these ways.
-var adoptedActions = map[string]bool{"cluster:update": true, "cluster:resize": true, "cluster:upgrade": true, "cluster:delete": true}
-
-// mcaActions are what Magnetite also does to a cluster adopted from
-// magnum-cluster-api, whose node groups are entries of its Cluster's
-// topology: add and remove node groups. magnum-capi-helm keeps them as
-// values of its Helm release.
-var mcaActions = map[string]bool{"nodegroup:create": true, "nodegroup:delete": true}
+var adoptedActions = map[string]bool{"cluster:update": true, "cluster:resize": true, "cluster:upgrade": true, "cluster:delete": true,
+	"nodegroup:create": true, "nodegroup:delete": true}
 
 // refusedToAdopted says what Magnetite does not do to an adopted cluster.
 var refusedToAdopted = map[string]string{
-	"nodegroup:create": "add node groups to it", "nodegroup:update": "change its node groups (resize the cluster instead)",
-	"nodegroup:delete": "remove its node groups", "credential:rotate": "rotate its credentials", "certificate:rotate_ca": "rotate its CA",
+	"nodegroup:update":  "change its node groups (resize the cluster instead)",
+	"credential:rotate": "rotate its credentials", "certificate:rotate_ca": "rotate its CA",
 }
 
 // refuseReadOnly refuses a change of a cluster Magnetite must not change.
 func refuseReadOnly(c *model.Cluster, action string) error {
-	if a := c.Adopted(); a != nil && readOnlyActions[action] && !adoptedActions[action] &&
-		!(a.Driver == "magnum-cluster-api" && mcaActions[action]) {
-		return conflict("Cluster %s was adopted from %s, whose Cluster API objects Magnetite changes in place: it resizes, upgrades and deletes the cluster, and does not %s.", c.Name, a.Driver, refusedToAdopted[action])
+	if a := c.Adopted(); a != nil && readOnlyActions[action] && !adoptedActions[action] {
+		return conflict("Cluster %s was adopted from %s, whose Cluster API objects Magnetite changes in place: it resizes, upgrades and deletes the cluster and adds and removes node groups, and does not %s.", c.Name, a.Driver, refusedToAdopted[action])
 	}
 	why := c.ReadOnlyReason()
 	if why == "" || !readOnlyActions[action] {

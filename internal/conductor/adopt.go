@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -64,11 +62,6 @@ func adoptedObjects(a *model.ForeignCluster, clusterObj *unstructured.Unstructur
 		}
 		return l
 	}
-	byUUID := map[string]*model.NodeGroup{}
-	for _, ng := range ngs {
-		byUUID[ng.UUID] = ng
-	}
-	groups := slices.Sorted(maps.Keys(a.NodeGroups))
 	var cp *model.NodeGroup
 	for _, ng := range ngs {
 		if ng.Role == model.RoleMaster {
@@ -94,12 +87,7 @@ func adoptedObjects(a *model.ForeignCluster, clusterObj *unstructured.Unstructur
 			if ng.Role == model.RoleMaster {
 				continue
 			}
-			// magnum-cluster-api names each topology machine deployment
-			// after its node group, the ones Magnetite adds too.
-			name := ng.Name
-			if n, ok := a.NodeGroups[ng.UUID]; ok {
-				name = n
-			}
+			name := a.MachineDeploymentOf(ng)
 			md := map[string]any{"name": name, "metadata": map[string]any{"labels": labelsFor(ng)}}
 			live, exists := entries[name]
 			switch {
@@ -128,12 +116,11 @@ func adoptedObjects(a *model.ForeignCluster, clusterObj *unstructured.Unstructur
 			kcp["metadata"].(map[string]any)["labels"] = map[string]any{LabelNodeGroupUUID: cp.UUID}
 		}
 		out = append(out, &unstructured.Unstructured{Object: kcp})
-		for _, id := range groups {
-			ng := byUUID[id]
-			if ng == nil {
+		for _, ng := range ngs {
+			if ng.Role == model.RoleMaster {
 				continue
 			}
-			md := meta("MachineDeployment", a.NodeGroups[id])
+			md := meta("MachineDeployment", a.MachineDeploymentOf(ng))
 			md["metadata"].(map[string]any)["labels"] = map[string]any{LabelNodeGroupUUID: ng.UUID}
 			spec := map[string]any{"template": map[string]any{"metadata": map[string]any{"labels": labelsFor(ng)}}}
 			if resize {
@@ -183,10 +170,7 @@ func mcaNewMachineDeployment(md map[string]any, ng *model.NodeGroup, like map[st
 // deletes it and its machines. The entry is another writer's, so it is
 // removed by position, with a test that the position still holds it.
 func (c *Conductor) removeAdoptedNodeGroup(ctx context.Context, a *model.ForeignCluster, cl *unstructured.Unstructured, ng *model.NodeGroup) error {
-	name := ng.Name
-	if n, ok := a.NodeGroups[ng.UUID]; ok {
-		name = n
-	}
+	name := a.MachineDeploymentOf(ng)
 	mds, _, _ := unstructured.NestedSlice(cl.Object, "spec", "topology", "workers", "machineDeployments")
 	for i, md := range mds {
 		if m, ok := md.(map[string]any); ok && m["name"] == name {
@@ -203,9 +187,6 @@ func (c *Conductor) applyAdopted(ctx context.Context, sc *scope, a *model.Foreig
 	switch op.Type {
 	case model.OpClusterAdopt, model.OpClusterResize, model.OpClusterUpdate, model.OpClusterUpgrade:
 	case model.OpNodeGroupCreate, model.OpNodeGroupDelete:
-		if a.Driver != driverMCA {
-			return Done, permanentf("cluster %s was adopted from %s: Magnetite adds and removes node groups only of clusters magnum-cluster-api made", sc.cluster.Name, a.Driver)
-		}
 	default:
 		return Done, permanentf("cluster %s was adopted from %s: Magnetite resizes, upgrades and deletes it, and does not %s it", sc.cluster.Name, a.Driver, op.Type)
 	}
@@ -225,12 +206,29 @@ func (c *Conductor) applyAdopted(ctx context.Context, sc *scope, a *model.Foreig
 		if err != nil {
 			return Done, err
 		}
+		if a.Driver == driverMCH {
+			if err := c.removeMCHNodeGroup(ctx, a, ng); err != nil {
+				return Done, err
+			}
+			c.event(ctx, sc.cluster.UUID, model.EventOperation, "", string(op.Type),
+				fmt.Sprintf("deleted node group %s's MachineDeployment %s/%s", ng.Name, a.Namespace, a.MachineDeploymentOf(ng)))
+			return Done, nil
+		}
 		if err := c.removeAdoptedNodeGroup(ctx, a, cl, ng); err != nil {
 			return Done, classifyApplyError(err)
 		}
 		c.event(ctx, sc.cluster.UUID, model.EventOperation, "", string(op.Type),
 			fmt.Sprintf("took node group %s's machine deployment out of %s's topology (Cluster %s/%s)", ng.Name, a.Driver, a.Namespace, a.Name))
 		return Done, nil
+	}
+	if op.Type == model.OpNodeGroupCreate && a.Driver == driverMCH {
+		ng, err := c.st.GetNodeGroup(ctx, sc.cluster.UUID, op.NodeGroupID)
+		if err != nil {
+			return Done, err
+		}
+		if err := c.addMCHNodeGroup(ctx, sc, a, ng); err != nil {
+			return Done, err
+		}
 	}
 	resize := op.Type != model.OpClusterAdopt
 	if resize {
@@ -308,15 +306,10 @@ func (c *Conductor) deleteAdoptedLeftovers(ctx context.Context, cl *model.Cluste
 				return err
 			}
 		}
-		// The machine templates an upgrade made are Magnetite's.
-		made, err := c.mc.List(ctx, "OpenStackMachineTemplate", a.Namespace, mgmt.LabelClusterUUID+"="+cl.UUID)
-		if err != nil && !apierrors.IsNotFound(err) {
+		// The templates upgrades and added node groups made are
+		// Magnetite's.
+		if err := c.deleteMadeTemplates(ctx, a, mgmtClusterSelector(cl.UUID)); err != nil {
 			return err
-		}
-		for _, o := range made {
-			if _, err := c.mc.Delete(ctx, "OpenStackMachineTemplate", a.Namespace, o.GetName()); err != nil {
-				return fmt.Errorf("clean up OpenStackMachineTemplate %s: %w", o.GetName(), err)
-			}
 		}
 		_, err = c.mc.DeleteHelmRelease(ctx, a.Namespace, a.HelmRelease)
 		return err

@@ -8,9 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"regexp"
-	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -196,8 +194,11 @@ type mchUpgradeTarget struct {
 func (c *Conductor) upgradeAdoptedMCH(ctx context.Context, sc *scope, a *model.ForeignCluster, version string) error {
 	targets := []mchUpgradeTarget{{kind: "KubeadmControlPlane", name: a.ControlPlane,
 		versionPath: []string{"spec", "version"}, templateRefPath: []string{"spec", "machineTemplate", "spec", "infrastructureRef"}}}
-	for _, id := range slices.Sorted(maps.Keys(a.NodeGroups)) {
-		targets = append(targets, mchUpgradeTarget{kind: "MachineDeployment", name: a.NodeGroups[id],
+	for _, ng := range sc.nodeGroups {
+		if ng.Role == model.RoleMaster {
+			continue
+		}
+		targets = append(targets, mchUpgradeTarget{kind: "MachineDeployment", name: a.MachineDeploymentOf(ng),
 			versionPath: []string{"spec", "template", "spec", "version"}, templateRefPath: []string{"spec", "template", "spec", "infrastructureRef"}})
 	}
 	var img facts.Image
@@ -244,35 +245,48 @@ func (c *Conductor) upgradeAdoptedMCH(ctx context.Context, sc *scope, a *model.F
 }
 
 // chartChecksum matches the checksum suffix the openstack-cluster chart
-// gives a machine template's name.
+// gives a machine or config template's name.
 var chartChecksum = regexp.MustCompile(`-[0-9a-f]{8}$`)
 
 // mchMachineTemplate is current with image, named as the chart names a
-// template of that spec: its name without the checksum, and the first 8
-// hex digits of a SHA-256 of the spec. It keeps the chart's labels but
-// Helm's: it is not part of the release.
+// template of that spec.
 func mchMachineTemplate(current *unstructured.Unstructured, image string) (*unstructured.Unstructured, error) {
+	return chartTemplate(current, chartChecksum.ReplaceAllString(current.GetName(), ""), "", func(spec map[string]any) {
+		spec["image"] = map[string]any{"id": image}
+	})
+}
+
+// chartTemplate is a machine or config template like current, its
+// spec.template.spec changed by change, named as the openstack-cluster
+// chart names one (its *.mt.name and *.kct.name helpers): base, then the
+// first 8 hex digits of a SHA-256 of the spec. It keeps the chart's labels
+// but Helm's (it is not part of the release), with the node group's label
+// set to group when group is not "".
+func chartTemplate(current *unstructured.Unstructured, base, group string, change func(spec map[string]any)) (*unstructured.Unstructured, error) {
 	spec, ok, _ := unstructured.NestedMap(current.Object, "spec", "template", "spec")
 	if !ok {
-		return nil, permanentf("OpenStackMachineTemplate %s has no spec.template.spec", current.GetName())
+		return nil, permanentf("%s %s has no spec.template.spec", current.GetKind(), current.GetName())
 	}
-	spec = maps.Clone(spec)
-	spec["image"] = map[string]any{"id": image}
+	if change != nil {
+		change(spec) // NestedMap returned a deep copy
+	}
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(raw)
-	name := chartChecksum.ReplaceAllString(current.GetName(), "") + "-" + hex.EncodeToString(sum[:])[:8]
 	labels := map[string]any{}
 	for k, v := range current.GetLabels() {
 		if k != "app.kubernetes.io/managed-by" && k != "helm.sh/chart" && k != "capi.stackhpc.com/managed-by" {
 			labels[k] = v
 		}
 	}
+	if group != "" {
+		labels[chartLabelNodeGroup] = group
+	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": current.GetAPIVersion(), "kind": current.GetKind(),
-		"metadata": map[string]any{"name": name, "namespace": current.GetNamespace(), "labels": labels},
+		"metadata": map[string]any{"name": base + "-" + hex.EncodeToString(sum[:])[:8], "namespace": current.GetNamespace(), "labels": labels},
 		"spec":     map[string]any{"template": map[string]any{"spec": spec}},
 	}}, nil
 }

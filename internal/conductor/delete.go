@@ -283,6 +283,11 @@ func (c *Conductor) removeNodeGroup(ctx context.Context, op *model.Operation) (R
 		return waitingFor(deleteRecheck, "Removing node group %s: waiting for Cluster API to remove %s", name, describeHolding(holding)), nil
 	}
 	if cl, err := c.st.GetClusterByUUID(ctx, op.ClusterID); err == nil {
+		if a := cl.Adopted(); a != nil && a.Driver == driverMCH {
+			if err := c.deleteMadeTemplates(ctx, a, LabelNodeGroupUUID+"="+op.NodeGroupID); err != nil {
+				return Done, err
+			}
+		}
 		ng, err := c.st.GetNodeGroup(ctx, op.ClusterID, op.NodeGroupID)
 		if err == nil {
 			if err := c.deleteServerGroups(ctx, cl, []*model.NodeGroup{ng}); err != nil {

@@ -3,7 +3,6 @@ package magnumimport
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -33,14 +32,6 @@ const (
 	chartLabelNodeGroup = "capi.stackhpc.com/node-group"
 	helmReleaseSelector = "owner=helm,name="
 )
-
-var unsanitary = regexp.MustCompile("[^a-z0-9]+")
-
-// sanitizedName is magnum-capi-helm's name for a node group in its chart's
-// values.
-func sanitizedName(name string) string {
-	return strings.Trim(unsanitary.ReplaceAllString(strings.ToLower(name), "-"), "-")
-}
 
 // adoptionProblem checks that found's objects have the shape its driver
 // gives them, so that Magnetite can resize and delete the cluster in place,
@@ -106,9 +97,9 @@ func adoptionProblem(ctx context.Context, r ClusterAPIReader, found *model.Forei
 			}
 		}
 		for _, g := range workers {
-			md, ok := byGroup[sanitizedName(g.Name)]
+			md, ok := byGroup[model.CAPIHelmNodeGroupName(g.Name)]
 			if !ok {
-				return fmt.Sprintf("node group %s has no MachineDeployment labelled %s=%s", g.Name, chartLabelNodeGroup, sanitizedName(g.Name)), nil
+				return fmt.Sprintf("node group %s has no MachineDeployment labelled %s=%s", g.Name, chartLabelNodeGroup, model.CAPIHelmNodeGroupName(g.Name)), nil
 			}
 			found.NodeGroups[g.UUID] = md
 		}

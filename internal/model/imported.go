@@ -1,6 +1,10 @@
 package model
 
-import "time"
+import (
+	"regexp"
+	"strings"
+	"time"
+)
 
 // Imported records that `magnetite import magnum` took an object from a
 // Magnum database, and what Magnetite may do with it. It lives in the
@@ -39,6 +43,29 @@ type ForeignCluster struct {
 	NodeGroups map[string]string `json:"node_groups,omitempty"`
 	// HelmRelease is the magnum-capi-helm release that made the objects.
 	HelmRelease string `json:"helm_release,omitempty"`
+}
+
+// MachineDeploymentOf is the name of the machine deployment of worker node
+// group ng: the one the import found, or the one the driver names a node
+// group it adds: the node group's name in magnum-cluster-api's topology,
+// "<release>-<sanitized name>" for magnum-capi-helm's chart (its
+// driver_utils.py sanitized_name and the chart's componentName).
+func (f *ForeignCluster) MachineDeploymentOf(ng *NodeGroup) string {
+	if n, ok := f.NodeGroups[ng.UUID]; ok {
+		return n
+	}
+	if f.Driver == "magnum-capi-helm" {
+		return f.HelmRelease + "-" + CAPIHelmNodeGroupName(ng.Name)
+	}
+	return ng.Name
+}
+
+var unsanitary = regexp.MustCompile("[^a-z0-9]+")
+
+// CAPIHelmNodeGroupName is magnum-capi-helm's name for a node group in its
+// chart's values (driver_utils.py sanitized_name).
+func CAPIHelmNodeGroupName(name string) string {
+	return strings.Trim(unsanitary.ReplaceAllString(strings.ToLower(name), "-"), "-")
 }
 
 // Adopted is the Cluster API objects of another driver that Magnetite

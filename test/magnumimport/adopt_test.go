@@ -33,7 +33,8 @@ import (
 // machines built by Cluster API's managers and the CAPO stand-in on the
 // OpenStack stand-ins. After `magnetite import magnum`, Magnetite reports
 // their status from their objects within seconds, a resize through the
-// openstack CLI adds a worker and replaces no machine, an upgrade takes
+// openstack CLI adds a worker and replaces no machine, a node group is
+// added to and removed from each in its driver's shape, an upgrade takes
 // each cluster's control plane (and the magnum-capi-helm one's workers) to
 // the new version and image in its driver's way, what Magnetite does not
 // do to adopted clusters is refused with the reason, and a delete
@@ -157,21 +158,37 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 	})
 
 	t.Run("node group", func(t *testing.T) {
-		// magnum-cluster-api's node groups are machine deployments of its
-		// topology: one is added and removed, and no other machine moves.
-		cli.ok(t, "coe", "nodegroup", "create", "--node-count", "1", "--flavor", testcloud.FlavorName, mca.uuid, "extra")
-		waitMachines(ctx, t, dc, mca, 1+3+1, 5*time.Minute)
-		checkNoneReplaced(ctx, t, dc, mca, built[mca.stackID])
-		cli.ok(t, "coe", "nodegroup", "delete", mca.uuid, "extra")
-		testenv.WaitFor(t, "node group extra to be deleted", 5*time.Minute, func() (bool, string) {
-			code, body := apiStatus(t, p.Base, "/v1/clusters/"+mca.uuid+"/nodegroups/extra")
-			return code == http.StatusNotFound, body
-		})
-		waitMachines(ctx, t, dc, mca, 1+3, time.Minute)
-		checkNoneReplaced(ctx, t, dc, mca, built[mca.stackID])
-		// magnum-capi-helm keeps its node groups as values of its release.
-		if out, errOut, code := cli.run(t, "coe", "nodegroup", "create", "--node-count", "1", mch.uuid, "extra"); code == 0 || !strings.Contains(out+errOut, "does not add node groups to it") {
-			t.Errorf("node group create on the magnum-capi-helm cluster: exit %d, %s%s; want it refused with the reason", code, out, errOut)
+		// A node group is added to and removed from each cluster in its
+		// driver's shape (a machine deployment of magnum-cluster-api's
+		// topology; a MachineDeployment with its templates as the
+		// openstack-cluster chart makes one), and no other machine moves.
+		for _, c := range []driverCluster{mca, mch} {
+			cli.ok(t, "coe", "nodegroup", "create", "--node-count", "1", "--flavor", testcloud.FlavorName, c.uuid, "extra")
+		}
+		for _, c := range []driverCluster{mca, mch} {
+			waitMachines(ctx, t, dc, c, 1+3+1, 5*time.Minute)
+			checkNoneReplaced(ctx, t, dc, c, built[c.stackID])
+		}
+		md := objectOf(ctx, t, dc, schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments"},
+			mch.namespace, mch.stackID+"-extra")
+		if md.GetLabels()["capi.stackhpc.com/node-group"] != "extra" {
+			t.Errorf("the new MachineDeployment %s has labels %v, want the chart's node group label", md.GetName(), md.GetLabels())
+		}
+		for _, c := range []driverCluster{mca, mch} {
+			cli.ok(t, "coe", "nodegroup", "delete", c.uuid, "extra")
+		}
+		for _, c := range []driverCluster{mca, mch} {
+			testenv.WaitFor(t, "node group extra of "+c.stackID+" to be deleted", 5*time.Minute, func() (bool, string) {
+				code, body := apiStatus(t, p.Base, "/v1/clusters/"+c.uuid+"/nodegroups/extra")
+				return code == http.StatusNotFound, body
+			})
+			waitMachines(ctx, t, dc, c, 1+3, time.Minute)
+			checkNoneReplaced(ctx, t, dc, c, built[c.stackID])
+		}
+		for _, kind := range []string{"OpenStackMachineTemplate", "KubeadmConfigTemplate"} {
+			for _, o := range listOf(ctx, t, dc, mapper, kind, mch.namespace, "capi.stackhpc.com/node-group=extra") {
+				t.Errorf("%s %s of the removed node group is left", kind, o.GetName())
+			}
 		}
 	})
 
@@ -263,16 +280,10 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 		if list, err := dc.Resource(secrets).Namespace(mch.namespace).List(ctx, metav1.ListOptions{LabelSelector: "owner=helm"}); err != nil || len(list.Items) > 0 {
 			t.Errorf("Helm's records of the release left: %v %v", list, err)
 		}
-		osmts, err := mapper.RESTMapping(schema.GroupKind{Group: "infrastructure.cluster.x-k8s.io", Kind: "OpenStackMachineTemplate"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		list, err := dc.Resource(osmts.Resource).Namespace(mch.namespace).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, o := range list.Items {
-			t.Errorf("machine template %s/%s is left (labels %v)", o.GetNamespace(), o.GetName(), o.GetLabels())
+		for _, kind := range []string{"OpenStackMachineTemplate", "KubeadmConfigTemplate"} {
+			for _, o := range listOf(ctx, t, dc, mapper, kind, mch.namespace, "") {
+				t.Errorf("%s %s/%s is left (labels %v)", kind, o.GetNamespace(), o.GetName(), o.GetLabels())
+			}
 		}
 		cloud.CheckNothingLeft(t)
 	})
@@ -396,4 +407,19 @@ func referenced(ctx context.Context, t *testing.T, dc dynamic.Interface, mapper 
 		t.Fatalf("%s %s's %v: %v", o.GetKind(), o.GetName(), path, err)
 	}
 	return objectOf(ctx, t, dc, m.Resource, o.GetNamespace(), ref["name"])
+}
+
+// listOf lists the objects of kind in namespace ns with selector.
+func listOf(ctx context.Context, t *testing.T, dc dynamic.Interface, mapper meta.RESTMapper, kind, ns, selector string) []unstructured.Unstructured {
+	t.Helper()
+	groups := map[string]string{"OpenStackMachineTemplate": "infrastructure.cluster.x-k8s.io", "KubeadmConfigTemplate": "bootstrap.cluster.x-k8s.io"}
+	m, err := mapper.RESTMapping(schema.GroupKind{Group: groups[kind], Kind: kind})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := dc.Resource(m.Resource).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
 }
