@@ -22,18 +22,18 @@ var readOnlyActions = map[string]bool{
 // API objects it adopted from a Magnum Cluster API driver: it changes
 // those objects in place, in their driver's shape, and only in these ways.
 var adoptedActions = map[string]bool{"cluster:update": true, "cluster:resize": true, "cluster:upgrade": true, "cluster:delete": true,
-	"nodegroup:create": true, "nodegroup:delete": true}
+	"nodegroup:create": true, "nodegroup:delete": true, "credential:rotate": true}
 
 // refusedToAdopted says what Magnetite does not do to an adopted cluster.
 var refusedToAdopted = map[string]string{
-	"nodegroup:update":  "change its node groups (resize the cluster instead)",
-	"credential:rotate": "rotate its credentials", "certificate:rotate_ca": "rotate its CA",
+	"nodegroup:update":      "change its node groups (resize the cluster instead)",
+	"certificate:rotate_ca": "rotate its CA",
 }
 
 // refuseReadOnly refuses a change of a cluster Magnetite must not change.
 func refuseReadOnly(c *model.Cluster, action string) error {
 	if a := c.Adopted(); a != nil && readOnlyActions[action] && !adoptedActions[action] {
-		return conflict("Cluster %s was adopted from %s, whose Cluster API objects Magnetite changes in place: it resizes, upgrades and deletes the cluster and adds and removes node groups, and does not %s.", c.Name, a.Driver, refusedToAdopted[action])
+		return conflict("Cluster %s was adopted from %s, whose Cluster API objects Magnetite changes in place: it resizes, upgrades and deletes the cluster, adds and removes node groups and rotates its credential, and does not %s.", c.Name, a.Driver, refusedToAdopted[action])
 	}
 	why := c.ReadOnlyReason()
 	if why == "" || !readOnlyActions[action] {

@@ -111,7 +111,6 @@ func TestAdoptedClustersTakeOnlyTheChangesMagnetiteMakesInTheirDriversShape(t *t
 	}
 	for _, req := range []struct{ method, path, body, says string }{
 		{http.MethodPatch, "/v1/clusters/mca/nodegroups/default-worker", `[{"op":"replace","path":"/max_node_count","value":3}]`, "does not change its node groups"},
-		{http.MethodPatch, "/v1/credentials/mca", "", "does not rotate its credentials"},
 	} {
 		res := srv.Do(t, req.method, req.path, req.body, testapi.Latest())
 		if res.Status != http.StatusConflict || !strings.Contains(string(res.Body), "adopted from magnum-cluster-api") || !strings.Contains(string(res.Body), req.says) {

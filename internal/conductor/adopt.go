@@ -185,7 +185,7 @@ func (c *Conductor) removeAdoptedNodeGroup(ctx context.Context, a *model.Foreign
 // applyAdopted takes over an adopted cluster's objects, or resizes them.
 func (c *Conductor) applyAdopted(ctx context.Context, sc *scope, a *model.ForeignCluster, op *model.Operation) (Result, error) {
 	switch op.Type {
-	case model.OpClusterAdopt, model.OpClusterResize, model.OpClusterUpdate, model.OpClusterUpgrade:
+	case model.OpClusterAdopt, model.OpClusterResize, model.OpClusterUpdate, model.OpClusterUpgrade, model.OpCredentialRotate:
 	case model.OpNodeGroupCreate, model.OpNodeGroupDelete:
 	default:
 		return Done, permanentf("cluster %s was adopted from %s: Magnetite resizes, upgrades and deletes it, and does not %s it", sc.cluster.Name, a.Driver, op.Type)
@@ -198,8 +198,11 @@ func (c *Conductor) applyAdopted(ctx context.Context, sc *scope, a *model.Foreig
 	if err != nil {
 		return Done, err
 	}
-	if op.Type == model.OpClusterUpgrade {
+	switch op.Type {
+	case model.OpClusterUpgrade:
 		return Done, c.upgradeAdopted(ctx, sc, a, cl)
+	case model.OpCredentialRotate:
+		return Done, c.rotateAdoptedCredential(ctx, sc, a, cl)
 	}
 	if op.Type == model.OpNodeGroupDelete {
 		ng, err := c.st.GetNodeGroup(ctx, sc.cluster.UUID, op.NodeGroupID)
@@ -290,12 +293,16 @@ func (c *Conductor) askToDeleteAdopted(ctx context.Context, a *model.ForeignClus
 }
 
 // deleteAdoptedLeftovers deletes, once the Cluster and its machines are
-// gone, what the driver made besides them: for MCH the objects its chart
+// gone, what the driver made besides them: the application credential it
+// made in Keystone (deleteForeignCredentialOf); for MCH the objects its chart
 // kept, the machine templates of upgrades and the release's records; for
 // MCA the objects labelled with the
 // cluster's UUID (its cloud-config and cloud-provider Secrets, its
 // ClusterResourceSets).
 func (c *Conductor) deleteAdoptedLeftovers(ctx context.Context, cl *model.Cluster, a *model.ForeignCluster) error {
+	if err := c.deleteForeignCredentialOf(ctx, cl, a); err != nil {
+		return err
+	}
 	if a.Driver == driverMCH {
 		objs, err := c.mc.HelmReleaseObjects(ctx, a.Namespace, a.HelmRelease)
 		if err != nil && !apierrors.IsNotFound(err) {

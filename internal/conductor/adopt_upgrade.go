@@ -115,13 +115,7 @@ func (c *Conductor) upgradeAdopted(ctx context.Context, sc *scope, a *model.Fore
 // credential of the clouds.yaml Secret its Cluster's identity variable
 // names (magnum-cluster-api's <stack_id>-cloud-config).
 func (c *Conductor) adoptedImage(ctx context.Context, a *model.ForeignCluster, cl *unstructured.Unstructured, ref string) (facts.Image, error) {
-	secretName := ""
-	vars, _, _ := unstructured.NestedSlice(cl.Object, "spec", "topology", "variables")
-	for _, v := range vars {
-		if m, ok := v.(map[string]any); ok && m["name"] == "clusterIdentityRefName" {
-			secretName, _ = m["value"].(string)
-		}
-	}
+	secretName := topologyVariable(cl, "clusterIdentityRefName")
 	if secretName == "" {
 		return facts.Image{}, permanentf("Cluster %s/%s names no cloud credentials (its clusterIdentityRefName variable) to look the image up with", a.Namespace, a.Name)
 	}
