@@ -585,9 +585,11 @@ func (s *APIServer) run(path, name string, args ...string) error {
 
 // ServerCPULogEnv names a file each server this package starts (etcd,
 // kube-apiserver, the Cluster API managers) appends a line to when it
-// exits: its name, user and system CPU seconds. The suite runs on two
-// shared cores, so what a flag of the servers saves is read in CPU
-// seconds, per server, not in a test's wall time.
+// exits: its name, user and system CPU seconds, and its peak resident
+// memory in MiB. The suite runs on two shared cores, so what a flag of
+// the servers saves is read in CPU seconds, per server, not in a test's
+// wall time; the memory says what a saving bought with memory (a higher
+// GOGC, say) costs.
 const ServerCPULogEnv = "MAGNETITE_TESTENV_CPU_LOG"
 
 func logServerCPU(name string, ps *os.ProcessState) {
@@ -600,7 +602,11 @@ func logServerCPU(name string, ps *os.ProcessState) {
 		return
 	}
 	defer f.Close()
-	_, _ = fmt.Fprintf(f, "%s\t%.2f\t%.2f\n", name, ps.UserTime().Seconds(), ps.SystemTime().Seconds())
+	var peakMiB int64
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		peakMiB = ru.Maxrss / 1024 // kilobytes on Linux
+	}
+	_, _ = fmt.Fprintf(f, "%s\t%.2f\t%.2f\t%d\n", name, ps.UserTime().Seconds(), ps.SystemTime().Seconds(), peakMiB)
 }
 
 // stop ends the API server before etcd, each with SIGTERM and, if it does

@@ -55,8 +55,9 @@ func TestAPIServerServesInstalledCRDsAndValidatesAgainstThem(t *testing.T) {
 }
 
 // TestServersRecordTheirCPUWhenTheyStop: with ServerCPULogEnv set, etcd
-// and kube-apiserver each append their CPU seconds as they stop, which is
-// how a change to their flags is measured on two shared cores.
+// and kube-apiserver each append their CPU seconds and peak memory as they
+// stop, which is how a change to their flags is measured on two shared
+// cores.
 func TestServersRecordTheirCPUWhenTheyStop(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "cpu.log")
 	t.Setenv(testenv.ServerCPULogEnv, log)
@@ -68,13 +69,16 @@ func TestServersRecordTheirCPUWhenTheyStop(t *testing.T) {
 	seen := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		f := strings.Split(line, "\t")
-		if len(f) != 3 {
-			t.Fatalf("line %q is not name, user and system seconds", line)
+		if len(f) != 4 {
+			t.Fatalf("line %q is not name, user and system seconds, peak MiB", line)
 		}
 		user, errU := strconv.ParseFloat(f[1], 64)
 		sys, errS := strconv.ParseFloat(f[2], 64)
 		if errU != nil || errS != nil || user+sys <= 0 {
 			t.Errorf("%s: user %q system %q, want seconds above zero", f[0], f[1], f[2])
+		}
+		if mib, err := strconv.Atoi(f[3]); err != nil || mib <= 0 {
+			t.Errorf("%s: peak memory %q MiB, want above zero", f[0], f[3])
 		}
 		seen[f[0]] = true
 	}
