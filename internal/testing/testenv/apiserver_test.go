@@ -59,6 +59,9 @@ func TestAPIServerServesInstalledCRDsAndValidatesAgainstThem(t *testing.T) {
 // stop, which is how a change to their flags is measured on two shared
 // cores.
 func TestServersRecordTheirCPUWhenTheyStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts etcd and kube-apiserver")
+	}
 	log := filepath.Join(t.TempDir(), "cpu.log")
 	t.Setenv(testenv.ServerCPULogEnv, log)
 	t.Run("plane", func(t *testing.T) { testenv.Start(t) })
