@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
 	"github.com/magnetite-io/magnetite/internal/kinds"
@@ -57,8 +58,17 @@ func applyCRD(t *testing.T, env *testenv.APIServer, group, kind string, versions
 	if _, err := dc.Resource(crdGVR).Apply(ctx, crd.GetName(), crd, metav1.ApplyOptions{FieldManager: "test", Force: true}); err != nil {
 		t.Fatalf("apply CRD %s: %v", crd.GetName(), err)
 	}
-	// Serving lags a CRD change a little; wait until it shows the change.
-	testenv.WaitFor(t, fmt.Sprintf("%s served at exactly the versions asked for", kind), 60*time.Second, func() (bool, string) {
+	// Serving lags a CRD change a little, and discovery, which the client
+	// under test reads, may lag serving: wait until both show the change.
+	disc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, fmt.Sprintf("%s served and discovered at exactly the versions asked for", kind), 60*time.Second, func() (bool, string) {
+		_, lists, derr := disc.ServerGroupsAndResources()
+		if derr != nil && !discovery.IsGroupDiscoveryFailedError(derr) {
+			return false, fmt.Sprintf("discovery: %v", derr)
+		}
 		for _, v := range versions {
 			_, err := dc.Resource(schema.GroupVersionResource{Group: group, Version: v.name, Resource: plural}).
 				Namespace("default").List(ctx, metav1.ListOptions{Limit: 1})
@@ -67,10 +77,27 @@ func applyCRD(t *testing.T, env *testenv.APIServer, group, kind string, versions
 				return false, fmt.Sprintf("%s not served: %v", v.name, err)
 			case !v.served && !apierrors.IsNotFound(err):
 				return false, fmt.Sprintf("%s still served: %v", v.name, err)
+			case discovered(lists, group+"/"+v.name, plural) != v.served:
+				return false, fmt.Sprintf("%s served %v but discovery does not show it yet", v.name, v.served)
 			}
 		}
 		return true, ""
 	})
+}
+
+// discovered reports whether discovery lists resource in groupVersion.
+func discovered(lists []*metav1.APIResourceList, groupVersion, resource string) bool {
+	for _, l := range lists {
+		if l.GroupVersion != groupVersion {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if r.Name == resource {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // projectPlane starts an API server serving Cluster API's Cluster at

@@ -2,7 +2,9 @@ package testenv_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -49,5 +51,41 @@ func TestAPIServerServesInstalledCRDsAndValidatesAgainstThem(t *testing.T) {
 	if _, err := dc.Resource(schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "clusters"}).
 		Namespace("default").Get(ctx, "c1", metav1.GetOptions{}); err == nil {
 		t.Fatal("the dry-run Cluster was stored")
+	}
+}
+
+// TestServersRecordTheirCPUWhenTheyStop: with ServerCPULogEnv set, etcd
+// and kube-apiserver each append their CPU seconds and peak memory as they
+// stop, which is how a change to their flags is measured on two shared
+// cores.
+func TestServersRecordTheirCPUWhenTheyStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts etcd and kube-apiserver")
+	}
+	log := filepath.Join(t.TempDir(), "cpu.log")
+	t.Setenv(testenv.ServerCPULogEnv, log)
+	t.Run("plane", func(t *testing.T) { testenv.Start(t) })
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) != 4 {
+			t.Fatalf("line %q is not name, user and system seconds, peak MiB", line)
+		}
+		user, errU := strconv.ParseFloat(f[1], 64)
+		sys, errS := strconv.ParseFloat(f[2], 64)
+		if errU != nil || errS != nil || user+sys <= 0 {
+			t.Errorf("%s: user %q system %q, want seconds above zero", f[0], f[1], f[2])
+		}
+		if mib, err := strconv.Atoi(f[3]); err != nil || mib <= 0 {
+			t.Errorf("%s: peak memory %q MiB, want above zero", f[0], f[3])
+		}
+		seen[f[0]] = true
+	}
+	if !seen["etcd"] || !seen["kube-apiserver"] {
+		t.Errorf("servers recorded: %v, want etcd and kube-apiserver", seen)
 	}
 }
