@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -315,22 +316,28 @@ func (c *Conductor) deleteAdoptedLeftovers(ctx context.Context, cl *model.Cluste
 		}
 		// The templates upgrades and added node groups made are
 		// Magnetite's.
-		if err := c.deleteMadeTemplates(ctx, a, mgmtClusterSelector(cl.UUID)); err != nil {
+		if err := c.deleteMadeTemplates(ctx, a, mgmt.LabelClusterUUID+"="+cl.UUID); err != nil {
 			return err
 		}
 		_, err = c.mc.DeleteHelmRelease(ctx, a.Namespace, a.HelmRelease)
 		return err
 	}
-	for _, kind := range c.mc.Kinds().Cleanup() {
+	return c.deleteLabelled(ctx, a.Namespace, mcaClusterUUIDLabel+"="+cl.UUID, c.mc.Kinds().Cleanup()...)
+}
+
+// deleteLabelled deletes the objects of kinds in namespace that selector
+// selects; a kind the management cluster does not serve has none.
+func (c *Conductor) deleteLabelled(ctx context.Context, namespace, selector string, kinds ...string) error {
+	for _, kind := range kinds {
 		if _, err := c.mc.Resource(ctx, kind); err != nil {
 			continue
 		}
-		objs, err := c.mc.List(ctx, kind, a.Namespace, mcaClusterUUIDLabel+"="+cl.UUID)
+		objs, err := c.mc.List(ctx, kind, namespace, selector)
 		if err != nil {
 			return err
 		}
 		for _, o := range objs {
-			if _, err := c.mc.Delete(ctx, kind, a.Namespace, o.GetName()); err != nil {
+			if _, err := c.mc.Delete(ctx, kind, namespace, o.GetName()); err != nil {
 				return fmt.Errorf("clean up %s %s: %w", kind, o.GetName(), err)
 			}
 		}

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
 )
 
@@ -119,16 +118,9 @@ func mchMachineDeployment(like *unstructured.Unstructured, name, group string, n
 	if err := unstructured.SetNestedField(spec, configTemplate, "template", "spec", "bootstrap", "configRef", "name"); err != nil {
 		return nil, err
 	}
-	labels := map[string]any{}
-	for k, v := range like.GetLabels() {
-		if k != "app.kubernetes.io/managed-by" && k != "helm.sh/chart" && k != "capi.stackhpc.com/managed-by" {
-			labels[k] = v
-		}
-	}
-	labels[chartLabelNodeGroup] = group
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": like.GetAPIVersion(), "kind": like.GetKind(),
-		"metadata": map[string]any{"name": name, "namespace": like.GetNamespace(), "labels": labels},
+		"metadata": map[string]any{"name": name, "namespace": like.GetNamespace(), "labels": chartLabels(like, group)},
 		"spec":     spec,
 	}}, nil
 }
@@ -144,19 +136,21 @@ func (c *Conductor) removeMCHNodeGroup(ctx context.Context, a *model.ForeignClus
 // made in an adopted cluster's namespace with the labels of selector: an
 // upgrade's and added node groups'.
 func (c *Conductor) deleteMadeTemplates(ctx context.Context, a *model.ForeignCluster, selector string) error {
-	for _, kind := range []string{"OpenStackMachineTemplate", "KubeadmConfigTemplate"} {
-		made, err := c.mc.List(ctx, kind, a.Namespace, selector)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-		for _, o := range made {
-			if _, err := c.mc.Delete(ctx, kind, a.Namespace, o.GetName()); err != nil {
-				return fmt.Errorf("clean up %s %s: %w", kind, o.GetName(), err)
-			}
-		}
-	}
-	return nil
+	return c.deleteLabelled(ctx, a.Namespace, selector, "OpenStackMachineTemplate", "KubeadmConfigTemplate")
 }
 
-// mgmtClusterSelector selects what Magnetite made for a cluster.
-func mgmtClusterSelector(clusterUUID string) string { return mgmt.LabelClusterUUID + "=" + clusterUUID }
+// chartLabels are a release object's labels without Helm's, which an
+// object Magnetite makes beside the release must not carry (it is not the
+// release's), with the node group's set to group when group is not "".
+func chartLabels(o *unstructured.Unstructured, group string) map[string]any {
+	labels := map[string]any{}
+	for k, v := range o.GetLabels() {
+		if k != "app.kubernetes.io/managed-by" && k != "helm.sh/chart" && k != "capi.stackhpc.com/managed-by" {
+			labels[k] = v
+		}
+	}
+	if group != "" {
+		labels[chartLabelNodeGroup] = group
+	}
+	return labels
+}

@@ -253,9 +253,7 @@ func mchMachineTemplate(current *unstructured.Unstructured, image string) (*unst
 // chartTemplate is a machine or config template like current, its
 // spec.template.spec changed by change, named as the openstack-cluster
 // chart names one (its *.mt.name and *.kct.name helpers): base, then the
-// first 8 hex digits of a SHA-256 of the spec. It keeps the chart's labels
-// but Helm's (it is not part of the release), with the node group's label
-// set to group when group is not "".
+// first 8 hex digits of a SHA-256 of the spec, with chartLabels.
 func chartTemplate(current *unstructured.Unstructured, base, group string, change func(spec map[string]any)) (*unstructured.Unstructured, error) {
 	spec, ok, _ := unstructured.NestedMap(current.Object, "spec", "template", "spec")
 	if !ok {
@@ -269,18 +267,9 @@ func chartTemplate(current *unstructured.Unstructured, base, group string, chang
 		return nil, err
 	}
 	sum := sha256.Sum256(raw)
-	labels := map[string]any{}
-	for k, v := range current.GetLabels() {
-		if k != "app.kubernetes.io/managed-by" && k != "helm.sh/chart" && k != "capi.stackhpc.com/managed-by" {
-			labels[k] = v
-		}
-	}
-	if group != "" {
-		labels[chartLabelNodeGroup] = group
-	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": current.GetAPIVersion(), "kind": current.GetKind(),
-		"metadata": map[string]any{"name": base + "-" + hex.EncodeToString(sum[:])[:8], "namespace": current.GetNamespace(), "labels": labels},
+		"metadata": map[string]any{"name": base + "-" + hex.EncodeToString(sum[:])[:8], "namespace": current.GetNamespace(), "labels": chartLabels(current, group)},
 		"spec":     map[string]any{"template": map[string]any{"spec": spec}},
 	}}, nil
 }
