@@ -44,14 +44,15 @@ func (c *Cloud) discoveryRoutes(mux *http.ServeMux) {
 				version("load-balancer", "v2", "CURRENT")}})
 		})
 	}
-	// Glance's root answers 300 Multiple Choices with its versions
-	// (glance/api/versions.py), which clients that discover versions from
-	// the catalog read.
+	// Glance's root answers 300 Multiple Choices with its versions, each
+	// linking to /v2/ (glance/api/versions.py, Glance 29.2.1: v2.17
+	// CURRENT, v2.0 among the SUPPORTED), which clients that discover
+	// versions from the catalog read.
 	mux.HandleFunc("GET /image/{$}", func(w http.ResponseWriter, r *http.Request) {
 		glance := func(id, status string) map[string]any {
 			return map[string]any{"id": id, "status": status, "links": []any{map[string]any{"rel": "self", "href": c.URL + "/image/v2/"}}}
 		}
-		writeJSON(w, http.StatusMultipleChoices, map[string]any{"versions": []any{glance("v2.16", "CURRENT"), glance("v2.0", "SUPPORTED")}})
+		writeJSON(w, http.StatusMultipleChoices, map[string]any{"versions": []any{glance("v2.17", "CURRENT"), glance("v2.0", "SUPPORTED")}})
 	})
 	mux.HandleFunc("GET /image/v2/schemas/image", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, imageSchema())
