@@ -69,7 +69,11 @@ type Request struct {
 	// Cluster's topology (control plane and machine deployments, beside
 	// LabelNodeGroupUUID), so that Cluster API stamps them on the objects
 	// and machines it creates and the conductor's watch sees those.
-	Labels map[string]string
+	Labels map[string]string // Kept, for a cluster another driver built and Magnetite moved onto
+	// its own ClusterClass, is what the render keeps as that driver built
+	// it: the Cluster's network, the infrastructure cluster's spec (but
+	// its credentials), and the workload's addons.
+	Kept *model.KeptInfrastructure
 }
 
 // RenderedAddon is one addon release ready for delivery: either the

@@ -43,6 +43,31 @@ type ForeignCluster struct {
 	NodeGroups map[string]string `json:"node_groups,omitempty"`
 	// HelmRelease is the magnum-capi-helm release that made the objects.
 	HelmRelease string `json:"helm_release,omitempty"`
+	// Rebased says the cluster was moved onto Magnetite's own ClusterClass
+	// (`magnetite cluster rebase`): Magnetite renders and applies its
+	// objects as for a cluster it made, in Namespace, keeping what Kept
+	// holds. Adopted is then false.
+	Rebased bool `json:"rebased,omitempty"`
+	// Kept is what a rebased cluster keeps as its driver built it.
+	Kept *KeptInfrastructure `json:"kept,omitempty"`
+}
+
+// KeptInfrastructure is what a cluster moved onto Magnetite's ClusterClass
+// keeps from the driver that built it, because changing it would rebuild
+// the cluster or its provider refuses the change.
+type KeptInfrastructure struct {
+	// ClusterNetwork is the Cluster's spec.clusterNetwork (pod and service
+	// ranges, DNS domain, API server port): the nodes' kubeadm
+	// configuration and the workload's network depend on it.
+	ClusterNetwork map[string]any `json:"cluster_network,omitempty"`
+	// InfrastructureCluster is the spec of the infrastructure cluster (an
+	// OpenStackCluster: network, subnets, load balancer, security groups)
+	// at the version the management cluster serves; CAPO refuses changes
+	// to nearly all of it. Only its identityRef becomes Magnetite's.
+	InfrastructureCluster map[string]any `json:"infrastructure_cluster,omitempty"`
+	// Addons says the workload's addons (CNI, cloud provider, CSI) stay
+	// as the driver installed them: Magnetite installs none of its own.
+	Addons bool `json:"addons,omitempty"`
 }
 
 // MachineDeploymentOf is the name of the machine deployment of worker node
@@ -73,6 +98,15 @@ func CAPIHelmNodeGroupName(name string) string {
 // took nothing over.
 func (c *Cluster) Adopted() *ForeignCluster {
 	if c.Imported == nil || c.Imported.Unsupported != "" || c.Imported.ClusterAPI == nil || !c.Imported.ClusterAPI.Adopted {
+		return nil
+	}
+	return c.Imported.ClusterAPI
+}
+
+// Rebased is the Cluster API objects another driver made for the cluster
+// that were moved onto Magnetite's ClusterClass, or nil.
+func (c *Cluster) Rebased() *ForeignCluster {
+	if c.Imported == nil || c.Imported.Unsupported != "" || c.Imported.ClusterAPI == nil || !c.Imported.ClusterAPI.Rebased {
 		return nil
 	}
 	return c.Imported.ClusterAPI

@@ -208,6 +208,9 @@ const (
 	// OpClusterAdopt takes over the Cluster API objects another driver
 	// made for an imported cluster.
 	OpClusterAdopt OperationType = "cluster_adopt"
+	// OpClusterRebase moves an adopted cluster onto Magnetite's own
+	// ClusterClass (internal/conductor/rebase.go).
+	OpClusterRebase OperationType = "cluster_rebase"
 )
 
 // OperationState is where an operation is in its life.

@@ -15,7 +15,7 @@ import (
 // table: the CNI, the cloud controller manager, the CSI drivers,
 // k8s-keystone-auth and metrics-server as the cluster asks.
 func (d *Driver) addonReleases(p *Plan) ([]addons.Release, error) {
-	if !d.infra.Addons() {
+	if !d.infra.Addons() || p.KeepsAddons() {
 		return nil, nil
 	}
 	tag := func(name string) addons.Tag { return addons.Tag{Label: name, Value: p.Labels.String(name)} }
@@ -52,7 +52,7 @@ func addonConfigMapName(p *Plan, addon string, part int) string {
 // cluster's StorageClasses. A release the conductor did not render (a
 // preview) is named by the ConfigMap it would get.
 func (d *Driver) buildAddons(p *Plan, rels []addons.Release, rendered []driver.RenderedAddon) ([]map[string]any, []string, error) {
-	if !d.infra.Addons() {
+	if !d.infra.Addons() || p.KeepsAddons() {
 		return nil, nil, nil
 	}
 	byAddon := map[string]driver.RenderedAddon{}

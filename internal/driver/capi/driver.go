@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -97,6 +98,9 @@ func (d *Driver) Render(req driver.Request) (*driver.Result, error) {
 	if err := d.convertObjects(raw, v); err != nil {
 		return nil, err
 	}
+	if err := d.keepInfrastructureCluster(p, raw); err != nil {
+		return nil, err
+	}
 	res := &driver.Result{Warnings: append(p.Warnings, addonWarnings...), Secrets: d.secrets(p), Addons: rels}
 	for _, o := range cl.encoded {
 		o = o.DeepCopy()
@@ -153,7 +157,13 @@ func (d *Driver) class(os OSProfile, variant string, v APIVersions) (*class, err
 }
 
 func (d *Driver) secrets(p *Plan) []driver.SecretRef {
-	out := d.infra.Secrets(p)
+	var out []driver.SecretRef
+	for _, s := range d.infra.Secrets(p) {
+		if p.KeepsAddons() && strings.HasSuffix(s.Name, "-addon") {
+			continue // the addons' Secrets: the kept addons have their own
+		}
+		out = append(out, s)
+	}
 	for _, ca := range []struct{ suffix, purpose string }{
 		{"ca", "cluster certificate authority"}, {"etcd", "etcd certificate authority"},
 		{"proxy", "front-proxy certificate authority"}, {"sa", "service account signing key pair"},
@@ -207,4 +217,48 @@ func (d *Driver) CheckShape(in driver.ShapeInput, s *driver.Shape) []string {
 		return sc.CheckShape(in, s)
 	}
 	return nil
+}
+
+// keepInfrastructureCluster sets a rebased cluster's infrastructure
+// cluster variable to the spec its driver's ClusterClass made, at the
+// version the management cluster serves, with only the credentials
+// (identityRef) Magnetite's: CAPO refuses changes to nearly every other
+// field of an OpenStackCluster (v0.14.7 pkg/webhooks/openstackcluster_webhook.go
+// ValidateUpdate allows identityRef, bastion, security group rules,
+// allowed CIDRs and availability zones), and they describe the network and
+// load balancer the workload runs on.
+func (d *Driver) keepInfrastructureCluster(p *Plan, raw []map[string]any) error {
+	if p.Kept == nil || p.Kept.InfrastructureCluster == nil {
+		return nil
+	}
+	conv, ok := d.infra.(Versioned)
+	if !ok {
+		return fmt.Errorf("capi: the %s infrastructure cannot keep a cluster's infrastructure spec", d.infra.Name())
+	}
+	variable := ""
+	for name, kind := range conv.SpecVariables() {
+		if kind == d.infraKind {
+			variable = name
+		}
+	}
+	for _, o := range raw {
+		if o["kind"] != "Cluster" {
+			continue
+		}
+		vars, _ := NestedValue(o, "spec", "topology", "variables").([]any)
+		for _, x := range vars {
+			nv, _ := x.(map[string]any)
+			if nv["name"] != variable {
+				continue
+			}
+			rendered, _ := nv["value"].(map[string]any)
+			kept, _ := deepCopyJSON(p.Kept.InfrastructureCluster).(map[string]any)
+			if id, ok := rendered["identityRef"]; ok {
+				kept["identityRef"] = id
+			}
+			nv["value"] = kept
+			return nil
+		}
+	}
+	return fmt.Errorf("capi: the Cluster has no %s variable to keep the infrastructure spec in", variable)
 }

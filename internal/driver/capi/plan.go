@@ -40,6 +40,10 @@ type Plan struct {
 	ControlPlane *Group
 	Workers      []*Group
 
+	// Kept is what a rebased cluster keeps as its driver built it
+	// (driver.Request.Kept).
+	Kept *model.KeptInfrastructure
+
 	NetworkDriver string
 	PodCIDR       string
 	ServiceCIDR   string
@@ -147,6 +151,8 @@ func (pl planner) plan(req driver.Request, v APIVersions) (*Plan, error) {
 	pl.planOS(p, shape)
 	pl.planVersion(p)
 	pl.planNetwork(p, shape)
+	p.Kept = req.Kept
+	keepClusterNetwork(p)
 	pl.planAddons(p)
 	if len(p.problems) == 0 {
 		p.problems = append(p.problems, pl.infra.Validate(p)...)
@@ -362,5 +368,43 @@ func (pl planner) planAddons(p *Plan) {
 	p.ManilaCSI = p.Labels.Bool(labels.ManilaCSIEnabled)
 	if allBM && p.CinderCSI && p.Labels.IsSet(labels.CinderCSIEnabled) {
 		p.warn("cinder_csi_enabled=true on a bare-metal-only cluster: Cinder volumes attach only where Ironic supports volume attachment; Manila (manila_csi_enabled) is the usual choice")
+	}
+}
+
+// KeepsAddons says the workload keeps the addons its driver installed
+// (a rebased cluster's): Magnetite delivers none, nor their Secrets.
+func (p *Plan) KeepsAddons() bool { return p.Kept != nil && p.Kept.Addons }
+
+// keepClusterNetwork takes a rebased cluster's pod and service ranges, DNS
+// domain and API server port from its Cluster as its driver made it: the
+// nodes' kubeadm configuration follows them, and changing them would break
+// the running workload.
+func keepClusterNetwork(p *Plan) {
+	if p.Kept == nil || p.Kept.ClusterNetwork == nil {
+		return
+	}
+	n := p.Kept.ClusterNetwork
+	first := func(path ...string) string {
+		blocks, _ := NestedValue(n, path...).([]any)
+		if len(blocks) == 0 {
+			return ""
+		}
+		s, _ := blocks[0].(string)
+		return s
+	}
+	if c := first("pods", "cidrBlocks"); c != "" {
+		p.PodCIDR = c
+	}
+	if c := first("services", "cidrBlocks"); c != "" {
+		p.ServiceCIDR = c
+	}
+	if d, _ := n["serviceDomain"].(string); d != "" {
+		p.ServiceDomain = d
+	}
+	switch port := n["apiServerPort"].(type) {
+	case int64:
+		p.APIServerPort = int(port)
+	case float64:
+		p.APIServerPort = int(port)
 	}
 }
