@@ -15,7 +15,7 @@ import (
 func clusterCommand(o *clientOptions) *cobra.Command {
 	return group("cluster", "Manage clusters (openstack coe cluster)",
 		clusterCreateCommand(o), clusterListCommand(o), clusterShowCommand(o),
-		clusterUpdateCommand(o), clusterResizeCommand(o), clusterUpgradeCommand(o),
+		clusterUpdateCommand(o), clusterResizeCommand(o), clusterUpgradeCommand(o), clusterRebaseCommand(o),
 		clusterDeleteCommand(o), clusterConfigCommand(o), clusterEventsCommand(o))
 }
 
@@ -189,6 +189,14 @@ func clusterUpgradeCommand(o *clientOptions) *cobra.Command {
 	cmd.Flags().StringVar(&req.NodeGroup, "nodegroup", "", "node group to upgrade (default: the whole cluster)")
 	cmd.Flags().IntVar(&req.MaxBatchSize, "max-batch-size", 0, "nodes upgraded at a time")
 	return cmd
+}
+
+func clusterRebaseCommand(o *clientOptions) *cobra.Command {
+	return o.clusterAction("rebase CLUSTER", "Move a cluster adopted from magnum-cluster-api onto Magnetite's own ClusterClass; Cluster API replaces every machine (docs/deploy.md)", "rebase", cobra.ExactArgs(1),
+		nil,
+		func(ctx context.Context, c *client.Client, args []string) (string, error) {
+			return c.RebaseCluster(ctx, args[0])
+		})
 }
 
 func clusterDeleteCommand(o *clientOptions) *cobra.Command {

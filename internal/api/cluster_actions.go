@@ -266,3 +266,38 @@ func (s *Server) checkUpgradedShape(r *http.Request, ct *model.ClusterTemplate, 
 	}
 	return s.refuseUnbuildable("The upgraded cluster", s.resolveShape(ct, c, live, found).Problems)
 }
+
+// rebaseCluster moves a cluster adopted from magnum-cluster-api onto
+// Magnetite's own ClusterClass (a Magnetite action, not Magnum's): Cluster
+// API then replaces every machine, and the cluster is Magnetite's from
+// then on (internal/conductor/rebase.go says what it keeps).
+func (s *Server) rebaseCluster(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.clusterSince(r, sinceUpgradeRuns, "cluster:rebase")
+	if err != nil {
+		return err
+	}
+	if err := refuseWhileDeleting(c); err != nil {
+		return err
+	}
+	a := c.Adopted()
+	switch {
+	case c.Rebased() != nil:
+		return conflict("Cluster %s was moved onto Magnetite's ClusterClass already.", c.Name)
+	case a == nil:
+		return conflict("Cluster %s was not adopted from a Magnum Cluster API driver: there is nothing to move onto Magnetite's ClusterClass.", c.Name)
+	case a.Driver != "magnum-cluster-api":
+		return conflict("Cluster %s was adopted from %s, whose Cluster has no ClusterClass; Cluster API refuses to put an existing Cluster under one, so it cannot be moved onto Magnetite's without being rebuilt. Magnetite keeps changing it in place.", c.Name, a.Driver)
+	case c.Status == model.CreateInProgress || c.Status == model.UpdateInProgress:
+		return conflict("Cluster %s is %s; rebase it once that is done.", c.Name, c.Status)
+	}
+	t := time.Now().UTC()
+	before := c.Status
+	c.Status = model.UpdateInProgress
+	c.UpdatedAt = &t
+	op := s.newOperation(r, model.OpClusterRebase, c, "", nil)
+	if err := s.applyClusterChange(r, before, store.ClusterChange{Cluster: c, Operation: op}, nil); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, apitypes.ClusterID{UUID: c.UUID})
+	return nil
+}

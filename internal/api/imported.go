@@ -15,14 +15,14 @@ import "github.com/magnetite-io/magnetite/internal/model"
 var readOnlyActions = map[string]bool{
 	"cluster:update": true, "cluster:delete": true, "cluster:resize": true, "cluster:upgrade": true,
 	"nodegroup:create": true, "nodegroup:update": true, "nodegroup:delete": true,
-	"credential:rotate": true, "certificate:rotate_ca": true,
+	"credential:rotate": true, "certificate:rotate_ca": true, "cluster:rebase": true,
 }
 
 // adoptedActions are the changes Magnetite makes to a cluster whose Cluster
 // API objects it adopted from a Magnum Cluster API driver: it changes
 // those objects in place, in their driver's shape, and only in these ways.
 var adoptedActions = map[string]bool{"cluster:update": true, "cluster:resize": true, "cluster:upgrade": true, "cluster:delete": true,
-	"nodegroup:create": true, "nodegroup:delete": true, "credential:rotate": true}
+	"nodegroup:create": true, "nodegroup:delete": true, "credential:rotate": true, "cluster:rebase": true}
 
 // refusedToAdopted says what Magnetite does not do to an adopted cluster.
 var refusedToAdopted = map[string]string{

@@ -228,6 +228,9 @@ var isolationMatrix = []matrixRow{
 	{route: "POST /v1/clusters/{ident}/actions/upgrade", path: "/v1/clusters/{C}/actions/upgrade", body: func(w *isolationWorld, _ persona) any {
 		return map[string]any{"cluster_template": w.ids["{T}"]}
 	}, want: outcome(accepted, missing, forbid, accepted)},
+	// Magnetite's own cluster has nothing to rebase: those allowed to ask
+	// are answered 409.
+	{route: "POST /v1/clusters/{ident}/actions/rebase", path: "/v1/clusters/{C}/actions/rebase", want: outcome(http.StatusConflict, missing, forbid, http.StatusConflict)},
 	{route: "GET /v1/clusters/{ident}/events", path: "/v1/clusters/{C}/events", want: outcome(ok, missing, ok, ok)},
 
 	{route: "GET /v1/clusters/{ident}/nodegroups", path: "/v1/clusters/{C}/nodegroups", want: outcome(ok, missing, ok, ok), lists: "{NG}", listedFor: ownProject},

@@ -247,6 +247,7 @@ func (s *Server) routes() {
 	s.handleCollection(currentNames.clusters, s.clusterCollection(), currentEra)
 	s.handle("POST /v1/clusters/{ident}/actions/resize", s.resizeCluster)
 	s.handle("POST /v1/clusters/{ident}/actions/upgrade", s.upgradeCluster)
+	s.handle("POST /v1/clusters/{ident}/actions/rebase", s.rebaseCluster)
 	s.handle("GET /v1/clusters/{ident}/events", s.listClusterEvents)
 
 	s.handle("GET /v1/clusters/{ident}/nodegroups", s.listNodeGroups)

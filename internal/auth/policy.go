@@ -70,6 +70,7 @@ var DefaultRules = []Rule{
 	{Name: "cluster:delete", Check: "rule:admin_or_project_member", Action: true, Description: "DELETE /v1/clusters/{ident}"},
 	{Name: "cluster:resize", Check: "rule:admin_or_project_member", Action: true, Description: "POST /v1/clusters/{ident}/actions/resize"},
 	{Name: "cluster:upgrade", Check: "rule:admin_or_project_member", Action: true, Description: "POST /v1/clusters/{ident}/actions/upgrade"},
+	{Name: "cluster:rebase", Check: "rule:admin_or_project_member", Action: true, Description: "POST /v1/clusters/{ident}/actions/rebase (Magnetite: move a cluster adopted from magnum-cluster-api onto Magnetite's ClusterClass)"},
 
 	{Name: "nodegroup:get", Check: "rule:admin_or_project_reader", Action: true, Description: "GET /v1/clusters/{ident}/nodegroups/{ng}"},
 	{Name: "nodegroup:get_all", Check: "rule:admin_or_project_reader", Action: true, Description: "GET /v1/clusters/{ident}/nodegroups"},

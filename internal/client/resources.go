@@ -154,6 +154,14 @@ func (c *Client) UpgradeCluster(ctx context.Context, ident string, req UpgradeRe
 	return id.UUID, err
 }
 
+// RebaseCluster moves a cluster adopted from magnum-cluster-api onto
+// Magnetite's own ClusterClass (a Magnetite action).
+func (c *Client) RebaseCluster(ctx context.Context, ident string) (string, error) {
+	var id apitypes.ClusterID
+	err := c.do(ctx, "POST", "/clusters/"+esc(ident)+"/actions/rebase", nil, struct{}{}, &id)
+	return id.UUID, err
+}
+
 // RotateCredential gives a cluster a new application credential, made
 // with the caller's token; the old one is deleted once the cluster uses the
 // new one (PATCH /v1/credentials, 1.12).

@@ -186,7 +186,7 @@ func (c *Conductor) removeAdoptedNodeGroup(ctx context.Context, a *model.Foreign
 // applyAdopted takes over an adopted cluster's objects, or resizes them.
 func (c *Conductor) applyAdopted(ctx context.Context, sc *scope, a *model.ForeignCluster, op *model.Operation) (Result, error) {
 	switch op.Type {
-	case model.OpClusterAdopt, model.OpClusterResize, model.OpClusterUpdate, model.OpClusterUpgrade, model.OpCredentialRotate:
+	case model.OpClusterAdopt, model.OpClusterResize, model.OpClusterUpdate, model.OpClusterUpgrade, model.OpCredentialRotate, model.OpClusterRebase:
 	case model.OpNodeGroupCreate, model.OpNodeGroupDelete:
 	default:
 		return Done, permanentf("cluster %s was adopted from %s: Magnetite resizes, upgrades and deletes it, and does not %s it", sc.cluster.Name, a.Driver, op.Type)
@@ -200,6 +200,8 @@ func (c *Conductor) applyAdopted(ctx context.Context, sc *scope, a *model.Foreig
 		return Done, err
 	}
 	switch op.Type {
+	case model.OpClusterRebase:
+		return c.rebaseAdopted(ctx, sc, op, a, cl)
 	case model.OpClusterUpgrade:
 		return Done, c.upgradeAdopted(ctx, sc, a, cl)
 	case model.OpCredentialRotate:

@@ -69,25 +69,12 @@ func (c *Conductor) rotateAdoptedCredential(ctx context.Context, sc *scope, a *m
 	if err := c.patchSecretValue(ctx, a.Namespace, identity, "clouds.yaml", clouds, rewritten); err != nil {
 		return err
 	}
-	provider := a.Name + "-cloud-provider"
-	if a.Driver == driverMCH {
-		provider = ""
-	} else if ps, err := c.mc.Get(ctx, "Secret", a.Namespace, provider); err == nil {
-		doc := secretValue(ps, "cloud-config-secret.yaml")
-		if len(doc) > 0 {
-			next, err := withCloudConfCredential(doc, active)
-			if err != nil {
-				return permanentf("Secret %s/%s: %v", a.Namespace, provider, err)
-			}
-			if err := c.patchSecretValue(ctx, a.Namespace, provider, "cloud-config-secret.yaml", doc, next); err != nil {
-				return err
-			}
-		}
-	} else if !apierrors.IsNotFound(err) {
-		return err
-	}
 	what := fmt.Sprintf("%s/%s", a.Namespace, identity)
-	if provider != "" {
+	if a.Driver == driverMCA {
+		provider, err := c.writeMCACloudProvider(ctx, a, active)
+		if err != nil {
+			return err
+		}
 		what += fmt.Sprintf(" and %s/%s", a.Namespace, provider)
 	}
 	c.event(ctx, sc.cluster.UUID, model.EventOperation, "", string(model.OpCredentialRotate),
@@ -96,6 +83,34 @@ func (c *Conductor) rotateAdoptedCredential(ctx context.Context, sc *scope, a *m
 		c.deleteForeignCredential(ctx, sc.cluster, old)
 	}
 	return c.deleteCredentials(ctx, sc.cluster, false)
+}
+
+// writeMCACloudProvider writes cred into the cloud.conf that
+// magnum-cluster-api's "<stack_id>-cloud-provider" Secret carries to the
+// workload (through its ClusterResourceSet), unless it holds it already;
+// it returns the Secret's name. A cluster without that Secret has nothing
+// to write.
+func (c *Conductor) writeMCACloudProvider(ctx context.Context, a *model.ForeignCluster, cred *model.ClusterCredential) (string, error) {
+	provider := a.Name + "-cloud-provider"
+	ps, err := c.mc.Get(ctx, "Secret", a.Namespace, provider)
+	if apierrors.IsNotFound(err) {
+		return provider, nil
+	}
+	if err != nil {
+		return provider, err
+	}
+	doc := secretValue(ps, "cloud-config-secret.yaml")
+	if len(doc) == 0 {
+		return provider, nil
+	}
+	next, err := withCloudConfCredential(doc, cred)
+	if err != nil {
+		return provider, permanentf("Secret %s/%s: %v", a.Namespace, provider, err)
+	}
+	if holdsCloudConfCredential(doc, cred) {
+		return provider, nil
+	}
+	return provider, c.patchSecretValue(ctx, a.Namespace, provider, "cloud-config-secret.yaml", doc, next)
 }
 
 // deleteForeignCredential deletes the credential another driver made for
@@ -176,6 +191,27 @@ func withCloudConfCredential(manifest []byte, cred *model.ClusterCredential) ([]
 		return key + cred.Secret
 	})
 	return yaml.Marshal(doc)
+}
+
+// holdsCloudConfCredential says whether magnum-cluster-api's cloud-config
+// Secret manifest already carries cred.
+func holdsCloudConfCredential(manifest []byte, cred *model.ClusterCredential) bool {
+	var doc map[string]any
+	if err := yaml.Unmarshal(manifest, &doc); err != nil {
+		return false
+	}
+	data, _ := doc["stringData"].(map[string]any)
+	conf, _ := data["cloud.conf"].(string)
+	want := map[string]string{"application-credential-id": cred.ID, "application-credential-secret": cred.Secret}
+	found := 0
+	for _, m := range cloudConfCredential.FindAllStringSubmatch(conf, -1) {
+		key, value := strings.TrimSpace(strings.TrimRight(m[1], "= \t")), strings.TrimSpace(m[0][len(m[1]):])
+		if want[key] != value {
+			return false
+		}
+		found++
+	}
+	return found == 2
 }
 
 // topologyVariable is the value of a Cluster's topology variable, or "".

@@ -377,7 +377,7 @@ func (c *Conductor) run(ctx context.Context, op *model.Operation) (Result, error
 		}
 		return c.removeNodeGroup(ctx, op)
 	case model.OpClusterCreate, model.OpClusterResize, model.OpClusterUpgrade, model.OpNodeGroupCreate, model.OpCredentialRotate,
-		model.OpClusterAdopt:
+		model.OpClusterAdopt, model.OpClusterRebase:
 		return c.reconcile(ctx, op)
 	}
 	return Done, permanentf("unknown operation type %q", op.Type)

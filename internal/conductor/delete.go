@@ -42,6 +42,10 @@ func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) (Res
 	if adopted != nil {
 		ns, name = adopted.Namespace, adopted.Name
 	}
+	rebased := cl.Rebased()
+	if rebased != nil {
+		ns = rebased.Namespace
+	}
 	// The cluster's objects go: nothing applied of it is to be trusted.
 	c.memo.forget(cl.UUID)
 	c.serverLooks.Delete(cl.UUID)
@@ -88,6 +92,13 @@ func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) (Res
 	}
 	if adopted != nil {
 		if err := c.deleteAdoptedLeftovers(ctx, cl, adopted); err != nil {
+			return Done, err
+		}
+	}
+	if rebased != nil {
+		// What the driver made beside the Cluster: the Secrets and
+		// ClusterResourceSets of the addons the cluster kept.
+		if err := c.deleteAdoptedLeftovers(ctx, cl, rebased); err != nil {
 			return Done, err
 		}
 	}

@@ -59,6 +59,8 @@ func (c *Conductor) load(ctx context.Context, clusterUUID string) (*scope, error
 	sc.namespace = c.mc.NamespaceName(cl.ProjectID)
 	if a := cl.Adopted(); a != nil {
 		sc.namespace = a.Namespace
+	} else if r := cl.Rebased(); r != nil {
+		sc.namespace = r.Namespace
 	}
 	return sc, nil
 }
@@ -110,6 +112,9 @@ func (c *Conductor) apply(ctx context.Context, sc *scope, op *model.Operation) (
 		if err := c.recordAppliedGeneration(ctx, sc.cluster.UUID, applied.GetGeneration(), sc.cluster.Generation); err != nil {
 			return Done, err
 		}
+	}
+	if err := c.writeKeptAddonsCredential(ctx, sc); err != nil {
+		return Done, err
 	}
 	// The Secrets carry the active credential now: the retired ones can go.
 	if err := c.deleteCredentials(ctx, sc.cluster, false); err != nil {
