@@ -287,8 +287,6 @@ func (s *Server) rebaseCluster(w http.ResponseWriter, r *http.Request) error {
 		return conflict("Cluster %s was not adopted from a Magnum Cluster API driver: there is nothing to move onto Magnetite's ClusterClass.", c.Name)
 	case a.Driver != "magnum-cluster-api":
 		return conflict("Cluster %s was adopted from %s, whose Cluster has no ClusterClass; Cluster API refuses to put an existing Cluster under one, so it cannot be moved onto Magnetite's without being rebuilt. Magnetite keeps changing it in place.", c.Name, a.Driver)
-	case c.Status == model.CreateInProgress || c.Status == model.UpdateInProgress:
-		return conflict("Cluster %s is %s; rebase it once that is done.", c.Name, c.Status)
 	}
 	t := time.Now().UTC()
 	before := c.Status

@@ -161,6 +161,9 @@ func (c *Conductor) render(ctx context.Context, sc *scope) (*driver.Result, erro
 	}
 	req := driver.Request{Template: sc.template, Cluster: sc.cluster, NodeGroups: sc.nodeGroups, Facts: facts, Namespace: sc.namespace,
 		APIVersions: served, Labels: sc.owner.Labels()}
+	if r := sc.cluster.Rebased(); r != nil {
+		req.Kept = r.Kept
+	}
 	res, err := drv.Render(req)
 	if err != nil {
 		return nil, permanentf("%v", err)

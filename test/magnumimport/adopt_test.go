@@ -3,7 +3,11 @@ package magnumimport
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -22,6 +26,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/testing/testcloud"
 	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 	"github.com/magnetite-io/magnetite/internal/testing/testkeystone"
+	"github.com/magnetite-io/magnetite/internal/testing/testmagnetite"
 	"github.com/magnetite-io/magnetite/internal/testing/testmariadb"
 	"github.com/magnetite-io/magnetite/internal/testing/testproc"
 )
@@ -37,9 +42,11 @@ import (
 // added to and removed from each in its driver's shape, an upgrade takes
 // each cluster's control plane (and the magnum-capi-helm one's workers) to
 // the new version and image in its driver's way, what Magnetite does not
-// do to adopted clusters is refused with the reason, and a delete
-// removes everything the drivers made, in the management cluster and in
-// the cloud.
+// do to adopted clusters is refused with the reason, `magnetite cluster
+// rebase` moves the magnum-cluster-api cluster onto Magnetite's
+// ClusterClass (and refuses the other), and a delete removes everything
+// the drivers made, in the management cluster and in the cloud. Magnetite
+// authenticates with Keystone, and the clusters' user runs the CLIs.
 func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: needs Debian's Magnum, MariaDB, Keystone and openstack CLI and a Cluster API plane; runs in the full suite (hack/test.sh)")
@@ -50,6 +57,8 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 	ctx := t.Context()
 
 	ks := testkeystone.Start(t)
+	const servicePassword = "magnetite-adopt-test-password"
+	ks.Grant(ks.ServiceUser("magnetite", servicePassword), ks.ProjectID("service"), "admin")
 	project := ks.CreateProject("demo")
 	user := ks.CreateUser("carol", "carol-password")
 	ks.Grant(user, project, "member")
@@ -88,7 +97,25 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 		built[c.stackID] = machineUIDs(ctx, t, dc, c)
 	}
 
-	m := newMagnetite(t, "adopt-test", fmt.Sprintf("\n[management]\nkubeconfig = %s\n\n[conductor]\ninfrastructure = openstack\n", plane.KubeconfigFile(t)))
+	// Magnetite authenticates with Keystone, as a cloud moving from Magnum
+	// does: a rebased cluster acts in the cloud with its credential.
+	addr := testmagnetite.FreeAddr(t)
+	ks.RegisterService("container-infra", "magnum", "http://"+addr+"/v1")
+	m := newMagnetiteWith(t, "adopt-test", fmt.Sprintf(`[auth]
+strategy = keystone
+[keystone_authtoken]
+auth_url = %s
+username = magnetite
+password = %s
+project_name = service
+user_domain_name = Default
+project_domain_name = Default
+region_name = %s
+[management]
+kubeconfig = %s
+[conductor]
+infrastructure = openstack
+`, ks.AuthURL(), servicePassword, testkeystone.Region, plane.KubeconfigFile(t)))
 	for _, dry := range []bool{true, false} {
 		var rows []importRow
 		want := "import"
@@ -109,7 +136,13 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 	if status, detail := m.doctor(t, "adopted clusters"); status != "WARN" || !strings.Contains(detail, "2 of 2 adopted clusters are not taken over yet") {
 		t.Errorf("doctor before the take-over: %s %s", status, detail)
 	}
-	p, cli := m.serve(t)
+	p := m.serveAt(t, addr)
+	adminTokens.Store(p.Base, ks.AdminToken)
+	// The clusters' user runs the openstack CLI.
+	cli := &cli{env: []string{"HOME=" + t.TempDir(), "SHELL=/bin/bash", "PATH=" + os.Getenv("PATH"),
+		"OS_AUTH_URL=" + ks.AuthURL(), "OS_IDENTITY_API_VERSION=3", "OS_INTERFACE=public",
+		"OS_USERNAME=carol", "OS_PASSWORD=carol-password", "OS_PROJECT_NAME=demo",
+		"OS_USER_DOMAIN_NAME=Default", "OS_PROJECT_DOMAIN_NAME=Default", "OS_REGION_NAME=" + testkeystone.Region}}
 
 	t.Run("status", func(t *testing.T) {
 		started := time.Now()
@@ -249,6 +282,102 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 		}
 	})
 
+	t.Run("rebase", func(t *testing.T) {
+		// `magnetite cluster rebase`, as the clusters' user: magnum-capi-helm's
+		// Cluster has no ClusterClass to move, so its rebase is refused
+		// and nothing changes.
+		rebase := func(uuid string) (string, error) {
+			cmd := exec.CommandContext(ctx, m.bin, "cluster", "rebase", uuid)
+			cmd.Env = cli.env
+			out, err := cmd.CombinedOutput()
+			return string(out), err
+		}
+		mchBefore := machineUIDs(ctx, t, dc, mch)
+		if out, err := rebase(mch.uuid); err == nil || !strings.Contains(out, "has no ClusterClass") {
+			t.Errorf("magnetite cluster rebase %s: %v, want it refused because the Cluster has no ClusterClass: %s", mch.stackID, err, out)
+		}
+		checkNoneReplaced(ctx, t, dc, mch, mchBefore)
+
+		// magnum-cluster-api's moves onto Magnetite's ClusterClass: the
+		// control plane and the workers are to be made from Magnetite's
+		// templates and bootstrap (Cluster API rolls them), the
+		// OpenStackCluster (network, load balancer) stays as it was but
+		// for its credentials, and the cluster is Magnetite's from then on.
+		before := machineUIDs(ctx, t, dc, mca)
+		cl := objectOf(ctx, t, dc, testcapo.Clusters, mca.namespace, mca.stackID)
+		oscBefore := referenced(ctx, t, dc, mapper, cl, "spec", "infrastructureRef")
+		if out, err := rebase(mca.uuid); err != nil || !strings.Contains(out, "accepted") {
+			t.Fatalf("magnetite cluster rebase %s: %v\n%s", mca.stackID, err, out)
+		}
+		ours := func(tmpl *unstructured.Unstructured) bool {
+			meta, _, _ := unstructured.NestedSlice(tmpl.Object, "spec", "template", "spec", "serverMetadata")
+			for _, x := range meta {
+				if m, _ := x.(map[string]any); m["key"] == "magnetite_cluster" && m["value"] == mca.uuid {
+					return true
+				}
+			}
+			return false
+		}
+		mdGVR := schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments"}
+		testenv.WaitFor(t, mca.stackID+" to move onto Magnetite's ClusterClass and make a machine of it", 5*time.Minute, func() (bool, string) {
+			cl = objectOf(ctx, t, dc, testcapo.Clusters, mca.namespace, mca.stackID)
+			if class := classRefName(cl); !strings.HasPrefix(class, "magnetite-openstack-") {
+				got := apiGet(t, p.Base, "/v1/clusters/"+mca.uuid, "1.10")
+				return false, fmt.Sprintf("class %s; Magnetite says %v: %v", class, got["status"], got["status_reason"])
+			}
+			kcp := referenced(ctx, t, dc, mapper, cl, "spec", "controlPlaneRef")
+			if tmpl := referenced(ctx, t, dc, mapper, kcp, "spec", "machineTemplate", "spec", "infrastructureRef"); !ours(tmpl) {
+				return false, "the control plane's machine template " + tmpl.GetName() + " is not Magnetite's yet"
+			}
+			mds, err := dc.Resource(mdGVR).Namespace(mca.namespace).List(ctx, metav1.ListOptions{LabelSelector: "topology.cluster.x-k8s.io/deployment-name=default-worker"})
+			if err != nil || len(mds.Items) != 1 {
+				return false, fmt.Sprintf("machine deployments of default-worker: %v", err)
+			}
+			if tmpl := referenced(ctx, t, dc, mapper, &mds.Items[0], "spec", "template", "spec", "infrastructureRef"); !ours(tmpl) {
+				return false, "default-worker's machine template " + tmpl.GetName() + " is not Magnetite's yet"
+			}
+			for _, m := range machinesOf(ctx, t, dc, mca) {
+				node, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name")
+				if _, old := before[m.GetName()]; !old && node != "" {
+					return true, ""
+				}
+			}
+			return false, "no machine of Magnetite's templates has its node yet"
+		})
+		if left := variableValues(cl, "clusterIdentityRefName"); len(left) > 0 {
+			t.Errorf("magnum-cluster-api's variables are left on the rebased Cluster: clusterIdentityRefName %v", left)
+		}
+		oscAfter := referenced(ctx, t, dc, mapper, cl, "spec", "infrastructureRef")
+		if oscAfter.GetUID() != oscBefore.GetUID() {
+			t.Errorf("the OpenStackCluster was made again")
+		}
+		specBefore, _, _ := unstructured.NestedMap(oscBefore.Object, "spec")
+		specAfter, _, _ := unstructured.NestedMap(oscAfter.Object, "spec")
+		identity, _, _ := unstructured.NestedStringMap(specAfter, "identityRef")
+		if identity["name"] != mca.stackID+"-cloud-config" || identity["cloudName"] != "openstack" {
+			t.Errorf("the OpenStackCluster's identityRef is %v, want Magnetite's clouds.yaml Secret", identity)
+		}
+		delete(specBefore, "identityRef")
+		delete(specAfter, "identityRef")
+		if !reflect.DeepEqual(specBefore, specAfter) {
+			t.Errorf("the OpenStackCluster's spec changed beyond its credentials:\nbefore %v\nafter  %v", specBefore, specAfter)
+		}
+		// A rebased cluster's changes are Magnetite's own renders.
+		cli.ok(t, "coe", "cluster", "resize", mca.uuid, "2")
+		testenv.WaitFor(t, "the rebased "+mca.stackID+" to be resized to 2 workers", 2*time.Minute, func() (bool, string) {
+			cl := objectOf(ctx, t, dc, testcapo.Clusters, mca.namespace, mca.stackID)
+			mds, _, _ := unstructured.NestedSlice(cl.Object, "spec", "topology", "workers", "machineDeployments")
+			if len(mds) != 1 {
+				return false, fmt.Sprintf("machine deployments %v", mds)
+			}
+			md := mds[0].(map[string]any)
+			return md["name"] == "default-worker" && md["class"] == "vm" && fmt.Sprint(md["replicas"]) == "2", fmt.Sprintf("machine deployment %v", md)
+		})
+		if code, body := apiPost(t, p.Base, "/v1/clusters/"+mca.uuid+"/actions/rebase"); code != http.StatusConflict || !strings.Contains(body, "already") {
+			t.Errorf("a second rebase: %d %s, want 409 saying it was moved already", code, body)
+		}
+	})
+
 	t.Run("delete", func(t *testing.T) {
 		cli.ok(t, "coe", "cluster", "delete", mca.uuid, mch.uuid)
 		for _, c := range []driverCluster{mca, mch} {
@@ -287,6 +416,28 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 		}
 		cloud.CheckNothingLeft(t)
 	})
+}
+
+func classRefName(cl *unstructured.Unstructured) string {
+	name, _, _ := unstructured.NestedString(cl.Object, "spec", "topology", "classRef", "name")
+	return name
+}
+
+// apiPost posts an empty body as an administrator and returns the status
+// code and body.
+func apiPost(t *testing.T, base, path string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, base+path, strings.NewReader("{}"))
+	asAdministrator(req, base)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("OpenStack-API-Version", "container-infra latest")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
 }
 
 // machinesOf lists the Machines of a driver's cluster.
@@ -362,7 +513,7 @@ func gone(ctx context.Context, t *testing.T, dc dynamic.Interface, gvr schema.Gr
 func apiStatus(t *testing.T, base, path string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+path, nil)
-	req.Header.Set("X-Roles", "admin")
+	asAdministrator(req, base)
 	req.Header.Set("OpenStack-API-Version", "container-infra latest")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

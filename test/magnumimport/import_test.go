@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,8 +112,15 @@ type magnetite struct {
 
 func newMagnetite(t *testing.T, host, extra string) *magnetite {
 	t.Helper()
+	return newMagnetiteWith(t, host, "[auth]\nnoauth_roles = admin,member\n"+extra)
+}
+
+// newMagnetiteWith is a build of Magnetite with its state directory and
+// settings (the [auth] section among them).
+func newMagnetiteWith(t *testing.T, host, settings string) *magnetite {
+	t.Helper()
 	m := &magnetite{bin: testmagnetite.Build(t), state: filepath.Join(t.TempDir(), "state"), conf: filepath.Join(t.TempDir(), "magnetite.conf")}
-	m.settings = fmt.Sprintf("[DEFAULT]\nstate_dir = %s\nhost = %s\n\n[auth]\nnoauth_roles = admin,member\n%s", m.state, host, extra)
+	m.settings = fmt.Sprintf("[DEFAULT]\nstate_dir = %s\nhost = %s\n\n%s", m.state, host, settings)
 	if err := os.WriteFile(m.conf, []byte(m.settings), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -153,12 +161,18 @@ func (m *magnetite) doctor(t *testing.T, check string) (status, detail string) {
 func (m *magnetite) serve(t *testing.T) (*testmagnetite.Process, *cli) {
 	t.Helper()
 	addr := testmagnetite.FreeAddr(t)
+	return m.serveAt(t, addr), newCLI(t, "http://"+addr+"/v1")
+}
+
+// serveAt starts `magnetite serve` listening on addr.
+func (m *magnetite) serveAt(t *testing.T, addr string) *testmagnetite.Process {
+	t.Helper()
 	p, err := testmagnetite.Start(t, m.bin, "magnetite", addr, m.settings)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.WaitReady(t, 30*time.Second)
-	return p, newCLI(t, "http://"+addr+"/v1")
+	return p
 }
 
 type filled struct {
@@ -365,7 +379,7 @@ func (c *cli) json(t *testing.T, v any, args ...string) {
 func apiGet(t *testing.T, base, path, microversion string) map[string]any {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+path, nil)
-	req.Header.Set("X-Roles", "admin")
+	asAdministrator(req, base)
 	req.Header.Set("OpenStack-API-Version", "container-infra "+microversion)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -377,6 +391,20 @@ func apiGet(t *testing.T, base, path, microversion string) map[string]any {
 		t.Fatalf("GET %s: %d %v", path, res.StatusCode, err)
 	}
 	return out
+}
+
+// adminTokens maps the base URL of a Magnetite that authenticates with
+// Keystone to what gives an administrator's token for it.
+var adminTokens sync.Map
+
+// asAdministrator makes req an administrator's: with a token from
+// Keystone when the Magnetite at base uses it, else noauth's roles.
+func asAdministrator(req *http.Request, base string) {
+	if token, ok := adminTokens.Load(base); ok {
+		req.Header.Set("X-Auth-Token", token.(func() string)())
+		return
+	}
+	req.Header.Set("X-Roles", "admin")
 }
 
 func str(v any) string {
