@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/model"
@@ -91,12 +92,23 @@ func adoptedObjects(a *model.ForeignCluster, clusterObj *unstructured.Unstructur
 			name := a.MachineDeploymentOf(ng)
 			md := map[string]any{"name": name, "metadata": map[string]any{"labels": labelsFor(ng)}}
 			live, exists := entries[name]
+			_, imported := a.NodeGroups[ng.UUID]
 			switch {
 			case !exists:
 				if first == nil {
 					return nil, permanentf("the Cluster's topology has no machine deployment to make node group %s like", ng.Name)
 				}
 				mcaNewMachineDeployment(md, ng, first)
+			case !imported:
+				// Magnetite made this entry whole: it is applied whole
+				// again, or server-side apply would remove the fields
+				// (class, variables) this apply left out.
+				for k, v := range live {
+					if k != "metadata" && k != "replicas" {
+						md[k] = runtime.DeepCopyJSONValue(v)
+					}
+				}
+				md["replicas"] = int64(ng.NodeCount)
 			case resize:
 				if _, has := live["replicas"]; !has {
 					return nil, permanentf("node group %s is autoscaled by magnum-cluster-api's autoscaler (its machine deployment has no replicas): Magnetite does not set its size", ng.Name)
@@ -118,7 +130,11 @@ func adoptedObjects(a *model.ForeignCluster, clusterObj *unstructured.Unstructur
 		}
 		out = append(out, &unstructured.Unstructured{Object: kcp})
 		for _, ng := range ngs {
-			if ng.Role == model.RoleMaster {
+			if _, imported := a.NodeGroups[ng.UUID]; ng.Role == model.RoleMaster || !imported {
+				// A MachineDeployment Magnetite made whole (an added node
+				// group's) is scaled instead (scaleMadeMachineDeployments):
+				// applying only its replicas and labels would remove the
+				// rest of what Magnetite's apply made.
 				continue
 			}
 			md := meta("MachineDeployment", a.MachineDeploymentOf(ng))
@@ -256,6 +272,11 @@ func (c *Conductor) applyAdopted(ctx context.Context, sc *scope, a *model.Foreig
 			applied = out
 		}
 	}
+	if resize && a.Driver == driverMCH {
+		if err := c.scaleMadeMachineDeployments(ctx, a, sc.nodeGroups); err != nil {
+			return Done, err
+		}
+	}
 	if err := c.recordAppliedGeneration(ctx, sc.cluster.UUID, applied.GetGeneration(), sc.cluster.Generation); err != nil {
 		return Done, err
 	}
@@ -266,6 +287,21 @@ func (c *Conductor) applyAdopted(ctx context.Context, sc *scope, a *model.Foreig
 	c.event(ctx, sc.cluster.UUID, model.EventOperation, "", string(op.Type),
 		fmt.Sprintf("%s %s's Cluster API objects (Cluster %s/%s) in place: %d objects applied", what, a.Driver, a.Namespace, a.Name, len(objs)))
 	return Done, nil
+}
+
+// scaleMadeMachineDeployments sets the size of the MachineDeployments
+// Magnetite made for node groups added to an adopted magnum-capi-helm
+// cluster, through their scale subresource.
+func (c *Conductor) scaleMadeMachineDeployments(ctx context.Context, a *model.ForeignCluster, ngs []*model.NodeGroup) error {
+	for _, ng := range ngs {
+		if _, imported := a.NodeGroups[ng.UUID]; ng.Role == model.RoleMaster || imported {
+			continue
+		}
+		if err := c.mc.Scale(ctx, "MachineDeployment", a.Namespace, a.MachineDeploymentOf(ng), ng.NodeCount); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return nil
 }
 
 // askToDeleteAdopted asks for an adopted cluster to be taken apart the way

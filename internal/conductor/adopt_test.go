@@ -114,6 +114,36 @@ func TestAdoptedObjectsSetOnlyLabelsAndReplicas(t *testing.T) {
 		t.Errorf("machine deployments with a node group added: %v, want the second %v", got, want)
 	}
 
+	// Once made, the added group's entry is applied whole on every later
+	// apply (a resize of it, say): server-side apply would otherwise take
+	// away the fields Magnetite's first apply of it set.
+	made := got[1].(map[string]any)
+	made["metadata"] = map[string]any{"labels": map[string]any{"other": "label"}}
+	withOverrides.Object["spec"].(map[string]any)["topology"].(map[string]any)["workers"].(map[string]any)["machineDeployments"] = append(
+		[]any{md}, made)
+	extra.NodeCount = 4
+	objs, err = adoptedObjects(mca, withOverrides, owner, append(ngs, extra), versions, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want["replicas"] = int64(4)
+	want["metadata"] = map[string]any{"labels": withGroup("ng-x")}
+	got, _, _ = unstructured.NestedSlice(objs[0].Object, "spec", "topology", "workers", "machineDeployments")
+	if len(got) != 2 || !reflect.DeepEqual(got[1], want) {
+		t.Errorf("machine deployments resizing the added node group: %v, want the second whole: %v", got, want)
+	}
+	// On a magnum-capi-helm cluster the MachineDeployment Magnetite made
+	// for an added group is not in the partial apply (it is scaled).
+	objs, err = adoptedObjects(mch, &unstructured.Unstructured{Object: map[string]any{}}, owner, append(ngs, extra), versions, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetName() == mch.MachineDeploymentOf(extra) {
+			t.Errorf("the added node group's MachineDeployment is applied in part: %v", o.Object)
+		}
+	}
+
 	// A node group magnum-cluster-api's autoscaler sizes (its topology
 	// entry has no replicas) is not resized by Magnetite; taking it over
 	// is fine.
