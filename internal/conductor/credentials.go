@@ -106,7 +106,7 @@ func (c *Conductor) credentialData(ref driver.SecretRef, cred *model.ClusterCred
 	raw := map[string][]byte{}
 	switch ref.Credentials {
 	case driver.CredentialsCloudsYAML:
-		y, err := c.cloudsYAML(cred)
+		y, err := c.cloudsYAML(cred, valueOr(ref.CloudName, "openstack"))
 		if err != nil {
 			return nil, err
 		}
@@ -130,7 +130,7 @@ func (c *Conductor) credentialData(ref driver.SecretRef, cred *model.ClusterCred
 	return out, nil
 }
 
-func (c *Conductor) cloudsYAML(cred *model.ClusterCredential) ([]byte, error) {
+func (c *Conductor) cloudsYAML(cred *model.ClusterCredential, cloudName string) ([]byte, error) {
 	cc := c.opts.Credentials
 	cloud := map[string]any{
 		"auth": map[string]any{
@@ -145,7 +145,7 @@ func (c *Conductor) cloudsYAML(cred *model.ClusterCredential) ([]byte, error) {
 	if cc.RegionName != "" {
 		cloud["region_name"] = cc.RegionName
 	}
-	return yaml.Marshal(map[string]any{"clouds": map[string]any{"openstack": cloud}})
+	return yaml.Marshal(map[string]any{"clouds": map[string]any{cloudName: cloud}})
 }
 
 // cloudConfigManifests are the workload cluster's Secrets, as the YAML

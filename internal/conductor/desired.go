@@ -2,6 +2,7 @@ package conductor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -198,6 +199,9 @@ func (c *Conductor) prune(ctx context.Context, sc *scope, desired []*unstructure
 			continue // shared between clusters, or made by Cluster API
 		}
 		objs, err := c.mc.List(ctx, kind, sc.namespace, mgmt.ClusterSelector(sc.cluster.UUID))
+		if errors.Is(err, mgmt.ErrKindNotServed) {
+			continue // nothing of it was applied
+		}
 		if apierrors.IsForbidden(err) {
 			// An account that may not list them never applied them either.
 			c.log.Warn("cannot look for objects to prune", "kind", kind, "namespace", sc.namespace, "error", err)

@@ -30,8 +30,10 @@ import (
 //     security groups. CAPO refuses changes to nearly all of its spec
 //     (v0.14.7 pkg/webhooks/openstackcluster_webhook.go ValidateUpdate), so
 //     Magnetite's ClusterClass is given the live spec as the cluster's
-//     infrastructure variable; only its identityRef becomes Magnetite's
-//     Secret, which CAPO allows;
+//     infrastructure variable; its identityRef names the Secret Magnetite
+//     writes (the one the driver wrote, "<stack_id>-cloud-config"), whose
+//     clouds.yaml keeps the cloud name CAPO reads, so CAPO never loses its
+//     credentials while the class changes;
 //   - the Cluster's network (pod and service ranges, DNS domain);
 //   - the workload's addons: magnum-cluster-api's ClusterResourceSets keep
 //     delivering the CNI, cloud provider and CSI; Magnetite installs none
@@ -109,10 +111,12 @@ func (c *Conductor) rebaseAdopted(ctx context.Context, sc *scope, op *model.Oper
 	}
 	// The whole topology is replaced: magnum-cluster-api's variables are
 	// not Magnetite's class's, and a server-side apply would keep them as
-	// its driver's fields.
+	// its driver's fields. The test makes sure nobody moved the Cluster
+	// to another class meanwhile (its status changes all the time, so its
+	// resource version cannot be the test).
 	topology, _, _ := unstructured.NestedMap(rendered.Object, "spec", "topology")
 	patch, err := json.Marshal([]map[string]any{
-		{"op": "test", "path": "/metadata/resourceVersion", "value": live.GetResourceVersion()},
+		{"op": "test", "path": "/spec/topology/classRef/name", "value": classRefName(live)},
 		{"op": "replace", "path": "/spec/topology", "value": topology},
 	})
 	if err != nil {
@@ -170,7 +174,7 @@ func (c *Conductor) infrastructureCluster(ctx context.Context, live *unstructure
 	kind, _, _ := unstructured.NestedString(live.Object, "spec", "infrastructureRef", "kind")
 	name, _, _ := unstructured.NestedString(live.Object, "spec", "infrastructureRef", "name")
 	if kind == "" || name == "" {
-		return nil, fmt.Errorf("Cluster %s/%s has no infrastructure cluster yet", live.GetNamespace(), live.GetName())
+		return nil, fmt.Errorf("the Cluster %s/%s has no infrastructure cluster yet", live.GetNamespace(), live.GetName())
 	}
 	osc, err := c.mc.Get(ctx, kind, live.GetNamespace(), name)
 	if err != nil {

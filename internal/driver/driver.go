@@ -97,6 +97,9 @@ type SecretRef struct {
 	// Credentials says how the conductor fills the Secret from the
 	// cluster's application credential; empty for other Secrets.
 	Credentials CredentialsFormat
+	// CloudName is the cloud a CredentialsCloudsYAML Secret's clouds.yaml
+	// names, which the objects reading it ask for ("openstack" when empty).
+	CloudName string
 	// CloudConf is the part of cloud.conf that holds no secret (the
 	// [LoadBalancer] section and the like), for CredentialsCloudConfigAddon.
 	CloudConf string

@@ -101,21 +101,8 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 	// does: a rebased cluster acts in the cloud with its credential.
 	addr := testmagnetite.FreeAddr(t)
 	ks.RegisterService("container-infra", "magnum", "http://"+addr+"/v1")
-	m := newMagnetiteWith(t, "adopt-test", fmt.Sprintf(`[auth]
-strategy = keystone
-[keystone_authtoken]
-auth_url = %s
-username = magnetite
-password = %s
-project_name = service
-user_domain_name = Default
-project_domain_name = Default
-region_name = %s
-[management]
-kubeconfig = %s
-[conductor]
-infrastructure = openstack
-`, ks.AuthURL(), servicePassword, testkeystone.Region, plane.KubeconfigFile(t)))
+	m := newMagnetiteWith(t, "adopt-test", testmagnetite.KeystoneConf(ks.AuthURL(), servicePassword, testkeystone.Region)+
+		fmt.Sprintf("\n[management]\nkubeconfig = %s\n\n[conductor]\ninfrastructure = openstack\n", plane.KubeconfigFile(t)))
 	for _, dry := range []bool{true, false} {
 		var rows []importRow
 		want := "import"
@@ -201,6 +188,9 @@ infrastructure = openstack
 		for _, c := range []driverCluster{mca, mch} {
 			waitMachines(ctx, t, dc, c, 1+3+1, 5*time.Minute)
 			checkNoneReplaced(ctx, t, dc, c, built[c.stackID])
+			if ng := apiGet(t, p.Base, "/v1/clusters/"+c.uuid+"/nodegroups/extra", "1.10"); strings.HasSuffix(str(ng["status"]), "_FAILED") {
+				t.Errorf("node group extra of %s: %v: %v", c.stackID, ng["status"], ng["status_reason"])
+			}
 		}
 		md := objectOf(ctx, t, dc, schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments"},
 			mch.namespace, mch.stackID+"-extra")
@@ -301,8 +291,8 @@ infrastructure = openstack
 		// magnum-cluster-api's moves onto Magnetite's ClusterClass: the
 		// control plane and the workers are to be made from Magnetite's
 		// templates and bootstrap (Cluster API rolls them), the
-		// OpenStackCluster (network, load balancer) stays as it was but
-		// for its credentials, and the cluster is Magnetite's from then on.
+		// OpenStackCluster (network, load balancer, credentials Secret)
+		// stays as it was, and the cluster is Magnetite's from then on.
 		before := machineUIDs(ctx, t, dc, mca)
 		cl := objectOf(ctx, t, dc, testcapo.Clusters, mca.namespace, mca.stackID)
 		oscBefore := referenced(ctx, t, dc, mapper, cl, "spec", "infrastructureRef")
@@ -318,8 +308,11 @@ infrastructure = openstack
 			}
 			return false
 		}
-		mdGVR := schema.GroupVersionResource{Group: "cluster.x-k8s.io", Version: "v1beta2", Resource: "machinedeployments"}
-		testenv.WaitFor(t, mca.stackID+" to move onto Magnetite's ClusterClass and make a machine of it", 5*time.Minute, func() (bool, string) {
+		// Cluster API takes the control plane onto Magnetite's machine
+		// template first; the workers follow once the control plane's
+		// upgrade to v1.32.0 is done, which no machine here completes (the
+		// stand-in runs no etcd: testcapo/workload.go).
+		testenv.WaitFor(t, mca.stackID+" to move onto Magnetite's ClusterClass", 3*time.Minute, func() (bool, string) {
 			cl = objectOf(ctx, t, dc, testcapo.Clusters, mca.namespace, mca.stackID)
 			if class := classRefName(cl); !strings.HasPrefix(class, "magnetite-openstack-") {
 				got := apiGet(t, p.Base, "/v1/clusters/"+mca.uuid, "1.10")
@@ -329,39 +322,30 @@ infrastructure = openstack
 			if tmpl := referenced(ctx, t, dc, mapper, kcp, "spec", "machineTemplate", "spec", "infrastructureRef"); !ours(tmpl) {
 				return false, "the control plane's machine template " + tmpl.GetName() + " is not Magnetite's yet"
 			}
-			mds, err := dc.Resource(mdGVR).Namespace(mca.namespace).List(ctx, metav1.ListOptions{LabelSelector: "topology.cluster.x-k8s.io/deployment-name=default-worker"})
-			if err != nil || len(mds.Items) != 1 {
-				return false, fmt.Sprintf("machine deployments of default-worker: %v", err)
-			}
-			if tmpl := referenced(ctx, t, dc, mapper, &mds.Items[0], "spec", "template", "spec", "infrastructureRef"); !ours(tmpl) {
-				return false, "default-worker's machine template " + tmpl.GetName() + " is not Magnetite's yet"
-			}
-			for _, m := range machinesOf(ctx, t, dc, mca) {
-				node, _, _ := unstructured.NestedString(m.Object, "status", "nodeRef", "name")
-				if _, old := before[m.GetName()]; !old && node != "" {
-					return true, ""
-				}
-			}
-			return false, "no machine of Magnetite's templates has its node yet"
+			return true, ""
 		})
 		if left := variableValues(cl, "clusterIdentityRefName"); len(left) > 0 {
 			t.Errorf("magnum-cluster-api's variables are left on the rebased Cluster: clusterIdentityRefName %v", left)
 		}
+		checkNoneReplaced(ctx, t, dc, mca, before)
+		// CAPO's OpenStackCluster is as the driver made it, and CAPO still
+		// finds its credentials.
 		oscAfter := referenced(ctx, t, dc, mapper, cl, "spec", "infrastructureRef")
-		if oscAfter.GetUID() != oscBefore.GetUID() {
-			t.Errorf("the OpenStackCluster was made again")
-		}
 		specBefore, _, _ := unstructured.NestedMap(oscBefore.Object, "spec")
 		specAfter, _, _ := unstructured.NestedMap(oscAfter.Object, "spec")
-		identity, _, _ := unstructured.NestedStringMap(specAfter, "identityRef")
-		if identity["name"] != mca.stackID+"-cloud-config" || identity["cloudName"] != "openstack" {
-			t.Errorf("the OpenStackCluster's identityRef is %v, want Magnetite's clouds.yaml Secret", identity)
+		if oscAfter.GetUID() != oscBefore.GetUID() || !reflect.DeepEqual(specBefore, specAfter) {
+			t.Errorf("the OpenStackCluster changed:\nbefore %v\nafter  %v", specBefore, specAfter)
 		}
-		delete(specBefore, "identityRef")
-		delete(specAfter, "identityRef")
-		if !reflect.DeepEqual(specBefore, specAfter) {
-			t.Errorf("the OpenStackCluster's spec changed beyond its credentials:\nbefore %v\nafter  %v", specBefore, specAfter)
-		}
+		testenv.WaitFor(t, "CAPO to read "+mca.stackID+"'s credentials", time.Minute, func() (bool, string) {
+			o := referenced(ctx, t, dc, mapper, cl, "spec", "infrastructureRef")
+			conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+			for _, x := range conds {
+				if c, _ := x.(map[string]any); c["type"] == "Ready" {
+					return c["status"] == "True", fmt.Sprintf("Ready %v: %v %v", c["status"], c["reason"], c["message"])
+				}
+			}
+			return false, fmt.Sprintf("no Ready condition in %v", conds)
+		})
 		// A rebased cluster's changes are Magnetite's own renders.
 		cli.ok(t, "coe", "cluster", "resize", mca.uuid, "2")
 		testenv.WaitFor(t, "the rebased "+mca.stackID+" to be resized to 2 workers", 2*time.Minute, func() (bool, string) {

@@ -221,8 +221,8 @@ func (d *Driver) CheckShape(in driver.ShapeInput, s *driver.Shape) []string {
 
 // keepInfrastructureCluster sets a rebased cluster's infrastructure
 // cluster variable to the spec its driver's ClusterClass made, at the
-// version the management cluster serves, with only the credentials
-// (identityRef) Magnetite's: CAPO refuses changes to nearly every other
+// version the management cluster serves, with only the credentials Secret
+// (identityRef's name) Magnetite's: CAPO refuses changes to nearly every other
 // field of an OpenStackCluster (v0.14.7 pkg/webhooks/openstackcluster_webhook.go
 // ValidateUpdate allows identityRef, bastion, security group rules,
 // allowed CIDRs and availability zones), and they describe the network and
@@ -253,7 +253,13 @@ func (d *Driver) keepInfrastructureCluster(p *Plan, raw []map[string]any) error 
 			}
 			rendered, _ := nv["value"].(map[string]any)
 			kept, _ := deepCopyJSON(p.Kept.InfrastructureCluster).(map[string]any)
-			if id, ok := rendered["identityRef"]; ok {
+			// The credentials Secret becomes the one Magnetite writes;
+			// the cloud in it keeps the name CAPO already reads.
+			id, _ := deepCopyJSON(rendered["identityRef"]).(map[string]any)
+			if keptID, _ := kept["identityRef"].(map[string]any); keptID != nil && id != nil && keptID["cloudName"] != nil {
+				id["cloudName"] = keptID["cloudName"]
+			}
+			if id != nil {
 				kept["identityRef"] = id
 			}
 			nv["value"] = kept

@@ -15,7 +15,8 @@ import (
 // TestRebasedClusterKeepsItsNetworkInfrastructureAndAddons: a cluster
 // moved onto Magnetite's ClusterClass from another driver's keeps that
 // driver's OpenStackCluster spec (at the served version, v1beta1 here),
-// with only the credentials Magnetite's; the Cluster's network and the
+// with only its credentials Secret Magnetite's (and the cloud in it named
+// as before); the Cluster's network and the
 // kubeadm configuration follow the kept pod and service ranges; and no
 // addon is rendered.
 func TestRebasedClusterKeepsItsNetworkInfrastructureAndAddons(t *testing.T) {
@@ -75,10 +76,19 @@ func TestRebasedClusterKeepsItsNetworkInfrastructureAndAddons(t *testing.T) {
 		}
 	}
 	rendered, _ := capi.ValueOf(plainCluster, "", "openStackCluster")
-	want["identityRef"] = rendered.(map[string]any)["identityRef"]
+	// The Secret is Magnetite's; the cloud keeps the name CAPO reads.
+	id := map[string]any{}
+	for k, v := range rendered.(map[string]any)["identityRef"].(map[string]any) {
+		id[k] = v
+	}
+	id["cloudName"] = "default"
+	want["identityRef"] = id
 	for _, s := range res.Secrets {
 		if s.Credentials == driver.CredentialsCloudConfigAddon {
 			t.Errorf("the addons' credentials Secret %s is asked for, but the kept addons read their own", s.Name)
+		}
+		if s.Credentials == driver.CredentialsCloudsYAML && (s.Name != id["name"] || s.CloudName != "default") {
+			t.Errorf("the clouds.yaml Secret is %s with cloud %q, want %s with the kept cloud default", s.Name, s.CloudName, id["name"])
 		}
 	}
 	if !reflect.DeepEqual(spec, want) {

@@ -258,11 +258,24 @@ func (Infrastructure) CloudControllerManager() bool { return true }
 
 func (Infrastructure) Secrets(p *capi.Plan) []driver.SecretRef {
 	return []driver.SecretRef{
-		{Name: p.Name + "-cloud-config", Purpose: "CAPO credentials: clouds.yaml with the cluster's application credential under cloud " + cloudName,
-			Credentials: driver.CredentialsCloudsYAML},
+		{Name: p.Name + "-cloud-config", Purpose: "CAPO credentials: clouds.yaml with the cluster's application credential under cloud " + clusterCloudName(p),
+			Credentials: driver.CredentialsCloudsYAML, CloudName: clusterCloudName(p)},
 		{Name: p.Name + "-cloud-config-addon", Purpose: "ClusterResourceSet Secret with the workload cluster's kube-system/cloud-config (cloud.conf) and Manila credentials",
 			Credentials: driver.CredentialsCloudConfigAddon, CloudConf: cloudConf(p), Manila: p.ManilaCSI},
 	}
+}
+
+// clusterCloudName is the cloud CAPO reads in the cluster's clouds.yaml:
+// Magnetite's, or the one a rebased cluster's OpenStackCluster kept from
+// the driver that made it (magnum-cluster-api's "default"), so that its
+// credentials Secret can be rewritten without CAPO losing its cloud.
+func clusterCloudName(p *capi.Plan) string {
+	if p.Kept != nil {
+		if name, _ := capi.NestedValue(p.Kept.InfrastructureCluster, "identityRef", "cloudName").(string); name != "" {
+			return name
+		}
+	}
+	return cloudName
 }
 
 // cloudConf is the part of the cloud controller manager's cloud.conf that
