@@ -288,6 +288,9 @@ func (s *Server) rebaseCluster(w http.ResponseWriter, r *http.Request) error {
 	case a.Driver != "magnum-cluster-api":
 		return conflict("Cluster %s was adopted from %s, whose Cluster has no ClusterClass; Cluster API refuses to put an existing Cluster under one, so it cannot be moved onto Magnetite's without being rebuilt. Magnetite keeps changing it in place.", c.Name, a.Driver)
 	}
+	if s.opts.Credentials == nil {
+		return conflict("Magnetite runs without Keystone ([auth] strategy = noauth): a cluster on Magnetite's ClusterClass acts in the cloud with its application credential (its server groups, flavors and images), which needs Keystone. Cluster %s stays adopted.", c.Name)
+	}
 	t := time.Now().UTC()
 	before := c.Status
 	c.Status = model.UpdateInProgress

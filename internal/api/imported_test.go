@@ -141,6 +141,12 @@ func TestAdoptedClustersTakeOnlyTheChangesMagnetiteMakesInTheirDriversShape(t *t
 	if res := srv.Do(t, http.MethodPost, "/v1/clusters/mca/actions/upgrade", `{"cluster_template":"capi-newer"}`, testapi.Latest()); res.Status != http.StatusAccepted {
 		t.Fatalf("upgrade of the adopted cluster = %d %s", res.Status, res.Body)
 	}
+	// Moving it onto Magnetite's ClusterClass needs Keystone: the cluster
+	// then acts in the cloud with its credential. Nothing is queued.
+	if res := srv.Do(t, http.MethodPost, "/v1/clusters/mca/actions/rebase", `{}`, testapi.Latest()); res.Status != http.StatusConflict ||
+		!strings.Contains(string(res.Body), "noauth") || !strings.Contains(string(res.Body), "stays adopted") {
+		t.Errorf("rebase without Keystone = %d %s, want a 409 saying it needs Keystone", res.Status, res.Body)
+	}
 	if res := srv.Do(t, http.MethodDelete, "/v1/clusters/mca", "", testapi.Latest()); res.Status != http.StatusNoContent {
 		t.Fatalf("delete of the adopted cluster = %d %s", res.Status, res.Body)
 	}
