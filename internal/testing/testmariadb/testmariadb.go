@@ -36,6 +36,7 @@ type Server struct {
 
 	t     testing.TB
 	dir   string
+	tmp   string // its own temporary directory
 	proc  *testproc.Process
 	admin *sql.DB
 	dbs   atomic.Int64
@@ -62,8 +63,15 @@ func Start(t testing.TB) *Server {
 		osUser = u.Username
 	}
 	data := filepath.Join(s.dir, "data")
+	// A temporary directory of its own: concurrent servers sharing /tmp
+	// were seen to lose their bootstrap's temporary tables ("Unknown
+	// table 'mysql.tmp_proxies_priv'", the file gone).
+	s.tmp = filepath.Join(s.dir, "tmp")
+	if err := os.Mkdir(s.tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	install := exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+data, "--user="+osUser,
-		"--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve")
+		"--auth-root-authentication-method=normal", "--skip-test-db", "--skip-name-resolve", "--tmpdir="+s.tmp)
 	if out, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
@@ -93,7 +101,7 @@ func (s *Server) start(data, initSQL, sock, osUser string) error {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	logPath := filepath.Join(s.dir, "mariadb.log")
-	cmd := exec.Command("mariadbd", "--no-defaults", "--datadir="+data, "--socket="+sock,
+	cmd := exec.Command("mariadbd", "--no-defaults", "--datadir="+data, "--tmpdir="+s.tmp, "--socket="+sock,
 		"--port="+strconv.Itoa(port), "--bind-address=127.0.0.1", "--user="+osUser, "--skip-name-resolve",
 		"--init-file="+initSQL, "--pid-file="+filepath.Join(s.dir, "mariadb.pid"), "--log-error="+logPath,
 		// Small and fast: the data is thrown away after the test.
