@@ -63,9 +63,11 @@ func Start(t testing.TB) *Server {
 		osUser = u.Username
 	}
 	data := filepath.Join(s.dir, "data")
-	// A temporary directory of its own: concurrent servers sharing /tmp
-	// were seen to lose their bootstrap's temporary tables ("Unknown
-	// table 'mysql.tmp_proxies_priv'", the file gone).
+	// A temporary directory of its own: a starting mariadbd removes every
+	// "#sql*" file it finds in its tmpdir as left over from a crash, so
+	// servers sharing /tmp removed each other's temporary tables (one
+	// test's bootstrap failed with "Unknown table
+	// 'mysql.tmp_proxies_priv'" while another's server started).
 	s.tmp = filepath.Join(s.dir, "tmp")
 	if err := os.Mkdir(s.tmp, 0o700); err != nil {
 		t.Fatal(err)
