@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -323,19 +322,18 @@ func TestSlowDeletesDoNotHoldBackOtherClusters(t *testing.T) {
 // deleted, then nothing is left.
 type neutronLeftovers struct {
 	NoCloud
-	mu    sync.Mutex
-	calls int
+	// The answers move on only once the test has seen what the last one
+	// made status_reason say: a state shown between two polls would be
+	// missed otherwise.
+	retrySeen, waitingSeen atomic.Bool
 }
 
 func (n *neutronLeftovers) CleanWorkloadLeftovers(context.Context, *model.Cluster, string, cloud.LeftoverPolicy) (cloud.Cleanup, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.calls++
 	lb := cloud.Leftover{Kind: "load balancer", ID: "lb-1", Name: "kube_service_ingress", Status: "PENDING_DELETE"}
 	switch {
-	case n.calls <= 2:
+	case !n.retrySeen.Load():
 		return cloud.Cleanup{}, fault.New(cloud.ErrUnavailable, "could not list floating IPs: Neutron answered 404")
-	case n.calls <= 4:
+	case !n.waitingSeen.Load():
 		return cloud.Cleanup{Remaining: []cloud.Leftover{lb}}, nil
 	}
 	return cloud.Cleanup{}, nil
@@ -361,8 +359,10 @@ func TestDeleteShowsTheTransientErrorItRetries(t *testing.T) {
 		switch {
 		case strings.Contains(reason, "Retrying") && strings.Contains(reason, "could not list floating IPs: Neutron answered 404"):
 			seen["retry"] = true
+			cloudSide.retrySeen.Store(true)
 		case strings.Contains(reason, "Deleting what the workload left in the cloud: load balancer kube_service_ingress (lb-1)"):
 			seen["waiting"] = true
+			cloudSide.waitingSeen.Store(true)
 		}
 		for _, internal := range []string{"permanent", "transient", cloud.ErrUnavailable.Error()} {
 			if strings.Contains(reason, internal) {
