@@ -160,7 +160,7 @@ func sameYAML(t *testing.T, what, got, want string) {
 // as the driver would.
 func TestAdoptedClustersCredentialsAreRotatedWhereTheirDriversKeepThem(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: needs Keystone and a kube-apiserver")
+		t.Skip("-short: needs Keystone and a kube-apiserver; runs in the full suite (hack/test.sh)")
 	}
 	t.Parallel()
 	ctx := context.Background()

@@ -65,3 +65,27 @@ func TestRollsWhatNamesEveryMachineGroup(t *testing.T) {
 		t.Errorf("rollsWhat = %q, want %q", got, want)
 	}
 }
+
+// TestMCACloudProviderSecretIsRewrittenOnlyForANewCredential: the
+// cloud.conf magnum-cluster-api delivers to a rebased cluster's workload
+// takes the active credential, and a manifest that holds it already is
+// left alone (no patch on every apply).
+func TestMCACloudProviderSecretIsRewrittenOnlyForANewCredential(t *testing.T) {
+	manifest := []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: cloud-config\n  namespace: kube-system\nstringData:\n" +
+		"  cloud.conf: |\n    [Global]\n    auth-url=http://keystone/v3\n    application-credential-id = old-id\n    application-credential-secret = old-secret\n")
+	old := &model.ClusterCredential{ID: "old-id", Secret: "old-secret"}
+	next := &model.ClusterCredential{ID: "new-id", Secret: "new-secret"}
+	if !holdsCloudConfCredential(manifest, old) {
+		t.Error("the manifest holding the credential is said not to")
+	}
+	if holdsCloudConfCredential(manifest, next) {
+		t.Error("the manifest with the old credential is said to hold the new one")
+	}
+	rewritten, err := withCloudConfCredential(manifest, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !holdsCloudConfCredential(rewritten, next) || holdsCloudConfCredential(rewritten, old) {
+		t.Errorf("rewritten manifest does not hold the new credential alone:\n%s", rewritten)
+	}
+}

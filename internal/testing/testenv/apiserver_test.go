@@ -60,7 +60,7 @@ func TestAPIServerServesInstalledCRDsAndValidatesAgainstThem(t *testing.T) {
 // cores.
 func TestServersRecordTheirCPUWhenTheyStop(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: starts etcd and kube-apiserver")
+		t.Skip("-short: starts etcd and kube-apiserver; runs in the full suite (hack/test.sh)")
 	}
 	log := filepath.Join(t.TempDir(), "cpu.log")
 	t.Setenv(testenv.ServerCPULogEnv, log)
