@@ -282,6 +282,12 @@ func TestHostInventoryAgainstIronic(t *testing.T) {
 		f.call(http.StatusAccepted, "POST", "/v1/hosts/node-0/actions/inspect", nil)
 		h = f.waitHost("node-0", "inspected", func(h apitypes.Host) bool { return h.InspectedAt != nil && h.State == baremetal.StateManageable })
 		inspected := time.Since(inspectStart)
+		// The request is taken when the inspection starts, so no pass
+		// inspects the host a second time (Ironic refuses node updates
+		// while it inspects; a request cleared after the start stood).
+		if meta, _ := f.node(h.UUID).Extra["magnetite"].(map[string]any); meta["inspect_requested"] == true {
+			t.Errorf("the inspection ran and its request still stands: %v", meta)
+		}
 
 		// Ironic's fake inspection finds nothing; write what an inspection
 		// reports into the node's properties and see it summarised. Ironic

@@ -3,6 +3,7 @@ package ironic
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -230,11 +231,24 @@ func (b *Backend) step(ctx context.Context, n *nodes.Node) error {
 	return nil
 }
 
+// inspect starts a requested inspection. The request is cleared first:
+// Ironic refuses every update of a node while it inspects, and a fake or
+// quick inspection can still be running when the clearing PATCH arrives,
+// which left the request standing and inspected the host a second time.
+// If Ironic then refuses to start, the request is put back for the next
+// pass.
 func (b *Backend) inspect(ctx context.Context, n *nodes.Node) error {
-	if err := b.changeState(ctx, n.UUID, nodes.TargetInspect); err != nil {
+	if err := b.patchMeta(ctx, n, map[string]any{"inspect_requested": false}); err != nil {
 		return err
 	}
-	return b.patchMeta(ctx, n, map[string]any{"inspect_requested": false})
+	err := b.changeState(ctx, n.UUID, nodes.TargetInspect)
+	if err == nil {
+		return nil
+	}
+	if perr := b.patchMeta(ctx, n, map[string]any{"inspect_requested": true}); perr != nil {
+		return errors.Join(err, fmt.Errorf("the inspection request of host %s is lost; request it again: %w", n.Name, perr))
+	}
+	return err
 }
 
 // stepDelete deprovisions (Ironic cleans on the way when automated
