@@ -47,6 +47,7 @@ func main() {
 	packages := flag.Int("p", 4, "go test -p, how many packages build and run at once: twice the 2 cores of CI, as most tests wait on processes")
 	timeout := flag.Duration("timeout", 60*time.Minute, "go test -timeout of each package")
 	noPlane := flag.Bool("no-plane", false, "start no run-wide plane: each package starts its own")
+	saveOrderTo := flag.String("save-order", "", "after the run, write the packages that took a minute or more, longest first, to this file (hack/testrun/slowest.txt)")
 	flag.Parse()
 	pkgs := flag.Args()
 	if len(pkgs) == 0 {
@@ -60,13 +61,21 @@ func main() {
 		s := <-stop
 		r.interrupt(s)
 	}()
+	pkgs = ordered(pkgs, slowest())
 	for i := 1; i <= *repeat; i++ {
 		if *repeat > 1 {
 			fmt.Printf("== run %d of %d\n", i, *repeat)
 		}
 		r.runOnce(pkgs, !*noPlane)
 	}
-	os.Exit(r.summary(*repeat))
+	code := r.summary(*repeat)
+	if *saveOrderTo != "" {
+		if err := r.saveOrder(*saveOrderTo); err != nil {
+			fmt.Println(err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 type runner struct {
@@ -90,6 +99,8 @@ type runner struct {
 	// cpuLog is the file the test binaries' CPU times go to, empty when
 	// none can be kept.
 	cpuLog string
+	// spans are the last run's package start and end times.
+	spans map[string][2]time.Time
 }
 
 // cpuLogPath is a new, empty file for the run's CPU times, under _output
@@ -180,6 +191,7 @@ type event struct {
 	Test       string
 	Elapsed    float64
 	Output     string
+	Time       time.Time
 }
 
 // result is what one `go test` said.
@@ -189,6 +201,8 @@ type result struct {
 	// tests holds each top-level test's time, by "package Test".
 	tests   map[string]float64
 	ownCAPD map[string][]string // package: top-level tests that skipped for a CAPD of their own
+	// spans are each package's first and last event times.
+	spans map[string][2]time.Time
 }
 
 // goTest runs go test -json and prints, as go test would, each package's
@@ -235,6 +249,7 @@ func (r *runner) goTest(env, pkgs, extra []string, phase string) result {
 			named[pkg+phase] = e
 		}
 		res.elapsed = named
+		res.spans = nil // the timeline is the main phase's
 	}
 	if err != nil && len(res.failed) == 0 {
 		res.failed = append(res.failed, "(go test: "+err.Error()+")")
@@ -244,7 +259,7 @@ func (r *runner) goTest(env, pkgs, extra []string, phase string) result {
 
 // parse reads go test -json from in and writes the readable account to w.
 func parse(in io.Reader, w io.Writer) result {
-	res := result{elapsed: map[string]float64{}, tests: map[string]float64{}, ownCAPD: map[string][]string{}}
+	res := result{elapsed: map[string]float64{}, tests: map[string]float64{}, ownCAPD: map[string][]string{}, spans: map[string][2]time.Time{}}
 	// Output of each test (package + " " + test) and of each package
 	// outside its tests, kept until the test or package ends.
 	buf := map[string]*strings.Builder{}
@@ -263,6 +278,14 @@ func parse(in io.Reader, w io.Writer) result {
 			continue
 		}
 		key := e.Package + " " + e.Test
+		if e.Package != "" && !e.Time.IsZero() {
+			sp, seen := res.spans[e.Package]
+			if !seen {
+				sp[0] = e.Time
+			}
+			sp[1] = e.Time
+			res.spans[e.Package] = sp
+		}
 		switch {
 		case e.Action == "build-output":
 			fmt.Fprint(w, e.Output)
@@ -320,6 +343,9 @@ func (res result) noteTest(e event) {
 }
 
 func (r *runner) record(res result) {
+	if res.spans != nil {
+		r.spans = res.spans
+	}
 	for _, f := range res.failed {
 		r.failures[f]++
 	}
@@ -356,6 +382,7 @@ func (r *runner) summary(runs int) int {
 		fmt.Printf("%-70s %s\n", pkg, strings.Join(s, " "))
 	}
 	r.printCPU()
+	r.printTimeline(os.Stdout)
 	tests := slices.Collect(maps.Keys(r.testTimes))
 	sort.Slice(tests, func(i, j int) bool { return r.testTimes[tests[i]] > r.testTimes[tests[j]] })
 	fmt.Println("== slowest tests (seconds, longest run)")
@@ -374,6 +401,33 @@ func (r *runner) summary(runs int) int {
 		fmt.Printf("%d/%d\t%s\n", r.failures[k], runs, k)
 	}
 	return 1
+}
+
+// printTimeline prints when the last run's packages of a minute or more
+// started and ended, counted from the first package's start, last to end
+// first: what ran on alone at the end is what to shorten or start sooner.
+func (r *runner) printTimeline(w io.Writer) {
+	var first time.Time
+	for _, sp := range r.spans {
+		if first.IsZero() || sp[0].Before(first) {
+			first = sp[0]
+		}
+	}
+	pkgs := slices.DeleteFunc(slices.Collect(maps.Keys(r.spans)), func(p string) bool {
+		return r.spans[p][1].Sub(r.spans[p][0]) < time.Minute
+	})
+	if len(pkgs) == 0 {
+		return
+	}
+	slices.SortFunc(pkgs, func(a, b string) int { return r.spans[b][1].Compare(r.spans[a][1]) })
+	fmt.Fprintln(w, "== when packages of a minute or more ran (seconds from the first start, last to end first)")
+	for i, pkg := range pkgs {
+		if i == 15 {
+			break
+		}
+		sp := r.spans[pkg]
+		fmt.Fprintf(w, "%-70s %6.0f %6.0f\n", pkg, sp[0].Sub(first).Seconds(), sp[1].Sub(first).Seconds())
+	}
 }
 
 // interrupt stops go test and the plane, then exits.
