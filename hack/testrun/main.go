@@ -44,7 +44,7 @@ func main() {
 	}
 	repeat := flag.Int("repeat", 1, "run the packages this many times, each on a fresh plane, and report failures per test")
 	parallel := flag.Int("parallel", 8, "go test -parallel: parallel tests mostly wait on processes, not on the CPU")
-	packages := flag.Int("p", 5, "go test -p, how many packages build and run at once: more than the 2 cores of CI, as most tests wait on processes: at 4 the packages' times summed over the slots (950 s) exceeded their CPU over the cores (770 s), and memory peaked at 17 of 24 GiB")
+	packages := flag.Int("p", 4, "go test -p, how many packages build and run at once: twice the 2 cores of CI, as most tests wait on processes")
 	timeout := flag.Duration("timeout", 60*time.Minute, "go test -timeout of each package")
 	noPlane := flag.Bool("no-plane", false, "start no run-wide plane: each package starts its own")
 	saveOrderTo := flag.String("save-order", "", "after the run, write the packages that took a minute or more, longest first, to this file (hack/testrun/slowest.txt)")

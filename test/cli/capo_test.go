@@ -22,12 +22,9 @@ import (
 	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
 
-// nokeyTimeout is the create_timeout, in minutes, of the clusters that
-// fail at it (nokey, flavorlost, grouplost): long enough for CAPO to meet
-// each one's refusal first. Run alone, the refusals show 9 to 24 s after
-// the clusters are created; three minutes leaves a loaded machine seven
-// times that. The test waits this long, so it is kept short.
-const nokeyTimeout = 3
+// nokeyTimeout is nokey's create_timeout, in minutes: long enough for CAPO
+// to meet its missing keypair first.
+const nokeyTimeout = 5
 
 // TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn drives Debian's
 // `openstack coe` CLI, logged in to a real Keystone, against `magnetite
