@@ -132,7 +132,9 @@ func (r *runner) runOnce(pkgs []string, withPlane bool) {
 		fmt.Printf("== run-wide Cluster API plane ready in %s\n", time.Since(start).Round(time.Second))
 		env = append(env, testenv.ClusterAPIKubeconfigEnv+"="+kubeconfig)
 	}
+	stopWatch := watchMachine(5 * time.Second)
 	res := r.goTest(env, pkgs, nil, "")
+	fmt.Println(stopWatch())
 	if withPlane {
 		r.mu.Lock()
 		plane := r.plane
