@@ -29,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnetite-io/magnetite/internal/driver"
@@ -379,23 +380,30 @@ func ProvisionInfrastructure(t testing.TB, dc dynamic.Interface, mapper meta.RES
 	kind, _ := ref["kind"].(string)
 	name, _ := ref["name"].(string)
 	infra := dc.Resource(resource(t, mapper, group, kind)).Namespace(namespace)
-	o, err := infra.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if host != "" {
-		_ = unstructured.SetNestedMap(o.Object, map[string]any{"host": host, "port": int64(6443)}, "spec", "controlPlaneEndpoint")
-		if o, err = infra.Update(ctx, o, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
+	// Cluster API writes the object too (its owner reference, labels): a
+	// write that meets a newer version reads it again, as a controller's
+	// would.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		o, err := infra.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
-	}
-	if strings.HasSuffix(o.GetAPIVersion(), "/v1beta1") {
-		_ = unstructured.SetNestedField(o.Object, true, "status", "ready")
-	} else {
-		_ = unstructured.SetNestedField(o.Object, true, "status", "initialization", "provisioned")
-	}
-	if _, err := infra.UpdateStatus(ctx, o, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
+		if host != "" {
+			_ = unstructured.SetNestedMap(o.Object, map[string]any{"host": host, "port": int64(6443)}, "spec", "controlPlaneEndpoint")
+			if o, err = infra.Update(ctx, o, metav1.UpdateOptions{}); err != nil {
+				return err
+			}
+		}
+		if strings.HasSuffix(o.GetAPIVersion(), "/v1beta1") {
+			_ = unstructured.SetNestedField(o.Object, true, "status", "ready")
+		} else {
+			_ = unstructured.SetNestedField(o.Object, true, "status", "initialization", "provisioned")
+		}
+		_, err = infra.UpdateStatus(ctx, o, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("provision %s %s: %v", kind, name, err)
 	}
 }
 
