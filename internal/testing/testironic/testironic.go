@@ -114,6 +114,9 @@ command_retry_timeout = 10
 lock_path = {{DIR}}/lock
 `
 
+// ironicPort picks the port Ironic is started on; a test replaces it.
+var ironicPort = func(t testing.TB) int { return freePort(t, "tcp") }
+
 // StartIronic writes ironic.conf, creates the schema with ironic-dbsync,
 // starts the all-in-one ironic service on a free loopback port and waits
 // until /v1 answers. Tests that need it must skip under -short.
@@ -126,30 +129,66 @@ func StartIronic(t testing.TB) *Ironic {
 			t.Fatal(err)
 		}
 	}
-	port := freePort(t, "tcp")
 	conf := filepath.Join(dir, "ironic.conf")
-	text := strings.NewReplacer("{{DIR}}", dir, "{{PORT}}", fmt.Sprint(port)).Replace(ironicConf)
-	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
+	writeConf := func(port int) int {
+		text := strings.NewReplacer("{{DIR}}", dir, "{{PORT}}", fmt.Sprint(port)).Replace(ironicConf)
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return port
 	}
+	port := writeConf(ironicPort(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// create_schema, not upgrade: upgrade fails on a fresh SQLite file.
 	if out, err := exec.CommandContext(ctx, "ironic-dbsync", "--config-file", conf, "create_schema").CombinedOutput(); err != nil {
 		t.Fatalf("ironic-dbsync create_schema: %v\n%s", err, out)
 	}
-	started := time.Now()
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	// Ironic binds its port some seconds after freePort let it go; on a
+	// busy machine another test's server can take it first, and Ironic
+	// exits with "Address already in use". Start it again on another port.
+	for attempt := 1; ; attempt++ {
+		if attempt > 1 {
+			port = writeConf(ironicPort(t))
+		}
+		url, started, taken := runIronic(t, dir, conf, port)
+		if !taken {
+			return &Ironic{URL: url, Dir: dir, StartupTime: time.Since(started)}
+		}
+		if attempt == 3 {
+			t.Fatalf("ironic found its port taken three times\n%s", tail(filepath.Join(dir, "ironic.log"), filepath.Join(dir, "ironic.out")))
+		}
+		t.Logf("ironic's port was taken before it listened; starting it on another")
+	}
+}
+
+// runIronic starts Ironic with conf, which names port, and waits until /v1
+// answers. It returns the URL and when Ironic was started, or taken when
+// Ironic exited because its port was in use (its process stopped then).
+func runIronic(t testing.TB, dir, conf string, port int) (url string, started time.Time, taken bool) {
+	t.Helper()
+	started = time.Now()
+	url = fmt.Sprintf("http://127.0.0.1:%d", port)
 	stop := startDaemon(t, filepath.Join(dir, "ironic.out"), "ironic", "--config-file", conf)
 	deadline := time.Now().Add(4 * time.Minute)
 	for {
 		if err := stop.ExitErr(); err != nil {
-			t.Fatalf("ironic exited before answering: %v\n%s", err, tail(filepath.Join(dir, "ironic.log"), filepath.Join(dir, "ironic.out")))
+			logs := tail(filepath.Join(dir, "ironic.log"), filepath.Join(dir, "ironic.out"))
+			if strings.Contains(logs, "Address already in use") {
+				stop.Stop(10 * time.Second)
+				_ = os.Remove(filepath.Join(dir, "ironic.log"))
+				return url, started, true
+			}
+			t.Fatalf("ironic exited before answering: %v\n%s", err, logs)
 		}
-		if resp, err := http.Get(url + "/v1"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
+		// Only once this Ironic says it listens: another test's server
+		// that took the port could answer first.
+		if log, _ := os.ReadFile(filepath.Join(dir, "ironic.log")); bytes.Contains(log, []byte(fmt.Sprintf("listening on 127.0.0.1:%d", port))) {
+			if resp, err := http.Get(url + "/v1"); err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					return url, started, false
+				}
 			}
 		}
 		if time.Now().After(deadline) {
@@ -157,7 +196,6 @@ func StartIronic(t testing.TB) *Ironic {
 		}
 		time.Sleep(100 * time.Millisecond) // polling interval while Ironic starts
 	}
-	return &Ironic{URL: url, Dir: dir, StartupTime: time.Since(started)}
 }
 
 // Log returns the end of Ironic's log, for failure messages, without the
