@@ -12,7 +12,7 @@ import (
 // starts Ironic again on another port.
 func TestIronicWhosePortWasTakenStartsAgainElsewhere(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: starts Ironic from Debian's packages; runs in the full suite")
+		t.Skip("-short: starts Ironic from Debian's packages; runs in the full suite (hack/test.sh)")
 	}
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
