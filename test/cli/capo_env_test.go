@@ -22,8 +22,9 @@ import (
 
 // capoCloud is what the OpenStack CLI tests run against: a real Keystone,
 // the OpenStack stand-ins, a real kube-apiserver with Cluster API's core
-// and kubeadm managers and one CAPO release's CRDs, the CAPO stand-in
-// imitating that release, and `magnetite serve` (Keystone auth, the
+// and kubeadm managers and one CAPO release's CRDs (shared by the tests of
+// that release, capoPlane), the CAPO stand-in imitating that release in
+// the test's namespaces, and `magnetite serve` (Keystone auth, the
 // OpenStack infrastructure, the real addon charts) driven by Debian's
 // openstack CLI as alice of project demo.
 type capoCloud struct {
@@ -51,17 +52,17 @@ func startCAPOCloudWithout(t *testing.T, release string, missing []testcloud.Mis
 	ks.Grant(ks.CreateUser("alice", "alice-password"), project, "member")
 	cloud := testcloud.Start(t, ks, missing...)
 
-	plane := testenv.Start(t)
-	plane.InstallClusterAPI(t)
-	plane.InstallProviders(t, release)
-	plane.StartManagers(t, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
+	plane := capoPlane(t, release)
 	dc := plane.Dynamic(t)
+	// Each test's Magnetite and stand-in keep to the test's namespaces.
+	prefix := testenv.NamespacePrefix(t)
 	// Released semantics unless opts say otherwise: a refused server
 	// create is never tried again.
-	capo := testcapo.Start(t, dc, cloud, ks.AuthURL(), opts...)
+	capo := testcapo.Start(t, dc, cloud, ks.AuthURL(), append([]testcapo.Option{testcapo.InNamespaces(prefix)}, opts...)...)
 	// The clusters' API servers, which the stand-in's kubeadm init brings
-	// up behind each control plane endpoint.
-	capo.ServeWorkloads(t, testenv.Start(t))
+	// up behind each control plane endpoint: one kube-apiserver for every
+	// test's clusters, each cluster behind a front door of its own.
+	capo.ServeWorkloads(t, testenv.SharedPlane(t, "workload clusters", testenv.Start))
 
 	addr := testmagnetite.FreeAddr(t)
 	ks.RegisterService("container-infra", "magnum", "http://"+addr+"/v1")
@@ -77,6 +78,7 @@ project_domain_name = Default
 region_name = `+testkeystone.Region+`
 [management]
 kubeconfig = `+plane.KubeconfigFile(t)+`
+namespace_prefix = `+prefix+`
 [conductor]
 infrastructure = openstack
 [addons]
@@ -90,6 +92,22 @@ source = `+testcharts.Serve(t).URL+`
 		c.env = append(c.env, "TMPDIR="+v)
 	}
 	return &capoCloud{ks: ks, cloud: cloud, dc: dc, capo: capo, c: c}
+}
+
+// capoPlane is the management plane the tests of one CAPO release share:
+// kube-apiserver with Cluster API's CRDs and the release's, and Cluster
+// API's core and kubeadm managers (the CAPO stand-in each test starts is
+// the infrastructure provider). Nothing a test does changes what the
+// others see: each works in its own namespaces.
+func capoPlane(t *testing.T, release string) *testenv.APIServer {
+	t.Helper()
+	return testenv.SharedPlane(t, "management plane with "+release, func(tb testenv.TB) *testenv.APIServer {
+		plane := testenv.Start(tb)
+		plane.InstallClusterAPI(tb)
+		plane.InstallProviders(tb, release)
+		plane.StartManagers(tb, testenv.CoreManager, testenv.KubeadmBootstrapManager, testenv.KubeadmControlPlaneManager)
+		return plane
+	})
 }
 
 // field is one field of a cluster as `openstack coe cluster show` prints it.

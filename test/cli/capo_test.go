@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -203,6 +204,14 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 			}
 		}
 	}
+	// unretried are the clusters nobody retries, once their refusal
+	// showed: the message and the control-plane machines refused.
+	type refused struct {
+		message  string
+		machines []string
+	}
+	var unretriedMu sync.Mutex
+	unretried := map[string]refused{}
 	controlPlaneMachines := func(t *testing.T, cluster string) []string {
 		var out []string
 		for _, m := range machines(t, cluster) {
@@ -214,6 +223,13 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 			t.Fatalf("%s has no control-plane machine", cluster)
 		}
 		return out
+	}
+	// noRetry records a cluster nobody retries once its refusal showed.
+	noRetry := func(t *testing.T, cluster, message string) {
+		machines := controlPlaneMachines(t, cluster)
+		unretriedMu.Lock()
+		defer unretriedMu.Unlock()
+		unretried[cluster] = refused{message, machines}
 	}
 	t.Run("refusals", func(t *testing.T) {
 		refusal := func(cluster, message string, breakIt func(), fixIt func(t *testing.T)) {
@@ -254,7 +270,7 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		t.Run("flavorlost", func(t *testing.T) {
 			t.Parallel()
 			showsNext(t, "flavorlost", "the refusal", "Flavor 3 could not be found.")
-			failsAtTimeout(t, "flavorlost", "Flavor 3 could not be found.", controlPlaneMachines(t, "flavorlost"))
+			noRetry(t, "flavorlost", "Flavor 3 could not be found.")
 		})
 		// noportsec's API load balancer comes first (CAPO makes it before
 		// any machine): the operator's router1 has lost its interface on
@@ -285,7 +301,7 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		// nokey's keypair never comes back: without a retry that could
 		// help, it fails at its create_timeout with Nova's message.
 		refusal("nokey", "Invalid key_name provided.", func() { c.ok(t, "keypair", "delete", "bob-key") }, func(t *testing.T) {
-			failsAtTimeout(t, "nokey", "Invalid key_name provided.", controlPlaneMachines(t, "nokey"))
+			noRetry(t, "nokey", "Invalid key_name provided.")
 		})
 		// The server groups go: Nova refuses the control plane's server
 		// for its group; the user's retry makes the groups again and
@@ -321,125 +337,144 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 				cloud.DeleteServerGroup(id)
 			}
 		}, func(t *testing.T) {
-			failsAtTimeout(t, "grouplost", message, controlPlaneMachines(t, "grouplost"))
+			noRetry(t, "grouplost", message)
 		})
 	})
 
-	// Each node group's server as the template and node group ask: the
-	// control planes' (the fixed clusters came up after all), then, once
-	// the stand-in's kubeadm init has brought up each API server, the
-	// workers', whose machines become nodes.
-	const managedNet = "managed"
-	cases := []struct {
-		cluster, group, flavor, network string
-		rootVolume, configDrive         bool
-	}{
-		{"vm1", "default-master", "3", managedNet, true, false},
-		{"bm1", "default-master", "4", testcloud.ProvisioningNetID, false, true},
-		{"mixed1", "default-master", "3", testcloud.ProvisioningNetID, true, false},
-		{"noflavor", "default-master", "3", testcloud.ProvisioningNetID, true, false},
-		{"noportsec", "default-master", "2", testcloud.PrivateNetID, true, false},
-		{"nogroup", "default-master", "2", testcloud.ProvisioningNetID, true, false},
-		{"vm1", "default-worker", "2", managedNet, true, false},
-		{"bm1", "default-worker", "4", testcloud.ProvisioningNetID, false, true},
-		{"mixed1", "default-worker", "4", testcloud.ProvisioningNetID, false, true},
-		{"mixed1", "vms", "2", testcloud.ProvisioningNetID, true, false},
-		{"nogroup", "default-worker", "4", testcloud.ProvisioningNetID, false, true},
-	}
-	for _, tc := range cases {
-		var s testcloud.Server
-		testenv.WaitFor(t, tc.cluster+"'s "+tc.group+" server and node", 4*time.Minute, func() (bool, string) {
-			for _, m := range machines(t, tc.cluster) {
-				id, _, _ := unstructured.NestedString(m.Object, "status", "instanceID")
-				for _, srv := range cloud.Servers() {
-					if srv.ID == id && id != "" && strings.HasSuffix(groupName(srv.ServerGroupID), "-"+tc.group) {
-						s = srv
-						if !hasNode(ctx, t, dc, m) {
-							return false, "the machine of server " + srv.Name + " has no node yet"
+	// While the clusters nobody retries wait for their create_timeout, the
+	// fixed ones come up.
+	t.Run("then", func(t *testing.T) {
+		for _, cluster := range []string{"flavorlost", "nokey", "grouplost"} {
+			t.Run(cluster+" fails at its create_timeout", func(t *testing.T) {
+				t.Parallel()
+				unretriedMu.Lock()
+				r, ok := unretried[cluster]
+				unretriedMu.Unlock()
+				if !ok {
+					t.Fatalf("%s's refusal never showed", cluster)
+				}
+				failsAtTimeout(t, cluster, r.message, r.machines)
+			})
+		}
+		t.Run("the fixed clusters come up", func(t *testing.T) {
+			t.Parallel()
+			// Each node group's server as the template and node group ask: the
+			// control planes' (the fixed clusters came up after all), then, once
+			// the stand-in's kubeadm init has brought up each API server, the
+			// workers', whose machines become nodes.
+			const managedNet = "managed"
+			cases := []struct {
+				cluster, group, flavor, network string
+				rootVolume, configDrive         bool
+			}{
+				{"vm1", "default-master", "3", managedNet, true, false},
+				{"bm1", "default-master", "4", testcloud.ProvisioningNetID, false, true},
+				{"mixed1", "default-master", "3", testcloud.ProvisioningNetID, true, false},
+				{"noflavor", "default-master", "3", testcloud.ProvisioningNetID, true, false},
+				{"noportsec", "default-master", "2", testcloud.PrivateNetID, true, false},
+				{"nogroup", "default-master", "2", testcloud.ProvisioningNetID, true, false},
+				{"vm1", "default-worker", "2", managedNet, true, false},
+				{"bm1", "default-worker", "4", testcloud.ProvisioningNetID, false, true},
+				{"mixed1", "default-worker", "4", testcloud.ProvisioningNetID, false, true},
+				{"mixed1", "vms", "2", testcloud.ProvisioningNetID, true, false},
+				{"nogroup", "default-worker", "4", testcloud.ProvisioningNetID, false, true},
+			}
+			for _, tc := range cases {
+				var s testcloud.Server
+				testenv.WaitFor(t, tc.cluster+"'s "+tc.group+" server and node", 4*time.Minute, func() (bool, string) {
+					for _, m := range machines(t, tc.cluster) {
+						id, _, _ := unstructured.NestedString(m.Object, "status", "instanceID")
+						for _, srv := range cloud.Servers() {
+							if srv.ID == id && id != "" && strings.HasSuffix(groupName(srv.ServerGroupID), "-"+tc.group) {
+								s = srv
+								if !hasNode(ctx, t, dc, m) {
+									return false, "the machine of server " + srv.Name + " has no node yet"
+								}
+								return true, ""
+							}
 						}
-						return true, ""
+					}
+					return false, e.state(t, tc.cluster)
+				})
+				if s.FlavorID != tc.flavor || s.ConfigDrive != tc.configDrive || (s.RootVolumeID != "") != tc.rootVolume ||
+					slices.Contains(deletedGroups, s.ServerGroupID) || len(s.Ports) != 1 {
+					t.Errorf("%s: %s server %+v (group %s), want flavor %s, config drive %v, root volume %v",
+						tc.cluster, tc.group, s, groupName(s.ServerGroupID), tc.flavor, tc.configDrive, tc.rootVolume)
+				}
+				network := tc.network
+				if network == managedNet {
+					network = managedNetwork(t, cloud, clusterObjectName(ctx, t, dc, uuids[tc.cluster]))
+				}
+				for _, p := range cloud.Ports() {
+					if p.ID == s.Ports[0] && (p.NetworkID != network || (tc.network == testcloud.ProvisioningNetID && len(p.SecurityGroups) > 0) ||
+						(tc.network != testcloud.ProvisioningNetID && !managedGroup(cloud, p, tc.group))) {
+						t.Errorf("%s: %s port %+v, want network %s and the cluster's managed security group", tc.cluster, tc.group, p, network)
 					}
 				}
 			}
-			return false, e.state(t, tc.cluster)
+
+			testenv.WaitFor(t, "nogroup's machines that named a deleted server group to be gone", 2*time.Minute, func() (bool, string) {
+				for _, m := range machines(t, "nogroup") {
+					if id, _, _ := unstructured.NestedString(m.Object, "spec", "serverGroup", "id"); slices.Contains(deletedGroups, id) {
+						return false, m.GetName() + " names server group " + id
+					}
+				}
+				return true, ""
+			})
+
+			// CAPO v0.14.7 serves its kinds at v1beta1 only: Magnetite wrote them so.
+			for _, cl := range []string{"vm1", "bm1", "mixed1"} {
+				e.checkWrittenAt(t, uuids[cl], "v1beta1")
+			}
+			if r := capo.Release(); r != "v0.14.7" {
+				t.Errorf("the CAPO stand-in imitated %q, want v0.14.7", r)
+			}
+
+			t.Run("nodes boot what the bootstrap provider wrote", func(t *testing.T) {
+				checkBootstrapOfClusters(ctx, t, dc, capo, cloud, uuids, "vm1", "bm1", "mixed1")
+			})
+
+			// noflavor's control plane runs on a machine made after the retries:
+			// the one refused was replaced.
+			for _, m := range machines(t, "noflavor") {
+				if id, _, _ := unstructured.NestedString(m.Object, "status", "instanceID"); id != "" && slices.Contains(noflavorFailed, m.GetName()) {
+					t.Errorf("noflavor's server %s is on machine %s, which Nova refused a server before the retry", id, m.GetName())
+				}
+			}
+
+			t.Run("Neutron refuses to take vm1's network from under it", func(t *testing.T) {
+				tok := ks.Token("alice", "alice-password", "demo")
+				name := clusterObjectName(ctx, t, dc, uuids["vm1"])
+				network := managedNetwork(t, cloud, name)
+				var router testcloud.Router
+				var iface string
+				for _, r := range cloud.Routers() {
+					if strings.HasSuffix(r.Name, "-"+name) {
+						router = r
+					}
+				}
+				for _, p := range cloud.Ports() {
+					if p.DeviceID == router.ID && router.ID != "" {
+						iface = p.ID
+					}
+				}
+				refused := func(what, method, path string, body any, status int, message string) {
+					err := cloud.Do(tok, method, path, body, nil)
+					var he *testcloud.HTTPError
+					if !errors.As(err, &he) || he.Status != status || !strings.Contains(he.Body, message) {
+						t.Errorf("%s: %v, want %d %q", what, err, status, message)
+					}
+				}
+				refused("network in use", "DELETE", "/networking/v2.0/networks/"+network, nil, 409,
+					"Unable to complete operation on network "+network+". There are one or more ports still in use on the network.")
+				refused("router with an interface", "DELETE", "/networking/v2.0/routers/"+router.ID, nil, 409, "Router "+router.ID+" still has ports")
+				refused("router interface through the port API", "DELETE", "/networking/v2.0/ports/"+iface, nil, 409,
+					"Port "+iface+" cannot be deleted directly via the port API: has device owner network:router_interface.")
+				refused("gateway on a network that is not external", "POST", "/networking/v2.0/routers",
+					map[string]any{"router": map[string]any{"name": "r", "external_gateway_info": map[string]any{"network_id": testcloud.PrivateNetID}}},
+					400, "Bad router request: Network "+testcloud.PrivateNetID+" is not an external network.")
+			})
 		})
-		if s.FlavorID != tc.flavor || s.ConfigDrive != tc.configDrive || (s.RootVolumeID != "") != tc.rootVolume ||
-			slices.Contains(deletedGroups, s.ServerGroupID) || len(s.Ports) != 1 {
-			t.Errorf("%s: %s server %+v (group %s), want flavor %s, config drive %v, root volume %v",
-				tc.cluster, tc.group, s, groupName(s.ServerGroupID), tc.flavor, tc.configDrive, tc.rootVolume)
-		}
-		network := tc.network
-		if network == managedNet {
-			network = managedNetwork(t, cloud, clusterObjectName(ctx, t, dc, uuids[tc.cluster]))
-		}
-		for _, p := range cloud.Ports() {
-			if p.ID == s.Ports[0] && (p.NetworkID != network || (tc.network == testcloud.ProvisioningNetID && len(p.SecurityGroups) > 0) ||
-				(tc.network != testcloud.ProvisioningNetID && !managedGroup(cloud, p, tc.group))) {
-				t.Errorf("%s: %s port %+v, want network %s and the cluster's managed security group", tc.cluster, tc.group, p, network)
-			}
-		}
-	}
-
-	testenv.WaitFor(t, "nogroup's machines that named a deleted server group to be gone", 2*time.Minute, func() (bool, string) {
-		for _, m := range machines(t, "nogroup") {
-			if id, _, _ := unstructured.NestedString(m.Object, "spec", "serverGroup", "id"); slices.Contains(deletedGroups, id) {
-				return false, m.GetName() + " names server group " + id
-			}
-		}
-		return true, ""
-	})
-
-	// CAPO v0.14.7 serves its kinds at v1beta1 only: Magnetite wrote them so.
-	for _, cl := range []string{"vm1", "bm1", "mixed1"} {
-		e.checkWrittenAt(t, uuids[cl], "v1beta1")
-	}
-	if r := capo.Release(); r != "v0.14.7" {
-		t.Errorf("the CAPO stand-in imitated %q, want v0.14.7", r)
-	}
-
-	t.Run("nodes boot what the bootstrap provider wrote", func(t *testing.T) {
-		checkBootstrapOfClusters(ctx, t, dc, capo, cloud, uuids, "vm1", "bm1", "mixed1")
-	})
-
-	// noflavor's control plane runs on a machine made after the retries:
-	// the one refused was replaced.
-	for _, m := range machines(t, "noflavor") {
-		if id, _, _ := unstructured.NestedString(m.Object, "status", "instanceID"); id != "" && slices.Contains(noflavorFailed, m.GetName()) {
-			t.Errorf("noflavor's server %s is on machine %s, which Nova refused a server before the retry", id, m.GetName())
-		}
-	}
-
-	t.Run("Neutron refuses to take vm1's network from under it", func(t *testing.T) {
-		tok := ks.Token("alice", "alice-password", "demo")
-		name := clusterObjectName(ctx, t, dc, uuids["vm1"])
-		network := managedNetwork(t, cloud, name)
-		var router testcloud.Router
-		var iface string
-		for _, r := range cloud.Routers() {
-			if strings.HasSuffix(r.Name, "-"+name) {
-				router = r
-			}
-		}
-		for _, p := range cloud.Ports() {
-			if p.DeviceID == router.ID && router.ID != "" {
-				iface = p.ID
-			}
-		}
-		refused := func(what, method, path string, body any, status int, message string) {
-			err := cloud.Do(tok, method, path, body, nil)
-			var he *testcloud.HTTPError
-			if !errors.As(err, &he) || he.Status != status || !strings.Contains(he.Body, message) {
-				t.Errorf("%s: %v, want %d %q", what, err, status, message)
-			}
-		}
-		refused("network in use", "DELETE", "/networking/v2.0/networks/"+network, nil, 409,
-			"Unable to complete operation on network "+network+". There are one or more ports still in use on the network.")
-		refused("router with an interface", "DELETE", "/networking/v2.0/routers/"+router.ID, nil, 409, "Router "+router.ID+" still has ports")
-		refused("router interface through the port API", "DELETE", "/networking/v2.0/ports/"+iface, nil, 409,
-			"Port "+iface+" cannot be deleted directly via the port API: has device owner network:router_interface.")
-		refused("gateway on a network that is not external", "POST", "/networking/v2.0/routers",
-			map[string]any{"router": map[string]any{"name": "r", "external_gateway_info": map[string]any{"network_id": testcloud.PrivateNetID}}},
-			400, "Bad router request: Network "+testcloud.PrivateNetID+" is not an external network.")
 	})
 
 	t.Run("deleting every cluster leaves nothing in the cloud", func(t *testing.T) {
@@ -508,8 +543,8 @@ func managedGroup(cloud *testcloud.Cloud, p testcloud.Port, group string) bool {
 // OpenStackMachines.
 func clusterMachines(ctx context.Context, t *testing.T, dc dynamic.Interface, capo *testcapo.Controller, uuid string) []unstructured.Unstructured {
 	t.Helper()
-	name := clusterObjectName(ctx, t, dc, uuid)
-	list, err := dc.Resource(capo.OpenStackMachines()).List(ctx, metav1.ListOptions{LabelSelector: "cluster.x-k8s.io/cluster-name=" + name})
+	name, ns := clusterObject(ctx, t, dc, uuid)
+	list, err := dc.Resource(capo.OpenStackMachines()).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: "cluster.x-k8s.io/cluster-name=" + name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,16 +555,23 @@ func clusterMachines(ctx context.Context, t *testing.T, dc dynamic.Interface, ca
 // name (the name the workload's components run with).
 func clusterObjectName(ctx context.Context, t *testing.T, dc dynamic.Interface, uuid string) string {
 	t.Helper()
-	var name string
+	name, _ := clusterObject(ctx, t, dc, uuid)
+	return name
+}
+
+// clusterObject waits for the cluster's Cluster object and returns its
+// name and namespace.
+func clusterObject(ctx context.Context, t *testing.T, dc dynamic.Interface, uuid string) (name, namespace string) {
+	t.Helper()
 	testenv.WaitFor(t, "the Cluster object of "+uuid, 2*time.Minute, func() (bool, string) {
 		list, err := dc.Resource(testcapo.Clusters).List(ctx, metav1.ListOptions{LabelSelector: mgmt.ClusterSelector(uuid)})
 		if err != nil || len(list.Items) == 0 {
 			return false, "no Cluster yet"
 		}
-		name = list.Items[0].GetName()
+		name, namespace = list.Items[0].GetName(), list.Items[0].GetNamespace()
 		return true, ""
 	})
-	return name
+	return name, namespace
 }
 
 // hasNode reports whether the Cluster API Machine of an OpenStackMachine

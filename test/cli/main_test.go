@@ -16,8 +16,10 @@ import (
 // package ran for the sum of its tests.
 const parallelTests = 16
 
-// TestMain runs the tests with the package's Cluster API plane shared
-// (testenv.SharedClusterAPI, stopped after the last test) and one build of
+// TestMain runs the tests with the planes they share stopped after the
+// last test: the Cluster API plane (testenv.SharedClusterAPI), the
+// OpenStack tests' management plane of each CAPO release and their
+// workload clusters' API server (testenv.SharedPlane); and one build of
 // magnetite (testmagnetite.Build).
 func TestMain(m *testing.M) {
 	flag.Parse()

@@ -91,6 +91,9 @@ type Controller struct {
 	// backoff is CAPO main's retry of refused creates; nil is a release's
 	// giving up.
 	backoff *Backoff
+	// namespacePrefix, when set, keeps the stand-in to the namespaces
+	// whose names start with it (InNamespaces).
+	namespacePrefix string
 
 	mu        sync.Mutex
 	tokens    map[string]string // by application credential id
@@ -118,6 +121,17 @@ type Backoff struct{ Base, Max time.Duration }
 // Nova says otherwise. Tests pass a short Backoff.
 func MainBackoff(b Backoff) Option {
 	return func(c *Controller) { c.backoff = &b }
+}
+
+// InNamespaces keeps the stand-in to the OpenStack objects in namespaces
+// whose names start with prefix: the project namespaces of the Magnetite
+// whose [management] namespace_prefix it is, when several tests, each with
+// its cloud and its stand-in, share one management plane
+// (testenv.SharedPlane). CAPO's --namespace flag keeps a deployment to one
+// namespace; a prefix stands for the several project namespaces one
+// Magnetite makes.
+func InNamespaces(prefix string) Option {
+	return func(c *Controller) { c.namespacePrefix = prefix }
 }
 
 // retry is where main's backoff of one OpenStackServer stands.
@@ -245,6 +259,9 @@ func (c *Controller) pass(ctx context.Context) string {
 		}
 		for i := range list.Items {
 			o := &list.Items[i]
+			if !strings.HasPrefix(o.GetNamespace(), c.namespacePrefix) {
+				continue
+			}
 			seen.WriteString(o.GetNamespace() + "/" + o.GetName() + "@" + o.GetResourceVersion() + " ")
 			r.read[o.GetUID()] = statusJSON(o)
 			switch res {

@@ -91,6 +91,15 @@ func Main(m *testing.M) int {
 	if shared.run != nil {
 		shared.run.Stop(code != 0)
 	}
+	sharedPlanes.mu.Lock()
+	planes := sharedPlanes.byKey
+	sharedPlanes.byKey = nil
+	sharedPlanes.mu.Unlock()
+	for _, p := range planes {
+		if p.run != nil {
+			p.run.Stop(code != 0)
+		}
+	}
 	afterTests.mu.Lock()
 	fs := afterTests.fs
 	afterTests.mu.Unlock()
@@ -142,6 +151,57 @@ func SharedClusterAPI(t testing.TB) *APIServer {
 		t.Fatal(shared.err)
 	}
 	return shared.plane
+}
+
+// sharedPlanes are the planes SharedPlane started, by key.
+var sharedPlanes struct {
+	mu    sync.Mutex
+	byKey map[string]*sharedPlane
+}
+
+type sharedPlane struct {
+	once  sync.Once
+	run   *PlaneRun
+	plane *APIServer
+	err   error
+}
+
+// SharedPlane returns the plane called key that the tests of this binary
+// share: started by the first caller with start, stopped after the last
+// test by Main. It is for planes SharedClusterAPI's cannot stand for: one
+// with a provider release's CRDs and no CAPD (the OpenStack tests, whose
+// infrastructure is the CAPO stand-in), or a bare API server for the
+// workload clusters of several tests. The tests keep apart as on the
+// shared Cluster API plane: each Magnetite with a namespace_prefix of its
+// own (NamespacePrefix), each controller a test starts reading only its
+// test's namespaces. A failed start fails every test asking for key.
+// Skipped under -short; the package's TestMain must call Main or RunMain.
+func SharedPlane(t testing.TB, key string, start func(TB) *APIServer) *APIServer {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: needs etcd and kube-apiserver from hack/build-testbin.sh; runs in the full suite")
+	}
+	if !mainInstalled.Load() {
+		t.Fatal("testenv: SharedPlane needs the package's TestMain to stop the plane: func TestMain(m *testing.M) { testenv.RunMain(m) }")
+	}
+	sharedPlanes.mu.Lock()
+	if sharedPlanes.byKey == nil {
+		sharedPlanes.byKey = map[string]*sharedPlane{}
+	}
+	p, ok := sharedPlanes.byKey[key]
+	if !ok {
+		p = &sharedPlane{}
+		sharedPlanes.byKey[key] = p
+	}
+	sharedPlanes.mu.Unlock()
+	p.once.Do(func() {
+		p.run = NewPlaneRun("shared plane " + key)
+		p.plane, p.err = p.run.Start(start)
+	})
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	return p.plane
 }
 
 // connect is the run-wide plane a kubeconfig reaches, as a shared plane of
