@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
@@ -316,8 +315,7 @@ func TestCapacityPreflightThroughTheOpenStackCLI(t *testing.T) {
 			rc := replicas[i]
 			args := append(append([]string{}, rc.base...), "coe", "cluster", "create", fmt.Sprintf("race-%d", i),
 				"--cluster-template", "k8s-bm-gold", "--node-count", "2", "--master-count", "3")
-			cmd := exec.Command(openstackBin, args...)
-			cmd.Env = rc.env
+			cmd := rc.client.Command(context.Background(), rc.env, args...)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			if err := cmd.Run(); err != nil && cmd.ProcessState == nil {

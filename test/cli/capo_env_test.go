@@ -14,6 +14,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testing/testcapo"
 	"github.com/magnetite-io/magnetite/internal/testing/testcharts"
+	"github.com/magnetite-io/magnetite/internal/testing/testclient"
 	"github.com/magnetite-io/magnetite/internal/testing/testcloud"
 	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 	"github.com/magnetite-io/magnetite/internal/testing/testkeystone"
@@ -87,7 +88,8 @@ source = `+testcharts.Serve(t).URL+`
 	c := &cli{env: []string{"HOME=" + t.TempDir(), "SHELL=/bin/bash", "PATH=/usr/bin:/bin",
 		"OS_AUTH_URL=" + ks.AuthURL(), "OS_IDENTITY_API_VERSION=3", "OS_INTERFACE=public",
 		"OS_USERNAME=alice", "OS_PASSWORD=alice-password", "OS_PROJECT_NAME=demo",
-		"OS_USER_DOMAIN_NAME=Default", "OS_PROJECT_DOMAIN_NAME=Default", "OS_REGION_NAME=" + testkeystone.Region}}
+		"OS_USER_DOMAIN_NAME=Default", "OS_PROJECT_DOMAIN_NAME=Default", "OS_REGION_NAME=" + testkeystone.Region},
+		client: testclient.OpenStack(t)}
 	if v := os.Getenv("TMPDIR"); v != "" {
 		c.env = append(c.env, "TMPDIR="+v)
 	}

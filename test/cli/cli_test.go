@@ -17,13 +17,15 @@ import (
 	"time"
 
 	"github.com/magnetite-io/magnetite/internal/client"
+	"github.com/magnetite-io/magnetite/internal/testing/testclient"
 	"github.com/magnetite-io/magnetite/internal/testing/testmagnetite"
 	"github.com/magnetite-io/magnetite/internal/testing/testproc"
 )
 
 // openstackBin is Debian's CLI; another python may be first on PATH, so the
-// test never looks it up there.
-const openstackBin = "/usr/bin/openstack"
+// test never looks it up there. It runs as a client machine has it
+// (testclient.OpenStack).
+const openstackBin = testclient.Script
 
 // TestOpenStackCLI runs the `openstack coe` commands a user runs, in order,
 // against one server: templates, clusters, node groups, quotas, stats,
@@ -400,6 +402,8 @@ func testLifecycle(t *testing.T, c *cli) {
 type cli struct {
 	base []string
 	env  []string
+	// client runs Debian's CLI as a client machine has it.
+	client testclient.CLI
 
 	goClientMu sync.Mutex
 	goClient   *client.Client // made by api on first use
@@ -419,8 +423,9 @@ func newCLI(t *testing.T, endpoint string) *cli {
 		env = append(env, kv)
 	}
 	return &cli{
-		base: []string{"--os-auth-type", "admin_token", "--os-endpoint", endpoint, "--os-token", "x"},
-		env:  env,
+		base:   []string{"--os-auth-type", "admin_token", "--os-endpoint", endpoint, "--os-token", "x"},
+		env:    env,
+		client: testclient.OpenStack(t),
 	}
 }
 
@@ -429,8 +434,7 @@ func (c *cli) run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, openstackBin, append(append([]string{}, c.base...), args...)...)
-	cmd.Env = c.env
+	cmd := c.client.Command(ctx, c.env, append(append([]string{}, c.base...), args...)...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -20,12 +20,13 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	_ "modernc.org/sqlite"
 
+	"github.com/magnetite-io/magnetite/internal/testing/testclient"
 	"github.com/magnetite-io/magnetite/internal/testing/testmagnetite"
 	"github.com/magnetite-io/magnetite/internal/testing/testmariadb"
 	"github.com/magnetite-io/magnetite/internal/testing/testproc"
 )
 
-const openstackBin = "/usr/bin/openstack"
+const openstackBin = testclient.Script
 
 // magnumObjects is what testdata/fill_magnum.py made, as Magnum's objects
 // read it back.
@@ -330,21 +331,22 @@ func dumpTables(t *testing.T, path string) string {
 // cli runs Debian's openstack CLI as an administrator of a noauth
 // Magnetite, with no settings from the caller's environment.
 type cli struct {
-	base []string
-	env  []string
+	base   []string
+	env    []string
+	client testclient.CLI // as a client machine has it
 }
 
 func newCLI(t *testing.T, endpoint string) *cli {
 	env := []string{"HOME=" + t.TempDir(), "SHELL=/bin/bash", "PATH=" + os.Getenv("PATH")}
-	return &cli{base: []string{"--os-auth-type", "admin_token", "--os-endpoint", endpoint, "--os-token", "x"}, env: env}
+	return &cli{base: []string{"--os-auth-type", "admin_token", "--os-endpoint", endpoint, "--os-token", "x"}, env: env,
+		client: testclient.OpenStack(t)}
 }
 
 func (c *cli) run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, openstackBin, append(append([]string{}, c.base...), args...)...)
-	cmd.Env = c.env
+	cmd := c.client.Command(ctx, c.env, append(append([]string{}, c.base...), args...)...)
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
