@@ -24,6 +24,7 @@ import (
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 	"github.com/magnetite-io/magnetite/internal/testing/testcapo"
 	"github.com/magnetite-io/magnetite/internal/testing/testcloud"
+	"github.com/magnetite-io/magnetite/internal/testing/testclient"
 	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 	"github.com/magnetite-io/magnetite/internal/testing/testkeystone"
 	"github.com/magnetite-io/magnetite/internal/testing/testmagnetite"
@@ -129,7 +130,8 @@ func TestAdoptTheClustersMagnumClusterAPIDriversBuilt(t *testing.T) {
 	cli := &cli{env: []string{"HOME=" + t.TempDir(), "SHELL=/bin/bash", "PATH=" + os.Getenv("PATH"),
 		"OS_AUTH_URL=" + ks.AuthURL(), "OS_IDENTITY_API_VERSION=3", "OS_INTERFACE=public",
 		"OS_USERNAME=carol", "OS_PASSWORD=carol-password", "OS_PROJECT_NAME=demo",
-		"OS_USER_DOMAIN_NAME=Default", "OS_PROJECT_DOMAIN_NAME=Default", "OS_REGION_NAME=" + testkeystone.Region}}
+		"OS_USER_DOMAIN_NAME=Default", "OS_PROJECT_DOMAIN_NAME=Default", "OS_REGION_NAME=" + testkeystone.Region},
+		client: testclient.OpenStack(t)}
 
 	t.Run("status", func(t *testing.T) {
 		started := time.Now()

@@ -59,6 +59,9 @@ type CLI struct {
 // Command is the CLI with args, its environment env and Env, killed when
 // ctx is done.
 func (c CLI) Command(ctx context.Context, env []string, args ...string) *exec.Cmd {
+	if len(c.Argv) == 0 {
+		panic("testclient: a CLI not made by OpenStack")
+	}
 	cmd := exec.CommandContext(ctx, c.Argv[0], append(slices.Clone(c.Argv[1:]), args...)...)
 	cmd.Env = append(slices.Clone(env), c.Env...)
 	return cmd
