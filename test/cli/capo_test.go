@@ -86,8 +86,11 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 	e.createTemplates(t)
 	c.ok(t, "keypair", "create", "alice-key")
 	c.ok(t, "keypair", "create", "bob-key")
-	for _, cl := range [][2]string{{"vm1", "managed"}, {"bm1", "bm"}, {"mixed1", "mixed"}, {"noflavor", "mixed"}, {"nogroup", "mixed"}, {"noportsec", "vm"}, {"nokey", "managed"},
-		{"flavorlost", "mixed"}, {"grouplost", "mixed"}} {
+	// nokey, flavorlost and grouplost, which wait for their create_timeout,
+	// are created first and time out counting from here.
+	created := time.Now()
+	for _, cl := range [][2]string{{"nokey", "managed"}, {"flavorlost", "mixed"}, {"grouplost", "mixed"},
+		{"vm1", "managed"}, {"bm1", "bm"}, {"mixed1", "mixed"}, {"noflavor", "mixed"}, {"nogroup", "mixed"}, {"noportsec", "vm"}} {
 		args := []string{"coe", "cluster", "create", cl[0], "--cluster-template", cl[1], "--master-count", "1", "--node-count", "1"}
 		switch cl[0] {
 		case "vm1":
@@ -122,9 +125,6 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		}
 		c.ok(t, args...)
 	}
-	// nokey, flavorlost and grouplost, created last, time out counting from
-	// here.
-	created := time.Now()
 	c.ok(t, "coe", "nodegroup", "create", "mixed1", "vms", "--flavor", testcloud.FlavorName, "--node-count", "1")
 
 	ctx := t.Context()
@@ -354,6 +354,7 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 					t.Fatalf("%s's refusal never showed", cluster)
 				}
 				failsAtTimeout(t, cluster, r.message, r.machines)
+				c.ok(t, "coe", "cluster", "delete", cluster)
 			})
 		}
 		t.Run("the fixed clusters come up", func(t *testing.T) {
@@ -474,19 +475,23 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 					map[string]any{"router": map[string]any{"name": "r", "external_gateway_info": map[string]any{"network_id": testcloud.PrivateNetID}}},
 					400, "Bad router request: Network "+testcloud.PrivateNetID+" is not an external network.")
 			})
+
+			// What a workload's cloud controller manager and Cinder CSI
+			// driver would have made, as the cluster, which its deletion
+			// (below) must clean up.
+			name := clusterObjectName(ctx, t, dc, uuids["vm1"])
+			if _, err := cloud.MakeWorkload(ks.Token("alice", "alice-password", "demo"), name, "default", "web"); err != nil {
+				t.Fatal(err)
+			}
+			// Each cluster is deleted once checked: these now, the
+			// unretried ones once they failed.
+			for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec"} {
+				c.ok(t, "coe", "cluster", "delete", cl)
+			}
 		})
 	})
 
 	t.Run("deleting every cluster leaves nothing in the cloud", func(t *testing.T) {
-		// What a workload's cloud controller manager and Cinder CSI driver
-		// would have made, as the cluster.
-		name := clusterObjectName(ctx, t, dc, uuids["vm1"])
-		if _, err := cloud.MakeWorkload(ks.Token("alice", "alice-password", "demo"), name, "default", "web"); err != nil {
-			t.Fatal(err)
-		}
-		for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec", "nokey", "flavorlost", "grouplost"} {
-			c.ok(t, "coe", "cluster", "delete", cl)
-		}
 		c.waitNoClusters(t, 5*time.Minute)
 		cloud.CheckNothingLeft(t)
 	})

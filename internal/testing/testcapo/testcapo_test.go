@@ -379,13 +379,19 @@ func TestMainCAPORetriesARefusedCreate(t *testing.T) {
 // v0.14.7 does, the API load balancer's pool gets a TCP health monitor
 // with CAPO's defaults, and a control-plane machine becomes a member of it
 // under CAPO's name, at its address, until it is deleted; a worker never
-// does. Each server boots with the bootstrap data as user data.
+// does. Each server boots with the bootstrap data as user data. The
+// stand-in, kept to the test's namespaces (InNamespaces), leaves alone the
+// same cluster in another namespace.
 func TestCAPOPutsControlPlaneMachinesBehindTheAPILoadBalancer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Keystone and a kube-apiserver; runs in the full suite (without -short)")
 	}
-	p := startPlane(t, strings.TrimPrefix(testenv.CAPOv014, "capo-"))
+	p := startPlane(t, strings.TrimPrefix(testenv.CAPOv014, "capo-"), testcapo.InNamespaces(ns))
 	p.cluster(t, "c1", nil)
+	const elsewhere = "elsewhere"
+	p.copyTo(t, elsewhere, secretsGVR, "cloud")
+	p.copyTo(t, elsewhere, testcapo.Clusters, "c1")
+	p.copyTo(t, elsewhere, p.gvr("openstackclusters"), "c1")
 	p.machine(t, "c1", "cp-0", "3", 0, "cluster.x-k8s.io/control-plane")
 	p.machine(t, "c1", "worker-0", "2", 0)
 	m := p.waitActive(t, "cp-0")
@@ -414,4 +420,40 @@ func TestCAPOPutsControlPlaneMachinesBehindTheAPILoadBalancer(t *testing.T) {
 	testenv.WaitFor(t, "cp-0 out of the pool and gone", time.Minute, func() (bool, string) {
 		return len(p.cloud.Members()) == 0 && p.get(t, p.gvr("openstackmachines"), "cp-0") == nil, fmt.Sprint(p.cloud.Members())
 	})
+	o, err := p.dc.Resource(p.gvr("openstackclusters")).Namespace(elsewhere).Get(context.Background(), "c1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.GetFinalizers() != nil || o.Object["status"] != nil {
+		t.Errorf("the stand-in kept to namespace %s reconciled the OpenStackCluster in %s: finalizers %v, status %v", ns, elsewhere, o.GetFinalizers(), o.Object["status"])
+	}
+}
+
+// copyTo makes the object name of ns again in namespace to (made if
+// missing), as it was created: no status, finalizers or owners.
+func (p *plane) copyTo(t *testing.T, to string, gvr schema.GroupVersionResource, name string) {
+	t.Helper()
+	ctx := context.Background()
+	nsGVR := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	if _, err := p.dc.Resource(nsGVR).Get(ctx, to, metav1.GetOptions{}); err != nil {
+		if _, err := p.dc.Resource(nsGVR).Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+			"metadata": map[string]any{"name": to}}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := p.get(t, gvr, name)
+	if o == nil {
+		t.Fatalf("%s %s/%s is missing", gvr.Resource, ns, name)
+	}
+	c := &unstructured.Unstructured{Object: map[string]any{"apiVersion": o.GetAPIVersion(), "kind": o.GetKind(),
+		"metadata": map[string]any{"name": name}}}
+	c.SetLabels(o.GetLabels())
+	for _, k := range []string{"spec", "data", "type"} {
+		if v, ok := o.Object[k]; ok {
+			c.Object[k] = v
+		}
+	}
+	if _, err := p.dc.Resource(gvr).Namespace(to).Create(ctx, c, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("copy %s %s to %s: %v", gvr.Resource, name, to, err)
+	}
 }
