@@ -54,6 +54,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -65,6 +66,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 
 	"github.com/magnetite-io/magnetite/internal/testing/testcloud"
@@ -155,8 +158,8 @@ func (c *Controller) Pause(paused bool) {
 	}
 }
 
-// How often the stand-in passes over its objects: while they change, and
-// at most once they stand still.
+// How often the stand-in passes over its objects: at most once a passFast,
+// at the next change after that, and at least once a passIdle.
 const (
 	passFast = 300 * time.Millisecond
 	passIdle = 2 * time.Second
@@ -164,13 +167,15 @@ const (
 
 // Start runs the controller until the test ends, as the CAPO release the
 // management cluster's CRDs belong to (released semantics unless an Option
-// says otherwise). It resyncs every object, as controller-runtime requeues
-// do: every passFast while its objects change (its own writes, or
-// Magnetite's and Cluster API's), backing off to passIdle once a pass finds
-// them as the last one left them. A change in the cloud alone (a flavor an
-// operator puts back) is seen within passIdle, as CAPO sees it at its next
-// requeue. Resyncing every passFast for ever cost a test with a handful of
-// clusters a core for its whole length.
+// says otherwise). Like CAPO's controllers it reads the objects from
+// informers' caches, which watch the API server, and reconciles when
+// they change: a pass over every object follows a change in its kinds
+// (its own writes, or Magnetite's and Cluster API's), at most once a
+// passFast, and comes at least once a passIdle, as CAPO's requeues do, so
+// that a change in the cloud alone (a flavor an operator puts back) is
+// seen within passIdle. Listing every kind from the API server at each
+// pass instead cost the management cluster's kube-apiserver more than the
+// stand-in's own work.
 func Start(t testing.TB, dc dynamic.Interface, cloud *testcloud.Cloud, keystoneURL string, opts ...Option) *Controller {
 	c := &Controller{t: t, dc: dc, cloud: cloud, authURL: keystoneURL, tokens: map[string]string{}, retries: map[types.UID]retry{},
 		kick: make(chan struct{}, 1)}
@@ -186,26 +191,93 @@ func Start(t testing.TB, dc dynamic.Interface, cloud *testcloud.Cloud, keystoneU
 			// A retry main's backoff makes due is not left for longer.
 			idle = min(idle, c.backoff.Max)
 		}
-		wait, last := passFast, ""
+		var w *watch
 		for {
-			seen := c.pass(ctx)
-			if seen != last {
-				wait = passFast
-			} else {
-				wait = min(2*wait, idle)
+			if w == nil {
+				w = c.startWatch(ctx)
 			}
-			last = seen
+			if w != nil {
+				c.pass(ctx, w)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(passFast):
+			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-c.kick:
-				wait = passFast
-			case <-time.After(wait):
+			case <-time.After(idle):
 			}
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	return c
+}
+
+// watch is what the stand-in's informers hold: the kinds CAPO's
+// controllers read, at the version of the release the management cluster
+// serves (found once, when its CRDs are there).
+type watch struct {
+	rel       release
+	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
+}
+
+// startWatch finds the release and starts the informers, or reports nil
+// when the CRDs are not installed yet (or the test is ending).
+func (c *Controller) startWatch(ctx context.Context) *watch {
+	rel, ok := discoverRelease(ctx, c.dc)
+	if !ok {
+		return nil
+	}
+	f := dynamicinformer.NewDynamicSharedInformerFactory(c.dc, 0)
+	w := &watch{rel: rel, informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{}}
+	changed := func(obj any) {
+		if o, ok := obj.(*unstructured.Unstructured); ok && !strings.HasPrefix(o.GetNamespace(), c.namespacePrefix) {
+			return
+		}
+		select {
+		case c.kick <- struct{}{}:
+		default:
+		}
+	}
+	for _, gvr := range []schema.GroupVersionResource{rel.gvr("openstackclusters"), rel.gvr("openstackmachines"), serversGVR, Machines, Clusters} {
+		inf := f.ForResource(gvr).Informer()
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: changed,
+			UpdateFunc: func(_, o any) { changed(o) }, DeleteFunc: changed}); err != nil {
+			return nil
+		}
+		w.informers[gvr] = inf
+	}
+	f.Start(ctx.Done())
+	for _, synced := range f.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			return nil
+		}
+	}
+	c.mu.Lock()
+	c.rel = rel
+	c.mu.Unlock()
+	return w
+}
+
+// fromCache is a copy of every cached object of gvr in the stand-in's
+// namespaces, by namespace and name as the API server lists them.
+func (c *Controller) fromCache(w *watch, gvr schema.GroupVersionResource) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, item := range w.informers[gvr].GetStore().List() {
+		if o, ok := item.(*unstructured.Unstructured); ok && strings.HasPrefix(o.GetNamespace(), c.namespacePrefix) {
+			out = append(out, o.DeepCopy())
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].GetNamespace() != out[j].GetNamespace() {
+			return out[i].GetNamespace() < out[j].GetNamespace()
+		}
+		return out[i].GetName() < out[j].GetName()
+	})
+	return out
 }
 
 // Release names the CAPO release the stand-in imitates on this management
@@ -224,45 +296,24 @@ func (c *Controller) OpenStackMachines() schema.GroupVersionResource {
 	return c.rel.gvr("openstackmachines")
 }
 
-// pass reconciles every OpenStack object once and returns what it found:
-// each object's name and resourceVersion, so that the next pass can tell
-// whether anything changed since.
-func (c *Controller) pass(ctx context.Context) string {
+// pass reconciles every OpenStack object once, as the informers hold them.
+func (c *Controller) pass(ctx context.Context, w *watch) {
 	c.mu.Lock()
 	paused := c.paused
 	c.mu.Unlock()
-	if paused {
-		return ""
+	if paused || ctx.Err() != nil {
+		return
 	}
-	rel, ok := discoverRelease(ctx, c.dc)
-	if !ok {
-		return "" // CRDs not installed yet, or shutting down
-	}
-	c.mu.Lock()
-	c.rel = rel
-	c.mu.Unlock()
-	r := &reconciler{Controller: c, rel: rel, read: map[types.UID][]byte{}, identities: map[string]*unstructured.Unstructured{}}
-	var seen strings.Builder
+	r := &reconciler{Controller: c, rel: w.rel, read: map[types.UID][]byte{}, identities: map[string]*unstructured.Unstructured{}}
 	for _, res := range []string{"openstackclusters", "openstackmachines", "openstackservers"} {
-		gvr := rel.gvr(res)
+		gvr := w.rel.gvr(res)
 		if res == "openstackservers" {
 			gvr = serversGVR
 		}
-		if res == "openstackmachines" && !r.cacheForMachines(ctx) {
-			seen.WriteString("error ")
-			continue
+		if res == "openstackmachines" {
+			r.cacheForMachines(w)
 		}
-		list, err := c.dc.Resource(gvr).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			seen.WriteString("error ")
-			continue
-		}
-		for i := range list.Items {
-			o := &list.Items[i]
-			if !strings.HasPrefix(o.GetNamespace(), c.namespacePrefix) {
-				continue
-			}
-			seen.WriteString(o.GetNamespace() + "/" + o.GetName() + "@" + o.GetResourceVersion() + " ")
+		for _, o := range c.fromCache(w, gvr) {
 			r.read[o.GetUID()] = statusJSON(o)
 			switch res {
 			case "openstackclusters":
@@ -274,7 +325,6 @@ func (c *Controller) pass(ctx context.Context) string {
 			}
 		}
 	}
-	return seen.String()
 }
 
 // reconciler is one pass of the controllers, as the release it imitates.
@@ -294,25 +344,19 @@ type reconciler struct {
 	identities map[string]*unstructured.Unstructured
 }
 
-// cacheForMachines lists what the machine controller reads (see
-// reconciler), after the cluster controller has run, so that machines see
-// their cluster's infrastructure as this pass left it. It reports whether
-// every list was read.
-func (r *reconciler) cacheForMachines(ctx context.Context) bool {
+// cacheForMachines takes what the machine controller reads (see
+// reconciler) from the informers, after the cluster controller has run.
+func (r *reconciler) cacheForMachines(w *watch) {
 	byKey := func(gvr schema.GroupVersionResource) map[string]*unstructured.Unstructured {
-		list, err := r.dc.Resource(gvr).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return nil
-		}
-		m := make(map[string]*unstructured.Unstructured, len(list.Items))
-		for i := range list.Items {
-			m[list.Items[i].GetNamespace()+"/"+list.Items[i].GetName()] = &list.Items[i]
+		list := r.fromCache(w, gvr)
+		m := make(map[string]*unstructured.Unstructured, len(list))
+		for _, o := range list {
+			m[o.GetNamespace()+"/"+o.GetName()] = o
 		}
 		return m
 	}
 	r.machines, r.clusters = byKey(Machines), byKey(Clusters)
-	r.openStackClusters, r.servers = byKey(r.rel.gvr("openstackclusters")), byKey(serversGVR)
-	return r.machines != nil && r.clusters != nil && r.openStackClusters != nil && r.servers != nil
+	r.openStackClusters, r.servers = byKey(w.rel.gvr("openstackclusters")), byKey(serversGVR)
 }
 
 // cached is the object named ns/name in one of the pass's caches.
