@@ -246,23 +246,25 @@ func Start(t TB) *APIServer {
 		t.Fatal(err)
 	}
 	s.pki = pki
-	ports, err := freePorts(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	if err := s.run(filepath.Join(k8s, "etcd"), "etcd",
-		"--name=testenv", "--data-dir="+filepath.Join(s.Dir, "etcd"),
-		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
-		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
-		"--initial-cluster=testenv="+peerURL, "--unsafe-no-fsync"); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := poll(ctx, answersOK(http.DefaultClient, etcdURL+"/health")); err != nil {
-		t.Fatalf("testenv: etcd did not become healthy: %v\n%s", err, s.logTail("etcd"))
+	// A port found free can be taken before etcd listens on it (another
+	// test's plane starting at the same moment): etcd exits, and starts
+	// again on other ports.
+	var ports []int
+	var etcdURL string
+	for attempt := 1; ; attempt++ {
+		if ports, err = planePorts(3); err != nil {
+			t.Fatal(err)
+		}
+		etcdURL = fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+		err = s.startEtcd(ctx, filepath.Join(k8s, "etcd"), etcdURL, fmt.Sprintf("http://127.0.0.1:%d", ports[1]))
+		if err == nil {
+			break
+		}
+		if attempt == 3 || !errors.Is(err, errPortTaken) {
+			t.Fatalf("%v\n%s", err, s.logTail("etcd"))
+		}
 	}
 	host := fmt.Sprintf("127.0.0.1:%d", ports[2])
 	s.apiserver = []string{filepath.Join(k8s, "kube-apiserver"),
@@ -299,6 +301,45 @@ func Start(t TB) *APIServer {
 	}
 	s.awaitAPIServer(ctx, t)
 	return s
+}
+
+// planePorts picks the ports of etcd (client, peer) and kube-apiserver;
+// a test replaces it to hand out a taken port.
+var planePorts = freePorts
+
+// startEtcd runs etcd on the given URLs and waits until it is healthy. It
+// returns errPortTaken when etcd exited because a port was taken, having
+// forgotten that etcd.
+func (s *APIServer) startEtcd(ctx context.Context, bin, clientURL, peerURL string) error {
+	if err := s.run(bin, "etcd",
+		"--name=testenv", "--data-dir="+filepath.Join(s.Dir, "etcd"),
+		"--listen-client-urls="+clientURL, "--advertise-client-urls="+clientURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=testenv="+peerURL, "--unsafe-no-fsync"); err != nil {
+		return err
+	}
+	p := s.procs[len(s.procs)-1]
+	healthy := answersOK(http.DefaultClient, clientURL+"/health")
+	err := poll(ctx, func() (bool, error) {
+		select {
+		case <-p.done:
+			if strings.Contains(s.logTail("etcd"), "address already in use") {
+				return false, fmt.Errorf("testenv: etcd exited: %w", errPortTaken)
+			}
+			return false, errors.New("testenv: etcd exited")
+		default:
+		}
+		return healthy()
+	})
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, errPortTaken) {
+		s.procs = s.procs[:len(s.procs)-1]
+		_ = os.RemoveAll(filepath.Join(s.Dir, "etcd"))
+		return err
+	}
+	return fmt.Errorf("testenv: etcd did not become healthy: %w", err)
 }
 
 // awaitAPIServer waits until kube-apiserver reports ready.

@@ -4,6 +4,8 @@ import (
 	"net"
 	"sync/atomic"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestAManagerWhosePortWasTakenStartsAgainElsewhere: a port freePorts
@@ -34,5 +36,36 @@ func TestAManagerWhosePortWasTakenStartsAgainElsewhere(t *testing.T) {
 	s.StartManagers(t, KubeadmBootstrapManager)
 	if n := calls.Load(); n != 2 {
 		t.Errorf("ports were picked %d times, want twice: the taken port, then others", n)
+	}
+}
+
+// TestAnEtcdWhosePortWasTakenStartsAgainElsewhere: the peer port freePorts
+// found free is taken before etcd listens on it (seen in a full run: etcd
+// exited with "bind: address already in use" and the test waited two
+// minutes for its health); Start starts etcd again on other ports.
+func TestAnEtcdWhosePortWasTakenStartsAgainElsewhere(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd and kube-apiserver; runs in the full suite")
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	var calls atomic.Int32
+	planePorts = func(n int) ([]int, error) {
+		ports, err := freePorts(n)
+		if err == nil && calls.Add(1) == 1 {
+			ports[1] = taken.Addr().(*net.TCPAddr).Port // etcd's peer port
+		}
+		return ports, err
+	}
+	t.Cleanup(func() { planePorts = freePorts })
+	s := Start(t)
+	if n := calls.Load(); n != 2 {
+		t.Errorf("ports were picked %d times, want twice: the taken port, then others", n)
+	}
+	if _, err := s.Dynamic(t).Resource(crdGVR).List(t.Context(), metav1.ListOptions{}); err != nil {
+		t.Errorf("the API server on the second etcd: %v", err)
 	}
 }
