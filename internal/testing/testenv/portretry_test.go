@@ -17,20 +17,7 @@ func TestAManagerWhosePortWasTakenStartsAgainElsewhere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts kube-apiserver and a Cluster API manager; runs in the full suite")
 	}
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	var calls atomic.Int32
-	managerPorts = func(n int) ([]int, error) {
-		ports, err := freePorts(n)
-		if err == nil && calls.Add(1) == 1 {
-			ports[2] = taken.Addr().(*net.TCPAddr).Port // the diagnostics port
-		}
-		return ports, err
-	}
-	t.Cleanup(func() { managerPorts = freePorts })
+	calls := takeOnce(t, &managerPorts, 2) // the diagnostics port
 	s := Start(t)
 	s.InstallClusterAPI(t)
 	s.StartManagers(t, KubeadmBootstrapManager)
@@ -47,20 +34,7 @@ func TestAnEtcdWhosePortWasTakenStartsAgainElsewhere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd and kube-apiserver; runs in the full suite")
 	}
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer taken.Close()
-	var calls atomic.Int32
-	planePorts = func(n int) ([]int, error) {
-		ports, err := freePorts(n)
-		if err == nil && calls.Add(1) == 1 {
-			ports[1] = taken.Addr().(*net.TCPAddr).Port // etcd's peer port
-		}
-		return ports, err
-	}
-	t.Cleanup(func() { planePorts = freePorts })
+	calls := takeOnce(t, &planePorts, 1) // etcd's peer port
 	s := Start(t)
 	if n := calls.Load(); n != 2 {
 		t.Errorf("ports were picked %d times, want twice: the taken port, then others", n)
@@ -68,4 +42,24 @@ func TestAnEtcdWhosePortWasTakenStartsAgainElsewhere(t *testing.T) {
 	if _, err := s.Dynamic(t).Resource(crdGVR).List(t.Context(), metav1.ListOptions{}); err != nil {
 		t.Errorf("the API server on the second etcd: %v", err)
 	}
+}
+
+// takeOnce makes *pick hand out, the first time, a port another listener
+// holds in place of its i-th, until the test ends, and counts its calls.
+func takeOnce(t *testing.T, pick *func(int) ([]int, error), i int) *atomic.Int32 {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { taken.Close() })
+	calls := new(atomic.Int32)
+	*pick = func(n int) ([]int, error) {
+		ports, err := freePorts(n)
+		if err == nil && calls.Add(1) == 1 {
+			ports[i] = taken.Addr().(*net.TCPAddr).Port
+		}
+		return ports, err
+	}
+	t.Cleanup(func() { *pick = freePorts })
+	return calls
 }
