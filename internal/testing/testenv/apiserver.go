@@ -266,10 +266,34 @@ func Start(t TB) *APIServer {
 			t.Fatalf("%v\n%s", err, s.logTail("etcd"))
 		}
 	}
-	host := fmt.Sprintf("127.0.0.1:%d", ports[2])
-	s.apiserver = []string{filepath.Join(k8s, "kube-apiserver"),
+	// kube-apiserver's port can be taken the same way: it starts again on
+	// another.
+	port := ports[2]
+	for attempt := 1; ; attempt++ {
+		err := s.startAPIServer(ctx, filepath.Join(k8s, "kube-apiserver"), etcdURL, port)
+		if err == nil {
+			return s
+		}
+		if attempt == 3 || !errors.Is(err, errPortTaken) {
+			t.Fatalf("%v\n%s", err, s.logTail("kube-apiserver"))
+		}
+		more, err := planePorts(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port = more[0]
+	}
+}
+
+// startAPIServer runs kube-apiserver on port with etcd at etcdURL and waits
+// until it is ready. It returns errPortTaken when kube-apiserver exited
+// because its port was taken, having forgotten that process.
+func (s *APIServer) startAPIServer(ctx context.Context, bin, etcdURL string, port int) error {
+	pki := s.pki
+	host := fmt.Sprintf("127.0.0.1:%d", port)
+	s.apiserver = []string{bin,
 		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", ports[2]),
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", port),
 		"--cert-dir=" + filepath.Join(s.Dir, "apiserver-certs"),
 		"--tls-cert-file=" + pki.serverCert, "--tls-private-key-file=" + pki.serverKey,
 		"--client-ca-file=" + pki.caCert, "--token-auth-file=" + pki.tokens,
@@ -290,7 +314,7 @@ func Start(t TB) *APIServer {
 		// next to each other saved 0.4 to 2.8 s).
 		"--enable-priority-and-fairness=false"}
 	if err := s.run(s.apiserver[0], "kube-apiserver", s.apiserver[1:]...); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	s.Config = &rest.Config{
 		Host:            "https://" + host,
@@ -299,8 +323,11 @@ func Start(t TB) *APIServer {
 		QPS:             200, Burst: 400,
 		Timeout: 30 * time.Second,
 	}
-	s.awaitAPIServer(ctx, t)
-	return s
+	err := s.waitAPIServer(ctx, "kube-apiserver")
+	if errors.Is(err, errPortTaken) {
+		s.procs = s.procs[:len(s.procs)-1]
+	}
+	return err
 }
 
 // planePorts picks the ports of etcd (client, peer) and kube-apiserver;
@@ -345,14 +372,37 @@ func (s *APIServer) startEtcd(ctx context.Context, bin, clientURL, peerURL strin
 // awaitAPIServer waits until kube-apiserver reports ready.
 func (s *APIServer) awaitAPIServer(ctx context.Context, t TB) {
 	t.Helper()
+	if err := s.waitAPIServer(ctx, "kube-apiserver-restarted"); err != nil {
+		t.Fatalf("%v\n%s", err, s.logTail("kube-apiserver-restarted"))
+	}
+}
+
+// waitAPIServer waits until the kube-apiserver last started (logging as
+// name) is ready, or reports why not: errPortTaken when it exited because
+// its port was taken.
+func (s *APIServer) waitAPIServer(ctx context.Context, name string) error {
+	p := s.procs[len(s.procs)-1]
 	tr, err := rest.TransportFor(s.Config)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	hc := &http.Client{Transport: tr, Timeout: 5 * time.Second}
-	if err := poll(ctx, answersOK(hc, s.Config.Host+"/readyz")); err != nil {
-		t.Fatalf("testenv: kube-apiserver did not become ready: %v\n%s", err, s.logTail("kube-apiserver"))
+	ready := answersOK(hc, s.Config.Host+"/readyz")
+	err = poll(ctx, func() (bool, error) {
+		select {
+		case <-p.done:
+			if strings.Contains(s.logTail(name), "address already in use") {
+				return false, fmt.Errorf("testenv: %s exited: %w", name, errPortTaken)
+			}
+			return false, fmt.Errorf("testenv: %s exited", name)
+		default:
+		}
+		return ready()
+	})
+	if err != nil && !errors.Is(err, errPortTaken) {
+		return fmt.Errorf("testenv: %s did not become ready: %w", name, err)
 	}
+	return err
 }
 
 // StopAPIServer stops kube-apiserver alone, leaving etcd and every manager

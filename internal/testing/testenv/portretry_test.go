@@ -44,6 +44,23 @@ func TestAnEtcdWhosePortWasTakenStartsAgainElsewhere(t *testing.T) {
 	}
 }
 
+// TestAnAPIServerWhosePortWasTakenStartsAgainElsewhere: kube-apiserver's
+// port is taken the same way; Start starts it again on another port, and
+// clients reach it there.
+func TestAnAPIServerWhosePortWasTakenStartsAgainElsewhere(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd and kube-apiserver; runs in the full suite")
+	}
+	calls := takeOnce(t, &planePorts, 2) // kube-apiserver's port
+	s := Start(t)
+	if n := calls.Load(); n != 2 {
+		t.Errorf("ports were picked %d times, want twice: the taken port, then another", n)
+	}
+	if _, err := s.Dynamic(t).Resource(crdGVR).List(t.Context(), metav1.ListOptions{}); err != nil {
+		t.Errorf("the API server on its second port: %v", err)
+	}
+}
+
 // takeOnce makes *pick hand out, the first time, a port another listener
 // holds in place of its i-th, until the test ends, and counts its calls.
 func takeOnce(t *testing.T, pick *func(int) ([]int, error), i int) *atomic.Int32 {
