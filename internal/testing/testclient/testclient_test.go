@@ -14,6 +14,9 @@ import (
 // packages and what they depend on, and none of what the servers brought;
 // it runs, and its magnum plugin answers.
 func TestTheCLISeesItsOwnPackagesOnly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: needs Debian's openstack CLI; runs in the full suite")
+	}
 	testproc.Require(t, testclient.Python, testclient.Script)
 	t.Parallel()
 	cli := testclient.OpenStack(t)
