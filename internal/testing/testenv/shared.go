@@ -41,12 +41,7 @@ const ClusterAPIKubeconfigEnv = "MAGNETITE_CLUSTER_API_KUBECONFIG"
 
 // shared is the test binary's Cluster API plane: started by the first
 // SharedClusterAPI call, stopped by Main after the last test.
-var shared struct {
-	once  sync.Once
-	run   *PlaneRun
-	plane *APIServer
-	err   error
-}
+var shared sharedPlane
 
 // mainInstalled is set by Main: the shared plane's processes live in
 // process groups of their own and outlive the test binary unless Main
