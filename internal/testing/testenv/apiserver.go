@@ -313,6 +313,12 @@ func (s *APIServer) startAPIServer(ctx context.Context, bin, etcdURL string, por
 		// over six runs instead of 28.7 over eight (each pair of runs
 		// next to each other saved 0.4 to 2.8 s).
 		"--enable-priority-and-fairness=false"}
+	if dir := os.Getenv(AuditDirEnv); dir != "" {
+		pol := filepath.Join(s.Dir, "audit-policy.yaml")
+		_ = os.WriteFile(pol, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"), 0o600)
+		s.apiserver = append(s.apiserver, "--audit-policy-file="+pol,
+			"--audit-log-path="+filepath.Join(dir, fmt.Sprintf("audit-%d-%d.log", os.Getpid(), port)), "--audit-log-format=json")
+	}
 	if err := s.run(s.apiserver[0], "kube-apiserver", s.apiserver[1:]...); err != nil {
 		return err
 	}
@@ -673,6 +679,12 @@ func (s *APIServer) run(path, name string, args ...string) error {
 	s.procs = append(s.procs, p)
 	return nil
 }
+
+// AuditDirEnv names a folder where each kube-apiserver this package starts
+// writes an audit log of every request's metadata (user, user agent, verb,
+// resource; audit-<test process>-<port>.log, JSON lines), to read who keeps
+// a plane busy: a plane's CPU follows the requests its clients send.
+const AuditDirEnv = "MAGNETITE_TESTENV_AUDIT_DIR"
 
 // ServerCPULogEnv names a file each server this package starts (etcd,
 // kube-apiserver, the Cluster API managers) appends a line to when it
