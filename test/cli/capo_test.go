@@ -23,17 +23,9 @@ import (
 	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
 
-// nokeyTimeout is the create_timeout of the clusters nobody retries, in
-// minutes: long enough for CAPO to meet their refusals first. Under the
-// full suite on two cores the clusters were created two minutes before
-// the stand-in was let go (the CLI's creates and the cloud's breakage)
-// and the first refusals showed 3.4 minutes after that; at 5 minutes the
-// three timed out before theirs showed.
-const nokeyTimeout = 7
-
-// refusalWait bounds how long a refusal may take to show once the
-// stand-in acts: 3.4 minutes were seen under the full suite.
-const refusalWait = 6 * time.Minute
+// nokeyTimeout is nokey's create_timeout, in minutes: long enough for CAPO
+// to meet its missing keypair first.
+const nokeyTimeout = 5
 
 // TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn drives Debian's
 // `openstack coe` CLI, logged in to a real Keystone, against `magnetite
@@ -182,7 +174,7 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		c.ok(t, "coe", "cluster", "resize", cluster, "1")
 	}
 	showsNext := func(t *testing.T, cluster, what, message string) {
-		c.waitCluster(t, cluster, "status_reason to show "+what, refusalWait, true, func(cl *apitypes.Cluster) bool {
+		c.waitCluster(t, cluster, "status_reason to show "+what, 3*time.Minute, true, func(cl *apitypes.Cluster) bool {
 			return strings.Contains(str(cl.StatusReason), message)
 		})
 		if r := field(t, cluster, "status_reason"); !strings.Contains(r, message) {
