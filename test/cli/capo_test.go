@@ -24,7 +24,15 @@ import (
 )
 
 // nokeyTimeout is nokey's create_timeout, in minutes: long enough for CAPO
-// to meet its missing keypair first.
+// to meet its missing keypair first. The test counts on the whole chain
+// from a cluster's creation to Nova's refusal (the CLI's creates, Cluster
+// API's managers, the stand-in, Magnetite's status) taking less than
+// that: on a machine half as fast as the one this was set on (the
+// openstack CLI's `coe cluster list --help` at 1.2 CPU-seconds instead
+// of 0.62) the refusals showed 5 minutes after the clusters were created
+// with test/cli alone and 8 to 10 under the whole suite, and the three
+// clusters nobody retries timed out before theirs showed (7 minutes
+// failed the same way).
 const nokeyTimeout = 5
 
 // TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn drives Debian's
