@@ -367,9 +367,12 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 				r, ok := unretried[cluster]
 				unretriedMu.Unlock()
 				if !ok {
-					t.Fatalf("%s's refusal never showed", cluster)
+					// Deleted all the same: the last subtest checks that
+					// deleting every cluster leaves nothing behind.
+					t.Errorf("%s's refusal never showed", cluster)
+				} else {
+					failsAtTimeout(t, cluster, r.message, r.machines)
 				}
-				failsAtTimeout(t, cluster, r.message, r.machines)
 				c.ok(t, "coe", "cluster", "delete", cluster)
 			})
 		}
