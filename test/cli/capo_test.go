@@ -256,7 +256,7 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 				showsNext(t, cluster, "the refusal", message)
 				// How much of nokey's create_timeout is left once its
 				// refusal shows is the margin nokeyTimeout leaves.
-				t.Logf("the refusal showed %s after the clusters were created", time.Since(created).Round(time.Second))
+				t.Logf("the refusal showed %s after the clusters nobody retries were created", time.Since(created).Round(time.Second))
 				fixIt(t)
 			})
 		}
