@@ -23,18 +23,17 @@ import (
 	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
 
-// nokeyTimeout is nokey's create_timeout, in minutes: long enough for CAPO
-// to meet its missing keypair first. The test counts on the chain from a
-// cluster's creation to Nova's refusal (Cluster API's managers, the
-// stand-in, Magnetite's status) taking less than that. When the three
-// clusters nobody retries were created first, their timeout also had to
-// cover the other six clusters' creates through the CLI: on a machine
-// half as fast as the one this was set on (the openstack CLI's `coe
-// cluster list --help` at 1.2 CPU-seconds instead of 0.62) their
-// refusals showed 5 minutes after their creation with test/cli alone and
-// 8 to 10 under the whole suite, after their timeout (7 minutes failed
-// the same way). Created last, theirs showed 24 to 51 seconds after
-// their creation on that machine, with test/cli's stand-in test alone.
+// nokeyTimeout is the create_timeout, in minutes, of the three clusters
+// nobody retries: long enough for CAPO to meet what the cloud lacks first.
+// The test counts on the chain from their creation to Nova's refusal
+// (Cluster API's managers, the stand-in, Magnetite's status) taking less
+// than that, whatever else the machine runs. They are created last, just
+// before the cloud is broken, and the stand-in gets to them before the
+// other clusters (capo.First). When they were created first, or the
+// stand-in let go of every cluster only once a refusal subtest had a
+// free slot among the package's parallel tests, their refusals showed 5
+// to 10 minutes after their creation under the whole suite on a machine
+// half as fast as the one this was set on, after their timeout.
 const nokeyTimeout = 5
 
 // TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn drives Debian's
@@ -248,46 +247,38 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		unretried[cluster] = refused{message, machines}
 	}
 	t.Run("refusals", func(t *testing.T) {
-		refusal := func(cluster, message string, breakIt func(), fixIt func(t *testing.T)) {
-			breakIt()
-			t.Run(cluster, func(t *testing.T) {
-				t.Parallel()
-				capo.Pause(false)
-				showsNext(t, cluster, "the refusal", message)
-				// How much of nokey's create_timeout is left once its
-				// refusal shows is the margin nokeyTimeout leaves.
-				t.Logf("the refusal showed %s after the clusters nobody retries were created", time.Since(created).Round(time.Second))
-				fixIt(t)
-			})
+		// Every change is made first, so that every cluster meets the same
+		// cloud. The stand-in then gets to the clusters nobody retries
+		// before the others, as a CAPO whose workers reached them first:
+		// their create_timeout counts from their creation, and so covers
+		// their own chain to Nova's refusal and not the others' work too.
+		// Their subtests run in turn, in the parent, so that what they
+		// wait for does not also wait for a free slot among the package's
+		// parallel tests; the other clusters' run in parallel once the
+		// stand-in acts on every cluster.
+		type refusal struct {
+			cluster, message string
+			fixIt            func(t *testing.T)
 		}
+		var retried []refusal
+
 		// noflavor's keypair goes too: Nova checks the flavor first, so
 		// its refusal shows once the flavor is back and the user retried,
 		// until the user makes the keypair again and retries.
-		refusal("noflavor", "Flavor 3 could not be found.", func() {
-			cloud.RemoveFlavor("3", true)
-			c.ok(t, "keypair", "delete", "alice-key")
-		}, func(t *testing.T) {
+		cloud.RemoveFlavor("3", true)
+		c.ok(t, "keypair", "delete", "alice-key")
+		retried = append(retried, refusal{"noflavor", "Flavor 3 could not be found.", func(t *testing.T) {
 			for _, m := range machines(t, "noflavor") {
 				if _, cp := m.GetLabels()["cluster.x-k8s.io/control-plane"]; cp {
 					noflavorFailed = append(noflavorFailed, m.GetName())
 				}
 			}
-			// flavorlost must meet the removed flavor too before it is back.
-			showsNext(t, "flavorlost", "the refusal", "Flavor 3 could not be found.")
 			cloud.RemoveFlavor("3", false)
 			retry(t, "noflavor")
 			showsNext(t, "noflavor", "Nova's keypair refusal", "Invalid key_name provided.")
 			c.ok(t, "keypair", "create", "alice-key")
 			retry(t, "noflavor")
-		})
-		// flavorlost loses the same flavor (removed above), gets it back
-		// with noflavor (which waits for its refusal first) and is never
-		// retried: it fails at its create_timeout with Nova's message.
-		t.Run("flavorlost", func(t *testing.T) {
-			t.Parallel()
-			showsNext(t, "flavorlost", "the refusal", "Flavor 3 could not be found.")
-			noRetry(t, "flavorlost", "Flavor 3 could not be found.")
-		})
+		}})
 		// noportsec's API load balancer comes first (CAPO makes it before
 		// any machine): the operator's router1 has lost its interface on
 		// the private subnet, so Neutron refuses its floating IP (Magnetite
@@ -299,11 +290,10 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		// refusals show next, one after the other (Cinder checks the type
 		// first), each until an operator makes what it lacks and the user
 		// retries.
-		refusal("noportsec", "ExternalGatewayForFloatingIPNotFound: External network "+testcloud.ExternalNetID+
-			" is not reachable from subnet "+testcloud.PrivateSubnetID+". Therefore, cannot associate Port ", func() {
-			cloud.SetPortSecurity(testcloud.PrivateNetID, false)
-			cloud.SetCloudRoute(testcloud.PrivateSubnetID, false)
-		}, func(t *testing.T) {
+		cloud.SetPortSecurity(testcloud.PrivateNetID, false)
+		cloud.SetCloudRoute(testcloud.PrivateSubnetID, false)
+		retried = append(retried, refusal{"noportsec", "ExternalGatewayForFloatingIPNotFound: External network " + testcloud.ExternalNetID +
+			" is not reachable from subnet " + testcloud.PrivateSubnetID + ". Therefore, cannot associate Port ", func(t *testing.T) {
 			cloud.SetCloudRoute(testcloud.PrivateSubnetID, true)
 			showsNext(t, "noportsec", "Neutron's port security refusal", "Port security must be enabled and port must have an IP address in order to use security groups.")
 			cloud.SetPortSecurity(testcloud.PrivateNetID, true)
@@ -313,24 +303,18 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 			showsNext(t, "noportsec", "Cinder's availability zone refusal", "Invalid input received: Availability zone 'az2' is invalid.")
 			cloud.AddVolumeAvailabilityZone("az2")
 			retry(t, "noportsec")
-		})
-		// nokey's keypair never comes back: without a retry that could
-		// help, it fails at its create_timeout with Nova's message.
-		refusal("nokey", "Invalid key_name provided.", func() { c.ok(t, "keypair", "delete", "bob-key") }, func(t *testing.T) {
-			noRetry(t, "nokey", "Invalid key_name provided.")
-		})
+		}})
 		// The server groups go: Nova refuses the control plane's server
 		// for its group; the user's retry makes the groups again and
 		// replaces the control plane's machine from the template naming
 		// the new group; the workers' MachineDeployment rolls to the
 		// template naming the new worker group.
 		nogroupGroups := serverGroups(t, "nogroup")
-		refusal("nogroup", "Instance group "+nogroupGroups[0]+" could not be found.", func() {
-			for _, id := range nogroupGroups {
-				deletedGroups = append(deletedGroups, id)
-				cloud.DeleteServerGroup(id)
-			}
-		}, func(t *testing.T) {
+		for _, id := range nogroupGroups {
+			deletedGroups = append(deletedGroups, id)
+			cloud.DeleteServerGroup(id)
+		}
+		retried = append(retried, refusal{"nogroup", "Instance group " + nogroupGroups[0] + " could not be found.", func(t *testing.T) {
 			// The worker's machine was made before its group went: it names
 			// the deleted group until its MachineDeployment rolls it.
 			testenv.WaitFor(t, "a nogroup worker machine naming its deleted server group", time.Minute, func() (bool, string) {
@@ -343,18 +327,44 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 				return false, "no worker machine names a deleted group"
 			})
 			c.ok(t, "coe", "cluster", "resize", "nogroup", "1")
-		})
-		// grouplost loses its server groups too and is never retried: it
-		// fails at its create_timeout with Nova's message.
+		}})
+
+		// The clusters nobody retries, each failing at its create_timeout
+		// with Nova's message: flavorlost loses noflavor's flavor (removed
+		// above) and gets it back with noflavor, whose fix comes once
+		// these refusals showed; nokey's keypair never comes back;
+		// grouplost loses its server groups (auto-healing cannot make
+		// server groups again).
+		c.ok(t, "keypair", "delete", "bob-key")
 		grouplostGroups := serverGroups(t, "grouplost")
-		message := "Instance group " + grouplostGroups[0] + " could not be found."
-		refusal("grouplost", message, func() {
-			for _, id := range grouplostGroups {
-				cloud.DeleteServerGroup(id)
-			}
-		}, func(t *testing.T) {
-			noRetry(t, "grouplost", message)
-		})
+		for _, id := range grouplostGroups {
+			cloud.DeleteServerGroup(id)
+		}
+		first := [][2]string{{"flavorlost", "Flavor 3 could not be found."}, {"nokey", "Invalid key_name provided."},
+			{"grouplost", "Instance group " + grouplostGroups[0] + " could not be found."}}
+		var names []string
+		for _, u := range first {
+			names = append(names, clusterObjectName(ctx, t, dc, uuids[u[0]]))
+		}
+		capo.First(names...)
+		for _, u := range first {
+			t.Run(u[0], func(t *testing.T) {
+				showsNext(t, u[0], "the refusal", u[1])
+				// How much of the create_timeout is left once the refusal
+				// shows is the margin nokeyTimeout leaves.
+				t.Logf("the refusal showed %s after the clusters nobody retries were created", time.Since(created).Round(time.Second))
+				noRetry(t, u[0], u[1])
+			})
+		}
+
+		capo.Pause(false)
+		for _, r := range retried {
+			t.Run(r.cluster, func(t *testing.T) {
+				t.Parallel()
+				showsNext(t, r.cluster, "the refusal", r.message)
+				r.fixIt(t)
+			})
+		}
 	})
 
 	// While the clusters nobody retries wait for their create_timeout, the
