@@ -155,6 +155,24 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		// Cluster object exists: the changes below come after.
 		clusterObjectName(ctx, t, dc, uuids[cl])
 	}
+	// mixed1's vms node group is in its Cluster's topology too before the
+	// cloud changes: rendered once the control plane's flavor is gone,
+	// the cluster would be refused for it by Magnetite (the flavor was
+	// not found in the cloud), not by Nova through CAPO.
+	testenv.WaitFor(t, "mixed1's vms node group in its Cluster's topology", 2*time.Minute, func() (bool, string) {
+		name, ns := clusterObject(ctx, t, dc, uuids["mixed1"])
+		o, err := dc.Resource(testcapo.Clusters).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		mds, _, _ := unstructured.NestedSlice(o.Object, "spec", "topology", "workers", "machineDeployments")
+		for _, md := range mds {
+			if m, ok := md.(map[string]any); ok && m["name"] == "vms" {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d MachineDeployments in its topology, none named vms", len(mds))
+	})
 	machines := func(t *testing.T, cluster string) []unstructured.Unstructured {
 		return clusterMachines(ctx, t, dc, capo, uuids[cluster])
 	}
