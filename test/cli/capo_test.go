@@ -159,9 +159,9 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 	// cloud changes: rendered once the control plane's flavor is gone,
 	// the cluster would be refused for it by Magnetite (the flavor was
 	// not found in the cloud), not by Nova through CAPO.
+	mixed1Name, mixed1NS := clusterObject(ctx, t, dc, uuids["mixed1"])
 	testenv.WaitFor(t, "mixed1's vms node group in its Cluster's topology", 2*time.Minute, func() (bool, string) {
-		name, ns := clusterObject(ctx, t, dc, uuids["mixed1"])
-		o, err := dc.Resource(testcapo.Clusters).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		o, err := dc.Resource(testcapo.Clusters).Namespace(mixed1NS).Get(ctx, mixed1Name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}

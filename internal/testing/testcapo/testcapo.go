@@ -260,10 +260,7 @@ func (c *Controller) startWatch(ctx context.Context) *watch {
 		if o, ok := obj.(*unstructured.Unstructured); ok && !strings.HasPrefix(o.GetNamespace(), c.namespacePrefix) {
 			return
 		}
-		select {
-		case c.kick <- struct{}{}:
-		default:
-		}
+		c.kickNow()
 	}
 	for _, gvr := range []schema.GroupVersionResource{rel.gvr("openstackclusters"), rel.gvr("openstackmachines"), serversGVR, Machines, Clusters} {
 		inf := f.ForResource(gvr).Informer()
