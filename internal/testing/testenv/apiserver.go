@@ -670,10 +670,11 @@ func (s *APIServer) run(path, name string, args ...string) error {
 		return fmt.Errorf("testenv: start %s: %w", name, err)
 	}
 	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	started := time.Now()
 	go func() {
 		_ = cmd.Wait()
 		logf.Close()
-		logServerCPU(name, cmd.ProcessState)
+		logServerCPU(name, cmd.ProcessState, time.Since(started))
 		close(p.done)
 	}()
 	s.procs = append(s.procs, p)
@@ -688,14 +689,16 @@ const AuditDirEnv = "MAGNETITE_TESTENV_AUDIT_DIR"
 
 // ServerCPULogEnv names a file each server this package starts (etcd,
 // kube-apiserver, the Cluster API managers) appends a line to when it
-// exits: its name, user and system CPU seconds, and its peak resident
-// memory in MiB. The suite runs on two shared cores, so what a flag of
+// exits: its name, user and system CPU seconds, its peak resident memory
+// in MiB, the seconds it ran, and the test binary that started it
+// (cli.test, say). The suite runs on two shared cores, so what a flag of
 // the servers saves is read in CPU seconds, per server, not in a test's
 // wall time; the memory says what a saving bought with memory (a higher
-// GOGC, say) costs.
+// GOGC, say) costs; the seconds and binary say which package's planes
+// cost what, and how much of it they spent idle.
 const ServerCPULogEnv = "MAGNETITE_TESTENV_CPU_LOG"
 
-func logServerCPU(name string, ps *os.ProcessState) {
+func logServerCPU(name string, ps *os.ProcessState, ran time.Duration) {
 	path := os.Getenv(ServerCPULogEnv)
 	if path == "" || ps == nil {
 		return
@@ -709,7 +712,7 @@ func logServerCPU(name string, ps *os.ProcessState) {
 	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
 		peakMiB = ru.Maxrss / 1024 // kilobytes on Linux
 	}
-	_, _ = fmt.Fprintf(f, "%s\t%.2f\t%.2f\t%d\n", name, ps.UserTime().Seconds(), ps.SystemTime().Seconds(), peakMiB)
+	_, _ = fmt.Fprintf(f, "%s\t%.2f\t%.2f\t%d\t%.1f\t%s\n", name, ps.UserTime().Seconds(), ps.SystemTime().Seconds(), peakMiB, ran.Seconds(), filepath.Base(os.Args[0]))
 }
 
 // stop ends the API server before etcd, each with SIGTERM and, if it does

@@ -72,8 +72,8 @@ func TestServersRecordTheirCPUWhenTheyStop(t *testing.T) {
 	seen := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		f := strings.Split(line, "\t")
-		if len(f) != 4 {
-			t.Fatalf("line %q is not name, user and system seconds, peak MiB", line)
+		if len(f) != 6 {
+			t.Fatalf("line %q is not name, user and system seconds, peak MiB, seconds run, test binary", line)
 		}
 		user, errU := strconv.ParseFloat(f[1], 64)
 		sys, errS := strconv.ParseFloat(f[2], 64)
@@ -82,6 +82,12 @@ func TestServersRecordTheirCPUWhenTheyStop(t *testing.T) {
 		}
 		if mib, err := strconv.Atoi(f[3]); err != nil || mib <= 0 {
 			t.Errorf("%s: peak memory %q MiB, want above zero", f[0], f[3])
+		}
+		if ran, err := strconv.ParseFloat(f[4], 64); err != nil || ran <= 0 {
+			t.Errorf("%s: ran %q seconds, want above zero", f[0], f[4])
+		}
+		if want := filepath.Base(os.Args[0]); f[5] != want {
+			t.Errorf("%s: started by %q, want this test binary %q", f[0], f[5], want)
 		}
 		seen[f[0]] = true
 	}
