@@ -52,7 +52,7 @@ type adoptedCluster struct {
 }
 
 func startAdoptedCredentials(t *testing.T) *adoptedCredentials {
-	w := &adoptedCredentials{t: t, ks: testkeystone.Start(t), env: testenv.Start(t)}
+	w := &adoptedCredentials{t: t, ks: testkeystone.Start(t), env: managementPlane(t, testenv.CAPOv014)}
 	w.project = w.ks.CreateProject("demo")
 	w.user = w.ks.CreateUser("carol", "carol-password")
 	w.ks.Grant(w.user, w.project, "member")

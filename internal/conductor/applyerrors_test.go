@@ -112,8 +112,8 @@ func TestApplyIntoATerminatingNamespaceIsRetried(t *testing.T) {
 func TestRealAPIServerRefusalsAreClassified(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := testenv.Start(t)
-	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{})
+	env := managementPlane(t, testenv.CAPOv014)
+	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{NamespacePrefix: testenv.NamespacePrefix(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

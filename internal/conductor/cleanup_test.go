@@ -27,10 +27,8 @@ import (
 func TestCleanupRemovesTheInfrastructuresOwnObjects(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := testenv.Start(t)
-	env.InstallClusterAPI(t)
-	env.InstallProviders(t, "capm3", "ipam-metal3")
-	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds()})
+	env := managementPlane(t, testenv.CAPOv014)
+	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds(), NamespacePrefix: testenv.NamespacePrefix(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

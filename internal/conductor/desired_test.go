@@ -56,10 +56,10 @@ func TestANewKindInTheDesiredStateIsCreatedAndPruned(t *testing.T) {
 	quota := clusterObjectName(cl) + "-quota"
 	// The ClusterClass and templates clusters share belong to none of them.
 	for _, kind := range []string{"ClusterClass", "DevClusterTemplate", "KubeadmControlPlaneTemplate"} {
-		if objs, err := p.mc.List(ctx, kind, "", mgmt.LabelClusterUUID); err != nil || len(objs) > 0 {
+		if objs, err := p.mc.List(ctx, kind, p.namespace, mgmt.LabelClusterUUID); err != nil || len(objs) > 0 {
 			t.Errorf("%d %s objects carry a cluster's label (%v)", len(objs), kind, err)
 		}
-		if objs, err := p.mc.List(ctx, kind, "", mgmt.ManagedSelector); err != nil || len(objs) == 0 {
+		if objs, err := p.mc.List(ctx, kind, p.namespace, mgmt.ManagedSelector); err != nil || len(objs) == 0 {
 			t.Errorf("no %s carries Magnetite's managed-by label (%v)", kind, err)
 		}
 	}

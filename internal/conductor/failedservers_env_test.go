@@ -142,7 +142,7 @@ func TestFailedMachinesAreReplacedOnlyOnceAllowedAndOneControlPlaneMachineAtATim
 	t.Parallel()
 	for _, rel := range capoReleases {
 		t.Run(rel.crds, func(t *testing.T) {
-			t.Parallel() // each release on an API server of its own
+			t.Parallel() // each release on the package's plane with its CRDs
 			failedMachinesAreReplaced(t, rel)
 		})
 	}
@@ -150,10 +150,8 @@ func TestFailedMachinesAreReplacedOnlyOnceAllowedAndOneControlPlaneMachineAtATim
 
 func failedMachinesAreReplaced(t *testing.T, rel capoRelease) {
 	ctx := context.Background()
-	env := testenv.Start(t)
-	env.InstallClusterAPI(t)
-	env.InstallProviders(t, rel.crds)
-	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds()})
+	env := managementPlane(t, rel.crds)
+	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds(), NamespacePrefix: testenv.NamespacePrefix(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

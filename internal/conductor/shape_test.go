@@ -34,10 +34,8 @@ func (s staticCloud) Facts(context.Context, *model.ClusterTemplate, *model.Clust
 // resolver's reason, saying what to change, as its status_reason.
 func TestUnbuildableClusterFailsWithTheRenderersReason(t *testing.T) {
 	t.Parallel()
-	env := testenv.Start(t)
-	env.InstallClusterAPI(t)
-	env.InstallProviders(t, "capo")
-	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds()})
+	env := managementPlane(t, testenv.CAPOv014)
+	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: builtin.Kinds(), NamespacePrefix: testenv.NamespacePrefix(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,8 +59,7 @@ type plane struct {
 // retried within a second.
 func startPlane(t *testing.T, workers int, facts FactsSource, extra ...driver.Driver) *plane {
 	t.Helper()
-	env := testenv.Start(t)
-	env.InstallClusterAPI(t)
+	env := managementPlane(t, testenv.CAPOv014)
 	ctx, cancel := context.WithCancel(context.Background())
 	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "m.db"))
 	if err != nil {
@@ -81,7 +80,7 @@ func startPlane(t *testing.T, workers int, facts FactsSource, extra ...driver.Dr
 	if len(extra) > 0 {
 		driverName = extra[0].Name()
 	}
-	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: drivers.Kinds(), Log: quiet})
+	mc, err := mgmt.NewForConfig(env.Config, mgmt.Options{Kinds: drivers.Kinds(), Log: quiet, NamespacePrefix: testenv.NamespacePrefix(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
