@@ -5,9 +5,11 @@
 # packages share (hack/testrun). `go test -short ./...` is the fast unit
 # loop that needs none of it.
 #
-# Usage: hack/test.sh [--repeat N] [packages]
+# Usage: hack/test.sh [--repeat N] [--json FILE] [packages]
 #   --repeat N  runs the packages N times, each on a fresh plane, and ends
 #               with the failures per test (the flake gate)
+#   --json FILE keeps every event of go test -json, passing tests' log
+#               lines included
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash hack/ci-deps.sh

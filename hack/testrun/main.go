@@ -6,10 +6,13 @@
 // tests that need a CAPD of their own (they skip while the run-wide plane
 // holds the machine's one CAPD) once the plane has stopped.
 //
-//	go run ./hack/testrun [--repeat N] [-p P] [--parallel P] [--timeout D] [--no-plane] [packages]
+//	go run ./hack/testrun [--repeat N] [-p P] [--parallel P] [--timeout D] [--no-plane] [--json FILE] [packages]
 //
 // --repeat N runs it all N times, each on a fresh plane, and ends with how
-// often each test failed: the flake gate.
+// often each test failed: the flake gate. --json FILE keeps every event
+// of `go test -json`, passing tests' log lines included, to read what a
+// test logged about its margins (the CAPO stand-in test's refusal times,
+// say) in a run of the whole suite.
 //
 // It ends with the slowest packages, the CPU each package's test binary and
 // the processes it ran spent (the suite shares two cores in CI, so this is
@@ -47,6 +50,7 @@ func main() {
 	packages := flag.Int("p", 4, "go test -p, how many packages build and run at once: twice the 2 cores of CI, as most tests wait on processes")
 	timeout := flag.Duration("timeout", 60*time.Minute, "go test -timeout of each package")
 	noPlane := flag.Bool("no-plane", false, "start no run-wide plane: each package starts its own")
+	jsonLog := flag.String("json", "", "append every event of go test -json, the passing tests' log lines included, to this file")
 	saveOrderTo := flag.String("save-order", "", "after the run, write the packages that took a minute or more, longest first, to this file (hack/testrun/slowest.txt)")
 	flag.Parse()
 	pkgs := flag.Args()
@@ -55,6 +59,14 @@ func main() {
 	}
 	r := &runner{parallel: *parallel, packages: *packages, timeout: *timeout, failures: map[string]int{}}
 	r.cpuLog = cpuLogPath()
+	if *jsonLog != "" {
+		f, err := os.OpenFile(*jsonLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			fmt.Println(err)
+			os.Exit(2)
+		}
+		r.jsonLog = f // written unbuffered; closed as the run exits
+	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
@@ -101,6 +113,8 @@ type runner struct {
 	cpuLog string
 	// spans are the last run's package start and end times.
 	spans map[string][2]time.Time
+	// jsonLog, when set, gets every line of go test -json.
+	jsonLog io.Writer
 }
 
 // cpuLogPath is a new, empty file for the run's CPU times, under _output
@@ -242,7 +256,11 @@ func (r *runner) goTest(env, pkgs, extra []string, phase string) result {
 	r.mu.Lock()
 	r.cmd, r.done = cmd, done
 	r.mu.Unlock()
-	res := parse(out, os.Stdout)
+	var events io.Reader = out
+	if r.jsonLog != nil {
+		events = io.TeeReader(out, r.jsonLog)
+	}
+	res := parse(events, os.Stdout)
 	err = cmd.Wait()
 	close(done)
 	if phase != "" {
