@@ -263,9 +263,15 @@ func startCredentialsWorldWithout(t *testing.T, missing ...testcloud.Missing) *c
 	w := &credentialsWorld{t: t, ks: ks, userID: userID, token: ks.Token("olivia", "olivia-password-0815", "alpha"),
 		logs: &lockedBuffer{}, services: map[string]string{"alpha": alpha}}
 
-	env := testenv.Start(t)
-	env.InstallClusterAPI(t)
-	env.InstallProviders(t, "capo")
+	// One API server for the package's worlds: each Magnetite keeps to
+	// its Keystone's projects' namespaces (project IDs are Keystone's
+	// random ones) and its clusters' UUIDs.
+	env := testenv.SharedPlane(t, "cluster-api+"+testenv.CAPOv014, func(tb testenv.TB) *testenv.APIServer {
+		s := testenv.Start(tb)
+		s.InstallClusterAPI(tb)
+		s.InstallProviders(tb, testenv.CAPOv014)
+		return s
+	})
 	w.cloud = testcloud.Start(t, ks, missing...)
 	w.dc = env.Dynamic(t)
 	w.env = env

@@ -31,7 +31,7 @@ func TestServeCreatesAndDeletesOnACloudWithoutL3OrOctavia(t *testing.T) {
 			rendered: []string{`"apiServerLoadBalancer":{"enabled":false}`, `"disableAPIServerFloatingIP":false`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel() // each on a Keystone, cloud and API server of its own
+			t.Parallel() // each on a Keystone and cloud of its own
 			w := startCredentialsWorldWithout(t, tc.missing)
 			ctx := t.Context()
 			body := map[string]any{"name": "k8s", "coe": "kubernetes", "image_id": testcloud.ImageName,
