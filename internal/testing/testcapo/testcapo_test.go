@@ -19,17 +19,21 @@ import (
 	"github.com/magnetite-io/magnetite/internal/testing/testkeystone"
 )
 
-const ns = "capo-test"
-
 var (
 	serversGVR = schema.GroupVersionResource{Group: "infrastructure.cluster.x-k8s.io", Version: "v1alpha1", Resource: "openstackservers"}
 	eventsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "events"}
 	secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 )
 
+// TestMain stops the API servers the tests share after the last one.
+func TestMain(m *testing.M) { testenv.RunMain(m) }
+
 // plane is a real kube-apiserver with Cluster API's CRDs and one CAPO
-// release's, Keystone, the OpenStack stand-ins and the CAPO stand-in.
+// release's, shared by the tests of that release, and the test's own
+// Keystone, OpenStack stand-ins and CAPO stand-in, kept to the test's
+// namespace.
 type plane struct {
+	ns      string // the test's namespace, which its stand-in keeps to
 	dc      dynamic.Interface
 	cloud   *testcloud.Cloud
 	capo    *testcapo.Controller
@@ -43,22 +47,24 @@ func startPlane(t *testing.T, release string, opts ...testcapo.Option) *plane {
 	user := ks.CreateUser("capo", "capo-password")
 	ks.Grant(user, project, "member")
 	cloud := testcloud.Start(t, ks)
-	api := testenv.Start(t)
-	api.InstallClusterAPI(t)
-	api.InstallProviders(t, "capo-"+release)
-	api.CreateNamespace(t, ns)
-	dc := api.Dynamic(t)
+	api := testenv.SharedPlane(t, "cluster-api+capo-"+release, func(tb testenv.TB) *testenv.APIServer {
+		s := testenv.Start(tb)
+		s.InstallClusterAPI(tb)
+		s.InstallProviders(tb, "capo-"+release)
+		return s
+	})
+	p := &plane{ns: api.ProjectNamespace(t), dc: api.Dynamic(t), cloud: cloud, version: "v1beta2"}
 
 	// The cluster's application credential, in the clouds.yaml Secret
 	// identityRef names, as Magnetite makes it.
 	credID, credSecret := ks.ApplicationCredential(user, "capo", "capo-password", "demo", "capo")
 	clouds := fmt.Sprintf("clouds:\n  openstack:\n    auth:\n      auth_url: %s\n      application_credential_id: %s\n      application_credential_secret: %s\n    auth_type: v3applicationcredential\n",
 		ks.AuthURL(), credID, credSecret)
-	create(t, dc, secretsGVR, map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "cloud"},
+	p.create(t, secretsGVR, map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "cloud"},
 		"stringData": map[string]any{"clouds.yaml": clouds}})
-	create(t, dc, secretsGVR, map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "bootstrap"},
+	p.create(t, secretsGVR, map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "bootstrap"},
 		"stringData": map[string]any{"value": "#cloud-config\n"}})
-	p := &plane{dc: dc, cloud: cloud, capo: testcapo.Start(t, dc, cloud, ks.AuthURL(), opts...), version: "v1beta2"}
+	p.capo = testcapo.Start(t, p.dc, cloud, ks.AuthURL(), append([]testcapo.Option{testcapo.InNamespaces(p.ns)}, opts...)...)
 	if release == "v0.14.7" {
 		p.version = "v1beta1"
 	}
@@ -68,9 +74,9 @@ func startPlane(t *testing.T, release string, opts ...testcapo.Option) *plane {
 	return p
 }
 
-func create(t *testing.T, dc dynamic.Interface, gvr schema.GroupVersionResource, obj map[string]any) *unstructured.Unstructured {
+func (p *plane) create(t *testing.T, gvr schema.GroupVersionResource, obj map[string]any) *unstructured.Unstructured {
 	t.Helper()
-	o, err := dc.Resource(gvr).Namespace(ns).Create(context.Background(), &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+	o, err := p.dc.Resource(gvr).Namespace(p.ns).Create(context.Background(), &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create %s: %v", gvr.Resource, err)
 	}
@@ -83,7 +89,7 @@ func (p *plane) gvr(resource string) schema.GroupVersionResource {
 
 func (p *plane) get(t *testing.T, gvr schema.GroupVersionResource, name string) *unstructured.Unstructured {
 	t.Helper()
-	o, err := p.dc.Resource(gvr).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	o, err := p.dc.Resource(gvr).Namespace(p.ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		return nil
 	}
@@ -96,7 +102,7 @@ func (p *plane) get(t *testing.T, gvr schema.GroupVersionResource, name string) 
 func (p *plane) cluster(t *testing.T, name string, extra map[string]any) {
 	t.Helper()
 	infra := "infrastructure.cluster.x-k8s.io"
-	create(t, p.dc, testcapo.Clusters, map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+	p.create(t, testcapo.Clusters, map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
 		"metadata": map[string]any{"name": name},
 		"spec":     map[string]any{"infrastructureRef": map[string]any{"apiGroup": infra, "kind": "OpenStackCluster", "name": name}}})
 	spec := map[string]any{"identityRef": map[string]any{"name": "cloud", "cloudName": "openstack"},
@@ -109,7 +115,7 @@ func (p *plane) cluster(t *testing.T, name string, extra map[string]any) {
 	for k, v := range extra {
 		spec[k] = v
 	}
-	create(t, p.dc, p.gvr("openstackclusters"), map[string]any{"apiVersion": infra + "/" + p.version, "kind": "OpenStackCluster",
+	p.create(t, p.gvr("openstackclusters"), map[string]any{"apiVersion": infra + "/" + p.version, "kind": "OpenStackCluster",
 		"metadata": map[string]any{"name": name, "labels": map[string]any{"cluster.x-k8s.io/cluster-name": name}}, "spec": spec})
 }
 
@@ -122,7 +128,7 @@ func (p *plane) machine(t *testing.T, cluster, name, flavorID string, rootVolume
 	for _, l := range extraLabels {
 		labels[l] = ""
 	}
-	m := create(t, p.dc, testcapo.Machines, map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
+	m := p.create(t, testcapo.Machines, map[string]any{"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine",
 		"metadata": map[string]any{"name": name, "labels": labels},
 		"spec": map[string]any{"clusterName": cluster, "bootstrap": map[string]any{"dataSecretName": "bootstrap"},
 			"infrastructureRef": map[string]any{"apiGroup": "infrastructure.cluster.x-k8s.io", "kind": "OpenStackMachine", "name": name}}})
@@ -135,7 +141,7 @@ func (p *plane) machine(t *testing.T, cluster, name, flavorID string, rootVolume
 	if rootVolume > 0 {
 		spec["rootVolume"] = map[string]any{"sizeGiB": rootVolume}
 	}
-	create(t, p.dc, p.gvr("openstackmachines"), map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/" + p.version, "kind": "OpenStackMachine",
+	p.create(t, p.gvr("openstackmachines"), map[string]any{"apiVersion": "infrastructure.cluster.x-k8s.io/" + p.version, "kind": "OpenStackMachine",
 		"metadata": map[string]any{"name": name, "labels": labels, "ownerReferences": []any{map[string]any{
 			"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Machine", "name": name, "uid": string(m.GetUID())}}},
 		"spec": spec})
@@ -284,7 +290,7 @@ func TestReleasedCAPOGivesUpOnARefusedCreate(t *testing.T) {
 				t.Errorf("v0.15 machine's Ready %v, want the server's refusal", mc)
 			}
 			testenv.WaitFor(t, "CAPO's event of the refusal", time.Minute, func() (bool, string) {
-				list, err := p.dc.Resource(eventsGVR).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+				list, err := p.dc.Resource(eventsGVR).Namespace(p.ns).List(context.Background(), metav1.ListOptions{})
 				if err != nil {
 					return false, err.Error()
 				}
@@ -328,7 +334,7 @@ func TestReleasedCAPOGivesUpOnARefusedCreate(t *testing.T) {
 
 			// What replacing the machine does: deleting it deletes its
 			// OpenStackServer, which takes the port it made.
-			if err := p.dc.Resource(p.gvr("openstackmachines")).Namespace(ns).Delete(context.Background(), "refused", metav1.DeleteOptions{}); err != nil {
+			if err := p.dc.Resource(p.gvr("openstackmachines")).Namespace(p.ns).Delete(context.Background(), "refused", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			testenv.WaitFor(t, "the refused machine, its OpenStackServer and its port to go", time.Minute, func() (bool, string) {
@@ -386,9 +392,9 @@ func TestCAPOPutsControlPlaneMachinesBehindTheAPILoadBalancer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Keystone and a kube-apiserver; runs in the full suite (without -short)")
 	}
-	p := startPlane(t, strings.TrimPrefix(testenv.CAPOv014, "capo-"), testcapo.InNamespaces(ns))
+	p := startPlane(t, strings.TrimPrefix(testenv.CAPOv014, "capo-"))
 	p.cluster(t, "c1", nil)
-	const elsewhere = "elsewhere"
+	elsewhere := "elsewhere-" + p.ns
 	p.copyTo(t, elsewhere, secretsGVR, "cloud")
 	p.copyTo(t, elsewhere, testcapo.Clusters, "c1")
 	p.copyTo(t, elsewhere, p.gvr("openstackclusters"), "c1")
@@ -398,7 +404,7 @@ func TestCAPOPutsControlPlaneMachinesBehindTheAPILoadBalancer(t *testing.T) {
 	p.waitActive(t, "worker-0")
 	addrs, _, _ := unstructured.NestedSlice(m.Object, "status", "addresses")
 	ip := addrs[0].(map[string]any)["address"]
-	pool := "k8s-clusterapi-cluster-" + ns + "-c1-kubeapi-6443"
+	pool := "k8s-clusterapi-cluster-" + p.ns + "-c1-kubeapi-6443"
 	testenv.WaitFor(t, "cp-0 in the API pool", time.Minute, func() (bool, string) {
 		members := p.cloud.Members()
 		return len(members) == 1 && members[0].Name == pool+"-cp-0" && members[0].Address == ip && members[0].Port == 6443, fmt.Sprint(members)
@@ -414,7 +420,7 @@ func TestCAPOPutsControlPlaneMachinesBehindTheAPILoadBalancer(t *testing.T) {
 		monitors[0].Timeout != 5 || monitors[0].MaxRetries != 5 || monitors[0].MaxRetriesDown != 3 {
 		t.Errorf("health monitors %+v, want CAPO's default TCP monitor on %s", monitors, pool)
 	}
-	if err := p.dc.Resource(p.gvr("openstackmachines")).Namespace(ns).Delete(context.Background(), "cp-0", metav1.DeleteOptions{}); err != nil {
+	if err := p.dc.Resource(p.gvr("openstackmachines")).Namespace(p.ns).Delete(context.Background(), "cp-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	testenv.WaitFor(t, "cp-0 out of the pool and gone", time.Minute, func() (bool, string) {
@@ -425,11 +431,11 @@ func TestCAPOPutsControlPlaneMachinesBehindTheAPILoadBalancer(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.GetFinalizers() != nil || o.Object["status"] != nil {
-		t.Errorf("the stand-in kept to namespace %s reconciled the OpenStackCluster in %s: finalizers %v, status %v", ns, elsewhere, o.GetFinalizers(), o.Object["status"])
+		t.Errorf("the stand-in kept to namespace %s reconciled the OpenStackCluster in %s: finalizers %v, status %v", p.ns, elsewhere, o.GetFinalizers(), o.Object["status"])
 	}
 }
 
-// copyTo makes the object name of ns again in namespace to (made if
+// copyTo makes the object name of the test's namespace again in namespace to (made if
 // missing), as it was created: no status, finalizers or owners.
 func (p *plane) copyTo(t *testing.T, to string, gvr schema.GroupVersionResource, name string) {
 	t.Helper()
@@ -443,7 +449,7 @@ func (p *plane) copyTo(t *testing.T, to string, gvr schema.GroupVersionResource,
 	}
 	o := p.get(t, gvr, name)
 	if o == nil {
-		t.Fatalf("%s %s/%s is missing", gvr.Resource, ns, name)
+		t.Fatalf("%s %s/%s is missing", gvr.Resource, p.ns, name)
 	}
 	c := &unstructured.Unstructured{Object: map[string]any{"apiVersion": o.GetAPIVersion(), "kind": o.GetKind(),
 		"metadata": map[string]any{"name": name}}}
