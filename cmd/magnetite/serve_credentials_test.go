@@ -266,12 +266,7 @@ func startCredentialsWorldWithout(t *testing.T, missing ...testcloud.Missing) *c
 	// One API server for the package's worlds: each Magnetite keeps to
 	// its Keystone's projects' namespaces (project IDs are Keystone's
 	// random ones) and its clusters' UUIDs.
-	env := testenv.SharedPlane(t, "cluster-api+"+testenv.CAPOv014, func(tb testenv.TB) *testenv.APIServer {
-		s := testenv.Start(tb)
-		s.InstallClusterAPI(tb)
-		s.InstallProviders(tb, testenv.CAPOv014)
-		return s
-	})
+	env := testenv.SharedProviders(t, testenv.CAPOv014)
 	w.cloud = testcloud.Start(t, ks, missing...)
 	w.dc = env.Dynamic(t)
 	w.env = env

@@ -14,16 +14,10 @@ func TestMain(m *testing.M) { testenv.RunMain(m) }
 // Cluster API's CRDs and those of capo (a CAPO release), CAPM3 and Metal3
 // IPAM, and no manager: each test plays Cluster API's part where it needs
 // to. The tests keep apart by namespace (testenv.NamespacePrefix on each
-// mgmt.Client) and by cluster UUID; a CAPO release is installed on a plane
-// of its own, since two releases' CRDs are one group at two sets of
-// versions. One plane for the package's eleven tests instead of one each
-// saves ten API servers' start and the CPU of installing the CRDs.
+// mgmt.Client) and by cluster UUID. One plane per CAPO release for the
+// package's eleven tests instead of one each saves ten API servers' start
+// and the CPU of installing the CRDs.
 func managementPlane(t *testing.T, capo string) *testenv.APIServer {
 	t.Helper()
-	return testenv.SharedPlane(t, "cluster-api+"+capo+"+capm3+ipam", func(tb testenv.TB) *testenv.APIServer {
-		s := testenv.Start(tb)
-		s.InstallClusterAPI(tb)
-		s.InstallProviders(tb, capo, "capm3", "ipam-metal3")
-		return s
-	})
+	return testenv.SharedProviders(t, capo, "capm3", "ipam-metal3")
 }

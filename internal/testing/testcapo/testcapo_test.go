@@ -47,12 +47,7 @@ func startPlane(t *testing.T, release string, opts ...testcapo.Option) *plane {
 	user := ks.CreateUser("capo", "capo-password")
 	ks.Grant(user, project, "member")
 	cloud := testcloud.Start(t, ks)
-	api := testenv.SharedPlane(t, "cluster-api+capo-"+release, func(tb testenv.TB) *testenv.APIServer {
-		s := testenv.Start(tb)
-		s.InstallClusterAPI(tb)
-		s.InstallProviders(tb, "capo-"+release)
-		return s
-	})
+	api := testenv.SharedProviders(t, "capo-"+release)
 	p := &plane{ns: api.ProjectNamespace(t), dc: api.Dynamic(t), cloud: cloud, version: "v1beta2"}
 
 	// The cluster's application credential, in the clouds.yaml Secret

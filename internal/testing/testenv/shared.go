@@ -199,6 +199,22 @@ func SharedPlane(t testing.TB, key string, start func(TB) *APIServer) *APIServer
 	return p.plane
 }
 
+// SharedProviders is the SharedPlane of this binary with Cluster API's
+// CRDs (InstallClusterAPI) and the named providers' (InstallProviders),
+// and no manager: the tests on it play the controllers' parts themselves.
+// Its key is the providers, so tests asking for the same ones share it;
+// two releases of one provider are one group at two sets of versions, so
+// each gets a plane of its own.
+func SharedProviders(t testing.TB, providers ...string) *APIServer {
+	t.Helper()
+	return SharedPlane(t, "cluster-api+"+strings.Join(providers, "+"), func(tb TB) *APIServer {
+		s := Start(tb)
+		s.InstallClusterAPI(tb)
+		s.InstallProviders(tb, providers...)
+		return s
+	})
+}
+
 // connect is the run-wide plane a kubeconfig reaches, as a shared plane of
 // this binary that starts and stops nothing.
 func connect(r *PlaneRun, kubeconfig string) (*APIServer, error) {
