@@ -45,7 +45,9 @@ func startCAPOCloud(t *testing.T, release string, opts ...testcapo.Option) *capo
 // names (Neutron's L3 extension, Octavia, Cinder).
 func startCAPOCloudWithout(t *testing.T, release string, missing []testcloud.Missing, opts ...testcapo.Option) *capoCloud {
 	t.Helper()
+	start := time.Now()
 	ks := testkeystone.Start(t)
+	t.Logf("Keystone answers after %s", time.Since(start).Round(10*time.Millisecond))
 	const servicePassword = "magnetite-capo-test-password"
 	svc := ks.ServiceUser("magnetite", servicePassword)
 	ks.Grant(svc, ks.ProjectID("service"), "admin")
@@ -54,6 +56,7 @@ func startCAPOCloudWithout(t *testing.T, release string, missing []testcloud.Mis
 	cloud := testcloud.Start(t, ks, missing...)
 
 	plane := capoPlane(t, release)
+	t.Logf("the management plane answers after %s", time.Since(start).Round(10*time.Millisecond))
 	dc := plane.Dynamic(t)
 	// Each test's Magnetite and stand-in keep to the test's namespaces.
 	prefix := testenv.NamespacePrefix(t)
@@ -85,6 +88,7 @@ infrastructure = openstack
 [addons]
 source = `+testcharts.Serve(t).URL+`
 `)
+	t.Logf("Magnetite answers after %s", time.Since(start).Round(10*time.Millisecond))
 	c := &cli{env: []string{"HOME=" + t.TempDir(), "SHELL=/bin/bash", "PATH=/usr/bin:/bin",
 		"OS_AUTH_URL=" + ks.AuthURL(), "OS_IDENTITY_API_VERSION=3", "OS_INTERFACE=public",
 		"OS_USERNAME=alice", "OS_PASSWORD=alice-password", "OS_PROJECT_NAME=demo",

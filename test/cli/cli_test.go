@@ -437,7 +437,11 @@ func (c *cli) run(t *testing.T, args ...string) (string, string, int) {
 	cmd := c.client.Command(ctx, c.env, append(append([]string{}, c.base...), args...)...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
 	err := cmd.Run()
+	// When each call ran and how long it took, for reading a slow test's
+	// clock from its log.
+	t.Logf("openstack %s: %s", strings.Join(args, " "), time.Since(start).Round(10*time.Millisecond))
 	if _, exited := err.(*exec.ExitError); err != nil && !exited {
 		t.Fatalf("openstack %s: %v", strings.Join(args, " "), err)
 	}
