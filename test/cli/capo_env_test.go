@@ -2,7 +2,6 @@ package cli
 
 import (
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -144,54 +143,24 @@ func (e *capoCloud) state(t *testing.T, cluster string) string {
 	return clusterState(cl)
 }
 
-// createTemplates makes the templates the tests' clusters use, those named
-// or else all four: vm (VMs on the private network), managed (VMs on a
-// network CAPO makes), bm (all bare metal on the provisioning network) and
-// mixed (a VM control plane and bare-metal workers on the provisioning
-// network).
-func (e *capoCloud) createTemplates(t *testing.T, names ...string) {
+// createTemplates makes the four templates the tests' clusters use: vm
+// (VMs on the private network), managed (VMs on a network CAPO makes), bm
+// (all bare metal on the provisioning network) and mixed (a VM control
+// plane and bare-metal workers on the provisioning network).
+func (e *capoCloud) createTemplates(t *testing.T) {
 	t.Helper()
+	c := e.c
 	common := []string{"--coe", "kubernetes", "--image", testcloud.ImageName, "--external-network", testcloud.ExternalNet, "--master-lb-enabled"}
-	templates := []struct {
-		name string
-		args []string
-	}{
-		{"vm", []string{"--fixed-network", testcloud.PrivateNet,
-			"--flavor", testcloud.FlavorName, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}},
-		// Without a fixed network CAPO makes the cluster's network, subnet
-		// and router (gateway on the external network).
-		{"managed", []string{"--flavor", testcloud.FlavorName, "--master-flavor", testcloud.MasterFlavor,
-			"--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}},
-		{"bm", []string{"--server-type", "bm", "--fixed-network", testcloud.ProvisioningNet,
-			"--flavor", testcloud.BareMetalFlavor, "--master-flavor", testcloud.BareMetalFlavor, "--labels", "kube_tag=" + testcloud.KubeTag}},
-		{"mixed", []string{"--fixed-network", testcloud.ProvisioningNet,
-			"--flavor", testcloud.BareMetalFlavor, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}},
-	}
-	for _, tmpl := range templates {
-		if len(names) == 0 || slices.Contains(names, tmpl.name) {
-			e.c.ok(t, append(append([]string{"coe", "cluster", "template", "create", tmpl.name}, tmpl.args...), common...)...)
-		}
-	}
-}
-
-// serverGroups are the IDs of the server groups of a cluster's default
-// node groups, the control plane's first.
-func (e *capoCloud) serverGroups(t *testing.T, uuid string) []string {
-	t.Helper()
-	name := clusterObjectName(t.Context(), t, e.dc, uuid)
-	var cp, workers string
-	for _, g := range e.cloud.ServerGroups() {
-		switch {
-		case strings.HasPrefix(g.Name, name) && strings.HasSuffix(g.Name, "-default-master"):
-			cp = g.ID
-		case strings.HasPrefix(g.Name, name) && strings.HasSuffix(g.Name, "-default-worker"):
-			workers = g.ID
-		}
-	}
-	if cp == "" || workers == "" {
-		t.Fatalf("%s: server groups %+v, want its control plane's and its workers'", name, e.cloud.ServerGroups())
-	}
-	return []string{cp, workers}
+	c.ok(t, append([]string{"coe", "cluster", "template", "create", "vm", "--fixed-network", testcloud.PrivateNet,
+		"--flavor", testcloud.FlavorName, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}, common...)...)
+	// Without a fixed network CAPO makes the cluster's network, subnet and
+	// router (gateway on the external network).
+	c.ok(t, append([]string{"coe", "cluster", "template", "create", "managed",
+		"--flavor", testcloud.FlavorName, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}, common...)...)
+	c.ok(t, append([]string{"coe", "cluster", "template", "create", "bm", "--server-type", "bm", "--fixed-network", testcloud.ProvisioningNet,
+		"--flavor", testcloud.BareMetalFlavor, "--master-flavor", testcloud.BareMetalFlavor, "--labels", "kube_tag=" + testcloud.KubeTag}, common...)...)
+	c.ok(t, append([]string{"coe", "cluster", "template", "create", "mixed", "--fixed-network", testcloud.ProvisioningNet,
+		"--flavor", testcloud.BareMetalFlavor, "--master-flavor", testcloud.MasterFlavor, "--labels", "kube_tag=" + testcloud.KubeTag + ",boot_volume_size=10"}, common...)...)
 }
 
 // checkWrittenAt fails unless Magnetite applied the cluster's OpenStack

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +22,24 @@ import (
 	"github.com/magnetite-io/magnetite/internal/testing/testcloud"
 	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
+
+// nokeyTimeout is the create_timeout, in minutes, of the three clusters
+// nobody retries: long enough for CAPO to meet what the cloud lacks first.
+// The test counts on the chain from their creation to Nova's refusal
+// (Cluster API's managers, the stand-in, Magnetite's status) taking less
+// than that, whatever else the machine runs. They are created last, just
+// before the cloud is broken, and the stand-in gets to them before the
+// other clusters (capo.First). When they were created first, or the
+// stand-in let go of every cluster only once a refusal subtest had a
+// free slot among the package's parallel tests, their refusals showed 5
+// to 10 minutes after their creation under the whole suite on a machine
+// half as fast as the one this was set on, after their timeout; with
+// both fixed, nokey's (its network made by CAPO) still showed after 5
+// minutes once, at a load average of 22 on the 2 cores, and 10 leaves
+// that margin twice. Waiting costs the suite no CPU: the fixed clusters
+// come up meanwhile, and the test phase is bound by CPU, not by this
+// test.
+const nokeyTimeout = 10
 
 // TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn drives Debian's
 // `openstack coe` CLI, logged in to a real Keystone, against `magnetite
@@ -59,10 +79,12 @@ import (
 // back. Server groups removed behind its back show Nova's refusal, and the
 // retry makes them again: the control-plane machine refused for its group
 // is replaced from the template naming the new one, and the workers'
-// MachineDeployment rolls its machine to the new group. (Clusters that
-// nobody retries, failing at their create_timeout, are
-// TestClustersNobodyRetriesFailAtTheirCreateTimeoutThroughTheCLI's.)
-// Deleting every cluster leaves no server, port, server
+// MachineDeployment rolls its machine to the new group. nokey, whose
+// keypair is never restored, fails at its create_timeout with Nova's
+// message. flavorlost (auto-healing off) meets the removed flavor and
+// grouplost its removed server groups, and neither is retried: each fails at
+// its create_timeout with Nova's message, its refused machine never
+// replaced. Deleting every cluster leaves no server, port, server
 // group, load balancer, volume, floating IP, security group, network,
 // subnet or router, including those the test made the way the cloud
 // controller manager and the Cinder CSI driver would.
@@ -77,7 +99,18 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 	field := e.field
 	e.createTemplates(t)
 	c.ok(t, "keypair", "create", "alice-key")
-	for _, cl := range [][2]string{{"vm1", "managed"}, {"bm1", "bm"}, {"mixed1", "mixed"}, {"noflavor", "mixed"}, {"nogroup", "mixed"}, {"noportsec", "vm"}} {
+	c.ok(t, "keypair", "create", "bob-key")
+	// nokey, flavorlost and grouplost, which wait for their create_timeout,
+	// are created last, just before the cloud is broken and the stand-in
+	// let go, and time out counting from there: what their timeout must
+	// cover is then the chain from the stand-in to Magnetite's status,
+	// not also the other clusters' creates.
+	var created time.Time
+	for _, cl := range [][2]string{{"vm1", "managed"}, {"bm1", "bm"}, {"mixed1", "mixed"}, {"noflavor", "mixed"}, {"nogroup", "mixed"}, {"noportsec", "vm"},
+		{"nokey", "managed"}, {"flavorlost", "mixed"}, {"grouplost", "mixed"}} {
+		if cl[0] == "nokey" {
+			created = time.Now()
+		}
 		args := []string{"coe", "cluster", "create", cl[0], "--cluster-template", cl[1], "--master-count", "1", "--node-count", "1"}
 		switch cl[0] {
 		case "vm1":
@@ -97,6 +130,18 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 				"--merge-labels", "--labels", "boot_volume_type=fast,boot_volume_availability_zone=az2")
 		case "nogroup":
 			args = append(args, "--master-flavor", testcloud.FlavorName)
+		case "nokey":
+			// Its keypair goes for good: it fails at create_timeout.
+			args = append(args, "--master-flavor", testcloud.FlavorName, "--keypair", "bob-key", "--timeout", strconv.Itoa(nokeyTimeout))
+		case "flavorlost":
+			// Loses noflavor's flavor, gets it back with noflavor and is
+			// never retried; auto-healing, which would retry it once the
+			// flavor is back, is off.
+			args = append(args, "--timeout", strconv.Itoa(nokeyTimeout), "--merge-labels", "--labels", "auto_healing_enabled=false")
+		case "grouplost":
+			// Loses its server groups and is never retried (auto-healing
+			// cannot make server groups again).
+			args = append(args, "--master-flavor", testcloud.FlavorName, "--timeout", strconv.Itoa(nokeyTimeout))
 		}
 		c.ok(t, args...)
 	}
@@ -104,7 +149,7 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 
 	ctx := t.Context()
 	uuids := map[string]string{}
-	for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec"} {
+	for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec", "nokey", "flavorlost", "grouplost"} {
 		uuids[cl] = e.uuid(t, cl)
 		// Magnetite has read the cloud and rendered the cluster once its
 		// Cluster object exists: the changes below come after.
@@ -139,28 +184,106 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		}
 		return ""
 	}
+	// serverGroups are the IDs of a cluster's default node groups' server
+	// groups, the control plane's first.
+	serverGroups := func(t *testing.T, cluster string) []string {
+		name := clusterObjectName(ctx, t, dc, uuids[cluster])
+		var cp, workers string
+		for _, g := range cloud.ServerGroups() {
+			switch {
+			case strings.HasPrefix(g.Name, name) && strings.HasSuffix(g.Name, "-default-master"):
+				cp = g.ID
+			case strings.HasPrefix(g.Name, name) && strings.HasSuffix(g.Name, "-default-worker"):
+				workers = g.ID
+			}
+		}
+		if cp == "" || workers == "" {
+			t.Fatalf("%s (%s): server groups %+v, want its control plane's and its workers'", cluster, name, cloud.ServerGroups())
+		}
+		return []string{cp, workers}
+	}
+
 	// The refusals: each change is made once Magnetite has rendered the
 	// clusters and before CAPO makes their servers. noflavor and nogroup
 	// are on the provisioning network, which the port-security change
-	// does not touch; nogroup and noportsec ask for another control-plane
-	// flavor than the one noflavor loses.
+	// does not touch; nogroup, noportsec and nokey ask for another
+	// control-plane flavor than the one noflavor loses.
 	retry := func(t *testing.T, cluster string) {
 		c.ok(t, "coe", "cluster", "resize", cluster, "1")
 	}
-	// showsNext waits up to 3 minutes for the cluster's status_reason to
-	// show message.
-	showsNext := func(t *testing.T, cluster, what, message string) {
-		c.waitCluster(t, cluster, "status_reason to show "+what, 3*time.Minute, true, func(cl *apitypes.Cluster) bool {
+	// showsNextWithin waits up to limit for the cluster's status_reason to
+	// show message; showsNext, up to 3 minutes.
+	showsNextWithin := func(t *testing.T, cluster, what, message string, limit time.Duration) {
+		c.waitCluster(t, cluster, "status_reason to show "+what, limit, true, func(cl *apitypes.Cluster) bool {
 			return strings.Contains(str(cl.StatusReason), message)
 		})
 		if r := field(t, cluster, "status_reason"); !strings.Contains(r, message) {
 			t.Errorf("openstack coe cluster show %s: status_reason %q once the API showed %s (%q)", cluster, r, what, message)
 		}
 	}
+	showsNext := func(t *testing.T, cluster, what, message string) {
+		showsNextWithin(t, cluster, what, message, 3*time.Minute)
+	}
 	var deletedGroups, noflavorFailed []string
+	// failsAtTimeout waits for a cluster nobody retries to fail at its
+	// create_timeout with message, the control-plane machines refused
+	// before (refused) still there without a server: nothing replaced
+	// them.
+	failsAtTimeout := func(t *testing.T, cluster, message string, refused []string) {
+		c.waitStatus(t, cluster, "CREATE_FAILED", time.Duration(nokeyTimeout+2)*time.Minute)
+		want := fmt.Sprintf("Timed out after %d minutes; last reported problem: ", nokeyTimeout)
+		if r := field(t, cluster, "status_reason"); !strings.HasPrefix(r, want) || !strings.Contains(r, message) {
+			t.Errorf("%s's status_reason %q, want %q and Nova's message %q", cluster, r, want, message)
+		}
+		for _, m := range machines(t, cluster) {
+			if _, cp := m.GetLabels()["cluster.x-k8s.io/control-plane"]; !cp {
+				continue
+			}
+			if !slices.Contains(refused, m.GetName()) {
+				t.Errorf("%s: control-plane machine %s was made after the refusal; none was retried", cluster, m.GetName())
+			}
+			if id, _, _ := unstructured.NestedString(m.Object, "status", "instanceID"); id != "" {
+				t.Errorf("%s: machine %s has server %s after Nova refused it", cluster, m.GetName(), id)
+			}
+		}
+	}
+	// unretried are the clusters nobody retries, once their refusal
+	// showed: the message and the control-plane machines refused.
+	type refused struct {
+		message  string
+		machines []string
+	}
+	var unretriedMu sync.Mutex
+	unretried := map[string]refused{}
+	controlPlaneMachines := func(t *testing.T, cluster string) []string {
+		var out []string
+		for _, m := range machines(t, cluster) {
+			if _, cp := m.GetLabels()["cluster.x-k8s.io/control-plane"]; cp {
+				out = append(out, m.GetName())
+			}
+		}
+		if len(out) == 0 {
+			t.Fatalf("%s has no control-plane machine", cluster)
+		}
+		return out
+	}
+	// noRetry records a cluster nobody retries once its refusal showed.
+	noRetry := func(t *testing.T, cluster, message string) {
+		machines := controlPlaneMachines(t, cluster)
+		unretriedMu.Lock()
+		defer unretriedMu.Unlock()
+		unretried[cluster] = refused{message, machines}
+	}
 	t.Run("refusals", func(t *testing.T) {
 		// Every change is made first, so that every cluster meets the same
-		// cloud; then the stand-in acts on them all.
+		// cloud. The stand-in then gets to the clusters nobody retries
+		// before the others, as a CAPO whose workers reached them first:
+		// their create_timeout counts from their creation, and so covers
+		// their own chain to Nova's refusal and not the others' work too.
+		// Their subtests run in turn, in the parent, so that what they
+		// wait for does not also wait for a free slot among the package's
+		// parallel tests; the other clusters' run in parallel once the
+		// stand-in acts on every cluster.
 		type refusal struct {
 			cluster, message string
 			fixIt            func(t *testing.T)
@@ -214,7 +337,7 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		// replaces the control plane's machine from the template naming
 		// the new group; the workers' MachineDeployment rolls to the
 		// template naming the new worker group.
-		nogroupGroups := e.serverGroups(t, uuids["nogroup"])
+		nogroupGroups := serverGroups(t, "nogroup")
 		for _, id := range nogroupGroups {
 			deletedGroups = append(deletedGroups, id)
 			cloud.DeleteServerGroup(id)
@@ -234,6 +357,36 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 			c.ok(t, "coe", "cluster", "resize", "nogroup", "1")
 		}})
 
+		// The clusters nobody retries, each failing at its create_timeout
+		// with Nova's message: flavorlost loses noflavor's flavor (removed
+		// above) and gets it back with noflavor, whose fix comes once
+		// these refusals showed; nokey's keypair never comes back;
+		// grouplost loses its server groups (auto-healing cannot make
+		// server groups again).
+		c.ok(t, "keypair", "delete", "bob-key")
+		grouplostGroups := serverGroups(t, "grouplost")
+		for _, id := range grouplostGroups {
+			cloud.DeleteServerGroup(id)
+		}
+		first := [][2]string{{"flavorlost", "Flavor 3 could not be found."}, {"nokey", "Invalid key_name provided."},
+			{"grouplost", "Instance group " + grouplostGroups[0] + " could not be found."}}
+		var names []string
+		for _, u := range first {
+			names = append(names, clusterObjectName(ctx, t, dc, uuids[u[0]]))
+		}
+		capo.First(names...)
+		for _, u := range first {
+			t.Run(u[0], func(t *testing.T) {
+				// A refusal that shows after the create_timeout is too
+				// late: the status the timeout left stays.
+				showsNextWithin(t, u[0], "the refusal", u[1], time.Until(created.Add(nokeyTimeout*time.Minute+time.Minute)))
+				// How much of the create_timeout is left once the refusal
+				// shows is the margin nokeyTimeout leaves.
+				t.Logf("the refusal showed %s after the clusters nobody retries were created", time.Since(created).Round(time.Second))
+				noRetry(t, u[0], u[1])
+			})
+		}
+
 		capo.Pause(false)
 		for _, r := range retried {
 			t.Run(r.cluster, func(t *testing.T) {
@@ -244,8 +397,27 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		}
 	})
 
+	// While the clusters nobody retries wait for their create_timeout, the
+	// fixed ones come up.
 	t.Run("then", func(t *testing.T) {
+		for _, cluster := range []string{"flavorlost", "nokey", "grouplost"} {
+			t.Run(cluster+" fails at its create_timeout", func(t *testing.T) {
+				t.Parallel()
+				unretriedMu.Lock()
+				r, ok := unretried[cluster]
+				unretriedMu.Unlock()
+				if !ok {
+					// Deleted all the same: the last subtest checks that
+					// deleting every cluster leaves nothing behind.
+					t.Errorf("%s's refusal never showed", cluster)
+				} else {
+					failsAtTimeout(t, cluster, r.message, r.machines)
+				}
+				c.ok(t, "coe", "cluster", "delete", cluster)
+			})
+		}
 		t.Run("the fixed clusters come up", func(t *testing.T) {
+			t.Parallel()
 			// Each node group's server as the template and node group ask: the
 			// control planes' (the fixed clusters came up after all), then, once
 			// the stand-in's kubeadm init has brought up each API server, the
@@ -370,7 +542,8 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 			if _, err := cloud.MakeWorkload(ks.Token("alice", "alice-password", "demo"), name, "default", "web"); err != nil {
 				t.Fatal(err)
 			}
-			// Each cluster is deleted once checked.
+			// Each cluster is deleted once checked: these now, the
+			// unretried ones once they failed.
 			for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec"} {
 				c.ok(t, "coe", "cluster", "delete", cl)
 			}

@@ -98,9 +98,12 @@ type Controller struct {
 	// whose names start with it (InNamespaces).
 	namespacePrefix string
 
-	mu        sync.Mutex
-	tokens    map[string]string // by application credential id
-	paused    bool
+	mu     sync.Mutex
+	tokens map[string]string // by application credential id
+	paused bool
+	// only, when set, keeps reconciling to the objects of these Cluster
+	// API clusters (First).
+	only      map[string]bool
 	workloads *workloads
 	rel       release
 	retries   map[types.UID]retry // main's backoff, by OpenStackServer
@@ -148,11 +151,26 @@ type retry struct {
 // and CAPO's acting on it.
 func (c *Controller) Pause(paused bool) {
 	c.mu.Lock()
-	c.paused = paused
+	c.paused, c.only = paused, nil
 	c.mu.Unlock()
 	if !paused {
 		c.kickNow()
 	}
+}
+
+// First resumes reconciling for the objects of the named Cluster API
+// clusters alone, as a CAPO whose workers got to them before the others:
+// a test whose clusters time out counting from their creation lets them
+// meet the cloud before the others add to the management cluster's work.
+// Pause(false) resumes the rest.
+func (c *Controller) First(clusters ...string) {
+	c.mu.Lock()
+	c.paused, c.only = false, map[string]bool{}
+	for _, name := range clusters {
+		c.only[name] = true
+	}
+	c.mu.Unlock()
+	c.kickNow()
 }
 
 // kickNow makes the next pass come at once.
@@ -301,7 +319,7 @@ func (c *Controller) OpenStackMachines() schema.GroupVersionResource {
 // pass reconciles every OpenStack object once, as the informers hold them.
 func (c *Controller) pass(ctx context.Context, w *watch) {
 	c.mu.Lock()
-	paused := c.paused
+	paused, only := c.paused, c.only
 	c.mu.Unlock()
 	if paused || ctx.Err() != nil {
 		return
@@ -316,6 +334,9 @@ func (c *Controller) pass(ctx context.Context, w *watch) {
 			r.cacheForMachines(w)
 		}
 		for _, o := range c.fromCache(w, gvr) {
+			if only != nil && !only[o.GetLabels()[labelCluster]] {
+				continue
+			}
 			r.read[o.GetUID()] = statusJSON(o)
 			switch res {
 			case "openstackclusters":
