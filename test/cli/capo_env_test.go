@@ -45,9 +45,11 @@ func startCAPOCloud(t *testing.T, release string, opts ...testcapo.Option) *capo
 // names (Neutron's L3 extension, Octavia, Cinder).
 func startCAPOCloudWithout(t *testing.T, release string, missing []testcloud.Missing, opts ...testcapo.Option) *capoCloud {
 	t.Helper()
+	// How long each start-up step took, for reading a slow run's clock.
 	start := time.Now()
+	elapsed := func() time.Duration { return time.Since(start).Round(10 * time.Millisecond) }
 	ks := testkeystone.Start(t)
-	t.Logf("Keystone answers after %s", time.Since(start).Round(10*time.Millisecond))
+	t.Logf("Keystone answers after %s", elapsed())
 	const servicePassword = "magnetite-capo-test-password"
 	svc := ks.ServiceUser("magnetite", servicePassword)
 	ks.Grant(svc, ks.ProjectID("service"), "admin")
@@ -56,7 +58,7 @@ func startCAPOCloudWithout(t *testing.T, release string, missing []testcloud.Mis
 	cloud := testcloud.Start(t, ks, missing...)
 
 	plane := capoPlane(t, release)
-	t.Logf("the management plane answers after %s", time.Since(start).Round(10*time.Millisecond))
+	t.Logf("the management plane answers after %s", elapsed())
 	dc := plane.Dynamic(t)
 	// Each test's Magnetite and stand-in keep to the test's namespaces.
 	prefix := testenv.NamespacePrefix(t)
@@ -88,7 +90,7 @@ infrastructure = openstack
 [addons]
 source = `+testcharts.Serve(t).URL+`
 `)
-	t.Logf("Magnetite answers after %s", time.Since(start).Round(10*time.Millisecond))
+	t.Logf("Magnetite answers after %s", elapsed())
 	c := &cli{env: []string{"HOME=" + t.TempDir(), "SHELL=/bin/bash", "PATH=/usr/bin:/bin",
 		"OS_AUTH_URL=" + ks.AuthURL(), "OS_IDENTITY_API_VERSION=3", "OS_INTERFACE=public",
 		"OS_USERNAME=alice", "OS_PASSWORD=alice-password", "OS_PROJECT_NAME=demo",
