@@ -91,27 +91,17 @@ func main() {
 	os.Exit(code)
 }
 
-// suiteGOGCPercent is the GOGC every Go program of the run gets unless the
-// environment sets one: the run-wide plane's servers, go test's compiles
-// and links, the test binaries and what they start (kube-apiservers,
-// etcds, Cluster API's managers, magnetite). The suite is bound by the
-// two cores, not by the 24 GiB: internal/driver/capi and
-// internal/testing/testcapo together spent 179.5 CPU-seconds in their
-// binaries' process trees at 300 and 192.5 at Go's default (two
-// interleaved pairs of runs, kube-apiserver at 300 in both, as
-// testenv gives it), with the least free memory unchanged at 18.7 GiB;
-// internal/api, test/replicas and internal/addons/charts 273 and 217
-// against 325 and 266 at the default, in runs that alternated and each
-// cost less than the one before (the machine's pace drifts: a saving is
-// read from interleaved runs, never from two suites hours apart);
-// internal/driver/capi/metal3, internal/conductor and internal/doctor 115
-// and 134 against 143 and 138, this time starting at 300.
-const suiteGOGCPercent = "300"
-
-// suiteGOGC sets GOGC for every process the run starts, unless it is set.
+// suiteGOGC gives every Go program the run starts (the run-wide plane's
+// servers, go test's compiles and links, the test binaries and what they
+// start) the GOGC testenv gives kube-apiserver, unless the environment
+// sets one: the suite is short of cores, not of memory. Measured in
+// interleaved runs (the machine's pace drifts too much to compare two
+// suites an hour apart), three sets of packages spent 7 to 11% less CPU
+// in their binaries' process trees than at Go's default (docs/architecture.md),
+// with the least free memory unchanged.
 func suiteGOGC() {
 	if os.Getenv("GOGC") == "" {
-		_ = os.Setenv("GOGC", suiteGOGCPercent)
+		_ = os.Setenv("GOGC", testenv.GOGCPercent)
 	}
 }
 

@@ -48,12 +48,16 @@ func StartClusterAPI(t TB) *APIServer {
 // API servers holding 8.9 GB at GOGC=200, with 13.6 GB of the machine's 24
 // in use: this is the setting to lower again if the suite's memory runs
 // short.
+// GOGCPercent is the GOGC kube-apiserver runs at unless the environment
+// sets one, and the one hack/testrun gives every Go program of the suite.
+const GOGCPercent = "300"
+
 func processEnv(name string) []string {
 	switch {
 	case name == InMemoryManager:
 		return append(os.Environ(), "POD_IP=127.0.0.1")
 	case strings.HasPrefix(name, "kube-apiserver") && os.Getenv("GOGC") == "":
-		return append(os.Environ(), "GOGC=300")
+		return append(os.Environ(), "GOGC="+GOGCPercent)
 	}
 	return nil
 }
