@@ -2,9 +2,11 @@
 // Cluster API plane for the whole run, which every package's tests share
 // (testenv.SharedClusterAPI connects to it through
 // $MAGNETITE_CLUSTER_API_KUBECONFIG), `go test -json` over the packages
-// with a readable account of each package and each failing test, then the
-// tests that need a CAPD of their own (they skip while the run-wide plane
-// holds the machine's one CAPD) once the plane has stopped.
+// with a readable account of each package and each failing test. A test
+// that needs a CAPD of its own skips on the run-wide plane, whose CAPD
+// holds the machine's loopback ports; testrun runs it again as the skip
+// comes, in a network namespace of its own (netns.go), beside the other
+// packages, or once the plane has stopped where it cannot make one.
 //
 //	go run ./hack/testrun [--repeat N] [-p P] [--parallel P] [--timeout D] [--no-plane] [--json FILE] [packages]
 //
@@ -42,8 +44,8 @@ import (
 )
 
 func main() {
-	if len(os.Args) > 2 && os.Args[1] == execCPUFlag {
-		os.Exit(execCPU(os.Args[2:]))
+	if code, ok := subcommand(os.Args[1:]); ok {
+		os.Exit(code)
 	}
 	suiteGOGC()
 	repeat := flag.Int("repeat", 1, "run the packages this many times, each on a fresh plane, and report failures per test")
@@ -110,11 +112,12 @@ type runner struct {
 	packages int
 	timeout  time.Duration
 
-	// mu guards plane, cmd and done against an interrupt.
+	// mu guards plane and cmds against an interrupt.
 	mu    sync.Mutex
 	plane *testenv.PlaneRun
-	cmd   *exec.Cmd
-	done  chan struct{} // closed when cmd has exited
+	// cmds are the go test commands running, each with a channel closed
+	// once it has exited.
+	cmds map[*exec.Cmd]chan struct{}
 
 	// failures counts, per "package Test", the runs it failed in.
 	failures map[string]int
@@ -146,10 +149,13 @@ func cpuLogPath() string {
 	return path
 }
 
-// runOnce is one run of the suite: the packages on a run-wide plane, then
-// the tests that asked for a CAPD of their own.
+// runOnce is one run of the suite: the packages on a run-wide plane,
+// and the tests that asked for a CAPD of their own, each in a network
+// namespace of its own while the packages run when testrun can make one,
+// or else once the plane has stopped.
 func (r *runner) runOnce(pkgs []string, withPlane bool) {
 	env := os.Environ()
+	own := &ownCAPDRuns{r: r, started: map[string]bool{}}
 	if withPlane {
 		start := time.Now()
 		kubeconfig, err := r.startPlane()
@@ -160,9 +166,14 @@ func (r *runner) runOnce(pkgs []string, withPlane bool) {
 		}
 		fmt.Printf("== run-wide Cluster API plane ready in %s\n", time.Since(start).Round(time.Second))
 		env = append(env, testenv.ClusterAPIKubeconfigEnv+"="+kubeconfig)
+		if err := netnsWorks(); err != nil {
+			fmt.Printf("== tests that run a CAPD of their own wait for the plane to stop: testrun cannot give them a network namespace (%v)\n", err)
+		} else {
+			own.netns = true
+		}
 	}
 	stopWatch := watchMachine(5 * time.Second)
-	res := r.goTest(env, pkgs, nil, "")
+	res := r.goTest(goTestRun{env: env, pkgs: pkgs, ownCAPD: own.start})
 	fmt.Println(stopWatch())
 	if withPlane {
 		r.mu.Lock()
@@ -172,17 +183,85 @@ func (r *runner) runOnce(pkgs []string, withPlane bool) {
 		plane.Stop(len(res.failed) > 0)
 	}
 	r.record(res)
-	if len(res.ownCAPD) == 0 {
+	for _, o := range own.wait() {
+		r.record(o)
+	}
+	after := map[string][]string{}
+	for pkg, names := range res.ownCAPD {
+		for _, n := range names {
+			if !own.started[pkg+" "+n] {
+				after[pkg] = append(after[pkg], n)
+			}
+		}
+	}
+	if len(after) == 0 {
 		return
 	}
 	fmt.Println("== tests that run a CAPD of their own")
-	for _, pkg := range sortedKeys(res.ownCAPD) {
-		names := res.ownCAPD[pkg]
-		for i, n := range names {
-			names[i] = regexp.QuoteMeta(n)
-		}
-		r.record(r.goTest(withoutPlane(os.Environ()), []string{pkg}, []string{"-run", "^(" + strings.Join(names, "|") + ")$"}, " (own CAPD)"))
+	for _, pkg := range sortedKeys(after) {
+		r.record(r.goTest(goTestRun{env: withoutPlane(os.Environ()), pkgs: []string{pkg}, extra: runOnly(after[pkg]), phase: " (own CAPD)"}))
 	}
+}
+
+// runOnly is go test's -run for exactly the top-level tests names.
+func runOnly(names []string) []string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = regexp.QuoteMeta(n)
+	}
+	return []string{"-run", "^(" + strings.Join(quoted, "|") + ")$"}
+}
+
+// ownCAPDRuns runs each test that skipped for a CAPD of its own in a
+// network namespace of its own as soon as the main go test reports the
+// skip, with a temporary folder of its own (the machine-wide CAPD lock
+// lives there), while the packages go on.
+type ownCAPDRuns struct {
+	r     *runner
+	netns bool // testrun can make network namespaces
+
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	started map[string]bool // "package Test", read once wg is done
+	results []result
+}
+
+// start runs the test of pkg in a namespace of its own, once; it does
+// nothing when testrun cannot make one.
+func (o *ownCAPDRuns) start(pkg, test string) {
+	if !o.netns {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.started[pkg+" "+test] {
+		return
+	}
+	o.started[pkg+" "+test] = true
+	fmt.Printf("== %s %s runs a CAPD of its own in a network namespace of its own\n", pkg, test)
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		var res result
+		if tmp, err := os.MkdirTemp("", "magnetite-own-capd-"); err != nil {
+			res = result{failed: []string{pkg + " " + test + " (" + err.Error() + ")"}}
+		} else {
+			env := append(withoutPlane(os.Environ()), "TMPDIR="+tmp)
+			res = o.r.goTest(goTestRun{env: env, pkgs: []string{pkg}, extra: runOnly([]string{test}), phase: " (own CAPD)", netns: true})
+			_ = os.RemoveAll(tmp)
+		}
+		o.mu.Lock()
+		o.results = append(o.results, res)
+		o.mu.Unlock()
+	}()
+}
+
+// wait waits for the tests started and returns what each go test said.
+func (o *ownCAPDRuns) wait() []result {
+	o.wg.Wait()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.results
 }
 
 // withoutPlane is env without a run-wide plane's kubeconfig.
@@ -236,10 +315,22 @@ type result struct {
 	spans map[string][2]time.Time
 }
 
+// goTestRun is one go test: its environment, packages and extra flags,
+// the phase its packages' times are named with ("" for the main run), in
+// a network namespace of its own or not, and what to call when a test
+// skips for a CAPD of its own.
+type goTestRun struct {
+	env, pkgs, extra []string
+	phase            string
+	netns            bool
+	ownCAPD          func(pkg, test string)
+}
+
 // goTest runs go test -json and prints, as go test would, each package's
 // end and the output of each failing test.
 // Its packages' times are recorded under their names and phase.
-func (r *runner) goTest(env, pkgs, extra []string, phase string) result {
+func (r *runner) goTest(g goTestRun) result {
+	env, pkgs, extra, phase := g.env, g.pkgs, g.extra, g.phase
 	args := append([]string{"test", "-count=1", "-json", "-timeout", r.timeout.String(), "-p", fmt.Sprint(r.packages), "-parallel", fmt.Sprint(r.parallel),
 		// hack/test.sh vets every package (all of vet's checks) before.
 		"-vet=off",
@@ -258,6 +349,14 @@ func (r *runner) goTest(env, pkgs, extra []string, phase string) result {
 	cmd.Stderr = os.Stderr
 	// Its own process group, so an interrupt reaches the test binaries.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if g.netns {
+		self, err := os.Executable()
+		if err != nil {
+			fmt.Println(err)
+			return result{failed: []string{"(go test)"}}
+		}
+		inOwnNetns(cmd, self)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		fmt.Println(err)
@@ -269,15 +368,24 @@ func (r *runner) goTest(env, pkgs, extra []string, phase string) result {
 	}
 	done := make(chan struct{})
 	r.mu.Lock()
-	r.cmd, r.done = cmd, done
+	if r.cmds == nil {
+		r.cmds = map[*exec.Cmd]chan struct{}{}
+	}
+	r.cmds[cmd] = done
 	r.mu.Unlock()
 	var events io.Reader = out
 	if r.jsonLog != nil {
 		events = io.TeeReader(out, r.jsonLog)
 	}
-	res := parse(events, os.Stdout)
+	// go tests running at the same time share stdout: an *os.File
+	// writes each Write whole before the next one starts, and parse
+	// writes a failing test's output in one.
+	res := parse(events, os.Stdout, g.ownCAPD)
 	err = cmd.Wait()
 	close(done)
+	r.mu.Lock()
+	delete(r.cmds, cmd)
+	r.mu.Unlock()
 	if phase != "" {
 		named := make(map[string]float64, len(res.elapsed))
 		for pkg, e := range res.elapsed {
@@ -292,8 +400,10 @@ func (r *runner) goTest(env, pkgs, extra []string, phase string) result {
 	return res
 }
 
-// parse reads go test -json from in and writes the readable account to w.
-func parse(in io.Reader, w io.Writer) result {
+// parse reads go test -json from in and writes the readable account to w;
+// it calls ownCAPD, when not nil, with each top-level test that skipped
+// for a CAPD of its own as the skip comes.
+func parse(in io.Reader, w io.Writer, ownCAPD func(pkg, test string)) result {
 	res := result{elapsed: map[string]float64{}, tests: map[string]float64{}, ownCAPD: map[string][]string{}, spans: map[string][2]time.Time{}}
 	// Output of each test (package + " " + test) and of each package
 	// outside its tests, kept until the test or package ends.
@@ -338,6 +448,9 @@ func parse(in io.Reader, w io.Writer) result {
 				top, _, _ := strings.Cut(e.Test, "/")
 				if !slices.Contains(res.ownCAPD[e.Package], top) {
 					res.ownCAPD[e.Package] = append(res.ownCAPD[e.Package], top)
+					if ownCAPD != nil {
+						ownCAPD(e.Package, top)
+					}
 				}
 			}
 			delete(buf, key)
@@ -469,14 +582,19 @@ func (r *runner) printTimeline(w io.Writer) {
 func (r *runner) interrupt(s os.Signal) {
 	fmt.Printf("== %s: stopping\n", s)
 	r.mu.Lock()
-	cmd, done, plane := r.cmd, r.done, r.plane
+	cmds, plane := maps.Clone(r.cmds), r.plane
 	r.mu.Unlock()
-	if cmd != nil && cmd.Process != nil {
-		// The test binaries run their cleanups before the plane goes.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	// The test binaries run their cleanups before the plane goes.
+	for cmd := range cmds {
+		if cmd.Process != nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		}
+	}
+	deadline := time.After(30 * time.Second)
+	for cmd, done := range cmds {
 		select {
 		case <-done:
-		case <-time.After(30 * time.Second):
+		case <-deadline:
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		}
 	}

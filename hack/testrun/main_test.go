@@ -46,13 +46,17 @@ func TestParseReportsFailuresOwnCAPDTestsAndTimes(t *testing.T) {
 		event{Action: "fail", Package: c},
 	)
 	var out strings.Builder
-	res := parse(strings.NewReader(in), &out)
+	var found []string
+	res := parse(strings.NewReader(in), &out, func(pkg, test string) { found = append(found, pkg+" "+test) })
 
 	if want := []string{a + " TestBad", c + " [" + c + ".test] (build)"}; !slices.Equal(res.failed, want) {
 		t.Errorf("failed = %q, want %q", res.failed, want)
 	}
 	if got := res.ownCAPD[a]; !slices.Equal(got, []string{"TestLocal"}) {
 		t.Errorf("tests to run on a CAPD of their own = %q, want the top-level TestLocal once", got)
+	}
+	if want := []string{a + " TestLocal"}; !slices.Equal(found, want) {
+		t.Errorf("parse called ownCAPD with %q, want %q as its skip came", found, want)
 	}
 	if res.elapsed[a] != 12.5 || res.elapsed[b] != 3 {
 		t.Errorf("elapsed = %v", res.elapsed)

@@ -42,7 +42,7 @@ func TestParseRecordsWhenEachPackageRan(t *testing.T) {
 		event{Action: "pass", Package: "m/b", Elapsed: 1, Time: t0.Add(2 * time.Second)},
 		event{Action: "pass", Package: "m/a", Elapsed: 90, Time: t0.Add(90 * time.Second)},
 	)
-	res := parse(strings.NewReader(in), &strings.Builder{})
+	res := parse(strings.NewReader(in), &strings.Builder{}, nil)
 	if sp := res.spans["m/a"]; !sp[0].Equal(t0) || !sp[1].Equal(t0.Add(90*time.Second)) {
 		t.Errorf("m/a ran %v", sp)
 	}

@@ -380,15 +380,16 @@ func (r *PlaneRun) Failed() bool {
 }
 
 // OwnCAPDSkip is the skip message of a test that needs a CAPD of its own
-// while a run-wide plane runs one: hack/testrun runs such tests again once
-// that plane has stopped.
-const OwnCAPDSkip = "testenv: needs a CAPD of its own, and the run-wide plane runs the machine's one; hack/test.sh runs this test after that plane stops"
+// while a run-wide plane runs one: hack/testrun runs such tests again in a
+// network namespace of its own, or once that plane has stopped.
+const OwnCAPDSkip = "testenv: needs a CAPD of its own, and the run-wide plane's holds the loopback ports CAPD binds; hack/test.sh runs this test again in a network namespace of its own, or after that plane stops"
 
 // NeedsOwnCAPD skips the test while a run-wide plane runs
 // ($MAGNETITE_CLUSTER_API_KUBECONFIG), for tests that start a CAPD
 // themselves (StartClusterAPI and StartManagers call it; a test that runs
 // one another way, as hack/local-mgmt.sh does, calls it first).
-// hack/test.sh runs the skipped tests after the run-wide plane stops.
+// hack/test.sh runs the skipped tests again in a network namespace of
+// their own, or after the run-wide plane stops.
 func NeedsOwnCAPD(t TB) {
 	t.Helper()
 	if os.Getenv(ClusterAPIKubeconfigEnv) != "" {
