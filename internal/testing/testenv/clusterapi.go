@@ -120,13 +120,8 @@ func (s *APIServer) StartManagers(t TB, managers ...string) {
 	}
 	capiDir := filepath.Join(bin, "capi-"+ClusterAPIVersion)
 	kubeconfig := WriteKubeconfig(t, filepath.Join(s.Dir, "kubeconfig"), s.Config, "", 0o600)
-	type started struct {
-		name, manifest          string
-		webhookPort, healthPort int
-		proc                    *proc
-	}
 	// launch starts manager m on ports free a moment ago.
-	launch := func(m string) started {
+	launch := func(m string) startedManager {
 		manifest, ok := webhookManifest[m]
 		if !ok {
 			t.Fatalf("testenv: unknown manager %s", m)
@@ -152,9 +147,9 @@ func (s *APIServer) StartManagers(t TB, managers ...string) {
 		} else if err := start(); err != nil {
 			t.Fatal(err)
 		}
-		return started{m, filepath.Join(capiDir, "webhooks", manifest), ports[0], ports[1], s.procs[len(s.procs)-1]}
+		return startedManager{m, filepath.Join(capiDir, "webhooks", manifest), ports[0], ports[1], ports[2], s.procs[len(s.procs)-1]}
 	}
-	var all []started
+	var all []startedManager
 	for _, m := range managers {
 		all = append(all, launch(m))
 	}
@@ -162,7 +157,7 @@ func (s *APIServer) StartManagers(t TB, managers ...string) {
 	errs := make([]error, len(all))
 	var wg sync.WaitGroup
 	for i, m := range all {
-		wg.Go(func() { errs[i] = s.awaitManager(dc, m.name, m.manifest, m.webhookPort, m.healthPort, m.proc.done) })
+		wg.Go(func() { errs[i] = s.awaitManager(dc, m) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -172,8 +167,7 @@ func (s *APIServer) StartManagers(t TB, managers ...string) {
 		// lock from its first start, and its backend's ports are fixed.
 		for try := 0; errors.Is(err, errPortTaken) && all[i].name != InMemoryManager && try < 3; try++ {
 			all[i] = launch(all[i].name)
-			m := all[i]
-			err = s.awaitManager(dc, m.name, m.manifest, m.webhookPort, m.healthPort, m.proc.done)
+			err = s.awaitManager(dc, all[i])
 		}
 		if err != nil {
 			t.Fatalf("%v\n%s", err, s.logTail(all[i].name))
@@ -205,41 +199,56 @@ func (s *APIServer) writeServingCert(m string) (string, error) {
 	return certDir, os.WriteFile(filepath.Join(certDir, "tls.key"), key, 0o600)
 }
 
+// startedManager is a Cluster API manager StartManagers started: its
+// name, its webhook manifest, the ports it was given and its process.
+type startedManager struct {
+	name, manifest                           string
+	webhookPort, healthPort, diagnosticsPort int
+	proc                                     *proc
+}
+
 // awaitManager registers a started manager's webhooks and waits until it
-// reports ready and its webhook server answers. The time allowed counts
-// from the manager's start, not from StartManagers' call: CAPD may first
-// have waited for its machine-wide lock.
-func (s *APIServer) awaitManager(dc dynamic.Interface, m, manifest string, webhookPort, healthPort int, exited <-chan struct{}) error {
+// reports ready and its webhook and diagnostics servers answer. The time
+// allowed counts from the manager's start, not from StartManagers' call:
+// CAPD may first have waited for its machine-wide lock.
+//
+// Ready is not enough: controller-runtime opens the health port when the
+// manager is made and the metrics (diagnostics) listener only as it
+// starts, beside the webhook server, so a manager whose diagnostics port
+// was taken can answer /readyz and then exit on "address already in use"
+// (seen in a gate run: StartManagers returned a manager that had gone).
+func (s *APIServer) awaitManager(dc dynamic.Interface, m startedManager) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := s.registerWebhooks(ctx, dc, m, manifest, webhookPort); err != nil {
+	if err := s.registerWebhooks(ctx, dc, m.name, m.manifest, m.webhookPort); err != nil {
 		return err
 	}
-	health := fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort)
-	webhook := fmt.Sprintf("https://127.0.0.1:%d/", webhookPort)
+	health := fmt.Sprintf("http://127.0.0.1:%d/readyz", m.healthPort)
+	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", m.diagnosticsPort)
+	webhook := fmt.Sprintf("https://127.0.0.1:%d/", m.webhookPort)
 	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	if err := poll(ctx, func() (bool, error) {
 		select {
-		case <-exited:
-			if strings.Contains(s.logTail(m), "address already in use") {
-				return false, fmt.Errorf("testenv: %s exited: %w", m, errPortTaken)
+		case <-m.proc.done:
+			if strings.Contains(s.logTail(m.name), "address already in use") {
+				return false, fmt.Errorf("testenv: %s exited: %w", m.name, errPortTaken)
 			}
-			return false, fmt.Errorf("testenv: %s exited", m)
+			return false, fmt.Errorf("testenv: %s exited", m.name)
 		default:
 		}
-		for _, u := range []string{health, webhook} {
+		for _, u := range []string{health, metrics, webhook} {
 			res, err := hc.Get(u)
 			if err != nil {
 				return false, nil
 			}
 			res.Body.Close()
-			if u == health && res.StatusCode != http.StatusOK {
+			if u != webhook && res.StatusCode != http.StatusOK {
 				return false, nil
 			}
 		}
 		return true, nil
 	}); err != nil {
-		return fmt.Errorf("testenv: %s did not become ready: %w", m, err)
+		return fmt.Errorf("testenv: %s did not become ready: %w", m.name, err)
 	}
 	return nil
 }
