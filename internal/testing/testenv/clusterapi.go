@@ -213,8 +213,9 @@ type startedManager struct {
 // CAPD may first have waited for its machine-wide lock.
 //
 // Ready is not enough: controller-runtime opens the health port when the
-// manager is made and the metrics (diagnostics) listener only as it
-// starts, beside the webhook server, so a manager whose diagnostics port
+// manager is made (manager.New) and the metrics (diagnostics) listener
+// only as it starts, beside the webhook server (the metrics server's Start,
+// pkg/metrics/server/server.go), so a manager whose diagnostics port
 // was taken can answer /readyz and then exit on "address already in use"
 // (seen in a gate run: StartManagers returned a manager that had gone).
 func (s *APIServer) awaitManager(dc dynamic.Interface, m startedManager) error {
