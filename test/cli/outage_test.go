@@ -24,8 +24,8 @@ import (
 // create completes.
 //
 // Magnetite reaches the API server through a loopback relay that the test
-// cuts (open connections closed, new ones refused, as a stopped API server
-// does to its clients) rather than by stopping the API server: the
+// cuts (open connections closed, new ones reset, as by an API server that
+// went down) rather than by stopping the API server: the
 // management cluster is shared by the package's other tests, which must not
 // see the outage.
 func TestManagementClusterOutageIsVisible(t *testing.T) {
@@ -112,7 +112,7 @@ func TestManagementClusterOutageIsVisible(t *testing.T) {
 		t.Errorf("status during the outage %s, want CREATE_IN_PROGRESS", st)
 	}
 
-	link.restore(t)
+	link.restore()
 	// After the API server came back.
 	c.waitStatus(t, "steady", "CREATE_COMPLETE", 4*time.Minute)
 	if _, m := health(); !strings.HasPrefix(m, "OK") || gauge() != "1" {

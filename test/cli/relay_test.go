@@ -6,20 +6,21 @@ import (
 	"net"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
 
 // relay carries loopback TCP connections to a server, and can cut them:
-// while cut, every open connection is closed and new ones are refused, as
-// when the server is down. It lets one test take a shared server away
-// from its own client alone.
+// while cut, every open connection is closed and each new one is reset as
+// it arrives, as when the server has gone down. It lets one test take a
+// shared server away from its own client alone. It holds its port for
+// the whole test, cut or not: a relay that let go of its port while cut
+// once saw another test's server take it, and its client got that
+// server's HTTP answers instead of an outage.
 type relay struct {
 	addr, target string
+	ln           net.Listener
 
 	mu    sync.Mutex
-	ln    net.Listener // nil while cut
+	off   bool // cut
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
 }
@@ -28,46 +29,11 @@ type relay struct {
 // target until the test ends.
 func startRelay(t *testing.T, target string) *relay {
 	t.Helper()
-	r := &relay{addr: freeAddr(t), target: target, conns: map[net.Conn]struct{}{}}
-	r.restore(t)
-	t.Cleanup(func() {
-		r.cut()
-		r.wg.Wait()
-	})
-	return r
-}
-
-// cut closes the listener and every connection: clients are refused until
-// restore.
-func (r *relay) cut() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.ln != nil {
-		r.ln.Close()
-		r.ln = nil
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for c := range r.conns {
-		c.Close()
-		delete(r.conns, c)
-	}
-}
-
-// restore listens again on the same address.
-func (r *relay) restore(t *testing.T) {
-	t.Helper()
-	var ln net.Listener
-	// The port was ours a moment ago; a listener closed with connections
-	// may need a moment before the address is free again.
-	testenv.WaitFor(t, "the relay to listen on "+r.addr, 10*time.Second, func() (bool, string) {
-		var err error
-		if ln, err = net.Listen("tcp", r.addr); err != nil {
-			return false, err.Error()
-		}
-		return true, ""
-	})
-	r.mu.Lock()
-	r.ln = ln
-	r.mu.Unlock()
+	r := &relay{addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]struct{}{}}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -79,9 +45,49 @@ func (r *relay) restore(t *testing.T) {
 			if err != nil {
 				continue
 			}
+			r.mu.Lock()
+			off := r.off
+			r.mu.Unlock()
+			if off {
+				reset(c)
+				continue
+			}
 			r.carry(c)
 		}
 	}()
+	t.Cleanup(func() {
+		ln.Close()
+		r.cut()
+		r.wg.Wait()
+	})
+	return r
+}
+
+// reset closes c with a TCP reset, as a host with nothing on the port
+// answers.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	c.Close()
+}
+
+// cut closes every connection and resets new ones until restore.
+func (r *relay) cut() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.off = true
+	for c := range r.conns {
+		c.Close()
+		delete(r.conns, c)
+	}
+}
+
+// restore carries new connections again.
+func (r *relay) restore() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.off = false
 }
 
 // carry copies both ways between c and a new connection to the target.
@@ -92,10 +98,10 @@ func (r *relay) carry(c net.Conn) {
 		return
 	}
 	r.mu.Lock()
-	if r.ln == nil {
+	if r.off {
 		// Cut while dialling.
 		r.mu.Unlock()
-		c.Close()
+		reset(c)
 		up.Close()
 		return
 	}
