@@ -2,9 +2,9 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -106,24 +106,11 @@ const netnsProbeFlag = "--netns-probe"
 
 // netnsProbe listens on 127.0.0.1:port and reports whether it could.
 func netnsProbe(port string) int {
-	p, err := strconv.Atoi(port)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", port))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer unix.Close(fd)
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: p, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		fmt.Fprintf(os.Stderr, "bind 127.0.0.1:%d: %v\n", p, err)
-		return 1
-	}
-	if err := unix.Listen(fd, 1); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
+	ln.Close()
 	return 0
 }
