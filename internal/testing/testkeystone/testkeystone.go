@@ -66,6 +66,8 @@ type Keystone struct {
 	// from another process on the same port (another test's Keystone that
 	// won a race for it) is never taken for this one's.
 	nonce string
+	// pythonPath holds lazySAML, for Keystone's interpreter.
+	pythonPath string
 
 	mu    sync.Mutex
 	roles map[string]string // name -> id
@@ -105,6 +107,11 @@ func Start(t testing.TB, opts ...Option) *Keystone {
 	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	k := &Keystone{t: t, dir: dir, client: client, roles: map[string]string{}, nonce: nonce()}
 	conf := k.writeConfig(set)
+	py, err := writeLazySAML(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.pythonPath = py
 	k.setup(conf)
 	k.serve(uwsgi, conf)
 	k.AdminToken()
@@ -195,11 +202,18 @@ func (k *Keystone) setup(conf string) {
 
 func (k *Keystone) manage(conf string, args ...string) error {
 	cmd := exec.Command(Python, append([]string{keystoneManage, "--config-file", conf}, args...)...)
+	cmd.Env = k.pythonEnv()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("keystone-manage %s: %v\n%s", args[0], err, out)
 	}
 	return nil
+}
+
+// pythonEnv is the environment of Keystone's interpreter: the test's, with
+// lazySAML on its path.
+func (k *Keystone) pythonEnv() []string {
+	return append(os.Environ(), "PYTHONPATH="+k.pythonPath)
 }
 
 // serve starts uwsgi on a free loopback port (trying again if another
@@ -240,7 +254,9 @@ env = OS_KEYSTONE_CONFIG_FILES=%s
 		return err
 	}
 	logPath := filepath.Join(k.dir, "uwsgi.log")
-	proc, err := testproc.Start(exec.Command(uwsgi, "--ini", ini), logPath)
+	cmd := exec.Command(uwsgi, "--ini", ini)
+	cmd.Env = k.pythonEnv()
+	proc, err := testproc.Start(cmd, logPath)
 	if err != nil {
 		return fmt.Errorf("start uwsgi: %w", err)
 	}
