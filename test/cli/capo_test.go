@@ -26,20 +26,21 @@ import (
 // nokeyTimeout is the create_timeout, in minutes, of the three clusters
 // nobody retries: long enough for CAPO to meet what the cloud lacks first.
 // The test counts on the chain from their creation to Nova's refusal
-// (Cluster API's managers, the stand-in, Magnetite's status) taking less
-// than that, whatever else the machine runs. They are created last, just
-// before the cloud is broken, and the stand-in gets to them before the
-// other clusters (capo.First). When they were created first, or the
-// stand-in let go of every cluster only once a refusal subtest had a
-// free slot among the package's parallel tests, their refusals showed 5
-// to 10 minutes after their creation under the whole suite on a machine
-// half as fast as the one this was set on, after their timeout; with
-// both fixed, nokey's (its network made by CAPO) still showed after 5
-// minutes once, at a load average of 22 on the 2 cores, and 10 leaves
-// that margin twice. Waiting costs the suite no CPU: the fixed clusters
-// come up meanwhile, and the test phase is bound by CPU, not by this
-// test.
-const nokeyTimeout = 10
+// (Magnetite rendering them, Cluster API's managers, the stand-in,
+// Magnetite's status) taking less than that, whatever else the machine
+// runs. They are created after the others are rendered, all three at once,
+// the cloud is broken under them as soon as Magnetite rendered them, and
+// the stand-in gets to them before the other clusters (capo.First): their
+// refusals showed 42 to 54 seconds after their creation with the whole
+// suite's gate running beside the test. Created before the other clusters
+// were rendered, with CLI commands that broke the cloud between their
+// creation and the stand-in's start, they had shown 2m27s to 3m29s after
+// in three three-run gates of the whole suite (the stand-in's part about
+// 30 seconds of it), and once, under a load average of 22, after 5
+// minutes; the timeout was 10 minutes then. Waiting costs the suite little
+// CPU but holds test/cli, the package that runs longest, to at least this
+// long.
+const nokeyTimeout = 5
 
 // TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn drives Debian's
 // `openstack coe` CLI, logged in to a real Keystone, against `magnetite
@@ -100,17 +101,14 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 	e.createTemplates(t)
 	c.ok(t, "keypair", "create", "alice-key")
 	c.ok(t, "keypair", "create", "bob-key")
+	// The clusters the user retries first, and mixed1's vms node group.
 	// nokey, flavorlost and grouplost, which wait for their create_timeout,
-	// are created last, just before the cloud is broken and the stand-in
-	// let go, and time out counting from there: what their timeout must
-	// cover is then the chain from the stand-in to Magnetite's status,
-	// not also the other clusters' creates.
-	var created time.Time
-	for _, cl := range [][2]string{{"vm1", "managed"}, {"bm1", "bm"}, {"mixed1", "mixed"}, {"noflavor", "mixed"}, {"nogroup", "mixed"}, {"noportsec", "vm"},
-		{"nokey", "managed"}, {"flavorlost", "mixed"}, {"grouplost", "mixed"}} {
-		if cl[0] == "nokey" {
-			created = time.Now()
-		}
+	// are created last, once the others are rendered, just before the
+	// cloud is broken under them and the stand-in let go, and time out
+	// counting from there: what their timeout must cover is then the chain
+	// from the stand-in to Magnetite's status, not also the other
+	// clusters' creates.
+	createArgs := func(cl [2]string) []string {
 		args := []string{"coe", "cluster", "create", cl[0], "--cluster-template", cl[1], "--master-count", "1", "--node-count", "1"}
 		switch cl[0] {
 		case "vm1":
@@ -143,18 +141,25 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 			// cannot make server groups again).
 			args = append(args, "--master-flavor", testcloud.FlavorName, "--timeout", strconv.Itoa(nokeyTimeout))
 		}
-		c.ok(t, args...)
+		return args
+	}
+	for _, cl := range [][2]string{{"vm1", "managed"}, {"bm1", "bm"}, {"mixed1", "mixed"}, {"noflavor", "mixed"}, {"nogroup", "mixed"}, {"noportsec", "vm"}} {
+		c.ok(t, createArgs(cl)...)
 	}
 	c.ok(t, "coe", "nodegroup", "create", "mixed1", "vms", "--flavor", testcloud.FlavorName, "--node-count", "1")
 
 	ctx := t.Context()
 	uuids := map[string]string{}
-	for _, cl := range []string{"vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec", "nokey", "flavorlost", "grouplost"} {
-		uuids[cl] = e.uuid(t, cl)
-		// Magnetite has read the cloud and rendered the cluster once its
-		// Cluster object exists: the changes below come after.
-		clusterObjectName(ctx, t, dc, uuids[cl])
+	// rendered records a cluster's UUID once Magnetite has read the cloud
+	// and rendered the cluster (its Cluster object exists): the changes
+	// below come after.
+	rendered := func(t *testing.T, clusters ...string) {
+		for _, cl := range clusters {
+			uuids[cl] = e.uuid(t, cl)
+			clusterObjectName(ctx, t, dc, uuids[cl])
+		}
 	}
+	rendered(t, "vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec")
 	// mixed1's vms node group is in its Cluster's topology too before the
 	// cloud changes: rendered once the control plane's flavor is gone,
 	// the cluster would be refused for it by Magnetite (the flavor was
@@ -225,6 +230,8 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		showsNextWithin(t, cluster, what, message, 3*time.Minute)
 	}
 	var deletedGroups, noflavorFailed []string
+	// created is when the clusters nobody retries were created.
+	var created time.Time
 	// failsAtTimeout waits for a cluster nobody retries to fail at its
 	// create_timeout with message, the control-plane machines refused
 	// before (refused) still there without a server: nothing replaced
@@ -290,10 +297,10 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		}
 		var retried []refusal
 
-		// noflavor's keypair goes too: Nova checks the flavor first, so
-		// its refusal shows once the flavor is back and the user retried,
+		// noflavor loses its control plane's flavor with flavorlost, below.
+		// Its keypair goes too: Nova checks the flavor first, so its
+		// refusal shows once the flavor is back and the user retried,
 		// until the user makes the keypair again and retries.
-		cloud.RemoveFlavor("3", true)
 		c.ok(t, "keypair", "delete", "alice-key")
 		retried = append(retried, refusal{"noflavor", "Flavor 3 could not be found.", func(t *testing.T) {
 			for _, m := range machines(t, "noflavor") {
@@ -358,12 +365,21 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 		}})
 
 		// The clusters nobody retries, each failing at its create_timeout
-		// with Nova's message: flavorlost loses noflavor's flavor (removed
-		// above) and gets it back with noflavor, whose fix comes once
-		// these refusals showed; nokey's keypair never comes back;
-		// grouplost loses its server groups (auto-healing cannot make
-		// server groups again).
-		c.ok(t, "keypair", "delete", "bob-key")
+		// with Nova's message: flavorlost loses noflavor's flavor and gets
+		// it back with noflavor, whose fix comes once these refusals
+		// showed; nokey's keypair never comes back; grouplost loses its
+		// server groups (auto-healing cannot make server groups again).
+		// They are created at once, as three users would, and broken as
+		// soon as Magnetite rendered them: nokey's keypair is deleted
+		// through Nova's API, without another CLI command's start-up.
+		created = time.Now()
+		c.okAtOnce(t, createArgs([2]string{"nokey", "managed"}), createArgs([2]string{"flavorlost", "mixed"}),
+			createArgs([2]string{"grouplost", "mixed"}))
+		rendered(t, "nokey", "flavorlost", "grouplost")
+		cloud.RemoveFlavor("3", true)
+		if err := cloud.Do(ks.Token("alice", "alice-password", "demo"), "DELETE", "/compute/v2.1/os-keypairs/bob-key", nil, nil); err != nil {
+			t.Fatalf("delete keypair bob-key: %v", err)
+		}
 		grouplostGroups := serverGroups(t, "grouplost")
 		for _, id := range grouplostGroups {
 			cloud.DeleteServerGroup(id)

@@ -432,6 +432,23 @@ func newCLI(t *testing.T, endpoint string) *cli {
 // run returns the CLI's stdout, stderr and exit code.
 func (c *cli) run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	r := c.exec(t, args)
+	if r.err != nil {
+		t.Fatalf("openstack %s: %v", strings.Join(args, " "), r.err)
+	}
+	return r.stdout, r.stderr, r.code
+}
+
+// cliRun is what one command did: its output and exit code, or err when
+// it could not run to its end.
+type cliRun struct {
+	stdout, stderr string
+	code           int
+	err            error
+}
+
+// exec runs one command; it may be called from any goroutine.
+func (c *cli) exec(t *testing.T, args []string) cliRun {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := c.client.Command(ctx, c.env, append(append([]string{}, c.base...), args...)...)
@@ -443,9 +460,9 @@ func (c *cli) run(t *testing.T, args ...string) (string, string, int) {
 	// clock from its log.
 	t.Logf("openstack %s: %s", strings.Join(args, " "), time.Since(start).Round(10*time.Millisecond))
 	if _, exited := err.(*exec.ExitError); err != nil && !exited {
-		t.Fatalf("openstack %s: %v", strings.Join(args, " "), err)
+		return cliRun{err: err}
 	}
-	return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+	return cliRun{stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode()}
 }
 
 // ok runs a command that must succeed and returns its stdout.
@@ -456,6 +473,28 @@ func (c *cli) ok(t *testing.T, args ...string) string {
 		t.Fatalf("openstack %s exited %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, stdout, stderr)
 	}
 	return stdout
+}
+
+// okAtOnce runs commands that must succeed at the same time, as users
+// of one cloud do, and returns once all have ended.
+func (c *cli) okAtOnce(t *testing.T, cmds ...[]string) {
+	t.Helper()
+	runs := make([]cliRun, len(cmds))
+	var wg sync.WaitGroup
+	for i, args := range cmds {
+		wg.Go(func() { runs[i] = c.exec(t, args) })
+	}
+	wg.Wait()
+	failed := false
+	for i, r := range runs {
+		if r.err != nil || r.code != 0 {
+			failed = true
+			t.Errorf("openstack %s: exited %d (%v)\nstdout: %s\nstderr: %s", strings.Join(cmds[i], " "), r.code, r.err, r.stdout, r.stderr)
+		}
+	}
+	if failed {
+		t.FailNow()
+	}
 }
 
 // fails runs a command that must fail and returns its stderr.
