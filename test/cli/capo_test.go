@@ -16,7 +16,9 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/magnetite-io/magnetite/internal/apitypes"
+	"github.com/magnetite-io/magnetite/internal/client"
 	"github.com/magnetite-io/magnetite/internal/mgmt"
+	"github.com/magnetite-io/magnetite/internal/model"
 	"github.com/magnetite-io/magnetite/internal/testing/testbootstrap"
 	"github.com/magnetite-io/magnetite/internal/testing/testcapo"
 	"github.com/magnetite-io/magnetite/internal/testing/testcloud"
@@ -26,21 +28,21 @@ import (
 // nokeyTimeout is the create_timeout, in minutes, of the three clusters
 // nobody retries: long enough for CAPO to meet what the cloud lacks first.
 // The test counts on the chain from their creation to Nova's refusal
-// (Magnetite rendering them, Cluster API's managers, the stand-in,
-// Magnetite's status) taking less than that, whatever else the machine
-// runs. They are created after the others are rendered, all three at once,
-// the cloud is broken under them as soon as Magnetite rendered them, and
-// the stand-in gets to them before the other clusters (capo.First): their
-// refusals showed 42 to 54 seconds after their creation with the whole
-// suite's gate running beside the test. Created before the other clusters
-// were rendered, with CLI commands that broke the cloud between their
-// creation and the stand-in's start, they had shown 2m27s to 3m29s after
-// in three three-run gates of the whole suite (the stand-in's part about
-// 30 seconds of it), and once, under a load average of 22, after 5
-// minutes; the timeout was 10 minutes then. Waiting costs the suite little
-// CPU but holds test/cli, the package that runs longest, to at least this
-// long.
-const nokeyTimeout = 5
+// (Magnetite rendering and applying them, Cluster API's managers, the
+// stand-in, Magnetite's status) taking less than that, whatever else the
+// machine runs. They are created after the others are applied, all three
+// at once, the cloud is broken under them as soon as Magnetite applied
+// them, and the stand-in gets to them before the other clusters
+// (capo.First): their refusals showed 42 to 54 seconds after their
+// creation with the whole suite's gate running beside the test, and 2m26s
+// to 2m40s after under the whole suite on two cores. Created before the
+// other clusters were rendered, with CLI commands that broke the cloud
+// between their creation and the stand-in's start, they had shown 2m27s
+// to 3m29s after in three three-run gates (the stand-in's part about 30
+// seconds of it), and once, under a load average of 22, after 5 minutes;
+// the timeout was 10 minutes then. Waiting costs the suite little CPU but
+// holds test/cli, the package that runs longest, to at least this long.
+const nokeyTimeout = 7
 
 // TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn drives Debian's
 // `openstack coe` CLI, logged in to a real Keystone, against `magnetite
@@ -150,16 +152,16 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 
 	ctx := t.Context()
 	uuids := map[string]string{}
-	// rendered records a cluster's UUID once Magnetite has read the cloud
-	// and rendered the cluster (its Cluster object exists): the changes
-	// below come after.
+	// rendered records a cluster's UUID once Magnetite has read the cloud,
+	// rendered the cluster and applied it: the changes below come after.
 	rendered := func(t *testing.T, clusters ...string) {
 		for _, cl := range clusters {
 			uuids[cl] = e.uuid(t, cl)
-			clusterObjectName(ctx, t, dc, uuids[cl])
+			e.applied(t, cl, model.OpClusterCreate)
 		}
 	}
 	rendered(t, "vm1", "bm1", "mixed1", "noflavor", "nogroup", "noportsec")
+	e.applied(t, "mixed1", model.OpNodeGroupCreate)
 	// mixed1's vms node group is in its Cluster's topology too before the
 	// cloud changes: rendered once the control plane's flavor is gone,
 	// the cluster would be refused for it by Magnetite (the flavor was
@@ -629,6 +631,33 @@ func clusterMachines(ctx context.Context, t *testing.T, dc dynamic.Interface, ca
 		t.Fatal(err)
 	}
 	return list.Items
+}
+
+// applied waits until Magnetite's conductor has ended an operation of a
+// cluster's (its create, say) having applied what it rendered: the
+// operation's last event says how many objects it applied. Until then an
+// attempt that failed (under load, a call that timed out) is tried again,
+// rendering the cluster again from what the cloud has then: it would meet
+// a change a test made to the cloud meanwhile, or undo it (the conductor
+// makes the cluster's server groups again if they are gone).
+func (e *capoCloud) applied(t *testing.T, cluster string, op model.OperationType) {
+	t.Helper()
+	testenv.WaitFor(t, cluster+"'s "+string(op)+" applied", 3*time.Minute, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		events, err := e.c.api(t).ListEvents(ctx, cluster, client.EventQuery{})
+		if err != nil {
+			return false, err.Error()
+		}
+		last := "no event"
+		for _, ev := range events {
+			if ev.Kind == string(model.EventOperation) && ev.Reason == string(op) && strings.HasPrefix(ev.Message, "applied ") {
+				return true, ""
+			}
+			last = fmt.Sprintf("last event %s %s: %s", ev.Kind, ev.Reason, ev.Message)
+		}
+		return false, last
+	})
 }
 
 // clusterObjectName waits for the cluster's Cluster object and returns its
