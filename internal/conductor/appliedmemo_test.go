@@ -28,25 +28,15 @@ func TestAResizeSendsOnlyWhatChanged(t *testing.T) {
 	p.settled(t, cl, "create applied")
 	resize := func(n int) map[string]int64 {
 		t.Helper()
-		got, _ := p.cluster(t, cl.UUID)
-		ngs, err := p.st.NodeGroupsOf(ctx, []string{cl.UUID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var worker *model.NodeGroup
-		for _, ng := range ngs[cl.UUID] {
-			if ng.Role == model.RoleWorker {
-				worker = ng
-			}
-		}
-		worker.NodeCount = n
-		got.Status = model.UpdateInProgress
-		op := &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterResize, ClusterID: cl.UUID, ProjectID: "p",
-			Payload: &model.ClusterResizePayload{NodeCount: n}}
 		before := p.mc.Requests()
-		if err := p.st.ApplyClusterChange(ctx, store.ClusterChange{Cluster: got, NodeGroups: []*model.NodeGroup{worker}, Operation: op}); err != nil {
-			t.Fatal(err)
-		}
+		p.change(t, cl.UUID, func(got *model.Cluster, ngs []*model.NodeGroup) store.ClusterChange {
+			worker := workerGroup(t, ngs)
+			worker.NodeCount = n
+			got.Status = model.UpdateInProgress
+			op := &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterResize, ClusterID: cl.UUID, ProjectID: "p",
+				Payload: &model.ClusterResizePayload{NodeCount: n}}
+			return store.ClusterChange{Cluster: got, NodeGroups: []*model.NodeGroup{worker}, Operation: op}
+		})
 		p.c.Notify()
 		p.settled(t, cl, "resize to "+strconv.Itoa(n)+" applied")
 		after := p.mc.Requests()

@@ -41,24 +41,15 @@ func TestTenQuickChangesAreAppliedOnce(t *testing.T) {
 
 	var ops []string
 	for i := 2; i <= 11; i++ {
-		got, _ := p.cluster(t, cl.UUID)
-		ngs, err := p.st.NodeGroupsOf(ctx, []string{cl.UUID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var worker *model.NodeGroup
-		for _, ng := range ngs[cl.UUID] {
-			if ng.Role == model.RoleWorker {
-				worker = ng
-			}
-		}
-		worker.NodeCount = i
-		got.Status = model.UpdateInProgress
-		op := &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterUpdate, ClusterID: cl.UUID, ProjectID: "p",
-			Payload: &model.ClusterUpdatePayload{NodeCount: i}}
-		if err := p.st.ApplyClusterChange(ctx, store.ClusterChange{Cluster: got, NodeGroups: []*model.NodeGroup{worker}, Operation: op}); err != nil {
-			t.Fatal(err)
-		}
+		var op *model.Operation
+		p.change(t, cl.UUID, func(got *model.Cluster, ngs []*model.NodeGroup) store.ClusterChange {
+			worker := workerGroup(t, ngs)
+			worker.NodeCount = i
+			got.Status = model.UpdateInProgress
+			op = &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterUpdate, ClusterID: cl.UUID, ProjectID: "p",
+				Payload: &model.ClusterUpdatePayload{NodeCount: i}}
+			return store.ClusterChange{Cluster: got, NodeGroups: []*model.NodeGroup{worker}, Operation: op}
+		})
 		p.c.Notify()
 		ops = append(ops, op.UUID)
 	}

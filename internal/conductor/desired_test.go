@@ -79,13 +79,12 @@ func TestANewKindInTheDesiredStateIsCreatedAndPruned(t *testing.T) {
 	}
 
 	update := func(quotaLabel string) {
-		got, _ := p.cluster(t, cl.UUID)
-		got.Labels = map[string]string{"quota": quotaLabel}
-		got.Status = model.UpdateInProgress
-		op := &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterUpdate, ClusterID: cl.UUID, ProjectID: "p"}
-		if err := p.st.ApplyClusterChange(ctx, store.ClusterChange{Cluster: got, Operation: op}); err != nil {
-			t.Fatal(err)
-		}
+		p.change(t, cl.UUID, func(got *model.Cluster, _ []*model.NodeGroup) store.ClusterChange {
+			got.Labels = map[string]string{"quota": quotaLabel}
+			got.Status = model.UpdateInProgress
+			op := &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterUpdate, ClusterID: cl.UUID, ProjectID: "p"}
+			return store.ClusterChange{Cluster: got, Operation: op}
+		})
 		p.c.Notify()
 		p.settled(t, cl, "update with quota="+quotaLabel+" applied")
 	}

@@ -211,6 +211,46 @@ func (p *plane) cluster(t *testing.T, id string) (*model.Cluster, bool) {
 	return cl, true
 }
 
+// change makes a change of a cluster as the API does: it reads the cluster
+// and its node groups, edit says what to write, and the store refuses the
+// write (ErrStale) when the conductor wrote the cluster in between (its
+// status, as Cluster API's objects move); the change is then read and made
+// again, as a client told to send the request again does.
+func (p *plane) change(t *testing.T, id string, edit func(cl *model.Cluster, ngs []*model.NodeGroup) store.ClusterChange) {
+	t.Helper()
+	ctx := context.Background()
+	for attempt := 1; ; attempt++ {
+		cl, ok := p.cluster(t, id)
+		if !ok {
+			t.Fatalf("cluster %s is gone", id)
+		}
+		ngs, err := p.st.NodeGroupsOf(ctx, []string{id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.st.ApplyClusterChange(ctx, edit(cl, ngs[id]))
+		if errors.Is(err, store.ErrStale) && attempt < 10 {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+}
+
+// workerGroup is the default worker node group among ngs.
+func workerGroup(t *testing.T, ngs []*model.NodeGroup) *model.NodeGroup {
+	t.Helper()
+	for _, ng := range ngs {
+		if ng.Role == model.RoleWorker {
+			return ng
+		}
+	}
+	t.Fatal("the cluster has no worker node group")
+	return nil
+}
+
 // settled waits until none of cl's operations is pending: what was asked
 // of it is applied (or has failed).
 func (p *plane) settled(t *testing.T, cl *model.Cluster, what string) {
@@ -399,13 +439,12 @@ func TestChangeShowsTheTransientErrorItRetries(t *testing.T) {
 	cl := p.create(t, "resized")
 	p.settled(t, cl, "create applied")
 	nova.down.Store(true)
-	got, _ := p.cluster(t, cl.UUID)
-	got.Status = model.UpdateInProgress
-	op := &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterUpdate, ClusterID: cl.UUID, ProjectID: "p",
-		Payload: &model.ClusterUpdatePayload{NodeCount: 2}}
-	if err := p.st.ApplyClusterChange(ctx, store.ClusterChange{Cluster: got, Operation: op}); err != nil {
-		t.Fatal(err)
-	}
+	p.change(t, cl.UUID, func(got *model.Cluster, _ []*model.NodeGroup) store.ClusterChange {
+		got.Status = model.UpdateInProgress
+		op := &model.Operation{UUID: uuid.NewString(), Type: model.OpClusterUpdate, ClusterID: cl.UUID, ProjectID: "p",
+			Payload: &model.ClusterUpdatePayload{NodeCount: 2}}
+		return store.ClusterChange{Cluster: got, Operation: op}
+	})
 	p.c.Notify()
 	retrying := func() (bool, string) {
 		got, _ := p.cluster(t, cl.UUID)
