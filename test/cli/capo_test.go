@@ -105,7 +105,7 @@ func TestOpenStackClustersThroughTheCLIOnTheCAPOStandIn(t *testing.T) {
 	c.ok(t, "keypair", "create", "bob-key")
 	// The clusters the user retries first, and mixed1's vms node group.
 	// nokey, flavorlost and grouplost, which wait for their create_timeout,
-	// are created last, once the others are rendered, just before the
+	// are created last, once Magnetite applied the others, just before the
 	// cloud is broken under them and the stand-in let go, and time out
 	// counting from there: what their timeout must cover is then the chain
 	// from the stand-in to Magnetite's status, not also the other
