@@ -451,18 +451,15 @@ type cliRun struct {
 func (c *cli) exec(t *testing.T, args []string) cliRun {
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := c.client.Command(ctx, c.env, append(append([]string{}, c.base...), args...)...)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
-	err := cmd.Run()
+	r, err := c.client.Run(ctx, c.env, append(append([]string{}, c.base...), args...)...)
 	// When each call ran and how long it took, for reading a slow test's
 	// clock from its log.
 	t.Logf("openstack %s: %s", strings.Join(args, " "), time.Since(start).Round(10*time.Millisecond))
-	if _, exited := err.(*exec.ExitError); err != nil && !exited {
+	if err != nil {
 		return cliRun{err: err}
 	}
-	return cliRun{stdout: stdout.String(), stderr: stderr.String(), code: cmd.ProcessState.ExitCode()}
+	return cliRun{stdout: r.Stdout, stderr: r.Stderr, code: r.Code}
 }
 
 // ok runs a command that must succeed and returns its stdout.

@@ -346,14 +346,11 @@ func (c *cli) run(t *testing.T, args ...string) (stdout, stderr string, code int
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := c.client.Command(ctx, c.env, append(append([]string{}, c.base...), args...)...)
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	if _, exited := err.(*exec.ExitError); err != nil && !exited {
+	r, err := c.client.Run(ctx, c.env, append(append([]string{}, c.base...), args...)...)
+	if err != nil {
 		t.Fatalf("openstack %v: %v", args, err)
 	}
-	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+	return r.Stdout, r.Stderr, r.Code
 }
 
 // ok runs a command that must succeed.

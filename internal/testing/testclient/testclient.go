@@ -11,7 +11,8 @@
 // machine loads them. Run here, the CLI sees the Python packages of its
 // own dependency closure only: the same interpreter, script and modules.
 // `openstack coe cluster list --help` took 1.08 CPU-seconds with every
-// package of the test machine and 0.62 so.
+// package of the test machine and 0.62 so. CLI.Run forks each command from
+// an interpreter that has imported the CLI once (forkserver.go).
 package testclient
 
 import (
@@ -54,6 +55,8 @@ type CLI struct {
 	Argv []string
 	// Env is what the command's environment needs besides the test's own.
 	Env []string
+	// servers are the interpreters Run forks commands from.
+	servers *forkServers
 }
 
 // Command is the CLI with args, its environment env and Env, killed when
@@ -79,15 +82,29 @@ func OpenStack(t testing.TB) CLI {
 		t.Fatalf("testclient: the openstack CLI's packages: %v", closure.err)
 	}
 	dir := filepath.Join(t.TempDir(), "client-python")
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	if err := linkClosure(dir); err != nil {
 		t.Fatal(err)
+	}
+	servers := &forkServers{byEnv: map[string]*forkServer{}}
+	t.Cleanup(servers.stop)
+	return CLI{Argv: []string{Python, "-S", Script}, Env: []string{"PYTHONPATH=" + dir}, servers: servers}
+}
+
+// linkClosure makes dir a folder of links to the closure's entries.
+func linkClosure(dir string) error {
+	closure.once.Do(func() { closure.entries, closure.err = readClosure() })
+	if closure.err != nil {
+		return fmt.Errorf("testclient: the openstack CLI's packages: %w", closure.err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
 	}
 	for _, e := range closure.entries {
 		if err := os.Symlink(e, filepath.Join(dir, filepath.Base(e))); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
-	return CLI{Argv: []string{Python, "-S", Script}, Env: []string{"PYTHONPATH=" + dir}}
+	return nil
 }
 
 // readClosure lists the dist-packages entries of every installed package
