@@ -152,6 +152,37 @@ func (c *Cloud) cinderRoutes(mux *http.ServeMux) {
 	}))
 }
 
+// volumeTypeID is a volume type's ID, the same for its name in every
+// stand-in.
+func volumeTypeID(name string) string {
+	return uuid.NewSHA1(uuid.NameSpaceOID, []byte("cinder volume type "+name)).String()
+}
+
+// volumeTypeAndZoneRoutes list the volume types and availability zones a
+// project can use, in the shapes of Cinder's views (a member sees
+// neither extra specs nor QoS: cinder/api/v2/views/types.py, and
+// volume_type_access.py adds the access flag;
+// cinder/api/views/availability_zones.py): what Magnetite reads to tell
+// whether a failed server's root volume can be made now.
+func (c *Cloud) volumeTypeAndZoneRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /volume/v3/types", c.locked(func(w http.ResponseWriter, _ *http.Request) {
+		names := slices.Concat(volumeTypes, slices.Sorted(maps.Keys(c.addedVolumeTypes)))
+		list := []map[string]any{}
+		for _, n := range names {
+			list = append(list, map[string]any{"id": volumeTypeID(n), "name": n, "is_public": true, "description": nil,
+				"os-volume-type-access:is_public": true})
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"volume_types": list})
+	}))
+	mux.HandleFunc("GET /volume/v3/os-availability-zone", c.locked(func(w http.ResponseWriter, _ *http.Request) {
+		list := []map[string]any{}
+		for _, z := range slices.Concat([]string{"nova"}, slices.Sorted(maps.Keys(c.addedVolumeZones))) {
+			list = append(list, map[string]any{"zoneName": z, "zoneState": map[string]any{"available": true}})
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"availabilityZoneInfo": list})
+	}))
+}
+
 // AddVolumeType makes a volume type, as an operator would with `openstack
 // volume type create`.
 func (c *Cloud) AddVolumeType(name string) {

@@ -21,6 +21,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 
+	cloudapi "github.com/magnetite-io/magnetite/internal/cloud"
 	"github.com/magnetite-io/magnetite/internal/testing/testcloud"
 	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 	"github.com/magnetite-io/magnetite/internal/testing/testkeystone"
@@ -261,6 +262,36 @@ func TestNovaRefusals(t *testing.T) {
 			}
 		}
 	})
+	// What Magnetite's auto-healing asks Cinder before it replaces a
+	// machine whose root volume was refused: the volume types and zones
+	// the member can use, and the same once an operator made them.
+	t.Run("cinder lists what a root volume may name", func(t *testing.T) {
+		token := ks.Token("alice", "alice-password", "alice")
+		rs := &cloudapi.Resources{Catalog: endpoints{"block-storage": cloud.URL + "/volume/v3"}}
+		refs := cloudapi.ServerRefs{VolumeType: "gold", VolumeZone: "az3"}
+		for _, want := range []string{"volume type gold, volume availability zone az3", ""} {
+			missing, err := rs.MissingServerRefs(ctx, token, refs)
+			if err != nil || strings.Join(missing, ", ") != want {
+				t.Fatalf("missing %q, %v; want %q", missing, err, want)
+			}
+			cloud.AddVolumeType("gold")
+			cloud.AddVolumeAvailabilityZone("az3")
+		}
+		missing, err := rs.MissingServerRefs(ctx, token, cloudapi.ServerRefs{VolumeType: "lvmdriver-1", VolumeZone: "nova"})
+		if err != nil || len(missing) > 0 {
+			t.Fatalf("devstack's type and zone: missing %q, %v", missing, err)
+		}
+	})
+}
+
+// endpoints is a catalog of one URL per service type.
+type endpoints map[string]string
+
+func (e endpoints) Endpoint(_ context.Context, serviceType, _ string) (string, error) {
+	if u, ok := e[serviceType]; ok {
+		return u, nil
+	}
+	return "", fmt.Errorf("no %s in the catalog", serviceType)
 }
 
 func TestOctaviaRefusals(t *testing.T) {

@@ -237,6 +237,7 @@ func Start(t *testing.T, ks *testkeystone.Keystone, missing ...Missing) *Cloud {
 	if !c.lacks(WithoutCinder) {
 		c.cinderRoutes(mux)
 		c.snapshotRoutes(mux)
+		c.volumeTypeAndZoneRoutes(mux)
 	}
 	c.discoveryRoutes(mux)
 	c.SetComputeZones("nova")
