@@ -90,8 +90,10 @@ func TestForkedCommandsAreTheScripts(t *testing.T) {
 		args []string
 		want string // in stdout or stderr, beside being the script's
 	}
+	// One environment for most runs (one interpreter forks them), and
+	// two more that differ in their OS_* variables only.
 	env := func(kv ...string) []string {
-		return append([]string{"HOME=" + t.TempDir(), "PATH=/usr/bin:/bin", "SHELL=/bin/bash"}, kv...)
+		return append([]string{"HOME=" + home, "PATH=/usr/bin:/bin", "SHELL=/bin/bash"}, kv...)
 	}
 	runs := []run{
 		{env(), []string{"coe", "cluster", "list", "--help"}, "usage: openstack coe cluster list"},
@@ -100,9 +102,9 @@ func TestForkedCommandsAreTheScripts(t *testing.T) {
 		{env(), []string{"coe", "cluster", "list", "--no-such-option"}, "Missing value auth-url required for auth plugin password"},
 		{env(), []string{"--os-auth-type", "none", "--os-endpoint", "http://" + refused + "/v1", "coe", "cluster", "list"}, refused},
 		{env(), []string{"baremetal", "node", "list"}, "'baremetal node list' is not an openstack command"},
-		{[]string{"HOME=" + home, "PATH=/usr/bin:/bin"}, []string{"--os-cloud", "mine", "configuration", "show", "-f", "json"}, `"region_name": "RegionTwo"`},
+		{env(), []string{"--os-cloud", "mine", "configuration", "show", "-f", "json"}, `"region_name": "RegionTwo"`},
 	}
-	for _, user := range []string{"alice", "bob", "dave"} {
+	for _, user := range []string{"alice", "bob"} {
 		runs = append(runs, run{env("OS_AUTH_URL=http://keystone.example/v3", "OS_USERNAME="+user, "OS_PASSWORD=secret", "OS_PROJECT_NAME="+user+"-project"),
 			[]string{"configuration", "show", "-f", "json"}, `"auth.project_name": "` + user + `-project"`})
 	}
