@@ -152,9 +152,13 @@ func (c CLI) Run(ctx context.Context, env []string, args ...string) (Result, err
 	if err != nil {
 		return Result{}, srv.error(err)
 	}
-	// The caller giving up closes the connection: the server then kills
-	// the command, which closes its output.
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	// The caller giving up closes the connection (the server then kills
+	// the command) and stops reading the command's output.
+	stop := context.AfterFunc(ctx, func() {
+		conn.Close()
+		outR.Close()
+		errR.Close()
+	})
 	defer stop()
 	var stdout, stderr bytes.Buffer
 	var wg sync.WaitGroup
