@@ -36,8 +36,7 @@ type Result struct {
 // environment and working directory a CLI runs commands with.
 type forkServer struct {
 	ready sync.Once
-	dir   string // holds the socket and the server's script
-	sock  string
+	sock  string // in a directory of its own, beside the server's script
 	err   error
 	// stdin is the server's: it ends when stdin closes (Stop, or this
 	// process ending), so that no interpreter outlives its tests.
@@ -214,7 +213,7 @@ func (s *forkServer) start(env []string, workdir string) error {
 			dir = dir2
 		}
 	}
-	s.dir, s.sock = dir, filepath.Join(dir, "s")
+	s.sock = filepath.Join(dir, "s")
 	script := filepath.Join(dir, "forkserver.py")
 	if err := os.WriteFile(script, forkServerPy, 0o600); err != nil {
 		return err
@@ -238,7 +237,8 @@ func (s *forkServer) start(env []string, workdir string) error {
 	s.stdin = keep
 	go func() {
 		s.exit = cmd.Wait()
-		os.RemoveAll(dir) // the server's own work, unless it was killed
+		// The server removes it as it ends; not when it was killed.
+		os.RemoveAll(dir)
 		close(s.died)
 	}()
 	line, err := bufio.NewReader(ready).ReadString('\n')

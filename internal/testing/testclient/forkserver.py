@@ -56,14 +56,19 @@ def receive(conn):
     for level, kind, payload in anc:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
-    while len(data) < 4 or len(data) < 4 + struct.unpack(">I", data[:4])[0]:
-        more = conn.recv(65536)
-        if not more:
-            raise EOFError("request cut short")
-        data += more
-    if len(fds) != 2:
-        raise ValueError("want two descriptors, got %d" % len(fds))
-    return json.loads(data[4:]), list(fds)
+    try:
+        while len(data) < 4 or len(data) < 4 + struct.unpack(">I", data[:4])[0]:
+            more = conn.recv(65536)
+            if not more:
+                raise EOFError("request cut short")
+            data += more
+        if len(fds) != 2:
+            raise ValueError("want two descriptors, got %d" % len(fds))
+        return json.loads(data[4:]), list(fds)
+    except Exception:
+        for fd in fds:
+            os.close(fd)
+        raise
 
 
 def run(req, fds):
