@@ -2,8 +2,8 @@
 # The full test suite: installs what it needs (Debian packages, binaries
 # built from Go modules), builds magnetite once for every test that runs
 # it, vets every package and compiles the tests' packages, then runs every
-# test on one Cluster API plane that all packages share (hack/testrun). `go test -short ./...` is the fast unit
-# loop that needs none of it.
+# test on one Cluster API plane that all packages share (hack/testrun).
+# `go test -short ./...` is the fast unit loop that needs none of it.
 #
 # Usage: hack/test.sh [--repeat N] [--json FILE] [packages]
 #   --repeat N  runs the packages N times, each on a fresh plane, and ends
