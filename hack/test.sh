@@ -33,6 +33,12 @@ go vet ./...
 # waits on a condition waits longer while its controllers keep working.
 echo "== go build of the tests' packages"
 go list -test -export -deps ./... > /dev/null
+# And the packages of the image's binary, in hack/image.sh's flavour
+# (CGO_ENABLED=0, -trimpath: every package compiled apart from the above),
+# which test/deploy's image build then only links. Should the two scripts'
+# flags part, that build compiles again inside the test phase: slower, not
+# wrong.
+CGO_ENABLED=0 go list -trimpath -tags kustomize_disable_go_plugin_support -export -deps ./cmd/magnetite > /dev/null
 echo "== go test"
 go build -o _output/test/testrun ./hack/testrun
 exec _output/test/testrun "$@"
