@@ -20,6 +20,8 @@ ARCH="${GOARCH:-$(go env GOARCH)}"
 mkdir -p "$OUT"
 rm -rf "$OUT/oci" "$OUT/magnetite.tar"
 # The tag keeps Go's plugin loader out of the binary (see README, Install).
+# hack/test.sh compiles these packages with the same flags before the tests
+# (test/deploy runs this script): keep the two in step.
 CGO_ENABLED=0 GOOS=linux GOARCH="$ARCH" go build -trimpath -tags kustomize_disable_go_plugin_support \
     -ldflags "-s -w -X github.com/magnetite-io/magnetite/internal/version.Version=$VERSION" \
     -o "$OUT/magnetite" ./cmd/magnetite
