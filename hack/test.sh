@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The full test suite: installs what it needs (Debian packages, binaries
 # built from Go modules), builds magnetite once for every test that runs
-# it, vets every package and compiles the tests' packages, then runs every
-# test on one Cluster API plane that all packages share (hack/testrun).
+# it, vets every package and links every package's test binary, then runs
+# every test on one Cluster API plane that all packages share (hack/testrun).
 # `go test -short ./...` is the fast unit loop that needs none of it.
 #
 # Usage: hack/test.sh [--repeat N] [--json FILE] [packages]
@@ -27,18 +27,29 @@ export MAGNETITE_TEST_BINARY="$PWD/_output/test/magnetite"
 
 echo "== go vet"
 go vet ./...
-# Compile every package's test variant now, as part of the build: go test
-# then only links. On a fresh machine's empty build cache the compiles
-# otherwise run inside the test phase, beside the tests, and every test that
-# waits on a condition waits longer while its controllers keep working.
-echo "== go build of the tests' packages"
-go list -test -export -deps ./... > /dev/null
-# And the packages of the image's binary, in hack/image.sh's flavour
-# (CGO_ENABLED=0, -trimpath: every package compiled apart from the above),
-# which test/deploy's image build then only links. Should the two scripts'
-# flags part, that build compiles again inside the test phase: slower, not
-# wrong.
-CGO_ENABLED=0 go list -trimpath -tags kustomize_disable_go_plugin_support -export -deps ./cmd/magnetite > /dev/null
+# testrun then links every package's test binary (go test -c) before the
+# plane starts, and runs the binaries itself: the compiles and links are
+# part of the build, not of the test phase, where they would run beside
+# tests that wait on conditions while their controllers keep working.
+#
+# When test/deploy runs, compile the packages of the image's binary, in
+# hack/image.sh's flavour (CGO_ENABLED=0, -trimpath: every package
+# compiled apart from the above), which its image build then only links.
+# Should the two scripts' flags part, that build compiles again inside the
+# test phase: slower, not wrong.
+packages=() skip=
+for arg in "$@"; do
+  if [ -n "$skip" ]; then skip=; continue; fi
+  case "$arg" in
+    --repeat|--json|-p|--parallel|--timeout|--save-order) skip=1 ;;
+    -*) ;;
+    *) packages+=("$arg") ;;
+  esac
+done
+if [ ${#packages[@]} -eq 0 ] || go list "${packages[@]}" | grep -qx 'github.com/magnetite-io/magnetite/test/deploy'; then
+  echo "== go build of the image's packages"
+  CGO_ENABLED=0 go list -trimpath -tags kustomize_disable_go_plugin_support -export -deps ./cmd/magnetite > /dev/null
+fi
 echo "== go test"
 go build -o _output/test/testrun ./hack/testrun
 exec _output/test/testrun "$@"

@@ -14,12 +14,12 @@ import (
 )
 
 // The suite shares two cores: how long a package takes says little about
-// what it costs the others, its CPU time does. go test runs every test
-// binary through testrun itself (go test -exec), which runs the binary,
+// what it costs the others, its CPU time does. testrun runs every test
+// binary through itself (runBinary), which runs the binary,
 // waits for it and appends what it and every process it waited for
 // (kube-apiservers, etcds, Keystones, the clients) spent on the CPU to
 // the file $MAGNETITE_TEST_CPU_LOG names: a line per binary, its package's
-// directory (go test runs a test binary in its package's directory),
+// directory (a test binary runs in its package's directory),
 // user seconds and system seconds.
 
 // execCPUFlag, as testrun's first argument, makes it the wrapper.
@@ -33,7 +33,7 @@ const cpuLogEnv = "MAGNETITE_TEST_CPU_LOG"
 func execCPU(args []string) int {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	// Should go test kill the wrapper, the binary goes with it.
+	// Should testrun kill the wrapper, the binary goes with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -12,8 +12,8 @@ import (
 )
 
 // The suite's speed is bound either by the cores or by how many packages
-// go test -p runs at once, and -p is bound by memory. watchMachine samples
-// both while go test runs, so a run says which bound it met: how busy the
+// run at once (-p), and -p is bound by memory. watchMachine samples both
+// while the packages run, so a run says which bound it met: how busy the
 // cores were over the whole phase and the least memory left.
 
 // machineStats is what the sampler saw.

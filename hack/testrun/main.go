@@ -1,7 +1,8 @@
 // Command testrun runs the test suite the way hack/test.sh does: one
 // Cluster API plane for the whole run, which every package's tests share
 // (testenv.SharedClusterAPI connects to it through
-// $MAGNETITE_CLUSTER_API_KUBECONFIG), `go test -json` over the packages
+// $MAGNETITE_CLUSTER_API_KUBECONFIG), the packages' test binaries linked
+// first and then run as `go test -json` would run them (binaries.go),
 // with a readable account of each package and each failing test. A test
 // that needs a CAPD of its own skips on the run-wide plane, whose CAPD
 // holds the machine's loopback ports; testrun runs it again as the skip
@@ -49,9 +50,9 @@ func main() {
 	}
 	suiteGOGC()
 	repeat := flag.Int("repeat", 1, "run the packages this many times, each on a fresh plane, and report failures per test")
-	parallel := flag.Int("parallel", 8, "go test -parallel: parallel tests mostly wait on processes, not on the CPU")
-	packages := flag.Int("p", 4, "go test -p, how many packages build and run at once: twice the 2 cores of CI, as most tests wait on processes")
-	timeout := flag.Duration("timeout", 60*time.Minute, "go test -timeout of each package")
+	parallel := flag.Int("parallel", 8, "each binary's -test.parallel: parallel tests mostly wait on processes, not on the CPU")
+	packages := flag.Int("p", 4, "how many packages' test binaries run at once: twice the 2 cores of CI, as most tests wait on processes")
+	timeout := flag.Duration("timeout", 60*time.Minute, "each binary's -test.timeout")
 	noPlane := flag.Bool("no-plane", false, "start no run-wide plane: each package starts its own")
 	jsonLog := flag.String("json", "", "append every event of go test -json, the passing tests' log lines included, to this file")
 	saveOrderTo := flag.String("save-order", "", "after the run, write the packages that took a minute or more, longest first, to this file (hack/testrun/slowest.txt)")
@@ -77,6 +78,10 @@ func main() {
 		r.interrupt(s)
 	}()
 	pkgs = ordered(pkgs, slowest())
+	if err := r.link(pkgs); err != nil {
+		fmt.Println(err)
+		os.Exit(2)
+	}
 	for i := 1; i <= *repeat; i++ {
 		if *repeat > 1 {
 			fmt.Printf("== run %d of %d\n", i, *repeat)
@@ -133,6 +138,31 @@ type runner struct {
 	spans map[string][2]time.Time
 	// jsonLog, when set, gets every line of go test -json.
 	jsonLog io.Writer
+
+	// binaries are the packages' linked test binaries, by import path.
+	binaries map[string]testBinary
+	// linkFailed are the packages whose test binary did not build.
+	linkFailed []string
+	// test2json is the path of go's test2json.
+	test2json string
+}
+
+// link links the test binaries of pkgs, before any plane starts.
+func (r *runner) link(pkgs []string) error {
+	start := time.Now()
+	fmt.Println("== go test -c: the test binaries")
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	if r.test2json, err = test2json(); err != nil {
+		return err
+	}
+	if r.binaries, r.linkFailed, err = linkTests(root, pkgs); err != nil {
+		return err
+	}
+	fmt.Printf("== %d test binaries linked in %s\n", len(r.binaries), time.Since(start).Round(time.Second))
+	return nil
 }
 
 // cpuLogPath is a new, empty file for the run's CPU times, under _output
@@ -174,6 +204,7 @@ func (r *runner) runOnce(pkgs []string, withPlane bool) {
 	}
 	stopWatch := watchMachine(5 * time.Second)
 	res := r.goTest(goTestRun{env: env, pkgs: pkgs, ownCAPD: own.start})
+	res.failed = append(res.failed, r.linkFailed...)
 	fmt.Println(stopWatch())
 	if withPlane {
 		r.mu.Lock()
@@ -203,13 +234,14 @@ func (r *runner) runOnce(pkgs []string, withPlane bool) {
 	}
 }
 
-// runOnly is go test's -run for exactly the top-level tests names.
+// runOnly is the test binary's -test.run for exactly the top-level tests
+// names.
 func runOnly(names []string) []string {
 	quoted := make([]string, len(names))
 	for i, n := range names {
 		quoted[i] = regexp.QuoteMeta(n)
 	}
-	return []string{"-run", "^(" + strings.Join(quoted, "|") + ")$"}
+	return []string{"-test.run=^(" + strings.Join(quoted, "|") + ")$"}
 }
 
 // ownCAPDRuns runs each test that skipped for a CAPD of its own in a
@@ -315,7 +347,8 @@ type result struct {
 	spans map[string][2]time.Time
 }
 
-// goTestRun is one go test: its environment, packages and extra flags,
+// goTestRun is one go test: its environment, packages and extra test
+// binary flags,
 // the phase its packages' times are named with ("" for the main run), in
 // a network namespace of its own or not, and what to call when a test
 // skips for a CAPD of its own.
@@ -326,76 +359,37 @@ type goTestRun struct {
 	ownCAPD          func(pkg, test string)
 }
 
-// goTest runs go test -json and prints, as go test would, each package's
-// end and the output of each failing test.
+// goTest runs the test binaries of g's packages and prints, as go test
+// would, each package's end and the output of each failing test.
 // Its packages' times are recorded under their names and phase.
 func (r *runner) goTest(g goTestRun) result {
-	env, pkgs, extra, phase := g.env, g.pkgs, g.extra, g.phase
-	args := append([]string{"test", "-count=1", "-json", "-timeout", r.timeout.String(), "-p", fmt.Sprint(r.packages), "-parallel", fmt.Sprint(r.parallel),
-		// hack/test.sh vets every package (all of vet's checks) before.
-		"-vet=off",
-		// Test binaries without DWARF link in half the CPU (stack traces
-		// keep their files and lines); on a fresh machine every one of
-		// the suite's sixty is linked.
-		"-ldflags=-s -w"}, extra...)
-	if r.cpuLog != "" {
-		if self, err := os.Executable(); err == nil {
-			args = append(args, "-exec", self+" "+execCPUFlag)
-			env = append(slices.Clone(env), cpuLogEnv+"="+r.cpuLog)
-		}
-	}
-	cmd := exec.Command("go", append(args, pkgs...)...)
-	cmd.Env = env
-	cmd.Stderr = os.Stderr
-	// Its own process group, so an interrupt reaches the test binaries.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if g.netns {
-		self, err := os.Executable()
-		if err != nil {
-			fmt.Println(err)
-			return result{failed: []string{"(go test)"}}
-		}
-		inOwnNetns(cmd, self)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		fmt.Println(err)
-		return result{failed: []string{"(go test)"}}
-	}
-	if err := cmd.Start(); err != nil {
-		fmt.Println(err)
-		return result{failed: []string{"(go test)"}}
-	}
-	done := make(chan struct{})
-	r.mu.Lock()
-	if r.cmds == nil {
-		r.cmds = map[*exec.Cmd]chan struct{}{}
-	}
-	r.cmds[cmd] = done
-	r.mu.Unlock()
-	var events io.Reader = out
+	return r.goTestTo(g, os.Stdout)
+}
+
+// goTestTo is goTest writing its account to w.
+func (r *runner) goTestTo(g goTestRun, w io.Writer) result {
+	pr, pw := io.Pipe()
+	var events io.Reader = pr
 	if r.jsonLog != nil {
-		events = io.TeeReader(out, r.jsonLog)
+		events = io.TeeReader(pr, r.jsonLog)
 	}
-	// go tests running at the same time share stdout: an *os.File
+	var notRun []string
+	go func() {
+		notRun = r.runBinaries(g, &lineWriter{w: pw})
+		pw.Close()
+	}()
+	// Packages running at the same time share stdout: an *os.File
 	// writes each Write whole before the next one starts, and parse
 	// writes a failing test's output in one.
-	res := parse(events, os.Stdout, g.ownCAPD)
-	err = cmd.Wait()
-	close(done)
-	r.mu.Lock()
-	delete(r.cmds, cmd)
-	r.mu.Unlock()
-	if phase != "" {
+	res := parse(events, w, g.ownCAPD)
+	res.failed = append(res.failed, notRun...)
+	if g.phase != "" {
 		named := make(map[string]float64, len(res.elapsed))
 		for pkg, e := range res.elapsed {
-			named[pkg+phase] = e
+			named[pkg+g.phase] = e
 		}
 		res.elapsed = named
 		res.spans = nil // the timeline is the main phase's
-	}
-	if err != nil && len(res.failed) == 0 {
-		res.failed = append(res.failed, "(go test: "+err.Error()+")")
 	}
 	return res
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"encoding/json"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/magnetite-io/magnetite/internal/testing/testenv"
 )
@@ -71,5 +73,69 @@ func TestParseReportsFailuresOwnCAPDTestsAndTimes(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "=== RUN   TestGood") || strings.Contains(out.String(), "-short: runs") {
 		t.Errorf("the account shows passing or skipped tests' output:\n%s", out.String())
+	}
+}
+
+func TestBinariesRunAsGoTestRunsThem(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: links a test binary")
+	}
+	const pkg = "github.com/magnetite-io/magnetite/hack/testrun/testdata/sample"
+	bins, failed, err := linkTests(t.TempDir(), []string{"./testdata/sample"})
+	if err != nil || len(failed) > 0 {
+		t.Fatalf("linkTests: %v, failed %q", err, failed)
+	}
+	if _, ok := bins[pkg]; !ok {
+		t.Fatalf("no binary for %s in %v", pkg, bins)
+	}
+	t2j, err := test2json()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{parallel: 1, packages: 2, timeout: time.Minute, binaries: bins, test2json: t2j}
+	var account strings.Builder
+	res := r.goTestTo(goTestRun{env: os.Environ(), pkgs: []string{pkg, "example/no-tests"}}, &account)
+	if want := []string{pkg + " TestFails"}; !slices.Equal(res.failed, want) {
+		t.Errorf("failed = %q, want %q\n%s", res.failed, want, account.String())
+	}
+	for _, test := range []string{"TestPasses", "TestRunsInItsPackageDirectory"} {
+		if _, ok := res.tests[pkg+" "+test]; !ok {
+			t.Errorf("no time for %s: it did not pass\n%s", test, account.String())
+		}
+	}
+	if _, ok := res.elapsed[pkg]; !ok || !strings.Contains(account.String(), "sample failure") {
+		t.Errorf("the package's end or its failing test's output is missing:\n%s", account.String())
+	}
+
+	only := r.goTestTo(goTestRun{env: os.Environ(), pkgs: []string{pkg}, extra: runOnly([]string{"TestPasses"})}, &account)
+	if len(only.failed) > 0 || len(only.tests) != 1 {
+		t.Errorf("runOnly(TestPasses) ran %v, failed %q", only.tests, only.failed)
+	}
+}
+
+func TestLinkGroupsKeepBinaryNamesApart(t *testing.T) {
+	pkgs := []listedPackage{
+		{importPath: "m/internal/metal3", tests: true},
+		{importPath: "m/internal/labels", tests: true},
+		{importPath: "m/internal/none"},
+		{importPath: "m/test/metal3", tests: true},
+		{importPath: "m/x/metal3", tests: true},
+		{importPath: "m/test/labels", tests: true},
+	}
+	var got [][]string
+	for _, g := range linkGroups(pkgs) {
+		var names []string
+		for _, p := range g {
+			names = append(names, p.importPath)
+		}
+		got = append(got, names)
+	}
+	want := [][]string{
+		{"m/internal/metal3", "m/internal/labels"},
+		{"m/test/metal3", "m/test/labels"},
+		{"m/x/metal3"},
+	}
+	if !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("linkGroups = %q, want %q (a package without tests in none)", got, want)
 	}
 }

@@ -9,10 +9,10 @@ import (
 	"strings"
 )
 
-// The suite is bound by two cores and by its longest package: go test -p
-// starts packages in the order they are named, so a long package named
-// last (test/cli, alphabetically late) runs on alone after the others
-// have finished and leaves a core idle. testrun names the packages that
+// The suite is bound by two cores and by its longest package: testrun
+// starts packages' binaries in the order they are named, -p at once, so a
+// long package named last (test/cli, alphabetically late) runs on alone
+// after the others have finished and leaves a core idle. testrun names the packages that
 // took longest in a measured run first (longest processing time first),
 // then every other package in go list's order.
 //
