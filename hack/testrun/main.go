@@ -78,9 +78,15 @@ func main() {
 		r.interrupt(s)
 	}()
 	pkgs = ordered(pkgs, slowest())
-	if err := r.link(pkgs); err != nil {
-		fmt.Println(err)
-		os.Exit(2)
+	// The links run while the first plane starts, which mostly waits.
+	linked := make(chan error, 1)
+	go func() { linked <- r.link(pkgs) }()
+	r.linked = func() {
+		if err := <-linked; err != nil {
+			fmt.Println(err)
+			os.Exit(2)
+		}
+		r.linked = func() {}
 	}
 	for i := 1; i <= *repeat; i++ {
 		if *repeat > 1 {
@@ -145,6 +151,9 @@ type runner struct {
 	linkFailed []string
 	// test2json is the path of go's test2json.
 	test2json string
+	// linked waits for the binaries, and ends the run if they could not
+	// be linked.
+	linked func()
 }
 
 // link links the test binaries of pkgs, before any plane starts.
@@ -202,6 +211,7 @@ func (r *runner) runOnce(pkgs []string, withPlane bool) {
 			own.netns = true
 		}
 	}
+	r.linked()
 	stopWatch := watchMachine(5 * time.Second)
 	res := r.goTest(goTestRun{env: env, pkgs: pkgs, ownCAPD: own.start})
 	res.failed = append(res.failed, r.linkFailed...)
