@@ -25,8 +25,19 @@ mkdir -p _output/test
 go build -tags kustomize_disable_go_plugin_support -o _output/test/magnetite ./cmd/magnetite
 export MAGNETITE_TEST_BINARY="$PWD/_output/test/magnetite"
 
+# The packages named on the command line (all when none is), for go vet
+# and the image's build below; testrun reads the flags.
+packages=() skip=
+for arg in "$@"; do
+  if [ -n "$skip" ]; then skip=; continue; fi
+  case "$arg" in
+    --repeat|--json|-p|--parallel|--timeout|--save-order) skip=1 ;;
+    -*) ;;
+    *) packages+=("$arg") ;;
+  esac
+done
 echo "== go vet"
-go vet ./...
+go vet "${packages[@]:-./...}"
 # testrun then links every package's test binary (go test -c) before the
 # plane starts, and runs the binaries itself: the compiles and links are
 # part of the build, not of the test phase, where they would run beside
@@ -37,15 +48,6 @@ go vet ./...
 # compiled apart from the above), which its image build then only links.
 # Should the two scripts' flags part, that build compiles again inside the
 # test phase: slower, not wrong.
-packages=() skip=
-for arg in "$@"; do
-  if [ -n "$skip" ]; then skip=; continue; fi
-  case "$arg" in
-    --repeat|--json|-p|--parallel|--timeout|--save-order) skip=1 ;;
-    -*) ;;
-    *) packages+=("$arg") ;;
-  esac
-done
 if [ ${#packages[@]} -eq 0 ] || go list "${packages[@]}" | grep -qx 'github.com/magnetite-io/magnetite/test/deploy'; then
   echo "== go build of the image's packages"
   CGO_ENABLED=0 go list -trimpath -tags kustomize_disable_go_plugin_support -export -deps ./cmd/magnetite > /dev/null
