@@ -370,7 +370,7 @@ func (c *Conductor) deleteLabelled(ctx context.Context, namespace, selector stri
 		if _, err := c.mc.Resource(ctx, kind); err != nil {
 			continue
 		}
-		objs, err := c.mc.List(ctx, kind, namespace, selector)
+		objs, err := c.mc.ListMetadata(ctx, kind, namespace, selector)
 		if err != nil {
 			return err
 		}

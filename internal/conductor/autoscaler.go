@@ -136,7 +136,7 @@ func (c *Conductor) removeAutoscaler(ctx context.Context, namespace, clusterUUID
 	c.memo.forget(clusterUUID)
 	removed := 0
 	for _, kind := range driver.AutoscalerKinds {
-		objs, err := c.mc.List(ctx, kind, namespace, selector)
+		objs, err := c.mc.ListMetadata(ctx, kind, namespace, selector)
 		if apierrors.IsForbidden(err) {
 			// An account that may not list them never made them either:
 			// clusters without autoscaling need no such right.

@@ -255,7 +255,7 @@ func (c *Conductor) cleanup(ctx context.Context, cl *model.Cluster, ns string) e
 		if _, err := c.mc.Resource(ctx, kind); err != nil {
 			continue // not served here (e.g. no addons API): nothing to clean
 		}
-		objs, err := c.mc.List(ctx, kind, ns, mgmt.ClusterSelector(cl.UUID))
+		objs, err := c.mc.ListMetadata(ctx, kind, ns, mgmt.ClusterSelector(cl.UUID))
 		if apierrors.IsForbidden(err) {
 			// An account that may not list them never made them either.
 			c.log.Warn("cannot look for objects to clean up", "kind", kind, "namespace", ns, "error", err)

@@ -198,7 +198,7 @@ func (c *Conductor) prune(ctx context.Context, sc *scope, desired []*unstructure
 		if !c.mc.Kinds()[kind].Cleanup {
 			continue // shared between clusters, or made by Cluster API
 		}
-		objs, err := c.mc.List(ctx, kind, sc.namespace, mgmt.ClusterSelector(sc.cluster.UUID))
+		objs, err := c.mc.ListMetadata(ctx, kind, sc.namespace, mgmt.ClusterSelector(sc.cluster.UUID))
 		if errors.Is(err, mgmt.ErrKindNotServed) {
 			continue // nothing of it was applied
 		}

@@ -13,9 +13,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/magnetite-io/magnetite/internal/config"
@@ -54,6 +56,7 @@ func OptionsFromConfig(c *config.Config) Options {
 type Client struct {
 	cfg       *rest.Config
 	dyn       dynamic.Interface
+	meta      metadata.Interface
 	disc      discovery.DiscoveryInterface
 	kinds     kinds.Table
 	overrides map[string]schema.GroupVersion
@@ -116,6 +119,10 @@ func NewForConfig(cfg *rest.Config, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mgmt: %w", err)
 	}
+	meta, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("mgmt: %w", err)
+	}
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mgmt: %w", err)
@@ -131,7 +138,7 @@ func NewForConfig(cfg *rest.Config, opts Options) (*Client, error) {
 	if err := validPrefix(prefix); err != nil {
 		return nil, err
 	}
-	return &Client{cfg: cfg, dyn: dyn, disc: disc, kinds: table, overrides: overrides, prefix: prefix, log: log, requests: requests}, nil
+	return &Client{cfg: cfg, dyn: dyn, meta: meta, disc: disc, kinds: table, overrides: overrides, prefix: prefix, log: log, requests: requests}, nil
 }
 
 // Kinds is the client's table of the kinds Magnetite uses: BaseKinds and
@@ -297,6 +304,41 @@ func (c *Client) List(ctx context.Context, kind, namespace, selector string) ([]
 		return nil, fmt.Errorf("mgmt: list %s: %w", kind, err)
 	}
 	return l.Items, nil
+}
+
+// ListMetadata reads only the metadata of the objects of kind in namespace
+// ("" for all) that match the label selector: names, labels, annotations,
+// owners, managed fields and deletion timestamps, as objects of the kind's
+// served version with nothing but apiVersion, kind and metadata. What is
+// pruned or cleaned up is decided on metadata alone, and a cluster's addon
+// ConfigMaps hold megabytes (Calico's manifests) that the management
+// cluster would otherwise encode, send and Magnetite decode at every look.
+func (c *Client) ListMetadata(ctx context.Context, kind, namespace, selector string) ([]unstructured.Unstructured, error) {
+	r, err := c.Resource(ctx, kind)
+	if err != nil {
+		return nil, err
+	}
+	var l *metav1.PartialObjectMetadataList
+	if r.Namespaced {
+		l, err = c.meta.Resource(r.GVR()).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	} else {
+		l, err = c.meta.Resource(r.GVR()).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mgmt: list %s: %w", kind, err)
+	}
+	out := make([]unstructured.Unstructured, 0, len(l.Items))
+	for i := range l.Items {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&l.Items[i].ObjectMeta)
+		if err != nil {
+			return nil, fmt.Errorf("mgmt: list %s: %w", kind, err)
+		}
+		o := unstructured.Unstructured{Object: map[string]any{"metadata": m}}
+		o.SetAPIVersion(r.APIVersion())
+		o.SetKind(kind)
+		out = append(out, o)
+	}
+	return out, nil
 }
 
 // ListFields reads the objects of kind in namespace that match a field

@@ -338,6 +338,32 @@ func TestServerSideApplyIsIdempotentAndLabelsOwnership(t *testing.T) {
 		t.Fatal("test object should leave apiVersion to discovery")
 	}
 
+	// Prune and cleanup look at metadata only: a core kind and a custom
+	// resource, each with its kind, served version, labels and managed
+	// fields, and none of its contents.
+	for kind, want := range map[string]string{"Secret": "k1-cloud-config", "Cluster": "k1"} {
+		objs, err := c.ListMetadata(ctx, kind, ns, mgmt.ClusterSelector(owner.ClusterUUID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(objs) != 1 || objs[0].GetName() != want {
+			t.Fatalf("ListMetadata %s = %v, want %s alone", kind, objs, want)
+		}
+		o := objs[0]
+		if o.GetKind() != kind || o.GetAPIVersion() != resolved(t, c, kind).APIVersion() || o.GetNamespace() != ns ||
+			o.GetLabels()[mgmt.LabelClusterUUID] != owner.ClusterUUID {
+			t.Errorf("ListMetadata %s: %s %s %s/%s labels %v", kind, o.GetAPIVersion(), o.GetKind(), o.GetNamespace(), o.GetName(), o.GetLabels())
+		}
+		if mf := o.GetManagedFields(); len(mf) == 0 || mf[0].Manager != mgmt.FieldManager {
+			t.Errorf("ListMetadata %s: managed fields %v, want Magnetite's", kind, mf)
+		}
+		for field := range o.Object {
+			if field != "apiVersion" && field != "kind" && field != "metadata" {
+				t.Errorf("ListMetadata %s returned its %s", kind, field)
+			}
+		}
+	}
+
 	// Force: a field another manager set is taken over, not a conflict.
 	dc := env.Dynamic(t)
 	gvr := resolved(t, c, "Cluster").GVR()
