@@ -181,6 +181,12 @@ func (r *runner) runBinaries(g goTestRun, w *lineWriter) []string {
 			continue // no test files, or a build failure linkTests reported
 		}
 		slots <- struct{}{}
+		r.mu.Lock()
+		stopping := r.stopping
+		r.mu.Unlock()
+		if stopping {
+			break
+		}
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
@@ -230,6 +236,12 @@ func (r *runner) runBinary(g goTestRun, b testBinary, w *lineWriter) error {
 	}
 	done := make(chan struct{})
 	r.mu.Lock()
+	if r.stopping {
+		r.mu.Unlock()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		return fmt.Errorf("not run: the run is stopping")
+	}
 	if r.cmds == nil {
 		r.cmds = map[*exec.Cmd]chan struct{}{}
 	}

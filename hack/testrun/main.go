@@ -123,9 +123,10 @@ type runner struct {
 	packages int
 	timeout  time.Duration
 
-	// mu guards plane and cmds against an interrupt.
-	mu    sync.Mutex
-	plane *testenv.PlaneRun
+	// mu guards plane, cmds and stopping against an interrupt.
+	mu       sync.Mutex
+	stopping bool
+	plane    *testenv.PlaneRun
 	// cmds are the go test commands running, each with a channel closed
 	// once it has exited.
 	cmds map[*exec.Cmd]chan struct{}
@@ -586,6 +587,7 @@ func (r *runner) printTimeline(w io.Writer) {
 func (r *runner) interrupt(s os.Signal) {
 	fmt.Printf("== %s: stopping\n", s)
 	r.mu.Lock()
+	r.stopping = true // no package starts after this
 	cmds, plane := maps.Clone(r.cmds), r.plane
 	r.mu.Unlock()
 	// The test binaries run their cleanups before the plane goes.
@@ -594,7 +596,8 @@ func (r *runner) interrupt(s os.Signal) {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		}
 	}
-	deadline := time.After(30 * time.Second)
+	deadline := make(chan struct{})
+	time.AfterFunc(30*time.Second, func() { close(deadline) })
 	for cmd, done := range cmds {
 		select {
 		case <-done:
