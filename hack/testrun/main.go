@@ -94,6 +94,12 @@ func main() {
 		}
 		r.runOnce(pkgs, !*noPlane)
 	}
+	r.mu.Lock()
+	stopping := r.stopping
+	r.mu.Unlock()
+	if stopping {
+		select {} // the interrupt stops the rest and exits
+	}
 	code := r.summary(*repeat)
 	if *saveOrderTo != "" {
 		if err := r.saveOrder(*saveOrderTo); err != nil {
