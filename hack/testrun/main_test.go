@@ -78,7 +78,7 @@ func TestParseReportsFailuresOwnCAPDTestsAndTimes(t *testing.T) {
 
 func TestBinariesRunAsGoTestRunsThem(t *testing.T) {
 	if testing.Short() {
-		t.Skip("-short: links a test binary")
+		t.Skip("-short: links a test binary; runs in the full suite")
 	}
 	const pkg = "github.com/magnetite-io/magnetite/hack/testrun/testdata/sample"
 	bins, failed, err := linkTests(t.TempDir(), []string{"./testdata/sample"})

@@ -318,12 +318,10 @@ func (c *Client) ListMetadata(ctx context.Context, kind, namespace, selector str
 	if err != nil {
 		return nil, err
 	}
-	var l *metav1.PartialObjectMetadataList
-	if r.Namespaced {
-		l, err = c.meta.Resource(r.GVR()).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
-	} else {
-		l, err = c.meta.Resource(r.GVR()).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if !r.Namespaced {
+		namespace = ""
 	}
+	l, err := c.meta.Resource(r.GVR()).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, fmt.Errorf("mgmt: list %s: %w", kind, err)
 	}

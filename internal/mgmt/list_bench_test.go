@@ -22,13 +22,7 @@ func BenchmarkListAddonConfigMaps(b *testing.B) {
 	}
 	ctx := context.Background()
 	env := testenv.Start(b)
-	c, err := mgmt.NewForConfig(env.Config, mgmt.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := c.Discover(ctx); err != nil {
-		b.Fatal(err)
-	}
+	c := newClient(b, env.Config, "")
 	owner := mgmt.Owner{ClusterUUID: "0c3a8f4e-8a43-4a43-9d7e-0f4b7f8c2a11", ProjectID: "bench"}
 	ns, err := c.EnsureNamespace(ctx, owner.ProjectID)
 	if err != nil {

@@ -118,7 +118,7 @@ func projectPlane(t *testing.T, project string, also ...string) (*testenv.APISer
 	return env, c, ns
 }
 
-func newClient(t *testing.T, cfg *rest.Config, overrides string) *mgmt.Client {
+func newClient(t testing.TB, cfg *rest.Config, overrides string) *mgmt.Client {
 	t.Helper()
 	c, err := mgmt.NewForConfig(cfg, mgmt.Options{APIResources: overrides})
 	if err != nil {
