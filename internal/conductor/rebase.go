@@ -153,17 +153,37 @@ func rebasedCopy(cl *model.Cluster, kept *model.KeptInfrastructure) *model.Clust
 
 // recordRebase records that the cluster is Magnetite's now.
 func (c *Conductor) recordRebase(ctx context.Context, uuid string, kept *model.KeptInfrastructure) error {
-	for attempt := 0; ; attempt++ {
+	return c.changeCluster(ctx, uuid, func(cl *model.Cluster) (store.ClusterChange, error) {
+		if cl.Imported == nil || cl.Imported.ClusterAPI == nil {
+			return store.ClusterChange{}, permanentf("cluster %s no longer records where its Cluster API objects are", cl.Name)
+		}
+		return store.ClusterChange{Cluster: rebasedCopy(cl, kept)}, nil
+	})
+}
+
+// staleAttempts is how many times changeCluster reads and writes a
+// cluster before it gives up.
+const staleAttempts = 10
+
+// changeCluster reads cluster uuid, lets edit make a change of it and
+// writes that change. The cluster's status is written all the time (the
+// conductor's own watch of the management cluster writes it at every
+// move of a machine), and the store refuses a write from a read another
+// write has since overtaken (store.ErrStale): changeCluster then reads
+// and edits again.
+func (c *Conductor) changeCluster(ctx context.Context, uuid string, edit func(*model.Cluster) (store.ClusterChange, error)) error {
+	for attempt := 1; ; attempt++ {
 		cl, err := c.st.GetClusterByUUID(ctx, uuid)
 		if err != nil {
 			return err
 		}
-		if cl.Imported == nil || cl.Imported.ClusterAPI == nil {
-			return permanentf("cluster %s no longer records where its Cluster API objects are", cl.Name)
+		ch, err := edit(cl)
+		if err != nil {
+			return err
 		}
-		err = c.st.ApplyClusterChange(ctx, store.ClusterChange{Cluster: rebasedCopy(cl, kept)})
-		if errors.Is(err, store.ErrConflict) && attempt < 5 {
-			continue // a status write came between: read it again
+		err = c.st.ApplyClusterChange(ctx, ch)
+		if errors.Is(err, store.ErrStale) && attempt < staleAttempts && ctx.Err() == nil {
+			continue
 		}
 		return err
 	}
