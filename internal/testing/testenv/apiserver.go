@@ -663,8 +663,12 @@ func (s *APIServer) run(path, name string, args ...string) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = processEnv(name)
 	// A process group of its own: a test interrupted by ^C does not take
-	// the servers down before cleanup stops them in order.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// the servers down before cleanup stops them in order. A test process
+	// that ends without its cleanups (killed, or a test binary's default
+	// end on an interrupt) takes them with it: the kernel kills each with
+	// SIGKILL, instead of leaving etcds and kube-apiservers of a gigabyte
+	// or more running after the run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("testenv: start %s: %w", name, err)

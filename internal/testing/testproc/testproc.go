@@ -1,7 +1,8 @@
 // Package testproc runs the real services tests start (magnetite serve,
 // Keystone's and Horizon's uwsgi, MariaDB, Ironic, ipmi_sim, chromedriver)
 // each in its own process group, so that stopping one stops every process
-// it started.
+// it started, and each killed by the kernel when the test process ends
+// without stopping it.
 package testproc
 
 import (
@@ -33,7 +34,9 @@ func Start(cmd *exec.Cmd, log string) (*Process, error) {
 		out = f
 		cmd.Stdout, cmd.Stderr = f, f
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A test process that ends without its cleanups (killed, or
+	// interrupted) takes the service with it (SIGKILL from the kernel).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		if out != nil {
 			out.Close()
