@@ -314,6 +314,29 @@ func (c *Client) List(ctx context.Context, kind, namespace, selector string) ([]
 // ConfigMaps hold megabytes (Calico's manifests) that the management
 // cluster would otherwise encode, send and Magnetite decode at every look.
 func (c *Client) ListMetadata(ctx context.Context, kind, namespace, selector string) ([]unstructured.Unstructured, error) {
+	return c.listMetadata(ctx, kind, namespace, metav1.ListOptions{LabelSelector: selector})
+}
+
+// ListMetadataSince is ListMetadata served from the API server's watch
+// cache once the cache holds every change up to resourceVersion rv (one a
+// write of the caller's answered with: resourceVersionMatch NotOlderThan),
+// as a controller's informer serves its reads but with the caller's own
+// writes in it. A consistent list (ListMetadata's) is served from the cache
+// only once the cache has caught up with etcd's newest revision, and from
+// etcd when it has not within three seconds (CacheDelegator.GetList,
+// k8s.io/apiserver v0.36 pkg/storage/cacher/delegator.go): etcd then
+// reads, and the API server decodes, every object of the kind in the
+// namespace whatever the selector, which for the ConfigMaps of a project's
+// clusters is tens of megabytes. On a busy management cluster, whose cache
+// lags, such lists ran past the API server's 60-second limit. A cache
+// behind rv makes the API server answer 504 with Retry-After, which the
+// client waits out and retries (ten times).
+func (c *Client) ListMetadataSince(ctx context.Context, kind, namespace, selector, rv string) ([]unstructured.Unstructured, error) {
+	return c.listMetadata(ctx, kind, namespace, metav1.ListOptions{LabelSelector: selector,
+		ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
+}
+
+func (c *Client) listMetadata(ctx context.Context, kind, namespace string, opts metav1.ListOptions) ([]unstructured.Unstructured, error) {
 	r, err := c.Resource(ctx, kind)
 	if err != nil {
 		return nil, err
@@ -321,7 +344,7 @@ func (c *Client) ListMetadata(ctx context.Context, kind, namespace, selector str
 	if !r.Namespaced {
 		namespace = ""
 	}
-	l, err := c.meta.Resource(r.GVR()).Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	l, err := c.meta.Resource(r.GVR()).Namespace(namespace).List(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("mgmt: list %s: %w", kind, err)
 	}

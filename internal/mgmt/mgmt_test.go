@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -362,6 +363,29 @@ func TestServerSideApplyIsIdempotentAndLabelsOwnership(t *testing.T) {
 				t.Errorf("ListMetadata %s returned its %s", kind, field)
 			}
 		}
+	}
+
+	// A prune's list from the watch cache, at least as new as an apply's
+	// answer, holds what that apply wrote.
+	more := secret.DeepCopy()
+	more.SetName("k1-more")
+	applied, err := c.Apply(ctx, owner, more)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := c.ListMetadataSince(ctx, "Secret", ns, mgmt.ClusterSelector(owner.ClusterUUID), applied.GetResourceVersion())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, o := range objs {
+		names = append(names, o.GetName())
+	}
+	if slices.Sort(names); !slices.Equal(names, []string{"k1-cloud-config", "k1-more"}) {
+		t.Errorf("ListMetadataSince Secret = %v, want k1-cloud-config and k1-more", names)
+	}
+	if _, err := c.Delete(ctx, "Secret", ns, "k1-more"); err != nil {
+		t.Fatal(err)
 	}
 
 	// Force: a field another manager set is taken over, not a conflict.
