@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	"github.com/magnetite-io/magnetite/internal/mgmt"
 )
@@ -48,23 +47,6 @@ type appliedMemo struct {
 	// pruned is, per cluster, the desired state whose prune last
 	// succeeded: its objects' keys, sorted and joined, and when.
 	pruned map[string]prunedState
-	// floors is, per cluster, what a prune's list must be at least as new
-	// as (listFloor). Unlike the rest, it outlives forget: the objects a
-	// forgotten apply made are still there to be pruned.
-	floors map[string]*listFloor
-}
-
-// listFloor is what this process knows of the newest of a cluster's
-// objects. A prune lists a cluster's objects from the API server's watch
-// cache, at least as new as the newest resourceVersion an apply of the
-// cluster's objects answered with, once this process has listed them
-// consistently (from etcd when the cache lags) a first time: objects a
-// process before it made, and applies it never answered, are in that
-// first list. Resource versions are compared as Kubernetes defines them
-// (KEP-5504, k8s.io/apimachinery/pkg/util/resourceversion).
-type listFloor struct {
-	newest     string
-	consistent bool
 }
 
 type appliedObject struct {
@@ -79,7 +61,7 @@ type prunedState struct {
 }
 
 func newAppliedMemo() *appliedMemo {
-	return &appliedMemo{objects: map[string]map[string]appliedObject{}, pruned: map[string]prunedState{}, floors: map[string]*listFloor{}}
+	return &appliedMemo{objects: map[string]map[string]appliedObject{}, pruned: map[string]prunedState{}}
 }
 
 func objectKey(o *unstructured.Unstructured) string {
@@ -132,57 +114,6 @@ func (m *appliedMemo) applied(cluster, key string, digest [sha256.Size]byte, res
 		m.objects[cluster] = map[string]appliedObject{}
 	}
 	m.objects[cluster][key] = appliedObject{digest: digest, resourceVersion: resourceVersion, at: now}
-}
-
-// wrote records the resourceVersion an apply of one of the cluster's
-// objects answered with.
-func (m *appliedMemo) wrote(cluster, resourceVersion string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	f := m.floors[cluster]
-	if f == nil {
-		f = &listFloor{}
-		m.floors[cluster] = f
-	}
-	if f.newest == "" {
-		if _, err := resourceversion.CompareResourceVersion(resourceVersion, resourceVersion); err == nil {
-			f.newest = resourceVersion
-		}
-		return
-	}
-	if cmp, err := resourceversion.CompareResourceVersion(resourceVersion, f.newest); err == nil && cmp > 0 {
-		f.newest = resourceVersion
-	}
-}
-
-// floor is the resourceVersion a list of the cluster's objects must be at
-// least as new as, or "" when it must be consistent.
-func (m *appliedMemo) floor(cluster string) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if f := m.floors[cluster]; f != nil && f.consistent {
-		return f.newest
-	}
-	return ""
-}
-
-// listedConsistently records that the cluster's objects were listed
-// consistently after every apply this process made of them so far.
-func (m *appliedMemo) listedConsistently(cluster string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if f := m.floors[cluster]; f != nil && f.newest != "" {
-		f.consistent = true
-	}
-}
-
-// drop forgets the cluster entirely, once it is deleted.
-func (m *appliedMemo) drop(cluster string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.objects, cluster)
-	delete(m.pruned, cluster)
-	delete(m.floors, cluster)
 }
 
 // forget drops what is remembered of a cluster: after a failed apply, and

@@ -102,38 +102,3 @@ func TestAResizeSendsOnlyWhatChanged(t *testing.T) {
 		t.Errorf("the Cluster's topology has %d workers after a resize to 5", workers())
 	}
 }
-
-// TestAPruneListsFromTheCacheOnceAConsistentListFoundWhatCameBefore: the
-// first prune of a cluster in a process lists consistently (it must find
-// what a process before made); later ones list from the watch cache at
-// least as new as the newest apply this process made of the cluster,
-// compared as Kubernetes orders resource versions (longer is newer), and
-// a failed apply's forget does not lower that floor.
-func TestAPruneListsFromTheCacheOnceAConsistentListFoundWhatCameBefore(t *testing.T) {
-	m := newAppliedMemo()
-	if f := m.floor("c"); f != "" {
-		t.Fatalf("a cluster nothing was applied of: floor %q, want a consistent list", f)
-	}
-	m.wrote("c", "987")
-	if f := m.floor("c"); f != "" {
-		t.Fatalf("before any consistent list: floor %q, want a consistent list", f)
-	}
-	m.listedConsistently("c")
-	m.wrote("c", "1002")
-	m.wrote("c", "999") // an unchanged object answers with its older version
-	m.wrote("c", "not-a-version")
-	if f := m.floor("c"); f != "1002" {
-		t.Errorf("floor %q, want the newest version applied, 1002", f)
-	}
-	m.forget("c")
-	if f := m.floor("c"); f != "1002" {
-		t.Errorf("after forget: floor %q, want 1002 still (the objects a forgotten apply made are still there)", f)
-	}
-	if f := m.floor("other"); f != "" {
-		t.Errorf("another cluster: floor %q, want a consistent list", f)
-	}
-	m.drop("c")
-	if f := m.floor("c"); f != "" {
-		t.Errorf("a deleted cluster: floor %q, want none", f)
-	}
-}

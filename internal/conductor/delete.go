@@ -116,7 +116,6 @@ func (c *Conductor) deleteCluster(ctx context.Context, op *model.Operation) (Res
 	if err := c.st.DeleteCluster(ctx, cl.UUID); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return Done, err
 	}
-	c.memo.drop(cl.UUID)
 	if !c.opts.KeepNamespaces {
 		_, kept, err := c.mc.ReleaseNamespace(ctx, cl.ProjectID)
 		switch {

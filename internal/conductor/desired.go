@@ -124,7 +124,6 @@ func (c *Conductor) applyChanged(ctx context.Context, sc *scope, obj *unstructur
 	if err != nil {
 		return nil, err
 	}
-	c.memo.wrote(sc.cluster.UUID, applied.GetResourceVersion())
 	if ok {
 		c.memo.applied(memoKey, key, digest, applied.GetResourceVersion(), c.now())
 	}
@@ -194,22 +193,12 @@ func (c *Conductor) prune(ctx context.Context, sc *scope, desired []*unstructure
 	for _, o := range desired {
 		want[o.GetKind()+"/"+o.GetName()] = true
 	}
-	// The lists are of the watch cache, at least as new as this process's
-	// newest apply of the cluster's objects, once a first consistent list
-	// found what processes before it made (appliedMemo.floor).
-	floor := c.memo.floor(sc.cluster.UUID)
 	var pruned []*unstructured.Unstructured
 	for _, kind := range kinds {
 		if !c.mc.Kinds()[kind].Cleanup {
 			continue // shared between clusters, or made by Cluster API
 		}
-		var objs []unstructured.Unstructured
-		var err error
-		if floor != "" {
-			objs, err = c.mc.ListMetadataSince(ctx, kind, sc.namespace, mgmt.ClusterSelector(sc.cluster.UUID), floor)
-		} else {
-			objs, err = c.mc.ListMetadata(ctx, kind, sc.namespace, mgmt.ClusterSelector(sc.cluster.UUID))
-		}
+		objs, err := c.mc.ListMetadata(ctx, kind, sc.namespace, mgmt.ClusterSelector(sc.cluster.UUID))
 		if errors.Is(err, mgmt.ErrKindNotServed) {
 			continue // nothing of it was applied
 		}
@@ -231,9 +220,6 @@ func (c *Conductor) prune(ctx context.Context, sc *scope, desired []*unstructure
 			}
 			pruned = append(pruned, o)
 		}
-	}
-	if floor == "" {
-		c.memo.listedConsistently(sc.cluster.UUID)
 	}
 	if len(pruned) > 0 {
 		// A pruned object desired again must be applied again.

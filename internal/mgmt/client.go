@@ -313,30 +313,24 @@ func (c *Client) List(ctx context.Context, kind, namespace, selector string) ([]
 // pruned or cleaned up is decided on metadata alone, and a cluster's addon
 // ConfigMaps hold megabytes (Calico's manifests) that the management
 // cluster would otherwise encode, send and Magnetite decode at every look.
+//
+// The list holds every change the management cluster accepted before it
+// was asked, as a consistent list does, and is served from the API
+// server's watch cache. A consistent list itself is served from the cache
+// only once the cache has caught up with etcd, and from etcd when it has
+// not within three seconds (CacheDelegator.GetList, k8s.io/apiserver v0.36
+// pkg/storage/cacher/delegator.go): etcd then reads, and the API server
+// decodes, every object of the kind in the namespace whatever the
+// selector, which for the ConfigMaps of a project's clusters is tens of
+// megabytes. On a busy management cluster, whose cache lags, such lists
+// ran past the API server's 60-second limit. So ListMetadata asks first
+// for one object of the kind, consistently and without a selector (from
+// etcd, one key), which answers with a resourceVersion as new as every
+// change before the request, and then for the selected objects at least
+// as new as that (resourceVersionMatch NotOlderThan), which only the cache
+// serves: while it is behind, the API server answers 504 with Retry-After
+// and the client waits and asks again (ten times).
 func (c *Client) ListMetadata(ctx context.Context, kind, namespace, selector string) ([]unstructured.Unstructured, error) {
-	return c.listMetadata(ctx, kind, namespace, metav1.ListOptions{LabelSelector: selector})
-}
-
-// ListMetadataSince is ListMetadata served from the API server's watch
-// cache once the cache holds every change up to resourceVersion rv (one a
-// write of the caller's answered with: resourceVersionMatch NotOlderThan),
-// as a controller's informer serves its reads but with the caller's own
-// writes in it. A consistent list (ListMetadata's) is served from the cache
-// only once the cache has caught up with etcd's newest revision, and from
-// etcd when it has not within three seconds (CacheDelegator.GetList,
-// k8s.io/apiserver v0.36 pkg/storage/cacher/delegator.go): etcd then
-// reads, and the API server decodes, every object of the kind in the
-// namespace whatever the selector, which for the ConfigMaps of a project's
-// clusters is tens of megabytes. On a busy management cluster, whose cache
-// lags, such lists ran past the API server's 60-second limit. A cache
-// behind rv makes the API server answer 504 with Retry-After, which the
-// client waits out and retries (ten times).
-func (c *Client) ListMetadataSince(ctx context.Context, kind, namespace, selector, rv string) ([]unstructured.Unstructured, error) {
-	return c.listMetadata(ctx, kind, namespace, metav1.ListOptions{LabelSelector: selector,
-		ResourceVersion: rv, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
-}
-
-func (c *Client) listMetadata(ctx context.Context, kind, namespace string, opts metav1.ListOptions) ([]unstructured.Unstructured, error) {
 	r, err := c.Resource(ctx, kind)
 	if err != nil {
 		return nil, err
@@ -344,7 +338,13 @@ func (c *Client) listMetadata(ctx context.Context, kind, namespace string, opts 
 	if !r.Namespaced {
 		namespace = ""
 	}
-	l, err := c.meta.Resource(r.GVR()).Namespace(namespace).List(ctx, opts)
+	client := c.meta.Resource(r.GVR()).Namespace(namespace)
+	now, err := client.List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return nil, fmt.Errorf("mgmt: list %s: %w", kind, err)
+	}
+	l, err := client.List(ctx, metav1.ListOptions{LabelSelector: selector,
+		ResourceVersion: now.GetResourceVersion(), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan})
 	if err != nil {
 		return nil, fmt.Errorf("mgmt: list %s: %w", kind, err)
 	}

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -365,25 +366,54 @@ func TestServerSideApplyIsIdempotentAndLabelsOwnership(t *testing.T) {
 		}
 	}
 
-	// A prune's list from the watch cache, at least as new as an apply's
-	// answer, holds what that apply wrote.
+	// The lists are as consistent as a consistent list, and served from
+	// the watch cache: one object of the kind read consistently without a
+	// selector gives the resourceVersion, and the selected objects are
+	// read at least as new as it. No list reads a kind's every object in
+	// the namespace from etcd.
+	var lists []url.Values
+	var mu sync.Mutex
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			if req.Method == http.MethodGet && req.URL.Query().Get("watch") == "" {
+				mu.Lock()
+				lists = append(lists, req.URL.Query())
+				mu.Unlock()
+			}
+			return next.RoundTrip(req)
+		})
+	})
+	recorded := newClient(t, cfg, "")
 	more := secret.DeepCopy()
 	more.SetName("k1-more")
-	applied, err := c.Apply(ctx, owner, more)
+	if _, err := c.Apply(ctx, owner, more); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	lists = nil
+	mu.Unlock()
+	objs, err := recorded.ListMetadata(ctx, "Secret", ns, mgmt.ClusterSelector(owner.ClusterUUID))
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := c.ListMetadataSince(ctx, "Secret", ns, mgmt.ClusterSelector(owner.ClusterUUID), applied.GetResourceVersion())
-	if err != nil {
-		t.Fatal(err)
+	if len(objs) != 2 {
+		t.Errorf("ListMetadata Secret right after an apply = %v, want k1-cloud-config and k1-more", objs)
 	}
-	var names []string
-	for _, o := range objs {
-		names = append(names, o.GetName())
+	mu.Lock()
+	for _, q := range lists {
+		consistent := q.Get("resourceVersion") == ""
+		if consistent && (q.Get("limit") != "1" || q.Get("labelSelector") != "") {
+			t.Errorf("a consistent list of every object (%v): the API server reads it from etcd when its cache lags", q)
+		}
+		if !consistent && q.Get("resourceVersionMatch") != "NotOlderThan" {
+			t.Errorf("a list from the cache that may be older than the request (%v)", q)
+		}
 	}
-	if slices.Sort(names); !slices.Equal(names, []string{"k1-cloud-config", "k1-more"}) {
-		t.Errorf("ListMetadataSince Secret = %v, want k1-cloud-config and k1-more", names)
+	if len(lists) != 2 {
+		t.Errorf("ListMetadata sent %d lists (%v), want 2", len(lists), lists)
 	}
+	mu.Unlock()
 	if _, err := c.Delete(ctx, "Secret", ns, "k1-more"); err != nil {
 		t.Fatal(err)
 	}
@@ -615,3 +645,7 @@ func TestClientFromKubeconfigFileReachesTheCluster(t *testing.T) {
 		}
 	}
 }
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
