@@ -3,7 +3,6 @@ package conductor
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,26 +16,14 @@ import (
 // import leaves it, in a store of its own.
 func adoptedRow(t *testing.T) (*store.DB, *model.Cluster) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "m.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
 	now := time.Now().UTC()
 	ct := &model.ClusterTemplate{UUID: uuid.NewString(), Name: "mca", ProjectID: "p", UserID: "u",
 		TemplateSpec: model.TemplateSpec{COE: "kubernetes", ImageID: "img", ServerType: model.ServerTypeVM}, CreatedAt: now}
-	if err := st.CreateClusterTemplate(ctx, ct); err != nil {
-		t.Fatal(err)
-	}
 	cl := &model.Cluster{UUID: uuid.NewString(), Name: "mca", ProjectID: "p", UserID: "u", ClusterTemplateID: ct.UUID,
 		Status: model.CreateComplete, Labels: map[string]string{}, CreatedAt: now,
 		Imported: &model.Imported{MagnumDriver: "cluster-api", At: now, ClusterAPI: &model.ForeignCluster{
 			Driver: driverMCA, Namespace: "magnum-system", Name: "kube-ab12c", Adopted: true}}}
-	if err := st.ApplyClusterChange(ctx, store.ClusterChange{Cluster: cl, Create: true, QuotaLimit: 10}); err != nil {
-		t.Fatal(err)
-	}
-	return st, cl
+	return storeWith(t, ct, cl, nil, nil), cl
 }
 
 // statusWrite writes a cluster's status as the conductor's watch does.
